@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+// actiontrain: train and evaluate action classifiers on body-pose windows.
+// Dependency direction (see docs/architecture.md):
+//   PoseCore  <- Datasets
+//   PoseCore, CBLAS <- ActionRuntime  (the importable inference runtime)
+//   ActionRuntime, Datasets <- ActionTrain
+//   Eval depends on nothing (labels, predictions, probabilities only)
+//   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
+import PackageDescription
+
+let package = Package(
+    name: "actiontrain",
+    products: [
+        .executable(name: "actiontrain", targets: ["actiontrain"]),
+        .library(name: "ActionRuntime", targets: ["ActionRuntime"]),
+        .library(name: "Datasets", targets: ["Datasets"]),
+        .library(name: "Eval", targets: ["Eval"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
+        ),
+        .target(name: "PoseCore"),
+        .target(name: "Datasets", dependencies: ["PoseCore"]),
+        .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS"]),
+        .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
+        .target(name: "Eval"),
+        .executableTarget(
+            name: "actiontrain",
+            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]
+        ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PoseCoreTests", dependencies: ["PoseCore", "TestSupport"]),
+        .testTarget(name: "DatasetsTests", dependencies: ["Datasets", "PoseCore", "TestSupport"]),
+        .testTarget(name: "ActionRuntimeTests", dependencies: ["ActionRuntime", "PoseCore", "TestSupport"]),
+        .testTarget(name: "ActionTrainTests", dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "PoseCore", "TestSupport"]),
+        .testTarget(name: "EvalTests", dependencies: ["Eval", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["actiontrain", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,67 @@
+import PoseCore
+
+/// Fully connected layer applied at every time step.
+///
+/// Shapes: B = batch, T = time, I = inputs, O = outputs; rows R = B·T.
+/// `weight [O, I]`, `bias [O]`, initialised U(±√(1/I)) as PyTorch's `nn.Linear`.
+/// Forward `y[R, O] = x[R, I] · Wᵀ + b`.
+final class Linear: Layer {
+    let inputs: Int, outputs: Int, time: Int
+    var spec: LayerSpec { .linear(inputs: inputs, outputs: outputs) }
+    var inputShape: Shape { Shape(time: time, channels: inputs) }
+    var outputShape: Shape { Shape(time: time, channels: outputs) }
+    var parameterShapes: [ParameterShape] {
+        [ParameterShape("weight", [outputs, inputs], layout: "[outputs, inputs]"), ParameterShape("bias", [outputs], layout: "[outputs]")]
+    }
+
+    private var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, I], [O]
+    private var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!
+    private var x: UnsafePointer<Float>?  // cached input [R, I]
+    private let y = Buffer(), dx = Buffer()
+
+    init(inputs: Int, outputs: Int, time: Int) {
+        self.inputs = inputs
+        self.outputs = outputs
+        self.time = time
+    }
+
+    func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
+        weight = parameters
+        bias = parameters + outputs * inputs
+        dWeight = gradients
+        dBias = gradients + outputs * inputs
+    }
+
+    func initialize(using g: inout SeededGenerator) {
+        let bound = (1 / Float(inputs)).squareRoot()
+        for i in 0..<(outputs * inputs) { weight[i] = g.nextSymmetric(bound) }
+        for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let R = batch * time, I = inputs, O = outputs
+        self.x = x
+        y.reserve(R * O)
+        let out = y.pointer
+        for r in 0..<R { (out + r * O).update(from: bias, count: O) }
+        BLAS.gemm(transposeB: true, m: R, n: O, k: I, a: x, lda: I, b: weight, ldb: I, beta: 1, c: out, ldc: O)
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        let R = batch * time, I = inputs, O = outputs
+        guard let x else { preconditionFailure("Linear.backward before forward") }
+        // dW[O, I] += dyᵀ[O, R] · x[R, I]
+        BLAS.gemm(transposeA: true, m: O, n: I, k: R, a: dy, lda: O, b: x, ldb: I, beta: 1, c: dWeight, ldc: I)
+        // db[O] += Σ_r dy[r, :]
+        for r in 0..<R {
+            let row = dy + r * O
+            for o in 0..<O { dBias[o] += row[o] }
+        }
+        guard needInputGradient else { return nil }
+        // dx[R, I] = dy[R, O] · W[O, I]
+        dx.reserve(R * I)
+        BLAS.gemm(m: R, n: I, k: O, a: dy, lda: O, b: weight, ldb: I, c: dx.pointer, ldc: I)
+        return UnsafePointer(dx.pointer)
+    }
+}

@@ -1,0 +1,28 @@
+/// `y = max(x, 0)`; `dx = dy · [x > 0]` (the gradient at exactly 0 is 0).
+final class ReLU: Layer {
+    let shape: Shape
+    var spec: LayerSpec { .relu }
+    var inputShape: Shape { shape }
+    var outputShape: Shape { shape }
+    private let y = Buffer(), dx = Buffer()  // [B, T, C] each
+
+    init(shape: Shape) { self.shape = shape }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let n = batch * shape.count
+        y.reserve(n)
+        let out = y.pointer
+        for i in 0..<n { out[i] = max(x[i], 0) }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        guard needInputGradient else { return nil }
+        let n = batch * shape.count
+        dx.reserve(n)
+        let out = y.pointer, g = dx.pointer
+        // y > 0 exactly where x > 0, so the cached output serves as the mask.
+        for i in 0..<n { g[i] = out[i] > 0 ? dy[i] : 0 }
+        return UnsafePointer(g)
+    }
+}

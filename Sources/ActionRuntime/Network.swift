@@ -1,0 +1,125 @@
+import PoseCore
+
+/// A named parameter tensor inside the network's parameter arena.
+public struct TensorInfo: Hashable, Sendable {
+    public var name: String
+    public var shape: [Int]
+    public var layout: String
+    /// Offset in values (not bytes) inside the arena.
+    public var offset: Int
+    public var count: Int { shape.reduce(1, *) }
+}
+
+/// A feed-forward network: an ordered list of layers over `[batch, time, channels]`
+/// activations ending in `[batch, 1, classes]` logits.
+///
+/// All parameters live in one contiguous, 64-byte aligned arena (and gradients in a twin),
+/// so that optimisers, checkpoints and the model file treat them as one vector.
+/// A `Network` is not thread-safe: its layers own their activation buffers.
+public final class Network {
+    public let specs: [LayerSpec]
+    public let inputShape: Shape
+    public let outputShape: Shape
+    let layers: [Layer]
+    public let tensors: [TensorInfo]
+    public let parameterCount: Int
+    /// All parameters `[parameterCount]`.
+    public let parameters: UnsafeMutablePointer<Float>
+    /// All gradients `[parameterCount]`, accumulated by `backward`.
+    public let gradients: UnsafeMutablePointer<Float>
+
+    public init(layers specs: [LayerSpec], input: Shape) throws {
+        guard input.time > 0 && input.channels > 0 else {
+            throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) must be positive")
+        }
+        var shape = input
+        var built: [Layer] = []
+        for (i, spec) in specs.enumerated() {
+            let layer = try makeLayer(spec, input: shape, name: "\(i) (\(spec.typeName))")
+            built.append(layer)
+            shape = layer.outputShape
+        }
+        guard shape.time == 1 else {
+            throw ModelError.invalidLayer(
+                layer: "output", reason: "the last layer gives \(shape) per window; add flatten or a pooling layer")
+        }
+        self.specs = specs
+        self.inputShape = input
+        self.outputShape = shape
+        self.layers = built
+        var infos: [TensorInfo] = []
+        var offset = 0
+        for (i, layer) in built.enumerated() {
+            for p in layer.parameterShapes {
+                let info = TensorInfo(name: "layers.\(i).\(p.name)", shape: p.shape, layout: p.layout, offset: offset)
+                infos.append(info)
+                offset += info.count
+            }
+        }
+        tensors = infos
+        parameterCount = offset
+        parameters = Buffer.allocate(max(offset, 1))
+        gradients = Buffer.allocate(max(offset, 1))
+        var layerOffset = 0
+        for layer in built {
+            layer.bind(parameters: parameters + layerOffset, gradients: gradients + layerOffset)
+            layerOffset += layer.parameterCount
+        }
+    }
+
+    deinit {
+        parameters.deallocate()
+        gradients.deallocate()
+    }
+
+    public var classCount: Int { outputShape.channels }
+
+    /// Initialises every layer from a seed (PyTorch's default scheme per layer type).
+    public func initialize(seed: UInt64) {
+        var g = SeededGenerator(seed: seed)
+        for layer in layers { layer.initialize(using: &g) }
+    }
+
+    /// Copies parameters from a flat array (e.g. a model file's data).
+    public func load(parameters values: UnsafeBufferPointer<Float>) {
+        precondition(values.count == parameterCount, "parameter count")
+        if let base = values.baseAddress { parameters.update(from: base, count: parameterCount) }
+    }
+
+    public func zeroGradients() { gradients.update(repeating: 0, count: parameterCount) }
+
+    /// Logits `[batch, classes]` for inputs `[batch, inputShape]`. The result stays valid
+    /// until the next forward.
+    public func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        var a = x
+        for layer in layers { a = layer.forward(a, batch: batch, mode: &mode) }
+        return a
+    }
+
+    /// Inference forward (dropout off).
+    public func forward(_ x: UnsafePointer<Float>, batch: Int) -> UnsafePointer<Float> {
+        var mode = ForwardMode.inference
+        return forward(x, batch: batch, mode: &mode)
+    }
+
+    /// Back-propagates `dlogits [batch, classes]` through the last forward, accumulating
+    /// into `gradients`. Returns the input gradient when asked (for tests).
+    @discardableResult
+    public func backward(_ dlogits: UnsafePointer<Float>, batch: Int, needInputGradient: Bool = false)
+        -> UnsafePointer<Float>?
+    {
+        var g: UnsafePointer<Float>? = dlogits
+        for (i, layer) in layers.enumerated().reversed() {
+            g = layer.backward(g!, batch: batch, needInputGradient: i > 0 || needInputGradient)
+        }
+        return g
+    }
+
+    /// Convenience for tests and small callers: logits for inputs given as an array.
+    public func predictLogits(_ x: [Float], batch: Int) -> [Float] {
+        precondition(x.count == batch * inputShape.count, "input size")
+        return x.withUnsafeBufferPointer { p in
+            Array(UnsafeBufferPointer(start: forward(p.baseAddress!, batch: batch), count: batch * classCount))
+        }
+    }
+}
