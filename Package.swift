@@ -31,6 +31,10 @@ let package = Package(
             name: "actiontrain",
             dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]
         ),
+        .executableTarget(
+            name: "actiontrain-bench",
+            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]
+        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PoseCoreTests", dependencies: ["PoseCore", "TestSupport"]),
         .testTarget(name: "DatasetsTests", dependencies: ["Datasets", "PoseCore", "TestSupport"]),

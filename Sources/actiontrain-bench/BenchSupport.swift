@@ -1,0 +1,59 @@
+import Foundation
+
+/// Timing helpers shared by the benchmarks.
+enum Clock {
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Median seconds per call of `body`, over `reps` repetitions of at least `minSeconds` each.
+    static func median(reps: Int = 5, minSeconds: Double = 0.1, _ body: () -> Void) -> Double {
+        body()  // warm-up
+        var perCall: [Double] = []
+        for _ in 0..<reps {
+            var calls = 0
+            let start = now()
+            var elapsed = 0.0
+            repeat {
+                body()
+                calls += 1
+                elapsed = Double(now() - start) / 1e9
+            } while elapsed < minSeconds
+            perCall.append(elapsed / Double(calls))
+        }
+        return perCall.sorted()[perCall.count / 2]
+    }
+}
+
+/// Share of the machine's CPU time used by *other* processes over an interval, from
+/// /proc/stat minus this process's own time (as ../shared/bench/guard.py reports it).
+struct ForeignLoad {
+    private var startTotal = 0.0, startBusy = 0.0, startSelf = 0.0
+
+    init() { (startTotal, startBusy, startSelf) = ForeignLoad.sample() }
+
+    func share() -> Double? {
+        let (t, b, s) = ForeignLoad.sample()
+        guard t > startTotal else { return nil }
+        return max(0, ((b - startBusy) - (s - startSelf)) / (t - startTotal))
+    }
+
+    private static func sample() -> (total: Double, busy: Double, own: Double) {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+            let cpu = stat.split(separator: "\n").first
+        else { return (0, 0, 0) }
+        let v = cpu.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard v.count >= 5 else { return (0, 0, 0) }
+        let total = v.reduce(0, +), idle = v[3] + v[4]
+        var usage = rusage()
+        #if os(Linux)
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+            getrusage(RUSAGE_SELF, &usage)
+        #endif
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        let own = (Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6) * ticks
+        return (total, total - idle, own)
+    }
+}
+
+func format(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }

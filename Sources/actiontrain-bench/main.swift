@@ -1,0 +1,34 @@
+// Benchmarks, run in release builds only:
+//
+//     swift run -c release actiontrain-bench            # list
+//     swift run -c release actiontrain-bench gemm       # one benchmark
+//
+// Each benchmark prints its figures beside the anchors measured on this machine
+// (../shared/bench/RESULTS.md) and the ratio, from one run. Timings never go into tests.
+import Foundation
+
+struct Benchmark {
+    let name: String
+    let summary: String
+    let run: ([String]) throws -> Void
+}
+
+let benchmarks: [Benchmark] = [
+    Benchmark(name: "gemm", summary: "BLAS.gemm GFLOP/s on the reference training shapes vs cblas_sgemm anchors", run: GemmBench.run),
+]
+
+let args = Array(CommandLine.arguments.dropFirst())
+guard let name = args.first, let bench = benchmarks.first(where: { $0.name == name }) else {
+    print("usage: actiontrain-bench <benchmark> [options]\n")
+    for b in benchmarks { print("  \(b.name.padding(toLength: 14, withPad: " ", startingAt: 0))\(b.summary)") }
+    exit(args.isEmpty ? 0 : 2)
+}
+#if DEBUG
+    FileHandle.standardError.write(Data("warning: debug build; run with 'swift run -c release actiontrain-bench'\n".utf8))
+#endif
+do {
+    try bench.run(Array(args.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
+}
