@@ -2,12 +2,35 @@ import ActionRuntime
 import Foundation
 import PoseCore
 
+/// A source of training batches. `TensorSet` copies fixed features; an augmenting source
+/// builds fresh features for every epoch from raw pose windows.
+public protocol BatchSource {
+    var count: Int { get }
+    var valuesPerWindow: Int { get }
+    /// Writes the windows at `indices` for `epoch` (1-based): `features [indices.count,
+    /// valuesPerWindow]` and `labels [indices.count]`. Must be deterministic given its inputs.
+    func fill(
+        indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>)
+}
+
 /// Training data in network-input form: `features [count, valuesPerWindow]`, `labels [count]`.
-public struct TensorSet: Sendable {
+public struct TensorSet: Sendable, BatchSource {
     public var features: [Float]
     public var labels: [Int32]
     public let valuesPerWindow: Int
     public var count: Int { labels.count }
+
+    public func fill(
+        indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>
+    ) {
+        let V = valuesPerWindow
+        self.features.withUnsafeBufferPointer { src in
+            for (k, i) in indices.enumerated() {
+                (features + k * V).update(from: src.baseAddress! + i * V, count: V)
+                labels[k] = self.labels[i]
+            }
+        }
+    }
 
     public init(features: [Float], labels: [Int32], valuesPerWindow: Int) {
         precondition(features.count == labels.count * valuesPerWindow, "features shape")
@@ -48,7 +71,7 @@ public final class Trainer {
     /// Trains for `config.epochs` epochs. Calls `onEpoch` after each. When `validation` is
     /// given, the network ends with the parameters of the best validation epoch.
     @discardableResult
-    public func fit(train: TensorSet, validation: TensorSet?, onEpoch: (EpochRecord) -> Void = { _ in }) throws
+    public func fit(train: BatchSource, validation: TensorSet?, onEpoch: (EpochRecord) -> Void = { _ in }) throws
         -> [EpochRecord]
     {
         guard train.count > 0 else { throw TrainingError.noTrainingData("no training windows") }
@@ -67,14 +90,11 @@ public final class Trainer {
             var mode = ForwardMode.training(seed: SeededGenerator.derive(config.seed ^ 0xD50, UInt64(epoch)))
             for s in stride(from: 0, to: train.count, by: B) {
                 let n = min(B, train.count - s)
-                train.features.withUnsafeBufferPointer { src in
-                    batchX.withUnsafeMutableBufferPointer { dst in
-                        for k in 0..<n {
-                            (dst.baseAddress! + k * V).update(from: src.baseAddress! + order[s + k] * V, count: V)
-                        }
+                batchX.withUnsafeMutableBufferPointer { x in
+                    batchY.withUnsafeMutableBufferPointer { y in
+                        train.fill(indices: order[s..<(s + n)], epoch: epoch, features: x.baseAddress!, labels: y.baseAddress!)
                     }
                 }
-                for k in 0..<n { batchY[k] = train.labels[order[s + k]] }
                 network.zeroGradients()
                 let l = batchX.withUnsafeBufferPointer { x in
                     let logits = network.forward(x.baseAddress!, batch: n, mode: &mode)
