@@ -3,7 +3,7 @@ import PoseCore
 
 /// Batched inference helpers shared by training (validation) and the runtime.
 public enum Inference {
-    /// Softmax in place over rows `[rows, K]`.
+    /// Softmax in place over rows `[rows, K]`: `p_k = exp(z_k − max z) / Σ_j exp(z_j − max z)`.
     public static func softmax(_ p: UnsafeMutablePointer<Float>, rows: Int, classes K: Int) {
         for r in 0..<rows {
             let z = p + r * K
@@ -19,9 +19,9 @@ public enum Inference {
         }
     }
 
-    /// Class probabilities `[count, classes]` for inputs `[count, network.inputShape]`, in
-    /// batches of `batchSize`.
-    public static func probabilities(_ network: Network, features: [Float], count: Int, batchSize: Int = 256) -> [Float] {
+    /// Logits `[count, classes]` for inputs `[count, network.inputShape]`, in batches of
+    /// `batchSize`.
+    public static func logits(_ network: Network, features: [Float], count: Int, batchSize: Int = 256) -> [Float] {
         let V = network.inputShape.count, K = network.classCount
         precondition(features.count == count * V, "features shape")
         var out = [Float](repeating: 0, count: count * K)
@@ -31,16 +31,37 @@ public enum Inference {
                     let n = min(batchSize, count - s)
                     let logits = network.forward(x.baseAddress! + s * V, batch: n)
                     (o.baseAddress! + s * K).update(from: logits, count: n * K)
-                    softmax(o.baseAddress! + s * K, rows: n, classes: K)
                 }
             }
         }
         return out
     }
+
+    /// Class probabilities `[count, classes]` for inputs `[count, network.inputShape]`, in
+    /// batches of `batchSize`.
+    public static func probabilities(_ network: Network, features: [Float], count: Int, batchSize: Int = 256) -> [Float] {
+        var out = logits(network, features: features, count: count, batchSize: batchSize)
+        out.withUnsafeMutableBufferPointer { softmax($0.baseAddress!, rows: count, classes: network.classCount) }
+        return out
+    }
+}
+
+/// The prediction for one window of a sequence.
+public struct WindowPrediction: Hashable, Sendable {
+    /// First frame of the window in the (resampled, when the model sets a frame rate) sequence.
+    public var start: Int
+    /// One past the last real frame of the window (padding excluded).
+    public var end: Int
+    /// Index into `classes` of the most probable class (the first on ties).
+    public var classIndex: Int
+    /// Class probabilities, in `classes` order.
+    public var probabilities: [Float]
 }
 
 /// A loaded model: header, network and feature extractor. The inference service's entry
-/// point. Not thread-safe; use one instance per thread.
+/// point: load once, then call `logits` / `probabilities` / `predict`.
+///
+/// Not thread-safe (the network owns its activation buffers); use one instance per thread.
 public final class ActionModel {
     public let header: ModelHeader
     public let network: Network
@@ -48,9 +69,27 @@ public final class ActionModel {
 
     public var classes: [String] { header.classes }
     public var input: InputSpec { header.input }
+    /// Values per window, `frames · channelsPerFrame`.
+    public var valuesPerWindow: Int { network.inputShape.count }
 
-    public init(bytes: [UInt8]) throws {
+    /// Loads a model file held in memory.
+    public convenience init(bytes: [UInt8]) throws {
         let (header, network) = try ModelFile.load(bytes)
+        try self.init(header: header, network: network)
+    }
+
+    /// Loads a model file from disk, memory-mapped by default. Errors name the file.
+    public convenience init(contentsOf path: String, memoryMapped: Bool = true) throws {
+        let (header, network) = try ModelFile.load(contentsOf: path, memoryMapped: memoryMapped)
+        do {
+            try self.init(header: header, network: network)
+        } catch let e as ModelFileError {
+            throw ModelFileError.inFile(path, e)
+        }
+    }
+
+    /// Wraps a decoded header and its network, checking that the input description builds.
+    public init(header: ModelHeader, network: Network) throws {
         self.header = header
         self.network = network
         do {
@@ -64,23 +103,35 @@ public final class ActionModel {
         }
     }
 
-    public convenience init(contentsOf path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ModelFileError.io("\(path): cannot read the model file; check the path")
+    // MARK: - Network inputs
+
+    /// Logits `[count, classes]` for network inputs `x [count, frames, channels]`. The result
+    /// points into the network's buffers and stays valid until the next call. No allocation
+    /// once the buffers have grown to `count`.
+    public func logits(_ x: UnsafePointer<Float>, count: Int) -> UnsafeBufferPointer<Float> {
+        UnsafeBufferPointer(start: network.forward(x, batch: count), count: count * network.classCount)
+    }
+
+    /// Logits `[count, classes]` for network inputs `[count, valuesPerWindow]`.
+    public func logits(features: [Float], count: Int) throws -> [Float] {
+        guard features.count == count * valuesPerWindow else {
+            throw ModelError.inputSize(expected: count * valuesPerWindow, got: features.count)
         }
-        try self.init(bytes: [UInt8](data))
+        return Inference.logits(network, features: features, count: count)
     }
 
     /// Probabilities `[count, classes]` for network inputs `[count, valuesPerWindow]`.
     public func probabilities(features: [Float], count: Int) throws -> [Float] {
-        guard features.count == count * network.inputShape.count else {
-            throw ModelError.inputSize(expected: count * network.inputShape.count, got: features.count)
+        guard features.count == count * valuesPerWindow else {
+            throw ModelError.inputSize(expected: count * valuesPerWindow, got: features.count)
         }
         return Inference.probabilities(network, features: features, count: count)
     }
 
-    /// Probabilities for one exact-length window of poses.
-    public func probabilities(window: PoseSequence) throws -> [Float] {
+    // MARK: - Poses
+
+    /// The network input of one exact-length window of poses, `[frames, channels]`.
+    public func features(window: PoseSequence) throws -> [Float] {
         guard window.jointCount == input.skeleton.jointCount, window.dimensions == input.skeleton.dimensions else {
             throw PoseError.shapeMismatch(
                 what: "window joints x dimensions", expected: input.skeleton.jointCount * input.skeleton.dimensions,
@@ -89,6 +140,52 @@ public final class ActionModel {
         guard window.frameCount == input.window.frames else {
             throw PoseError.shapeMismatch(what: "window frames", expected: input.window.frames, got: window.frameCount)
         }
-        return try probabilities(features: extractor.extract(window), count: 1)
+        return extractor.extract(window)
+    }
+
+    /// Probabilities for one exact-length window of poses.
+    public func probabilities(window: PoseSequence) throws -> [Float] {
+        try probabilities(features: features(window: window), count: 1)
+    }
+
+    /// The windows of a whole sequence, cut as at training time: resampled to the model's
+    /// frame rate when it has one (using the sequence's timestamps or `sourceFrameRate`),
+    /// then sliding windows every `stride` frames (or one `fit` window).
+    public func windows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?) throws
+        -> [(start: Int, end: Int, window: PoseSequence)]
+    {
+        let skeleton = input.skeleton
+        guard sequence.jointCount == skeleton.jointCount, sequence.dimensions == skeleton.dimensions else {
+            throw PoseError.shapeMismatch(
+                what: "sequence '\(sequence.id)' joints x dimensions", expected: skeleton.jointCount * skeleton.dimensions,
+                got: sequence.jointCount * sequence.dimensions)
+        }
+        let spec = input.window
+        let seq = spec.retimed(sequence, sourceFrameRate: sourceFrameRate)
+        guard seq.frameCount > 0 else { return [] }
+        return spec.starts(frameCount: seq.frameCount, stride: stride).map { s in
+            let end = spec.mode == .fit ? seq.frameCount : min(s + spec.frames, seq.frameCount)
+            return (s, end, spec.window(of: seq, start: s))
+        }
+    }
+
+    /// Sliding-window predictions over a whole sequence, in batches.
+    public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, batchSize: Int = 256) throws
+        -> [WindowPrediction]
+    {
+        let cut = try windows(of: sequence, stride: stride, sourceFrameRate: sourceFrameRate)
+        let V = valuesPerWindow, K = classes.count
+        var features = [Float](repeating: 0, count: cut.count * V)
+        features.withUnsafeMutableBufferPointer { p in
+            for (i, w) in cut.enumerated() { extractor.extract(w.window, into: p.baseAddress! + i * V) }
+        }
+        let z = Inference.logits(network, features: features, count: cut.count, batchSize: batchSize)
+        return cut.enumerated().map { i, w in
+            var row = Array(z[(i * K)..<((i + 1) * K)])
+            var best = 0  // argmax of the logits, the first on ties
+            for k in row.indices where row[k] > row[best] { best = k }
+            row.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: 1, classes: K) }
+            return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)
+        }
     }
 }
