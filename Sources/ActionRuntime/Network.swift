@@ -32,10 +32,14 @@ public final class Network {
         guard input.time > 0 && input.channels > 0 else {
             throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) must be positive")
         }
+        let (inputCount, inputOverflow) = input.time.multipliedReportingOverflow(by: input.channels)
+        guard !inputOverflow, inputCount <= maxLayerValues else {
+            throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) is too large")
+        }
         var shape = input
         var built: [Layer] = []
         for (i, spec) in specs.enumerated() {
-            let layer = try makeLayer(spec, input: shape, name: "\(i) (\(spec.typeName))")
+            let layer = try makeLayer(spec, input: shape, path: "\(i)")
             built.append(layer)
             shape = layer.outputShape
         }
@@ -47,6 +51,9 @@ public final class Network {
         self.inputShape = input
         self.outputShape = shape
         self.layers = built
+        // Tensor names are `layers.<i>.<name>`; a residual block's own names carry the path
+        // inside it (`layers.3.body.0.weight`, `layers.3.shortcut.0.bias`). Each layer's
+        // tensors are contiguous, in `parameterShapes` order, which is the order `bind` expects.
         var infos: [TensorInfo] = []
         var offset = 0
         for (i, layer) in built.enumerated() {
@@ -54,6 +61,10 @@ public final class Network {
                 let info = TensorInfo(name: "layers.\(i).\(p.name)", shape: p.shape, layout: p.layout, offset: offset)
                 infos.append(info)
                 offset += info.count
+                guard offset <= maxLayerValues else {
+                    throw ModelError.invalidLayer(
+                        layer: "\(i) (\(specs[i].typeName))", reason: "the network has more than \(maxLayerValues) parameters")
+                }
             }
         }
         tensors = infos
