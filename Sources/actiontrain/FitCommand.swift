@@ -69,7 +69,7 @@ enum FitCommand {
         if let logError { throw logError }
         let seconds = Date().timeIntervalSince(started)
 
-        var metrics: [String: Double] = ["trainingSeconds": (seconds * 1000).rounded() / 1000]
+        var metrics: [String: Double] = [:]  // deterministic only: identical runs give identical model files
         var reportText = ""
         if let validation {
             let (vl, va) = trainer.evaluate(validation)
@@ -85,7 +85,8 @@ enum FitCommand {
         let provenance = ModelHeader.Provenance(
             datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed,
             metrics: metrics, notes: ["dataset": dataset.name])
-        let modelBytes = try ModelFile.encode(classes: dataset.classes, input: spec, network: network, provenance: provenance)
+        let modelBytes = try ModelFile.encode(
+            classes: dataset.classes, input: spec, network: network, provenance: provenance, trainingFrameRate: dataset.frameRate)
         try write(Data(modelBytes), to: "\(runDir)/model.atm")
         if !reportText.isEmpty { out.write("\nvalidation report\n" + reportText) }
         out.line(String(format: "fit: trained in %.1f s; wrote %@/model.atm", seconds, runDir))

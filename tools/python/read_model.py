@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""An independent reader of actiontrain model files (.atm), written from docs/format.md alone.
+
+    read_model.py MODEL                               # print a summary of the header
+    read_model.py MODEL --features X.f32 --count N    # logits for N raw float32 inputs [N, T, C]
+    read_model.py MODEL --windows W.json              # features and logits for pose windows
+
+Output (with --features or --windows) is one JSON object {"features": [[...]], "logits": [[...]]}.
+Needs only Python 3 and NumPy.
+"""
+import argparse, json, math, struct, sys, zlib
+import numpy as np
+
+MAGIC = b"\x89ATM\r\n\x1a\n"
+
+
+class ModelFileError(Exception):
+    pass
+
+
+def read_model(path):
+    """Checks the preamble, checksums and tensor tiling; returns (header, {name: array})."""
+    b = open(path, "rb").read()
+    if b[:8] != MAGIC[:len(b[:8])] or not b:
+        raise ModelFileError("not an actiontrain model file")
+    if len(b) < 64:
+        raise ModelFileError("truncated")
+    major, minor, _flags, H, D, hcrc, dcrc, total = struct.unpack_from("<HHIQQIIQ", b, 8)
+    if major != 1:
+        raise ModelFileError(f"unsupported major version {major}")
+    if total != len(b) or 64 + H + D != total or (64 + H) % 64 or D % 64 or H == 0:
+        raise ModelFileError("section lengths do not match the file size")
+    header_bytes, data = b[64:64 + H], b[64 + H:]
+    if zlib.crc32(header_bytes) != hcrc or zlib.crc32(data) != dcrc:
+        raise ModelFileError("checksum mismatch")
+    h = json.loads(header_bytes.decode("utf-8"))
+    if h["format"] != "actiontrain.model":
+        raise ModelFileError("wrong format")
+    tensors, expected = {}, 0
+    for t in h["tensors"]:
+        n = int(np.prod(t["shape"]))
+        if t["dtype"] != "float32" or t["length"] != 4 * n or t["offset"] != expected:
+            raise ModelFileError(f"tensor {t['name']} does not tile the data section")
+        tensors[t["name"]] = np.frombuffer(data, "<f4", n, t["offset"]).reshape(t["shape"]).astype(np.float32)
+        expected = (t["offset"] + t["length"] + 63) // 64 * 64
+    if expected != D:
+        raise ModelFileError("tensors do not end at the end of the data section")
+    return h, tensors
+
+
+# ---- layers (section 4): activations are [B, T, C] float32 ----
+
+def gelu(x):
+    return (0.5 * x * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x ** 3)))).astype(np.float32)
+
+
+def conv1d(x, w, b, stride, dilation, padding):
+    B, T, I = x.shape
+    O, K, _ = w.shape
+    xp = np.pad(x, ((0, 0), (padding, padding), (0, 0)))
+    Tout = (T + 2 * padding - dilation * (K - 1) - 1) // stride + 1
+    y = np.zeros((B, Tout, O), np.float32) + b
+    for k in range(K):
+        start = k * dilation
+        xs = xp[:, start:start + stride * (Tout - 1) + 1:stride, :]  # [B, Tout, I]
+        y += xs @ w[:, k, :].T
+    return y
+
+
+def forward(layers, x, tensors, prefix):
+    for i, L in enumerate(layers):
+        p, t = f"{prefix}{i}.", L["type"]
+        if t == "linear":
+            x = x @ tensors[p + "weight"].T + tensors[p + "bias"]
+        elif t == "relu":
+            x = np.maximum(x, 0)
+        elif t == "gelu":
+            x = gelu(x)
+        elif t == "dropout":
+            pass
+        elif t == "layerNorm":
+            mu = x.mean(-1, keepdims=True)
+            var = ((x - mu) ** 2).mean(-1, keepdims=True)
+            x = tensors[p + "gamma"] * (x - mu) / np.sqrt(var + np.float32(L["epsilon"])) + tensors[p + "beta"]
+        elif t == "conv1d":
+            x = conv1d(x, tensors[p + "weight"], tensors[p + "bias"], L["stride"], L["dilation"], L["padding"])
+        elif t == "flatten":
+            x = x.reshape(x.shape[0], 1, -1)
+        elif t == "globalAveragePool":
+            x = x.mean(1, keepdims=True)
+        elif t == "globalMaxPool":
+            x = x.max(1, keepdims=True)
+        elif t == "residual":
+            x = forward(L["body"], x, tensors, p + "body.") + forward(L["shortcut"], x, tensors, p + "shortcut.")
+        else:
+            raise ModelFileError(f"unknown layer type {t}")
+        x = x.astype(np.float32)
+    return x
+
+
+def logits(h, tensors, x):
+    """x: [N, T, C] -> logits [N, K]."""
+    return forward(h["layers"], x.astype(np.float32), tensors, "layers.")[:, 0, :]
+
+
+# ---- input (section 5): one window of poses -> [T, C] ----
+
+def mean_of(xyz, present, f, joints):
+    sel = [j for j in joints if present[f, j]]
+    return xyz[f, sel].mean(0) if sel else None
+
+
+def features(inp, coords, present, conf):
+    """coords [T, J, D], present [T, J] (0/1), conf [T, J] or None."""
+    sk = inp["skeleton"]
+    idx = {n: i for i, n in enumerate(sk["joints"])}
+    F, J, D = coords.shape
+    xyz, pres = coords.astype(np.float32).copy(), present.astype(bool)
+    for step in inp["steps"]:
+        (name, a), = step.items()
+        if name == "centre":
+            js = [idx[n] for n in a["joints"]]
+            per = [mean_of(xyz, pres, f, js) for f in range(F)]
+            seen = [m for m in per if m is not None]
+            if seen:
+                c = np.mean(np.stack(seen), 0).astype(np.float32)
+            else:
+                c = xyz[pres].mean(0) if pres.any() else np.zeros(D, np.float32)
+            for f in range(F):
+                m = per[f] if a["perFrame"] and per[f] is not None else c
+                xyz[f, pres[f]] -= m
+        elif name == "scaleByTorso":
+            up, lo = [idx[n] for n in a["upper"]], [idx[n] for n in a["lower"]]
+            lengths = []
+            for f in range(F):
+                u, l = mean_of(xyz, pres, f, up), mean_of(xyz, pres, f, lo)
+                if u is not None and l is not None:
+                    lengths.append(np.float32(np.sqrt(np.sum((u - l) ** 2, dtype=np.float32))))
+            s = np.float32(np.median(np.array(lengths, np.float32))) if lengths else np.float32(0)
+            if not s > 0:
+                pts = xyz[pres]
+                s = np.float32(np.sqrt(((pts - pts.mean(0)) ** 2).sum(1).mean())) if len(pts) else np.float32(0)
+            if s > 0 and np.isfinite(s):
+                xyz *= np.float32(1) / s
+        elif name == "divide":
+            for d, v in enumerate(a["by"][:D]):
+                if v != 0:
+                    xyz[..., d][pres] /= np.float32(v)
+        else:
+            raise ModelFileError(f"unknown preprocessing step {name}")
+    xyz[~pres] = 0
+    blocks = []
+    for block in inp["channels"]:
+        if block == "coordinates":
+            blocks.append(xyz.reshape(F, J * D))
+        elif block == "confidence":
+            c = np.ones((F, J), np.float32) if conf is None else conf.astype(np.float32)
+            blocks.append(np.where(pres, c, 0))
+        elif block == "mask":
+            blocks.append(pres.astype(np.float32))
+        elif block == "motion":
+            m = np.zeros_like(xyz)
+            both = pres[1:] & pres[:-1]
+            m[1:] = np.where(both[..., None], xyz[1:] - xyz[:-1], 0)
+            blocks.append(m.reshape(F, J * D))
+        elif block == "bones":
+            bs = [(idx[p], idx[c]) for p, c in sk["bones"]]
+            out = np.zeros((F, len(bs), D), np.float32)
+            for k, (p, c) in enumerate(bs):
+                both = pres[:, p] & pres[:, c]
+                out[:, k] = np.where(both[:, None], xyz[:, c] - xyz[:, p], 0)
+            blocks.append(out.reshape(F, len(bs) * D))
+        else:
+            raise ModelFileError(f"unknown channel block {block}")
+    return np.concatenate(blocks, 1).astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--features", help="raw little-endian float32 inputs [N, T, C]")
+    ap.add_argument("--count", type=int)
+    ap.add_argument("--windows", help="JSON: {'windows': [{'coordinates', 'present', 'confidence'?}]}")
+    a = ap.parse_args()
+    try:
+        h, tensors = read_model(a.model)
+    except (ModelFileError, OSError, ValueError, KeyError) as e:
+        sys.exit(f"error: {a.model}: {e}")
+    T, C = h["inputShape"]["time"], h["inputShape"]["channels"]
+    if a.features:
+        x = np.fromfile(a.features, "<f4").reshape(a.count, T, C)
+    elif a.windows:
+        sk = h["input"]["skeleton"]
+        J, D = len(sk["joints"]), sk["dimensions"]
+        ws = json.load(open(a.windows))["windows"]
+        x = np.stack([features(h["input"], np.array(w["coordinates"], np.float32).reshape(T, J, D),
+                               np.array(w["present"]).reshape(T, J),
+                               None if w.get("confidence") is None else np.array(w["confidence"], np.float32).reshape(T, J))
+                      for w in ws])
+    else:
+        print(f"{a.model}: {len(h['layers'])} layers, input [{T}, {C}], classes {h['classes']}, "
+              f"{sum(int(np.prod(t.shape)) for t in tensors.values())} parameters")
+        return
+    z = logits(h, tensors, x)
+    json.dump({"features": x.reshape(len(x), -1).tolist(), "logits": z.tolist()}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
