@@ -67,33 +67,34 @@ def conv1d(x, w, b, stride, dilation, padding):
     return y
 
 
+def layer_norm(x, L, g, b):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return g * (x - mu) / np.sqrt(var + np.float32(L["epsilon"])) + b
+
+
+LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name)
+    "linear": lambda x, L, t: x @ t("weight").T + t("bias"),
+    "relu": lambda x, L, t: np.maximum(x, 0),
+    "gelu": lambda x, L, t: gelu(x),
+    "dropout": lambda x, L, t: x,
+    "layerNorm": lambda x, L, t: layer_norm(x, L, t("gamma"), t("beta")),
+    "conv1d": lambda x, L, t: conv1d(x, t("weight"), t("bias"), L["stride"], L["dilation"], L["padding"]),
+    "flatten": lambda x, L, t: x.reshape(x.shape[0], 1, -1),
+    "globalAveragePool": lambda x, L, t: x.mean(1, keepdims=True),
+    "globalMaxPool": lambda x, L, t: x.max(1, keepdims=True),
+}
+
+
 def forward(layers, x, tensors, prefix):
     for i, L in enumerate(layers):
-        p, t = f"{prefix}{i}.", L["type"]
-        if t == "linear":
-            x = x @ tensors[p + "weight"].T + tensors[p + "bias"]
-        elif t == "relu":
-            x = np.maximum(x, 0)
-        elif t == "gelu":
-            x = gelu(x)
-        elif t == "dropout":
-            pass
-        elif t == "layerNorm":
-            mu = x.mean(-1, keepdims=True)
-            var = ((x - mu) ** 2).mean(-1, keepdims=True)
-            x = tensors[p + "gamma"] * (x - mu) / np.sqrt(var + np.float32(L["epsilon"])) + tensors[p + "beta"]
-        elif t == "conv1d":
-            x = conv1d(x, tensors[p + "weight"], tensors[p + "bias"], L["stride"], L["dilation"], L["padding"])
-        elif t == "flatten":
-            x = x.reshape(x.shape[0], 1, -1)
-        elif t == "globalAveragePool":
-            x = x.mean(1, keepdims=True)
-        elif t == "globalMaxPool":
-            x = x.max(1, keepdims=True)
-        elif t == "residual":
+        p = f"{prefix}{i}."
+        if L["type"] == "residual":
             x = forward(L["body"], x, tensors, p + "body.") + forward(L["shortcut"], x, tensors, p + "shortcut.")
+        elif L["type"] in LAYERS:
+            x = LAYERS[L["type"]](x, L, lambda name: tensors[p + name])
         else:
-            raise ModelFileError(f"unknown layer type {t}")
+            raise ModelFileError(f"unknown layer type {L['type']}")
         x = x.astype(np.float32)
     return x
 
@@ -121,23 +122,16 @@ def features(inp, coords, present, conf):
         if name == "centre":
             js = [idx[n] for n in a["joints"]]
             per = [mean_of(xyz, pres, f, js) for f in range(F)]
-            seen = [m for m in per if m is not None]
-            if seen:
-                c = np.mean(np.stack(seen), 0).astype(np.float32)
-            else:
-                c = xyz[pres].mean(0) if pres.any() else np.zeros(D, np.float32)
+            seen = [m for m in per if m is not None]  # no centre joint anywhere: mean of all present joints
+            c = np.mean(np.stack(seen), 0) if seen else xyz[pres].mean(0) if pres.any() else np.zeros(D, np.float32)
             for f in range(F):
-                m = per[f] if a["perFrame"] and per[f] is not None else c
-                xyz[f, pres[f]] -= m
+                xyz[f, pres[f]] -= per[f] if a["perFrame"] and per[f] is not None else c.astype(np.float32)
         elif name == "scaleByTorso":
             up, lo = [idx[n] for n in a["upper"]], [idx[n] for n in a["lower"]]
-            lengths = []
-            for f in range(F):
-                u, l = mean_of(xyz, pres, f, up), mean_of(xyz, pres, f, lo)
-                if u is not None and l is not None:
-                    lengths.append(np.float32(np.sqrt(np.sum((u - l) ** 2, dtype=np.float32))))
+            ends = [(mean_of(xyz, pres, f, up), mean_of(xyz, pres, f, lo)) for f in range(F)]
+            lengths = [np.sqrt(np.sum((u - l) ** 2, dtype=np.float32)) for u, l in ends if u is not None and l is not None]
             s = np.float32(np.median(np.array(lengths, np.float32))) if lengths else np.float32(0)
-            if not s > 0:
+            if not s > 0:  # no torso in the window: RMS spread of the present joints
                 pts = xyz[pres]
                 s = np.float32(np.sqrt(((pts - pts.mean(0)) ** 2).sum(1).mean())) if len(pts) else np.float32(0)
             if s > 0 and np.isfinite(s):
@@ -149,29 +143,18 @@ def features(inp, coords, present, conf):
         else:
             raise ModelFileError(f"unknown preprocessing step {name}")
     xyz[~pres] = 0
-    blocks = []
-    for block in inp["channels"]:
-        if block == "coordinates":
-            blocks.append(xyz.reshape(F, J * D))
-        elif block == "confidence":
-            c = np.ones((F, J), np.float32) if conf is None else conf.astype(np.float32)
-            blocks.append(np.where(pres, c, 0))
-        elif block == "mask":
-            blocks.append(pres.astype(np.float32))
-        elif block == "motion":
-            m = np.zeros_like(xyz)
-            both = pres[1:] & pres[:-1]
-            m[1:] = np.where(both[..., None], xyz[1:] - xyz[:-1], 0)
-            blocks.append(m.reshape(F, J * D))
-        elif block == "bones":
-            bs = [(idx[p], idx[c]) for p, c in sk["bones"]]
-            out = np.zeros((F, len(bs), D), np.float32)
-            for k, (p, c) in enumerate(bs):
-                both = pres[:, p] & pres[:, c]
-                out[:, k] = np.where(both[:, None], xyz[:, c] - xyz[:, p], 0)
-            blocks.append(out.reshape(F, len(bs) * D))
-        else:
-            raise ModelFileError(f"unknown channel block {block}")
+    conf = np.ones((F, J), np.float32) if conf is None else conf.astype(np.float32)
+    motion = np.zeros_like(xyz)
+    motion[1:] = np.where((pres[1:] & pres[:-1])[..., None], xyz[1:] - xyz[:-1], 0)
+    bones = [(idx[a], idx[b]) for a, b in sk["bones"]]
+    bone = np.stack([np.where((pres[:, a] & pres[:, b])[:, None], xyz[:, b] - xyz[:, a], 0) for a, b in bones], 1) \
+        if bones else np.zeros((F, 0, D), np.float32)
+    make = {"coordinates": xyz.reshape(F, J * D), "confidence": np.where(pres, conf, 0), "mask": pres.astype(np.float32),
+            "motion": motion.reshape(F, J * D), "bones": bone.reshape(F, len(bones) * D)}
+    unknown = [b for b in inp["channels"] if b not in make]
+    if unknown:
+        raise ModelFileError(f"unknown channel block {unknown[0]}")
+    blocks = [make[b] for b in inp["channels"]]
     return np.concatenate(blocks, 1).astype(np.float32)
 
 
