@@ -327,33 +327,45 @@ public enum ModelFile {
         do {
             return try JSONDecoder().decode(ModelHeader.self, from: Data(headerBytes))
         } catch let e as DecodingError {
-            throw ModelFileError.badHeader(describe(e))
+            throw ModelFileError.badHeader(describe(e, header: headerBytes))
         } catch {
             throw ModelFileError.badHeader("the JSON does not decode: \(error)")
         }
     }
 
-    /// A one-line account of a decoding error: where, and what.
-    static func describe(_ error: DecodingError) -> String {
+    /// A one-line account of a decoding error: where, and what. A preprocessing step that does
+    /// not decode is named (the synthesized decoder only says it found the wrong keys).
+    static func describe(_ error: DecodingError, header: UnsafeRawBufferPointer) -> String {
         func path(_ c: [CodingKey]) -> String {
-            c.isEmpty ? "the header" : c.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop(while: { $0 == "." }).description
+            let p = c.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return p.isEmpty ? "the header" : String(p.drop(while: { $0 == "." }))
         }
+        let context: DecodingError.Context
+        var what: String
         switch error {
         case .keyNotFound(let key, let ctx):
             return "\(path(ctx.codingPath)) has no '\(key.stringValue)'"
-        case .typeMismatch(let type, let ctx):
-            return "\(path(ctx.codingPath)) is not \(type): \(ctx.debugDescription)"
         case .valueNotFound(let type, let ctx):
             return "\(path(ctx.codingPath)) is null, expected \(type)"
+        case .typeMismatch(let type, let ctx):
+            (context, what) = (ctx, "is not \(type): \(ctx.debugDescription)")
         case .dataCorrupted(let ctx):
-            let where_ = path(ctx.codingPath)
-            if where_.contains("steps") {
-                return "\(where_): \(ctx.debugDescription) (each preprocessing step is an object with one key, a step this reader knows: centre, scaleByTorso, divide)"
-            }
-            return "\(where_): \(ctx.debugDescription)"
+            if ctx.codingPath.isEmpty { return "the header is not valid JSON: \(ctx.debugDescription)" }
+            (context, what) = (ctx, "is invalid: \(ctx.debugDescription)")
         @unknown default:
             return "\(error)"
         }
+        let keys = context.codingPath.map(\.stringValue)
+        if let s = keys.firstIndex(of: "steps"), s + 1 < keys.count, let k = context.codingPath[s + 1].intValue {
+            // The step's own name, from a second (failure-path only) parse.
+            let object = try? JSONSerialization.jsonObject(with: Data(header))
+            let steps = ((object as? [String: Any])?["input"] as? [String: Any])?["steps"] as? [Any]
+            let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
+            what = "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
+                + "this reader knows centre, scaleByTorso and divide"
+            return "input.steps[\(k)]: \(what)"
+        }
+        return "\(path(context.codingPath)) \(what)"
     }
 
     /// Header semantics that need no network: format, classes, coordinates, input, limits,
@@ -371,8 +383,10 @@ public enum ModelFile {
         }
         do { try h.input.validate() } catch { throw ModelFileError.badHeader("the input description is invalid: \(error)") }
         guard h.coordinateSystem == .init(units: skeleton.units) else {
+            let c = h.coordinateSystem
             throw ModelFileError.badHeader(
-                "coordinateSystem \(h.coordinateSystem) does not match the skeleton's units '\(skeleton.units.rawValue)'")
+                "coordinateSystem (units \(c.units.rawValue), origin \(c.origin), yAxis \(c.yAxis), sides \(c.sides)) "
+                    + "does not match the skeleton's units '\(skeleton.units.rawValue)'")
         }
         let shape = h.inputShape
         guard shape.time >= 1, shape.channels >= 1 else {

@@ -1,51 +1,591 @@
 @testable import ActionRuntime
+import Foundation
 import PoseCore
 import TestSupport
 import XCTest
 
+/// Model files built byte by byte (docs/format.md), one test per way a file can be wrong,
+/// and a round-trip property test over random models.
 final class ModelFileTests: XCTestCase {
-    func makeNetwork(seed: UInt64 = 7) throws -> Network {
-        let n = try Network(
-            layers: [.flatten, .linear(inputs: 12, outputs: 5), .relu, .linear(inputs: 5, outputs: 3)],
-            input: Shape(time: 3, channels: 4))
-        n.initialize(seed: seed)
-        return n
+    // MARK: - A file from hand-written parts
+
+    /// The parts of a model file; `bytes` fills in every length and checksum the caller did
+    /// not override.
+    struct HandMade {
+        var magic = ModelFile.magic
+        var major: UInt16 = 1, minor: UInt16 = 0, flags: UInt32 = 0
+        var header: String
+        var data: [UInt8]
+        var padHeader = true
+        var headerLength: UInt64? = nil, dataLength: UInt64? = nil, total: UInt64? = nil
+        var headerCRC: UInt32? = nil, dataCRC: UInt32? = nil
+
+        var bytes: [UInt8] {
+            var h = Array(header.utf8)
+            if padHeader { while (64 + h.count) % 64 != 0 { h.append(0x20) } }
+            var out = magic
+            func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
+            put(major)
+            put(minor)
+            put(flags)
+            put(headerLength ?? UInt64(h.count))
+            put(dataLength ?? UInt64(data.count))
+            put(headerCRC ?? CRC32.checksum(h))
+            put(dataCRC ?? CRC32.checksum(data))
+            put(total ?? UInt64(64 + h.count + data.count))
+            out += [UInt8](repeating: 0, count: 16)
+            return out + h + data
+        }
     }
 
-    var spec: InputSpec {
-        let s = Skeleton(name: "toy", joints: ["a", "b"], dimensions: 2, units: .pixels)
-        return InputSpec(skeleton: s, window: WindowSpec(frames: 3), steps: [], channels: [.coordinates])
+    /// Little-endian float32 bytes, padded with zeros to a multiple of 64.
+    static func tensorBytes(_ values: [Float]) -> [UInt8] {
+        var out: [UInt8] = []
+        for v in values { withUnsafeBytes(of: v.bitPattern.littleEndian) { out += $0 } }
+        while out.count % 64 != 0 { out.append(0) }
+        return out
     }
 
-    func testRoundTripKeepsWeightsAndLogits() throws {
-        let n = try makeNetwork()
-        let bytes = try ModelFile.encode(classes: ["x", "y", "z"], input: spec, network: n, provenance: .init(seed: 7))
+    /// A one-joint 2D skeleton, windows of 2 frames of coordinates: input [2, 2].
+    static let inputJSON = """
+        {"channels":["coordinates"],"skeleton":{"bones":[],"centre":[],"dimensions":2,"joints":["hand"],"mirrorPairs":[],\
+        "name":"one","torsoLower":[],"torsoUpper":[],"units":"pixels"},"steps":[],"window":{"frames":2,"mode":"sliding","padding":"empty"}}
+        """
+    static let coordinatesJSON = #"{"origin":"topLeft","sides":"anatomical","units":"pixels","yAxis":"down"}"#
+    static let layersJSON = #"[{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
+    static let tensorsJSON = """
+        [{"dtype":"float32","layout":"[outputs, inputs]","length":32,"name":"layers.1.weight","offset":0,"shape":[2,4]},\
+        {"dtype":"float32","layout":"[outputs]","length":8,"name":"layers.1.bias","offset":64,"shape":[2]}]
+        """
+    /// weight [[1, 2, 3, 4], [-1, 0, 0.5, 2]], bias [0.25, -1].
+    static let weights: [Float] = [1, 2, 3, 4, -1, 0, 0.5, 2]
+    static let bias: [Float] = [0.25, -1]
+    static let data = tensorBytes(weights) + tensorBytes(bias)
+
+    static func headerJSON(
+        classes: String = #"["open","close"]"#, coordinates: String = coordinatesJSON, format: String = "actiontrain.model",
+        input: String = inputJSON, inputShape: String = #"{"channels":2,"time":2}"#, layers: String = layersJSON,
+        tensors: String = tensorsJSON
+    ) -> String {
+        #"{"classes":\#(classes),"coordinateSystem":\#(coordinates),"format":"\#(format)","input":\#(input),"#
+            + #""inputShape":\#(inputShape),"layers":\#(layers),"provenance":{"metrics":{},"notes":{},"tool":"hand"},"#
+            + #""tensors":\#(tensors)}"#
+    }
+
+    static func good() -> HandMade { HandMade(header: headerJSON(), data: data) }
+
+    /// Asserts that loading `bytes` throws a `ModelFileError` satisfying `match` whose message
+    /// contains every fragment.
+    func assertRejects(
+        _ bytes: [UInt8], _ fragments: [String], file: StaticString = #filePath, line: UInt = #line,
+        _ match: (ModelFileError) -> Bool
+    ) {
+        do {
+            _ = try ModelFile.load(bytes)
+            XCTFail("expected an error containing \(fragments)", file: file, line: line)
+        } catch let e as ModelFileError {
+            XCTAssertTrue(match(e), "unexpected error case: \(e)", file: file, line: line)
+            for f in fragments where !e.description.contains(f) {
+                XCTFail("error '\(e)' does not contain '\(f)'", file: file, line: line)
+            }
+        } catch {
+            XCTFail("expected a ModelFileError, got \(error)", file: file, line: line)
+        }
+    }
+
+    func assertRejects(
+        header: String, data: [UInt8] = ModelFileTests.data, _ fragments: [String], file: StaticString = #filePath,
+        line: UInt = #line, _ match: (ModelFileError) -> Bool
+    ) {
+        assertRejects(HandMade(header: header, data: data).bytes, fragments, file: file, line: line, match)
+    }
+
+    func badHeader(_ e: ModelFileError) -> Bool { if case .badHeader = e { return true } else { return false } }
+    func badTensor(_ e: ModelFileError) -> Bool { if case .badTensor = e { return true } else { return false } }
+    func badPreamble(_ e: ModelFileError) -> Bool { if case .badPreamble = e { return true } else { return false } }
+    func limit(_ e: ModelFileError) -> Bool { if case .limitExceeded = e { return true } else { return false } }
+    func notModel(_ e: ModelFileError) -> Bool { if case .notAModelFile = e { return true } else { return false } }
+
+    // MARK: - The hand-made file itself
+
+    func testHandMadeFileLoadsAndComputesTheSpecifiedLogits() throws {
+        let bytes = Self.good().bytes
         XCTAssertEqual(bytes.count % 64, 0)
-        let (header, loaded) = try ModelFile.load(bytes)
-        XCTAssertEqual(header.classes, ["x", "y", "z"])
-        XCTAssertEqual(header.input, spec)
-        XCTAssertEqual(header.provenance.seed, 7)
-        let a = Array(UnsafeBufferPointer(start: n.parameters, count: n.parameterCount))
-        let b = Array(UnsafeBufferPointer(start: loaded.parameters, count: loaded.parameterCount))
-        XCTAssertEqual(a, b)
-        let x = (0..<24).map { Float($0) / 10 - 1 }
-        XCTAssertEqual(n.predictLogits(x, batch: 2), loaded.predictLogits(x, batch: 2))
-        // Identical inputs give identical bytes.
-        XCTAssertEqual(bytes, try ModelFile.encode(classes: ["x", "y", "z"], input: spec, network: n, provenance: .init(seed: 7)))
+        let (header, network) = try ModelFile.load(bytes)
+        XCTAssertEqual(header.classes, ["open", "close"])
+        XCTAssertEqual(network.tensors.map(\.name), ["layers.1.weight", "layers.1.bias"])
+        // x = [[1, -1], [2, 0.5]] flattened to [1, -1, 2, 0.5]:
+        // open  = 1 - 2 + 6 + 2 + 0.25 = 7.25; close = -1 + 0 + 1 + 1 - 1 = 0.
+        assertClose(network.predictLogits([1, -1, 2, 0.5], batch: 1), [7.25, 0], absolute: 1e-6, relative: 0)
     }
 
-    func testDamagedFilesAreRejected() throws {
-        let bytes = try ModelFile.encode(classes: ["x", "y", "z"], input: spec, network: try makeNetwork(), provenance: .init())
-        assertThrows(["truncated"]) { _ = try ModelFile.load(Array(bytes.dropLast(10))) }
-        var flipped = bytes
-        flipped[flipped.count - 5] ^= 0x10
-        assertThrows(["data checksum"]) { _ = try ModelFile.load(flipped) }
-        var text = bytes
-        text[4] = 0x0A  // \r\n -> \n damage
-        assertThrows(["text-mode"]) { _ = try ModelFile.load(text) }
-        assertThrows(["not an actiontrain model file"]) { _ = try ModelFile.load(Array("hello, this is not a model".utf8) + [UInt8](repeating: 0, count: 64)) }
-        var future = bytes
-        future[8] = 2
-        assertThrows(["version 2.0"]) { _ = try ModelFile.load(future) }
+    func testNewerMinorVersionAndUnknownFlagsAndKeysAreAccepted() throws {
+        var m = Self.good()
+        m.minor = 7
+        m.flags = 0x8000_0000
+        m.header = m.header.replacingOccurrences(of: #""format":"#, with: #""futureField":{"a":[1,2]},"format":"#)
+        let (header, _) = try ModelFile.load(m.bytes)
+        XCTAssertEqual(header.classes, ["open", "close"])
+    }
+
+    // MARK: - Preamble
+
+    func testEmptyFile() {
+        assertRejects([], ["the file is empty"]) { $0 == .notAModelFile("the file is empty") }
+    }
+
+    func testWrongMagic() {
+        var bytes = Self.good().bytes
+        bytes.replaceSubrange(0..<8, with: Array("PK\u{3}\u{4}zip!".utf8))
+        assertRejects(bytes, ["not an actiontrain model file", "wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
+        assertRejects(Array("{\"format\": \"json\"}".utf8), ["wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
+    }
+
+    func testTextModeDamageIsNamed() {
+        // A text-mode transfer turns \r\n into \n: the magic loses a byte.
+        let bytes = Self.good().bytes
+        var damaged = Array(bytes[0..<4]) + [0x0A] + Array(bytes[6...])
+        assertRejects(damaged, ["text-mode transfer"], notModel)
+        damaged = bytes
+        damaged[7] = 0x0D  // \n -> \r
+        assertRejects(damaged, ["text-mode transfer"], notModel)
+    }
+
+    func testShorterThanThePreamble() {
+        assertRejects(Array(Self.good().bytes[0..<40]), ["truncated", "64 bytes", "has 40"]) { $0 == .truncated(expected: 64, got: 40) }
+    }
+
+    func testUnknownMajorVersion() {
+        var m = Self.good()
+        m.major = 2
+        m.minor = 3
+        assertRejects(m.bytes, ["version 2.3", "not supported"]) { $0 == .unsupportedVersion(major: 2, minor: 3) }
+        m.major = 0
+        assertRejects(m.bytes, ["version 0.3"]) { $0 == .unsupportedVersion(major: 0, minor: 3) }
+    }
+
+    func testTruncatedFile() {
+        let bytes = Self.good().bytes
+        assertRejects(Array(bytes.dropLast(70)), ["truncated", "\(bytes.count) bytes", "has \(bytes.count - 70)"]) {
+            $0 == .truncated(expected: bytes.count, got: bytes.count - 70)
+        }
+    }
+
+    func testTrailingBytes() {
+        let bytes = Self.good().bytes
+        assertRejects(bytes + [0, 0, 0], ["trailing bytes"]) { $0 == .trailingBytes(expected: bytes.count, got: bytes.count + 3) }
+    }
+
+    func testAbsurdTotalSize() {
+        var m = Self.good()
+        m.total = UInt64.max
+        assertRejects(m.bytes, ["truncated", "should have \(Int.max) bytes"]) { if case .truncated = $0 { return true } else { return false } }
+    }
+
+    func testHugeHeaderLengthIsRejectedBeforeAnyAllocation() {
+        var m = Self.good()
+        m.headerLength = UInt64.max - 10
+        assertRejects(m.bytes, ["header length \(UInt64.max - 10)", "exceeds the file size"], badPreamble)
+        m.headerLength = 1 << 40
+        assertRejects(m.bytes, ["exceeds the file size"], badPreamble)
+    }
+
+    func testSectionLengthsThatDoNotAddUp() {
+        var m = Self.good()
+        m.dataLength = UInt64(Self.data.count - 64)
+        assertRejects(m.bytes, ["is not the file size"], badPreamble)
+    }
+
+    func testUnalignedHeader() {
+        var m = Self.good()
+        m.padHeader = false  // the JSON alone is not a multiple of 64 after the preamble
+        XCTAssertNotEqual((64 + m.header.utf8.count) % 64, 0)
+        assertRejects(m.bytes, ["64-byte aligned"], badPreamble)
+    }
+
+    func testHeaderOverTheLimit() {
+        // A real (space-filled) file just over the limit: rejected on its preamble, before the
+        // checksum or the JSON is looked at.
+        var m = HandMade(header: "", data: [])
+        m.padHeader = false
+        var bytes = m.bytes
+        let h = ModelFile.Limits.headerBytes + 64
+        bytes += [UInt8](repeating: 0x20, count: h)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: UInt64(h).littleEndian, toByteOffset: 16, as: UInt64.self)
+            raw.storeBytes(of: UInt64(64 + h).littleEndian, toByteOffset: 40, as: UInt64.self)
+        }
+        assertRejects(bytes, ["header length is \(h)", "limit is \(ModelFile.Limits.headerBytes)"]) {
+            $0 == .limitExceeded(what: "the header length", value: h, limit: ModelFile.Limits.headerBytes)
+        }
+    }
+
+    // MARK: - Checksums
+
+    func testHeaderBitFlip() {
+        var bytes = Self.good().bytes
+        bytes[64 + 20] ^= 0x04
+        assertRejects(bytes, ["damaged", "header checksum"]) {
+            if case .checksumMismatch(section: "header", _, _) = $0 { return true } else { return false }
+        }
+    }
+
+    func testDataBitFlip() {
+        var bytes = Self.good().bytes
+        bytes[bytes.count - 100] ^= 0x80
+        assertRejects(bytes, ["damaged", "data checksum"]) {
+            if case .checksumMismatch(section: "data", _, _) = $0 { return true } else { return false }
+        }
+    }
+
+    func testWrongStoredChecksum() {
+        var m = Self.good()
+        m.dataCRC = 0xDEAD_BEEF
+        assertRejects(m.bytes, ["stored deadbeef"]) {
+            if case .checksumMismatch(section: "data", stored: 0xDEAD_BEEF, _) = $0 { return true } else { return false }
+        }
+    }
+
+    // MARK: - Header JSON
+
+    func testHeaderThatIsNotJSON() {
+        assertRejects(header: "{\"classes\": [", ["header is invalid: the header is not valid JSON"], badHeader)
+    }
+
+    func testDeeplyNestedJSONIsRejectedBeforeDecoding() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        assertRejects(
+            header: Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""x":\#(deep),"format":"#),
+            ["JSON nesting depth is 65", "limit is 64"], limit)
+    }
+
+    func testMissingField() {
+        let h = Self.headerJSON().replacingOccurrences(of: #""classes":["open","close"],"#, with: "")
+        assertRejects(header: h, ["the header has no 'classes'"], badHeader)
+    }
+
+    func testWrongFormatName() {
+        assertRejects(header: Self.headerJSON(format: "safetensors"), ["format is 'safetensors'"], badHeader)
+    }
+
+    func testClassesEmptyOrRepeated() {
+        assertRejects(header: Self.headerJSON(classes: "[]"), ["no classes"], badHeader)
+        assertRejects(header: Self.headerJSON(classes: #"["a","a"]"#), ["not distinct"], badHeader)
+    }
+
+    func testUnknownLayerTypeIsNamed() {
+        let layers = #"[{"type":"flatten"},{"heads":4,"type":"transformer"}]"#
+        assertRejects(header: Self.headerJSON(layers: layers), ["layers[1]", "unknown layer type 'transformer'"], badHeader)
+    }
+
+    func testUnknownPreprocessingStepIsNamed() {
+        let input = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"whiten":{"matrix":[1]}}]"#)
+        assertRejects(
+            header: Self.headerJSON(input: input),
+            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso and divide"], badHeader)
+    }
+
+    func testUnknownChannelBlockIsNamed() {
+        let input = Self.inputJSON.replacingOccurrences(of: #"["coordinates"]"#, with: #"["velocity"]"#)
+        assertRejects(header: Self.headerJSON(input: input), ["input.channels[0]", "velocity"], badHeader)
+    }
+
+    func testCoordinateSystemMustMatchTheUnits() {
+        let metres = #"{"origin":"source","sides":"anatomical","units":"metres","yAxis":"source"}"#
+        assertRejects(
+            header: Self.headerJSON(coordinates: metres),
+            ["coordinateSystem (units metres, origin source", "does not match the skeleton's units 'pixels'"], badHeader)
+    }
+
+    func testInputShapeMustMatchTheInputDescription() {
+        let layers = #"[{"type":"flatten"},{"inputs":6,"outputs":2,"type":"linear"}]"#
+        assertRejects(
+            header: Self.headerJSON(inputShape: #"{"channels":3,"time":2}"#, layers: layers),
+            ["inputShape [2, 3] does not match the input description: 2 frames of 2 channels"], badHeader)
+    }
+
+    func testAbsurdInputShape() {
+        assertRejects(header: Self.headerJSON(inputShape: #"{"channels":2,"time":9000000000}"#), ["inputShape.time is 9000000000"], limit)
+        assertRejects(header: Self.headerJSON(inputShape: #"{"channels":-2,"time":2}"#), ["must be positive"], badHeader)
+    }
+
+    func testAbsurdLayerSizes() {
+        let huge = #"[{"type":"flatten"},{"inputs":4,"outputs":4611686018427387904,"type":"linear"}]"#
+        assertRejects(header: Self.headerJSON(layers: huge), ["layers[1] (linear) outputs is 4611686018427387904"], limit)
+        let zero = #"[{"type":"flatten"},{"inputs":4,"outputs":0,"type":"linear"}]"#
+        assertRejects(header: Self.headerJSON(layers: zero), ["outputs must be positive, got 0"], badHeader)
+    }
+
+    func testLayerInputMismatch() {
+        let layers = #"[{"type":"flatten"},{"inputs":5,"outputs":2,"type":"linear"}]"#
+        assertRejects(header: Self.headerJSON(layers: layers), ["layers[1] (linear): expects 5 channels, receives [1, 4]"], badHeader)
+    }
+
+    func testNetworkOutputMustBeOneLogitPerClass() {
+        assertRejects(header: Self.headerJSON(classes: #"["a","b","c"]"#), ["gives [1, 2] per window; expected [1, 3]"], badHeader)
+        let noFlatten = #"[{"inputs":2,"outputs":2,"type":"linear"}]"#
+        assertRejects(header: Self.headerJSON(layers: noFlatten), ["gives [2, 2] per window"], badHeader)
+    }
+
+    func testConvKernelLongerThanItsInput() {
+        let layers = #"[{"dilation":1,"inputs":2,"kernel":5,"outputs":2,"padding":0,"stride":1,"type":"conv1d"},{"type":"flatten"}]"#
+        assertRejects(header: Self.headerJSON(layers: layers), ["layers[0] (conv1d)", "longer than the padded input [2, 2]"], badHeader)
+    }
+
+    func testDropoutRateOutOfRange() {
+        let layers = #"[{"rate":1.5,"type":"dropout"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
+        assertRejects(header: Self.headerJSON(layers: layers), ["rate 1.5 must be in [0, 1)"], badHeader)
+    }
+
+    func testResidualBranchesMustAgree() {
+        let layers = #"[{"body":[{"inputs":2,"outputs":3,"type":"linear"}],"shortcut":[],"type":"residual"},{"type":"flatten"}]"#
+        assertRejects(header: Self.headerJSON(layers: layers), ["the body gives [2, 3] but the shortcut gives [2, 2]"], badHeader)
+    }
+
+    func testResidualNestingLimit() {
+        var layer = #"{"type":"relu"}"#
+        for _ in 0..<9 { layer = #"{"body":[\#(layer)],"shortcut":[],"type":"residual"}"# }
+        let layers = "[\(layer),{\"type\":\"flatten\"},{\"inputs\":4,\"outputs\":2,\"type\":\"linear\"}]"
+        assertRejects(header: Self.headerJSON(layers: layers), ["residual nesting depth is 9", "limit is 8"], limit)
+    }
+
+    func testTooManyLayers() {
+        let relus = Array(repeating: #"{"type":"relu"}"#, count: 1100).joined(separator: ",")
+        let layers = "[\(relus),{\"type\":\"flatten\"},{\"inputs\":4,\"outputs\":2,\"type\":\"linear\"}]"
+        assertRejects(header: Self.headerJSON(layers: layers), ["number of layers is 1025"], limit)
+    }
+
+    // MARK: - Tensor table
+
+    typealias Entry = (name: String, shape: [Int], layout: String, offset: Int, length: Int, dtype: String)
+
+    func tensors(_ entries: [Entry]) -> String {
+        "["
+            + entries.map {
+                #"{"dtype":"\#($0.dtype)","layout":"\#($0.layout)","length":\#($0.length),"name":"\#($0.name)","offset":\#($0.offset),"shape":\#($0.shape)}"#
+            }.joined(separator: ",") + "]"
+    }
+
+    func table(
+        weightOffset: Int = 0, weightLength: Int = 32, weightShape: [Int] = [2, 4], weightName: String = "layers.1.weight",
+        weightLayout: String = "[outputs, inputs]", dtype: String = "float32", biasOffset: Int = 64
+    ) -> String {
+        tensors([
+            (weightName, weightShape, weightLayout, weightOffset, weightLength, dtype),
+            ("layers.1.bias", [2], "[outputs]", biasOffset, 8, "float32"),
+        ])
+    }
+
+    func testWrongDtype() {
+        assertRejects(
+            header: Self.headerJSON(tensors: table(weightLength: 16, dtype: "float16")),
+            ["tensor 'layers.1.weight'", "dtype 'float16' is not float32"], badTensor)
+    }
+
+    func testLengthThatDoesNotMatchTheShape() {
+        assertRejects(header: Self.headerJSON(tensors: table(weightLength: 36)), ["length 36 is not 4 x 8 values"], badTensor)
+    }
+
+    func testAbsurdTensorShapes() {
+        assertRejects(
+            header: Self.headerJSON(tensors: table(weightLength: 0, weightShape: [1 << 20, 1 << 20])),
+            ["values in tensor 'layers.1.weight' is 1099511627776"], limit)
+        assertRejects(header: Self.headerJSON(tensors: table(weightShape: [Int.max, Int.max])), ["values in tensor"], limit)
+        assertRejects(header: Self.headerJSON(tensors: table(weightShape: [2, -4])), ["shape [2, -4] has a size below 1"], badTensor)
+        assertRejects(header: Self.headerJSON(tensors: table(weightShape: [])), ["rank 0"], badTensor)
+        assertRejects(header: Self.headerJSON(tensors: table(weightShape: [1, 1, 1, 2, 4])), ["rank 5"], badTensor)
+    }
+
+    func testOverlappingOffsets() {
+        assertRejects(
+            header: Self.headerJSON(tensors: table(biasOffset: 16)),
+            ["tensor 'layers.1.bias'", "offset 16 overlaps the previous tensor (expected 64)"], badTensor)
+    }
+
+    func testGapBetweenTensors() {
+        assertRejects(header: Self.headerJSON(tensors: table(biasOffset: 128)), ["offset 128 leaves a gap (expected 64)"], badTensor)
+    }
+
+    func testOffsetPastTheEnd() {
+        assertRejects(
+            header: Self.headerJSON(), data: Self.tensorBytes(Self.weights),
+            ["tensor 'layers.1.bias'", "run past the end of the data section (64 bytes)"], badTensor)
+        assertRejects(header: Self.headerJSON(tensors: table(weightOffset: -64)), ["offset -64 overlaps"], badTensor)
+    }
+
+    func testUnreferencedBytesAtTheEnd() {
+        assertRejects(
+            header: Self.headerJSON(), data: Self.data + [UInt8](repeating: 0, count: 64),
+            ["data section has 192 bytes but its tensors end at 128"], badPreamble)
+    }
+
+    func testTensorNamesMustMatchTheLayers() {
+        assertRejects(
+            header: Self.headerJSON(tensors: table(weightName: "layers.0.weight")),
+            ["expected 'layers.1.weight' [2, 4] [outputs, inputs] here, found 'layers.0.weight'"], badTensor)
+        // Swapped order: the bias where the weight should be.
+        let swapped = tensors([
+            ("layers.1.bias", [2], "[outputs]", 0, 8, "float32"),
+            ("layers.1.weight", [2, 4], "[outputs, inputs]", 64, 32, "float32"),
+        ])
+        assertRejects(
+            header: Self.headerJSON(tensors: swapped), data: Self.tensorBytes(Self.bias) + Self.tensorBytes(Self.weights),
+            ["expected 'layers.1.weight'", "found 'layers.1.bias'"], badTensor)
+    }
+
+    func testTensorShapesAndLayoutsMustMatchTheLayers() {
+        assertRejects(
+            header: Self.headerJSON(tensors: table(weightShape: [4, 2], weightLayout: "[inputs, outputs]")),
+            ["found 'layers.1.weight' [4, 2] [inputs, outputs]"], badTensor)
+        assertRejects(header: Self.headerJSON(tensors: table(weightShape: [8])), ["found 'layers.1.weight' [8]"], badTensor)
+    }
+
+    func testMissingTensor() {
+        let onlyWeight = tensors([("layers.1.weight", [2, 4], "[outputs, inputs]", 0, 32, "float32")])
+        assertRejects(
+            header: Self.headerJSON(tensors: onlyWeight), data: Self.tensorBytes(Self.weights),
+            ["the layers need 10 parameter values, the tensors hold 8"], badHeader)
+    }
+
+    // MARK: - Files on disk
+
+    func testMissingFileAndDirectoryAreNamed() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let missing = dir.appendingPathComponent("nope.atm").path
+        assertThrows([missing, "no such file"]) { _ = try ActionModel(contentsOf: missing) }
+        assertThrows([dir.path, "not a regular file"]) { _ = try ActionModel(contentsOf: dir.path) }
+    }
+
+    func testFileOverTheSizeLimitIsRefusedWithoutReadingIt() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("huge.atm").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(Self.good().bytes)))
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: UInt64(ModelFile.Limits.fileBytes) + 1)  // sparse: nothing is written
+        try handle.close()
+        for mapped in [true, false] {
+            assertThrows([path, "the file size is \(ModelFile.Limits.fileBytes + 1)"]) {
+                _ = try ModelFile.load(contentsOf: path, memoryMapped: mapped)
+            }
+        }
+    }
+
+    func testErrorsFromDiskNameTheFile() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("cut.atm").path
+        let n = Self.good().bytes.count
+        try Data(Self.good().bytes.dropLast(1)).write(to: URL(fileURLWithPath: path))
+        for mapped in [true, false] {
+            do {
+                _ = try ModelFile.load(contentsOf: path, memoryMapped: mapped)
+                XCTFail("expected an error")
+            } catch let e as ModelFileError {
+                XCTAssertEqual(e, .inFile(path, .truncated(expected: n, got: n - 1)))
+                XCTAssertEqual(e.underlying, .truncated(expected: n, got: n - 1))
+                XCTAssertTrue(e.description.hasPrefix("\(path): model file is truncated"), e.description)
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    func testWriterRefusesWhatTheReaderWouldReject() throws {
+        let m = try ModelFixtures.randomModel(seed: 3)
+        assertThrows(["distinct"]) {
+            _ = try ModelFile.encode(
+                classes: Array(repeating: "x", count: m.classes.count), input: m.input, network: m.network, provenance: .init())
+        }
+        assertThrows(["outputs for 9 classes"]) {
+            _ = try ModelFile.encode(classes: (0..<9).map(String.init), input: m.input, network: m.network, provenance: .init())
+        }
+        assertThrows(["metric 'loss' is nan"]) {
+            _ = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(metrics: ["loss": .nan]))
+        }
+    }
+
+    func testPreambleBytesAreAsSpecified() throws {
+        let m = try ModelFixtures.randomModel(seed: 4)
+        let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
+        func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
+        XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 0, 0, 0, 0, 0, 0])  // major 1, minor 0, flags 0
+        let h = Int(u64(16)), d = Int(u64(24))
+        XCTAssertEqual((64 + h) % 64, 0)
+        XCTAssertEqual(d % 64, 0)
+        XCTAssertEqual(Int(u64(40)), bytes.count)
+        XCTAssertEqual(64 + h + d, bytes.count)
+        XCTAssertEqual(Array(bytes[48..<64]), [UInt8](repeating: 0, count: 16))
+        XCTAssertEqual(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 32, as: UInt32.self) }, CRC32.checksum(Array(bytes[64..<(64 + h)])))
+        // The header is sorted, compact JSON padded with spaces.
+        let header = String(decoding: bytes[64..<(64 + h)], as: UTF8.self)
+        XCTAssertTrue(header.hasPrefix(#"{"classes":["#), header)
+        XCTAssertTrue(header.trimmingCharacters(in: .whitespaces).hasSuffix("}"))
+        XCTAssertFalse(header.contains(": "))
+    }
+
+    // MARK: - Round trips
+
+    /// Random models with every layer type: encode → load gives the same header, the same
+    /// weights bit for bit and the same logits; encoding again gives the same bytes.
+    func testRoundTripOverRandomModels() throws {
+        var layerTypes = Set<String>()
+        func collect(_ specs: [LayerSpec]) {
+            for s in specs {
+                layerTypes.insert(s.typeName)
+                if case .residual(let b, let c) = s { collect(b + c) }
+            }
+        }
+        for seed in UInt64(0)..<60 {
+            let m = try ModelFixtures.randomModel(seed: seed)
+            collect(m.network.specs)
+            let provenance = ModelHeader.Provenance(
+                datasetHash: "fnv1a64:\(seed)", configHash: "c", seed: seed,
+                metrics: ["validationAccuracy": 0.5 + Double(seed) / 1000], notes: ["seed": "\(seed)"])
+            let bytes = try ModelFile.encode(
+                classes: m.classes, input: m.input, network: m.network, provenance: provenance, trainingFrameRate: 30)
+            let (header, loaded) = try ModelFile.load(bytes)
+            XCTAssertEqual(header.classes, m.classes)
+            XCTAssertEqual(header.input, m.input)
+            XCTAssertEqual(header.layers, m.network.specs)
+            XCTAssertEqual(header.provenance, provenance)
+            XCTAssertEqual(header.trainingFrameRate, 30)
+            XCTAssertEqual(header.inputShape, m.network.inputShape)
+            let a = Array(UnsafeBufferPointer(start: m.network.parameters, count: m.network.parameterCount))
+            let b = Array(UnsafeBufferPointer(start: loaded.parameters, count: loaded.parameterCount))
+            XCTAssertEqual(a.map(\.bitPattern), b.map(\.bitPattern), "seed \(seed)")
+            let x = ModelFixtures.randomInputs(count: 2, values: m.network.inputShape.count, seed: seed)
+            XCTAssertEqual(m.network.predictLogits(x, batch: 2), loaded.predictLogits(x, batch: 2), "seed \(seed)")
+            let again = try ModelFile.encode(
+                classes: header.classes, input: header.input, network: loaded, provenance: header.provenance, trainingFrameRate: 30)
+            XCTAssertTrue(again == bytes, "seed \(seed): re-encoding changed the bytes")
+        }
+        XCTAssertEqual(
+            layerTypes,
+            Set(["linear", "relu", "gelu", "dropout", "layerNorm", "conv1d", "flatten", "globalAveragePool", "globalMaxPool", "residual"]))
+    }
+
+    /// Every single-bit flip of a small file is rejected with a typed error (never a crash,
+    /// never a model that loads with other weights), except in the bits readers ignore.
+    func testEverySingleBitFlipIsRejected() throws {
+        let bytes = Self.good().bytes
+        var accepted = 0
+        for i in 0..<bytes.count {
+            for bit in 0..<8 {
+                var flipped = bytes
+                flipped[i] ^= 1 << bit
+                do {
+                    let (header, network) = try ModelFile.load(flipped)
+                    XCTAssertTrue((10..<16).contains(i) || (48..<64).contains(i), "flip of byte \(i) bit \(bit) was accepted")
+                    XCTAssertEqual(header.classes, ["open", "close"])
+                    XCTAssertEqual(Array(UnsafeBufferPointer(start: network.parameters, count: 10)), Self.weights + Self.bias)
+                    accepted += 1
+                } catch is ModelFileError {
+                }
+            }
+        }
+        XCTAssertEqual(accepted, (2 + 4 + 16) * 8, "exactly the minor version, flags and reserved bits are free")
     }
 }
