@@ -26,10 +26,11 @@ let package = Package(
         .target(name: "Datasets", dependencies: ["PoseCore"]),
         .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS"]),
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
+        .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
         .target(name: "Eval"),
         .executableTarget(
             name: "actiontrain",
-            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]
+            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "PoseCore"]
         ),
         .executableTarget(
             name: "actiontrain-bench",
@@ -38,7 +39,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PoseCoreTests", dependencies: ["PoseCore", "TestSupport"]),
         .testTarget(name: "DatasetsTests", dependencies: ["Datasets", "PoseCore", "TestSupport"]),
-        .testTarget(name: "ActionRuntimeTests", dependencies: ["ActionRuntime", "PoseCore", "TestSupport"]),
+        .testTarget(
+            name: "ActionRuntimeTests", dependencies: ["ActionRuntime", "ModelExport", "PoseCore", "TestSupport"],
+            exclude: ["Golden"]),
         .testTarget(name: "ActionTrainTests", dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "PoseCore", "TestSupport"]),
         .testTarget(name: "EvalTests", dependencies: ["Eval", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["actiontrain", "TestSupport"]),

@@ -1,0 +1,254 @@
+import ActionRuntime
+import Foundation
+import PoseCore
+
+/// Exports a loaded model as an ONNX graph (opset 17, IR version 8), protobuf written by hand
+/// from the public schema (onnx/onnx.proto).
+///
+/// Graph contract:
+/// - input `input`, float32 `[batch, frames, channels]`: the same network input as the
+///   runtime's (docs/format.md section 5 builds it from poses);
+/// - outputs `logits` and `probabilities` (softmax), float32 `[batch, classes]`;
+/// - `metadata_props` carries what the graph cannot: the classes and the whole input
+///   description (skeleton, window, preprocessing steps, channel blocks) as JSON, under keys
+///   `actiontrain.*` listed in docs/format.md section 7.
+///
+/// Layer mapping (activations stay `[B, T, C]`): linear = MatMul(x, Wᵀ) + Add(b);
+/// conv1d = Transpose to `[B, C, T]`, Conv (weight `[O, I, K]`), Transpose back; layerNorm =
+/// LayerNormalization(axis −1); gelu = its tanh formula from Mul/Add/Tanh; flatten = Reshape
+/// `[0, 1, −1]`; pools = ReduceMean / ReduceMax over axis 1 (keepdims); residual = Add of both
+/// branches; dropout = nothing.
+public enum ONNXExport {
+    public static let opset = 17
+    public static let irVersion = 8
+
+    public enum ExportError: Error, CustomStringConvertible {
+        case missingTensor(String)
+        public var description: String {
+            switch self {
+            case .missingTensor(let name): return "cannot export: the network has no tensor '\(name)'"
+            }
+        }
+    }
+
+    /// The metadata keys and values recorded in the ONNX model.
+    public static func metadata(_ h: ModelHeader) throws -> [(key: String, value: String)] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        func json<T: Encodable>(_ v: T) throws -> String { String(decoding: try encoder.encode(v), as: UTF8.self) }
+        var out: [(String, String)] = [
+            ("actiontrain.format", "\(ModelFile.formatName) \(ModelFile.majorVersion).\(ModelFile.minorVersion)"),
+            ("actiontrain.classes", try json(h.classes)),
+            ("actiontrain.input", try json(h.input)),
+            ("actiontrain.inputShape", try json(h.inputShape)),
+            ("actiontrain.inputLayout", "[batch, frames, channels]; channels of a frame are the blocks of actiontrain.input.channels in order (docs/format.md section 5)"),
+            ("actiontrain.coordinateSystem", try json(h.coordinateSystem)),
+            ("actiontrain.provenance", try json(h.provenance)),
+        ]
+        if let r = h.trainingFrameRate { out.append(("actiontrain.trainingFrameRate", "\(r)")) }
+        return out
+    }
+
+    /// The ONNX model bytes for `header` and its loaded `network`. Deterministic.
+    public static func export(header: ModelHeader, network: Network) throws -> [UInt8] {
+        var g = GraphBuilder(network: network)
+        var x = "input"
+        x = try g.emit(header.layers, prefix: "layers.", input: x)
+        let logits = g.node("Reshape", [x, g.int64s("shape.batch_classes", [0, -1])], name: "logits", output: "logits")
+        _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "probabilities")
+
+        let K = header.classes.count, T = header.inputShape.time, C = header.inputShape.channels
+        var model = ProtobufWriter()
+        model.int(1, irVersion)
+        model.string(2, "actiontrain")
+        model.string(3, ActionRuntimeInfo.version)
+        model.string(
+            6, "actiontrain action classifier: input [batch, \(T), \(C)] network inputs, outputs logits and probabilities over \(header.classes)")
+        model.message(7) { graph in
+            for n in g.nodes { graph.message(1) { n.write(&$0) } }
+            graph.string(2, "actiontrain")
+            for t in g.initializers { graph.message(5) { t.write(&$0) } }
+            graph.message(11) { valueInfo(&$0, "input", dims: [nil, T, C]) }
+            graph.message(12) { valueInfo(&$0, "logits", dims: [nil, K]) }
+            graph.message(12) { valueInfo(&$0, "probabilities", dims: [nil, K]) }
+        }
+        model.message(8) {
+            $0.string(1, "")  // the default ai.onnx domain
+            $0.int(2, opset)
+        }
+        for (k, v) in try metadata(header) {
+            model.message(14) {
+                $0.string(1, k)
+                $0.string(2, v)
+            }
+        }
+        return model.bytes
+    }
+
+    /// ValueInfoProto: a float tensor whose `nil` dimensions are the symbolic `batch`.
+    static func valueInfo(_ w: inout ProtobufWriter, _ name: String, dims: [Int?]) {
+        w.string(1, name)
+        w.message(2) { type in
+            type.message(1) { tensor in
+                tensor.int(1, 1)  // FLOAT
+                tensor.message(2) { shape in
+                    for d in dims {
+                        shape.message(1) { dim in
+                            if let d { dim.int(1, d) } else { dim.string(2, "batch") }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Nodes and initializers of the graph being built.
+struct GraphBuilder {
+    enum Attribute {
+        case int(Int), ints([Int]), float(Float)
+    }
+
+    struct Node {
+        var op: String, inputs: [String], outputs: [String], name: String
+        var attributes: [(String, Attribute)]
+
+        func write(_ w: inout ProtobufWriter) {
+            for i in inputs { w.string(1, i) }
+            for o in outputs { w.string(2, o) }
+            w.string(3, name)
+            w.string(4, op)
+            for (key, value) in attributes {
+                w.message(5) { a in
+                    a.string(1, key)
+                    switch value {
+                    case .float(let f):
+                        a.float(2, f)
+                        a.int(20, 1)  // FLOAT
+                    case .int(let i):
+                        a.int(3, i)
+                        a.int(20, 2)  // INT
+                    case .ints(let xs):
+                        for x in xs { a.int(8, x) }
+                        a.int(20, 7)  // INTS
+                    }
+                }
+            }
+        }
+    }
+
+    struct Initializer {
+        var name: String, dims: [Int], dataType: Int, raw: [UInt8]
+
+        func write(_ w: inout ProtobufWriter) {
+            for d in dims { w.int(1, d) }
+            w.int(2, dataType)
+            w.string(8, name)
+            w.data(9, raw)
+        }
+    }
+
+    let network: Network
+    var nodes: [Node] = []
+    var initializers: [Initializer] = []
+    private var names = Set<String>()
+    private var counter = 0
+
+    init(network: Network) { self.network = network }
+
+    /// Adds a node; returns its (first) output's name.
+    @discardableResult
+    mutating func node(
+        _ op: String, _ inputs: [String], attributes: [(String, Attribute)] = [], name: String? = nil, output: String? = nil
+    ) -> String {
+        counter += 1
+        let out = output ?? "\(name ?? op.lowercased())_\(counter)"
+        nodes.append(Node(op: op, inputs: inputs, outputs: [out], name: "\(name ?? op)_\(counter)", attributes: attributes))
+        return out
+    }
+
+    /// A float32 initializer (once per name).
+    mutating func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String {
+        if names.insert(name).inserted {
+            var raw: [UInt8] = []
+            raw.reserveCapacity(values.count * 4)
+            for v in values { withUnsafeBytes(of: v.bitPattern.littleEndian) { raw += $0 } }
+            initializers.append(Initializer(name: name, dims: dims, dataType: 1, raw: raw))
+        }
+        return name
+    }
+
+    /// An int64 initializer (once per name).
+    mutating func int64s(_ name: String, _ values: [Int]) -> String {
+        if names.insert(name).inserted {
+            var raw: [UInt8] = []
+            for v in values { withUnsafeBytes(of: Int64(v).littleEndian) { raw += $0 } }
+            initializers.append(Initializer(name: name, dims: [values.count], dataType: 7, raw: raw))
+        }
+        return name
+    }
+
+    func tensor(_ name: String) throws -> (shape: [Int], values: [Float]) {
+        guard let t = network.tensors.first(where: { $0.name == name }) else { throw ONNXExport.ExportError.missingTensor(name) }
+        return (t.shape, Array(UnsafeBufferPointer(start: network.parameters + t.offset, count: t.count)))
+    }
+
+    /// Emits `specs` applied to the value `input`; returns the output value's name.
+    mutating func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String {
+        var x = input
+        for (i, spec) in specs.enumerated() {
+            let p = "\(prefix)\(i)."
+            switch spec {
+            case .linear(let I, let O):
+                let (_, w) = try tensor(p + "weight")
+                var wt = [Float](repeating: 0, count: I * O)  // [I, O] = Wᵀ
+                for o in 0..<O { for k in 0..<I { wt[k * O + o] = w[o * I + k] } }
+                let y = node("MatMul", [x, floats(p + "weight.T", [I, O], wt)], name: p + "matmul")
+                x = node("Add", [y, floats(p + "bias", [O], try tensor(p + "bias").values)], name: p + "bias")
+            case .relu:
+                x = node("Relu", [x], name: p + "relu")
+            case .gelu:
+                // y = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+                let c0 = floats("const.sqrt_2_over_pi", [], [(2 / Float.pi).squareRoot()])
+                let c1 = floats("const.0.044715", [], [0.044715])
+                let one = floats("const.1", [], [1]), half = floats("const.0.5", [], [0.5])
+                let x2 = node("Mul", [x, x], name: p + "gelu")
+                let x3 = node("Mul", [x2, x], name: p + "gelu")
+                let u = node("Add", [x, node("Mul", [x3, c1], name: p + "gelu")], name: p + "gelu")
+                let t = node("Tanh", [node("Mul", [u, c0], name: p + "gelu")], name: p + "gelu")
+                let hx = node("Mul", [x, half], name: p + "gelu")
+                x = node("Mul", [hx, node("Add", [t, one], name: p + "gelu")], name: p + "gelu")
+            case .dropout:
+                break  // the identity at inference
+            case .layerNorm(let C, let epsilon):
+                x = node(
+                    "LayerNormalization",
+                    [x, floats(p + "gamma", [C], try tensor(p + "gamma").values), floats(p + "beta", [C], try tensor(p + "beta").values)],
+                    attributes: [("axis", .int(-1)), ("epsilon", .float(epsilon))], name: p + "layernorm")
+            case .conv1d(let I, let O, let K, let stride, let dilation, let padding):
+                let (_, w) = try tensor(p + "weight")
+                var oik = [Float](repeating: 0, count: O * I * K)  // ONNX/PyTorch [O, I, K] from our [O, K, I]
+                for o in 0..<O { for k in 0..<K { for c in 0..<I { oik[(o * I + c) * K + k] = w[(o * K + k) * I + c] } } }
+                let xt = node("Transpose", [x], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_bct")
+                let y = node(
+                    "Conv", [xt, floats(p + "weight.OIK", [O, I, K], oik), floats(p + "bias", [O], try tensor(p + "bias").values)],
+                    attributes: [
+                        ("kernel_shape", .ints([K])), ("strides", .ints([stride])), ("dilations", .ints([dilation])),
+                        ("pads", .ints([padding, padding])),
+                    ], name: p + "conv")
+                x = node("Transpose", [y], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_btc")
+            case .flatten:
+                x = node("Reshape", [x, int64s("shape.flatten", [0, 1, -1])], name: p + "flatten")
+            case .globalAveragePool:
+                x = node("ReduceMean", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
+            case .globalMaxPool:
+                x = node("ReduceMax", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "max")
+            case .residual(let body, let shortcut):
+                let b = try emit(body, prefix: p + "body.", input: x)
+                let s = try emit(shortcut, prefix: p + "shortcut.", input: x)
+                x = node("Add", [b, s], name: p + "residual")
+            }
+        }
+        return x
+    }
+}
