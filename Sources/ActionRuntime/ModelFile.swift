@@ -517,6 +517,16 @@ public enum ModelFile {
         return s
     }
 
+    /// The per-window output shape of each top-level layer for `input` (for summaries).
+    public static func layerOutputShapes(_ layers: [LayerSpec], input: Shape) throws -> [Shape] {
+        var budget = ShapeBudget(), shape = input, shapes: [Shape] = []
+        for (i, layer) in layers.enumerated() {
+            shape = try inferShape([layer], input: shape, path: "layers[\(i)]", depth: 0, budget: &budget)
+            shapes.append(shape)
+        }
+        return shapes
+    }
+
     /// Values in a tensor, with its dtype, rank and length checked.
     static func checkedCount(_ t: ModelHeader.Tensor) throws -> (values: Int, bytes: Int) {
         func bad(_ why: String) -> ModelFileError { .badTensor(name: t.name, reason: why) }

@@ -25,6 +25,8 @@ enum ActionTrainCLI {
         Command(spec: FitCommand.spec, run: FitCommand.run),
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
+        Command(spec: PredictCommand.spec, run: PredictCommand.run),
+        Command(spec: ExportCommand.spec, run: ExportCommand.run),
     ]
 
     static var help: String {

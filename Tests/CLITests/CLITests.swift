@@ -35,7 +35,7 @@ final class CLITests: XCTestCase {
         try Data("definitely not a model, just some text that is long enough to pass the size check......".utf8).write(to: fake)
         let r = run(["eval", fake.path, "data.jsonl"])
         XCTAssertEqual(r.code, 1)
-        XCTAssertTrue(r.err.hasPrefix("error: not an actiontrain model file"), r.err)
+        XCTAssertTrue(r.err.hasPrefix("error: \(fake.path): not an actiontrain model file"), r.err)
         XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1)
     }
 

@@ -1,0 +1,50 @@
+import ActionRuntime
+import Foundation
+import ModelExport
+
+enum ExportCommand {
+    static let spec = CommandSpec(
+        name: "export",
+        summary: "Export a model file to another format (ONNX) and check that it computes the same logits.",
+        positionals: [Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'.")],
+        options: [
+            Option("format", value: "FORMAT", help: "Output format: onnx (the default)."),
+            Option("out", value: "FILE", help: "Output file (default: MODEL with the extension .onnx). Not overwritten unless --force."),
+            Option("force", help: "Overwrite the output file if it exists."),
+            Option("parity-windows", value: "N", help: "Random windows for the parity check (default 64; 0 skips it)."),
+        ],
+        discussion: """
+            The ONNX graph (opset 17) takes the network input float32 [batch, frames, channels] and
+            gives logits and probabilities [batch, classes]. Its metadata_props hold the classes and
+            the whole input description (skeleton, window, preprocessing steps, channel blocks) as
+            JSON under actiontrain.* keys (docs/format.md section 7). When python3 can import
+            onnxruntime, the export is run on seeded random inputs and the largest absolute logit
+            difference to this runtime is printed; above 1e-4 the command fails.
+            """)
+
+    static func run(_ args: ParsedArguments, out: inout Output) throws {
+        let modelPath = args.positionals[0]
+        let format = args.value("format") ?? "onnx"
+        guard format == "onnx" else { throw CLIError.usage("--format must be onnx, got '\(format)'") }
+        let windows = try args.value("parity-windows", as: Int.self) ?? 64
+        guard windows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
+        let outPath = args.value("out") ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ".onnx")
+        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
+        }
+        let (header, network) = try ModelFile.load(contentsOf: modelPath)
+        let onnx = try ONNXExport.export(header: header, network: network)
+        try write(Data(onnx), to: outPath)
+        out.line("export: wrote \(outPath) (\(onnx.count) bytes, ONNX opset \(ONNXExport.opset), input [batch, \(header.inputShape.time), \(header.inputShape.channels)], \(header.classes.count) classes)")
+        guard windows > 0 else { return }
+        guard let r = try ONNXParity.check(onnx: onnx, network: network, windows: windows) else {
+            out.line("parity: not checked (\(ONNXParity.python) cannot import numpy and onnxruntime; pip install numpy onnxruntime)")
+            return
+        }
+        let figure = String(format: "%.3g", r.maxAbsDifference)
+        out.line("parity: max |logit difference| vs the Swift runtime over \(r.windows) random windows: \(figure) (onnxruntime \(r.onnxruntimeVersion))")
+        guard r.maxAbsDifference <= 1e-4 else {
+            throw CLIError.failure("\(outPath): onnxruntime's logits differ from the runtime's by \(figure) (more than 1e-4); the export is wrong, please report it")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import ActionRuntime
+import Foundation
+import PoseCore
+
+/// `actiontrain inspect MODEL`: the header of a model file in human form (or as JSON), after
+/// the file has passed every check of docs/format.md.
+enum InspectModel {
+    static func run(path: String, json: Bool, out: inout Output) throws {
+        let (header, network) = try ModelFile.load(contentsOf: path)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            out.line(String(decoding: try encoder.encode(header), as: UTF8.self))
+            return
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let input = header.input, skeleton = input.skeleton
+        out.line("\(path): actiontrain model file \(ModelFile.majorVersion).\(ModelFile.minorVersion), \(grouped(size)) bytes")
+        out.line("")
+        out.line("classes (\(header.classes.count)), in logit order:")
+        for (i, c) in header.classes.enumerated() { out.line("  \(i)  \(c)") }
+
+        out.line("")
+        out.line("input: what the runtime must feed the network")
+        let c = header.coordinateSystem
+        let convention =
+            skeleton.units == .pixels
+            ? "image pixels, origin top-left, y down" : "\(skeleton.units.rawValue), in the pose source's frame"
+        out.line("  skeleton     \(skeleton.name): \(skeleton.jointCount) joints, \(skeleton.dimensions)D, \(convention); sides \(c.sides)")
+        out.line("  joints       " + skeleton.joints.enumerated().map { "\($0.offset) \($0.element)" }.joined(separator: ", "))
+        let w = input.window
+        let rate =
+            w.frameRate.map { "resampled to \(number($0)) fps first" }
+            ?? "frames used as recorded" + (header.trainingFrameRate.map { " (training data: \(number($0)) fps)" } ?? "")
+        let mode = w.mode == .sliding ? "sliding windows, padded with \(w.padding == .empty ? "empty poses" : "the last frame")" : "each sequence resampled to one window"
+        out.line("  window       \(w.frames) frames, \(mode); \(rate)")
+        if input.steps.isEmpty { out.line("  steps        none: coordinates used as given") }
+        for (i, step) in input.steps.enumerated() {
+            out.line((i == 0 ? "  steps        " : "               ") + "\(i + 1). " + describe(step))
+        }
+        var start = 0
+        var blocks: [String] = []
+        for block in input.channels {
+            let width = block.width(skeleton)
+            blocks.append("\(block.rawValue) \(start)..<\(start + width)")
+            start += width
+        }
+        out.line("  channels     \(input.channelsPerFrame) per frame: " + blocks.joined(separator: ", "))
+        out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
+
+        out.line("")
+        out.line("network: \(header.layers.count) layers, \(grouped(network.parameterCount)) parameters")
+        let shapes = try ModelFile.layerOutputShapes(header.layers, input: header.inputShape)
+        out.line("  #   layer" + String(repeating: " ", count: 40) + "output       parameters")
+        for (i, (layer, shape)) in zip(header.layers, shapes).enumerated() {
+            let params = header.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.length / 4 }
+            out.line(
+                "  " + pad("\(i)", 4) + pad(describe(layer), 45) + pad(shape.description, 13) + (params > 0 ? grouped(params) : ""))
+        }
+        out.line("")
+        out.line("tensors (\(header.tensors.count)), float32 little-endian:")
+        for t in header.tensors {
+            out.line("  " + pad(t.name, 34) + pad("\(t.shape)", 16) + pad(t.layout, 28) + "offset \(t.offset)")
+        }
+        out.line("")
+        let p = header.provenance
+        out.line("provenance")
+        out.line("  tool         \(p.tool)")
+        if let s = p.seed { out.line("  seed         \(s)") }
+        if let d = p.datasetHash { out.line("  dataset      \(d)") }
+        if let h = p.configHash { out.line("  config       \(h)") }
+        for (k, v) in p.metrics.sorted(by: { $0.key < $1.key }) { out.line("  " + pad(k, 13) + number(v)) }
+        for (k, v) in p.notes.sorted(by: { $0.key < $1.key }) { out.line("  " + pad(k, 13) + v) }
+    }
+
+    static func describe(_ step: PreprocessingStep) -> String {
+        switch step {
+        case .centre(let joints, let perFrame):
+            return "centre on the mean of \(joints.joined(separator: ", ")) " + (perFrame ? "per frame" : "over the window")
+        case .scaleByTorso(let upper, let lower):
+            return "divide by the median torso length (\(upper.joined(separator: ", ")) to \(lower.joined(separator: ", ")))"
+        case .divide(let by):
+            return "divide the axes by \(by.map { number(Double($0)) }.joined(separator: ", "))"
+        }
+    }
+
+    static func describe(_ layer: LayerSpec) -> String {
+        switch layer {
+        case .linear(let i, let o): return "linear \(i) -> \(o)"
+        case .dropout(let r): return "dropout \(number(Double(r))) (identity at inference)"
+        case .layerNorm(let c, let e): return "layerNorm \(c), epsilon \(number(Double(e)))"
+        case .conv1d(let i, let o, let k, let s, let d, let p):
+            return "conv1d \(i) -> \(o), kernel \(k), stride \(s), dilation \(d), padding \(p)"
+        case .residual(let body, let shortcut):
+            let b = body.map(describe).joined(separator: ", ")
+            let s = shortcut.isEmpty ? "x" : shortcut.map(describe).joined(separator: ", ")
+            return "residual [\(b)] + [\(s)]"
+        default: return layer.typeName
+        }
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s.padding(toLength: n, withPad: " ", startingAt: 0) }
+
+    static func number(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? String(Int(v)) : String(format: "%.6g", v)
+    }
+
+    static func grouped(_ n: Int) -> String {
+        let s = String(n)
+        var out = ""
+        for (i, ch) in s.enumerated() {
+            if i > 0 && (s.count - i) % 3 == 0 { out.append(",") }
+            out.append(ch)
+        }
+        return out
+    }
+}

@@ -1,0 +1,184 @@
+import ActionRuntime
+import Datasets
+import Foundation
+import PoseCore
+
+enum PredictCommand {
+    static let spec = CommandSpec(
+        name: "predict",
+        summary: "Predict the action of every sliding window of whole sequences (JSON Lines or a table).",
+        positionals: [
+            Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
+            Positional(
+                name: "DATA",
+                help: "Dataset file (.jsonl native, .ts UEA), or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
+        ],
+        options: [
+            Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("format", value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
+            Option("split", value: "NAME", help: "Only the sequences of this split (default: all)."),
+        ],
+        discussion: """
+            Each sequence is resampled to the model's frame rate when it has one, then cut into the
+            model's windows exactly as at training time: windows start every --stride frames, the
+            last one ends at the last frame, and a sequence shorter than a window is padded. One
+            output per window:
+              {"sequence": "clip-1", "window": 0, "start": 0, "end": 45, "label": "squat",
+               "probability": 0.93, "probabilities": {"squat": 0.93, "other": 0.07}, "truth": "squat"}
+            start and end are frame indices (end exclusive, padding excluded); truth is the
+            sequence's own label when it has one. A summary goes to stderr.
+            """)
+
+    enum Format: String { case jsonl, table }
+
+    static func run(_ args: ParsedArguments, out: inout Output) throws {
+        try run(args, out: &out, stdin: { readLine(strippingNewline: true) })
+    }
+
+    /// `stdin` yields the lines of standard input (replaceable in tests).
+    static func run(_ args: ParsedArguments, out: inout Output, stdin: () -> String?) throws {
+        let model = try ActionModel(contentsOf: args.positionals[0])
+        let dataPath = args.positionals[1]
+        let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
+        guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
+        guard let format = Format(rawValue: args.value("format") ?? "jsonl") else {
+            throw CLIError.usage("--format must be jsonl or table, got '\(args.value("format")!)'")
+        }
+        var printer = Printer(model: model, format: format, stride: stride, split: args.value("split"))
+        if dataPath == "-" {
+            try printer.stream(stdin: stdin, out: &out)
+        } else {
+            let dataset = try DatasetLoader.load(dataPath)
+            try printer.check(dataset, name: dataPath, out: &out)
+            for s in dataset.sequences { try printer.predict(s, sourceFrameRate: dataset.frameRate, out: &out) }
+        }
+        out.note(printer.summary())
+    }
+
+    /// Predicts sequences one at a time and prints their windows.
+    struct Printer {
+        let model: ActionModel
+        let format: Format
+        let stride: Int
+        let split: String?
+        var sequences = 0, windows = 0, labeled = 0, correct = 0
+        var wroteTableHeader = false
+
+        init(model: ActionModel, format: Format, stride: Int, split: String?) {
+            self.model = model
+            self.format = format
+            self.stride = stride
+            self.split = split
+        }
+
+        /// The data must have the model's skeleton; a frame-rate mismatch is worth a warning.
+        func check(_ d: Dataset, name: String, out: inout Output) throws {
+            let s = model.input.skeleton
+            guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
+                throw CLIError.failure(
+                    "\(name): skeleton '\(d.skeleton.name)' (\(d.skeleton.jointCount) joints, \(d.skeleton.dimensions)D) does not match the model's '\(s.name)' (\(s.jointCount) joints, \(s.dimensions)D)")
+            }
+            if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = d.frameRate,
+                abs(rate - trained) > 1e-6
+            {
+                out.note("warning: \(name) is at \(rate) fps but the model was trained on \(trained) fps data and does not resample; predictions may be off\n")
+            }
+        }
+
+        /// Native JSON Lines from stdin: the header line, then one sequence per line.
+        mutating func stream(stdin: () -> String?, out: inout Output) throws {
+            let file = "<stdin>"
+            guard let header = stdin() else { throw CLIError.failure("\(file): no input; expected the native header line, then sequences") }
+            var number = 1, checked = false
+            while let line = stdin() {
+                number += 1
+                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+                let d: Dataset
+                do {
+                    d = try NativeFormat.parse(Array((header + "\n" + line).utf8), file: file)
+                } catch let e as DatasetError {
+                    throw renumbered(e, line: number)
+                }
+                if !checked {
+                    try check(d, name: file, out: &out)
+                    checked = true
+                }
+                for s in d.sequences { try predict(s, sourceFrameRate: d.frameRate, out: &out) }
+            }
+            if !checked {  // a header alone: still check it
+                _ = try NativeFormat.parse(Array(header.utf8), file: file)
+            }
+        }
+
+        /// Errors about line 2 of the two-line document are about line `line` of stdin.
+        func renumbered(_ e: DatasetError, line: Int) -> DatasetError {
+            switch e {
+            case .parse(let file, 2, let reason): return .parse(file: file, line: line, reason: reason)
+            case .unknownJoint(let file, 2, let joint, let skeleton): return .unknownJoint(file: file, line: line, joint: joint, skeleton: skeleton)
+            default: return e
+            }
+        }
+
+        mutating func predict(_ s: PoseSequence, sourceFrameRate: Double?, out: inout Output) throws {
+            if let split, s.split != split { return }
+            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate)
+            sequences += 1
+            for (i, p) in predictions.enumerated() {
+                windows += 1
+                let label = model.classes[p.classIndex]
+                if let truth = s.label {
+                    labeled += 1
+                    if truth == label { correct += 1 }
+                }
+                switch format {
+                case .jsonl: out.line(jsonLine(s, index: i, p))
+                case .table:
+                    if !wroteTableHeader {
+                        out.line(row("sequence", "window", "start", "end", "label", "probability", "truth"))
+                        wroteTableHeader = true
+                    }
+                    out.line(row(s.id, "\(i)", "\(p.start)", "\(p.end)", label, String(format: "%.4f", p.probabilities[p.classIndex]), s.label ?? ""))
+                }
+            }
+        }
+
+        func row(_ id: String, _ i: String, _ start: String, _ end: String, _ label: String, _ p: String, _ truth: String) -> String {
+            func left(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s.padding(toLength: n, withPad: " ", startingAt: 0) }
+            func right(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s + " " }
+            return left(id, 24) + right(i, 6) + right(start, 6) + right(end, 6) + " " + left(label, 20) + right(p, 11) + " " + truth
+        }
+
+        func jsonLine(_ s: PoseSequence, index: Int, _ p: WindowPrediction) -> String {
+            func num(_ v: Float) -> String { v.isFinite ? "\(v)" : "null" }
+            var line = "{\"sequence\": \(json(s.id)), \"window\": \(index), \"start\": \(p.start), \"end\": \(p.end)"
+            line += ", \"label\": \(json(model.classes[p.classIndex])), \"probability\": \(num(p.probabilities[p.classIndex]))"
+            line += ", \"probabilities\": {"
+            line += zip(model.classes, p.probabilities).map { "\(json($0)): \(num($1))" }.joined(separator: ", ") + "}"
+            if let truth = s.label { line += ", \"truth\": \(json(truth))" }
+            return line + "}"
+        }
+
+        func summary() -> String {
+            var s = "predict: \(windows) windows from \(sequences) sequences"
+            if labeled > 0 { s += String(format: "; %d of %d labeled windows agree with their sequence's label (%.3f)", correct, labeled, Double(correct) / Double(labeled)) }
+            return s + "\n"
+        }
+    }
+
+    /// A JSON string literal.
+    static func json(_ s: String) -> String {
+        var r = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": r += "\\\""
+            case "\\": r += "\\\\"
+            case "\n": r += "\\n"
+            case "\r": r += "\\r"
+            case "\t": r += "\\t"
+            default:
+                if u.value < 0x20 { r += String(format: "\\u%04x", u.value) } else { r.unicodeScalars.append(u) }
+            }
+        }
+        return r + "\""
+    }
+}

@@ -1,0 +1,238 @@
+import ActionRuntime
+import Datasets
+import Foundation
+import PoseCore
+import TestSupport
+import XCTest
+
+@testable import actiontrain
+
+/// `predict`, `export`, `InspectModel` and the determinism of `fit`'s model file.
+final class ModelCommandsTests: XCTestCase {
+    static let golden = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("ActionRuntimeTests/Golden/model.atm").path
+
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        let code = ActionTrainCLI.run(args, out: &output)
+        return (code, stdout, stderr)
+    }
+
+    /// A native dataset on the golden model's skeleton: `count` sequences of `frames` frames at
+    /// 30 fps, labels alternating wave / clap, one joint absent now and then.
+    func nativeDataset(count: Int, frames: Int, skeleton: String? = nil) -> [String] {
+        let s =
+            skeleton
+            ?? #"{"bones":[["neck","head"],["root","neck"],["neck","hand"]],"centre":["root"],"dimensions":2,"joints":["head","neck","root","hand"],"mirrorPairs":[],"name":"golden-4","torsoLower":["root"],"torsoUpper":["neck"],"units":"pixels"}"#
+        var lines = [#"{"actiontrain": "poses", "version": 1, "skeleton": \#(s), "frameRate": 30, "classes": ["wave", "clap", "squat"]}"#]
+        var g = SeededGenerator(seed: 5)
+        for i in 0..<count {
+            var frameJSON: [String] = []
+            for f in 0..<frames {
+                var joints: [String] = []
+                for (j, name) in ["head", "neck", "root", "hand"].enumerated() where (f + j + i) % 7 != 0 {
+                    let x = 100 + 10 * Float(j) + g.nextSymmetric(5) + (i % 2 == 0 ? 20 * sin(Float(f)) : 0)
+                    let y = 50 + 40 * Float(j) + g.nextSymmetric(5)
+                    joints.append("\"\(name)\": [\(x), \(y), 0.9]")
+                }
+                frameJSON.append("{\"pose\": {\(joints.joined(separator: ", "))}}")
+            }
+            let split = i < count / 2 ? "train" : "test"
+            lines.append(
+                #"{"id": "s\#(i)", "label": "\#(i % 2 == 0 ? "wave" : "clap")", "split": "\#(split)", "frames": [\#(frameJSON.joined(separator: ", "))]}"#)
+        }
+        return lines
+    }
+
+    func writeLines(_ lines: [String], _ name: String) throws -> String {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent(name)
+        try (lines.joined(separator: "\n") + "\n").write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    // MARK: - predict
+
+    func parseJSONLines(_ text: String) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map {
+            try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], String($0))
+        }
+    }
+
+    func testPredictGivesOneLinePerSlidingWindowWithTheRuntimesProbabilities() throws {
+        let lines = nativeDataset(count: 3, frames: 10)
+        let data = try writeLines(lines, "clips.jsonl")
+        let r = run(["predict", Self.golden, data])
+        XCTAssertEqual(r.code, 0, r.err)
+        let rows = try parseJSONLines(r.out)
+        // 10 frames, windows of 6, default stride 6 / 3 = 2: starts 0, 2, 4 per sequence.
+        XCTAssertEqual(rows.count, 9)
+        XCTAssertEqual(rows.map { $0["start"] as? Int }, [0, 2, 4, 0, 2, 4, 0, 2, 4])
+        XCTAssertEqual(rows.map { $0["end"] as? Int }, [6, 8, 10, 6, 8, 10, 6, 8, 10])
+        XCTAssertEqual(rows.map { $0["sequence"] as? String }, ["s0", "s0", "s0", "s1", "s1", "s1", "s2", "s2", "s2"])
+        XCTAssertEqual(r.err, "predict: 9 windows from 3 sequences; \(rows.filter { $0["label"] as? String == $0["truth"] as? String }.count) of 9 labeled windows agree with their sequence's label (\(String(format: "%.3f", Double(rows.filter { $0["label"] as? String == $0["truth"] as? String }.count) / 9)))\n")
+        // The same numbers as the runtime's own sliding-window API.
+        let model = try ActionModel(contentsOf: Self.golden)
+        let dataset = try DatasetLoader.load(data)
+        var expected: [WindowPrediction] = []
+        for s in dataset.sequences { expected += try model.predict(sequence: s, stride: 2, sourceFrameRate: 30) }
+        for (row, e) in zip(rows, expected) {
+            let p = try XCTUnwrap(row["probabilities"] as? [String: Double])
+            XCTAssertEqual(Set(p.keys), Set(model.classes))
+            assertClose(model.classes.map { Float(p[$0]!) }, e.probabilities, absolute: 1e-6, relative: 1e-6)
+            XCTAssertEqual(row["label"] as? String, model.classes[e.classIndex])
+            assertClose(p.values.reduce(0, +), 1, absolute: 1e-5)
+        }
+        XCTAssertTrue(r.out.hasPrefix(#"{"sequence": "s0", "window": 0, "start": 0, "end": 6, "label": "#), r.out)
+    }
+
+    func testPredictReadsNativeLinesFromStdinAndStreamsThem() throws {
+        let lines = nativeDataset(count: 3, frames: 10)
+        let fromFile = run(["predict", Self.golden, try writeLines(lines, "clips.jsonl"), "--stride", "3"])
+        var remaining = lines[...]
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        var seenBeforeEnd: [Int] = []
+        let args = try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec)
+        try PredictCommand.run(args, out: &output, stdin: {
+            seenBeforeEnd.append(stdout.split(separator: "\n").count)
+            return remaining.popFirst()
+        })
+        XCTAssertEqual(stdout, fromFile.out)
+        XCTAssertEqual(stderr, fromFile.err)
+        // Windows of 10 frames at stride 3: starts 0, 3, 4. Each sequence is printed before the next line is read.
+        XCTAssertEqual(seenBeforeEnd, [0, 0, 3, 6, 9])
+    }
+
+    func testPredictStdinErrorsNameTheLine() throws {
+        var lines = nativeDataset(count: 3, frames: 8)
+        lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
+        var remaining = lines[...]
+        var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
+        let args = try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec)
+        assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
+            try PredictCommand.run(args, out: &output, stdin: { remaining.popFirst() })
+        }
+    }
+
+    func testPredictTableAndSplit() throws {
+        let data = try writeLines(nativeDataset(count: 4, frames: 6), "clips.jsonl")
+        let r = run(["predict", Self.golden, data, "--format", "table", "--split", "test"])
+        XCTAssertEqual(r.code, 0, r.err)
+        let rows = r.out.split(separator: "\n")
+        XCTAssertEqual(rows.count, 3)  // header + s2 + s3, one window each
+        XCTAssertTrue(rows[0].hasPrefix("sequence"))
+        XCTAssertTrue(rows[1].hasPrefix("s2 "))
+        XCTAssertTrue(rows[2].hasPrefix("s3 "))
+        XCTAssertTrue(rows[2].hasSuffix(" clap"), String(rows[2]))
+    }
+
+    func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
+        let other = #"{"bones":[],"centre":[],"dimensions":2,"joints":["a","b"],"mirrorPairs":[],"name":"two","torsoLower":[],"torsoUpper":[],"units":"pixels"}"#
+        var lines = nativeDataset(count: 1, frames: 6, skeleton: other)
+        lines[1] = #"{"id": "x", "label": "wave", "frames": [{"pose": {"a": [1, 2]}}]}"#
+        let data = try writeLines(lines, "other.jsonl")
+        let r = run(["predict", Self.golden, data])
+        XCTAssertEqual(r.code, 1)
+        XCTAssertEqual(r.err, "error: \(data): skeleton 'two' (2 joints, 2D) does not match the model's 'golden-4' (4 joints, 2D)\n")
+        XCTAssertEqual(run(["predict", Self.golden, data, "--format", "xml"]).code, 2)
+        XCTAssertEqual(run(["predict", Self.golden, data, "--stride", "0"]).code, 2)
+        let missing = run(["predict", "/nonexistent/model.atm", data])
+        XCTAssertEqual(missing.code, 1)
+        XCTAssertEqual(missing.err, "error: /nonexistent/model.atm: cannot open the model file: no such file; check the path\n")
+    }
+
+    // MARK: - export
+
+    func testExportWritesOnnxAndReportsParity() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("golden.onnx").path
+        let r = run(["export", Self.golden, "--format", "onnx", "--out", out, "--parity-windows", "8"])
+        XCTAssertEqual(r.code, 0, r.err)
+        let lines = r.out.split(separator: "\n").map(String.init)
+        XCTAssertTrue(lines[0].hasPrefix("export: wrote \(out) ("), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix("ONNX opset 17, input [batch, 6, 30], 3 classes)"), lines[0])
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out)[.size] as? Int)
+        XCTAssertTrue(lines[0].contains("(\(size) bytes"))
+        XCTAssertEqual(lines.count, 2)
+        if lines[1].hasPrefix("parity: not checked") {
+            XCTAssertTrue(lines[1].contains("pip install numpy onnxruntime"))
+        } else {
+            // "parity: max |logit difference| vs the Swift runtime over 8 random windows: 3.1e-07 (onnxruntime 1.x)"
+            XCTAssertTrue(lines[1].hasPrefix("parity: max |logit difference| vs the Swift runtime over 8 random windows: "), lines[1])
+            let figure = lines[1].split(separator: ":")[2].split(separator: " ")[0]
+            XCTAssertLessThan(try XCTUnwrap(Double(figure)), 1e-4)
+        }
+        // Not overwritten without --force.
+        let again = run(["export", Self.golden, "--out", out, "--parity-windows", "0"])
+        XCTAssertEqual(again.code, 1)
+        XCTAssertEqual(again.err, "error: \(out) exists; pass --force to overwrite it or choose another --out\n")
+        XCTAssertEqual(run(["export", Self.golden, "--out", out, "--parity-windows", "0", "--force"]).code, 0)
+        let bad = run(["export", Self.golden, "--format", "tflite"])
+        XCTAssertEqual(bad.code, 2)
+        XCTAssertEqual(bad.err, "error: --format must be onnx, got 'tflite'\n")
+    }
+
+    // MARK: - inspect
+
+    func testInspectPrintsTheHeaderInHumanForm() throws {
+        var text = ""
+        var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
+        try InspectModel.run(path: Self.golden, json: false, out: &out)
+        for fragment in [
+            "\(Self.golden): actiontrain model file 1.0,",
+            "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
+            "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
+            "joints       0 head, 1 neck, 2 root, 3 hand",
+            "window       6 frames, sliding windows, padded with empty poses; resampled to 30 fps first",
+            "steps        1. centre on the mean of root per frame",
+            "2. divide by the median torso length (neck to root)",
+            "3. divide the axes by 2, 0.5",
+            "channels     30 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30",
+            "network input [6, 30] per window",
+            "conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",
+            "residual [globalAveragePool] + [globalMaxPool]",
+            "layers.9.weight", "[outputs, kernel, inputs]",
+            "tool         actiontrain golden", "seed         2026", "validationAccuracy 0.75",
+        ] {
+            XCTAssertTrue(text.contains(fragment), "missing '\(fragment)' in:\n\(text)")
+        }
+        // The layer table: index, description, output shape, parameter count.
+        let row = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("  0   conv1d") })
+        XCTAssertTrue(row.contains("[6, 8]") && row.hasSuffix("728"), String(row))  // 8·3·30 + 8
+    }
+
+    func testInspectJSONIsTheHeader() throws {
+        var text = ""
+        var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
+        try InspectModel.run(path: Self.golden, json: true, out: &out)
+        let header = try JSONDecoder().decode(ModelHeader.self, from: Data(text.utf8))
+        XCTAssertEqual(header, try ModelFile.load(contentsOf: Self.golden).header)
+        assertThrows(["/nonexistent.atm", "no such file"]) { try InspectModel.run(path: "/nonexistent.atm", json: false, out: &out) }
+    }
+
+    // MARK: - fit
+
+    func testIdenticalFitRunsWriteByteIdenticalModelFiles() throws {
+        let data = try writeLines(nativeDataset(count: 12, frames: 8), "train.jsonl")
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var files: [Data] = []
+        for run in ["a", "b"] {
+            let r = self.run([
+                "fit", data, "--out", dir.appendingPathComponent(run).path, "--window-frames", "4", "--hidden", "6", "--epochs", "2",
+                "--threads", "1",
+            ])
+            XCTAssertEqual(r.code, 0, r.err)
+            files.append(try Data(contentsOf: dir.appendingPathComponent("\(run)/model.atm")))
+        }
+        XCTAssertEqual(files[0], files[1])
+        let header = try files[0].withUnsafeBytes { try ModelFile.decode($0).header }
+        XCTAssertEqual(header.trainingFrameRate, 30)
+        XCTAssertNil(header.provenance.metrics["trainingSeconds"])
+        XCTAssertNotNil(header.provenance.datasetHash)
+    }
+}
