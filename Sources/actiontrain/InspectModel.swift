@@ -51,11 +51,11 @@ enum InspectModel {
         out.line("")
         out.line("network: \(header.layers.count) layers, \(grouped(network.parameterCount)) parameters")
         let shapes = try ModelFile.layerOutputShapes(header.layers, input: header.inputShape)
-        out.line("  #   layer" + String(repeating: " ", count: 40) + "output       parameters")
+        out.line("  #   output        parameters  layer")
         for (i, (layer, shape)) in zip(header.layers, shapes).enumerated() {
             let params = header.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.length / 4 }
-            out.line(
-                "  " + pad("\(i)", 4) + pad(describe(layer), 45) + pad(shape.description, 13) + (params > 0 ? grouped(params) : ""))
+            let count = params > 0 ? grouped(params) : "-"
+            out.line("  " + pad("\(i)", 4) + pad(shape.description, 14) + String(repeating: " ", count: max(0, 10 - count.count)) + count + "  " + describe(layer))
         }
         out.line("")
         out.line("tensors (\(header.tensors.count)), float32 little-endian:")
@@ -69,8 +69,8 @@ enum InspectModel {
         if let s = p.seed { out.line("  seed         \(s)") }
         if let d = p.datasetHash { out.line("  dataset      \(d)") }
         if let h = p.configHash { out.line("  config       \(h)") }
-        for (k, v) in p.metrics.sorted(by: { $0.key < $1.key }) { out.line("  " + pad(k, 13) + number(v)) }
-        for (k, v) in p.notes.sorted(by: { $0.key < $1.key }) { out.line("  " + pad(k, 13) + v) }
+        for (k, v) in p.metrics.sorted(by: { $0.key < $1.key }) { out.line("  metric       " + pad(k, 20) + number(v)) }
+        for (k, v) in p.notes.sorted(by: { $0.key < $1.key }) { out.line("  note         " + pad(k, 20) + v) }
     }
 
     static func describe(_ step: PreprocessingStep) -> String {

@@ -196,13 +196,17 @@ final class ModelCommandsTests: XCTestCase {
             "conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",
             "residual [globalAveragePool] + [globalMaxPool]",
             "layers.9.weight", "[outputs, kernel, inputs]",
-            "tool         actiontrain golden", "seed         2026", "validationAccuracy 0.75",
+            "tool         actiontrain golden", "seed         2026", "metric       validationAccuracy  0.75",
+            "note         purpose             golden test model",
         ] {
             XCTAssertTrue(text.contains(fragment), "missing '\(fragment)' in:\n\(text)")
         }
         // The layer table: index, description, output shape, parameter count.
-        let row = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("  0   conv1d") })
-        XCTAssertTrue(row.contains("[6, 8]") && row.hasSuffix("728"), String(row))  // 8·3·30 + 8
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("  0   ") || $0.hasPrefix("  9   ") }
+        XCTAssertEqual(rows, [
+            "  0   [6, 8]               728  conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·30 + 8
+            "  9   [1, 3]                21  linear 6 -> 3",
+        ])
     }
 
     func testInspectJSONIsTheHeader() throws {
