@@ -172,6 +172,8 @@ public enum ModelFile {
         public static let inputTime = 1 << 16
         public static let inputChannels = 1 << 20
         public static let activationValues = 1 << 24
+        /// Activations of all layers together, per window: what a forward pass allocates.
+        public static let totalActivationValues = 1 << 26
         public static let classes = 1 << 16
         public static let joints = 1 << 16
     }
@@ -434,6 +436,8 @@ public enum ModelFile {
     struct ShapeBudget {
         var layers = 0
         var parameters = 0
+        /// Output values of every layer, plus conv1d's im2col rows, per window.
+        var activations = 0
     }
 
     /// The output shape of `layers` for `input`, per docs/format.md section 4, with every
@@ -495,6 +499,14 @@ public enum ModelFile {
                 guard !o1, !o2 else { throw ModelFileError.limitExceeded(what: "\(name) weight values", value: Int.max, limit: Limits.tensorValues) }
                 try params([w2, outputs])
                 s = Shape(time: reach / stride + 1, channels: outputs)
+                // im2col: [time, kernel · inputs] per window (each factor is bounded, see above).
+                let (cols, o3) = s.time.multipliedReportingOverflow(by: kernel)
+                let (im2col, o4) = cols.multipliedReportingOverflow(by: inputs)
+                guard !o3, !o4, im2col <= Limits.totalActivationValues else {
+                    throw ModelFileError.limitExceeded(
+                        what: "\(name) im2col values per window", value: o3 || o4 ? Int.max : im2col, limit: Limits.totalActivationValues)
+                }
+                budget.activations += im2col
             case .flatten:
                 s = Shape(time: 1, channels: s.count)
             case .globalAveragePool, .globalMaxPool:
@@ -512,6 +524,12 @@ public enum ModelFile {
             guard !o, values <= Limits.activationValues else {
                 throw ModelFileError.limitExceeded(
                     what: "\(name) output values per window", value: o ? Int.max : values, limit: Limits.activationValues)
+            }
+            budget.activations += values  // ≤ 1024 layers · 2^26: no overflow
+            guard budget.activations <= Limits.totalActivationValues else {
+                throw ModelFileError.limitExceeded(
+                    what: "the activations of the layers up to \(name), per window,", value: budget.activations,
+                    limit: Limits.totalActivationValues)
             }
         }
         return s

@@ -50,6 +50,17 @@ final class GoldenModelTests: XCTestCase {
             withJSONObject: ["features": features.map { $0.map(Double.init) }, "logits": logits.map { $0.map(Double.init) }],
             options: options
         ).write(to: dir.appendingPathComponent("expected.json"))
+        // Seeds for the fuzz target (fuzz/ModelFile): the golden model, the hand-made file of
+        // ModelFileTests and three small random models.
+        let corpus = ModelFixtures.repoRoot.appendingPathComponent("fuzz/ModelFile/corpus")
+        try FileManager.default.createDirectory(at: corpus, withIntermediateDirectories: true)
+        try Data(bytes).write(to: corpus.appendingPathComponent("golden.atm"))
+        try Data(ModelFileTests.good().bytes).write(to: corpus.appendingPathComponent("hand-made.atm"))
+        for seed in UInt64(1)...3 {
+            let m = try ModelFixtures.randomModel(seed: seed)
+            try Data(try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: seed)))
+                .write(to: corpus.appendingPathComponent("random-\(seed).atm"))
+        }
     }
 
     func expected() throws -> (features: [[Float]], logits: [[Float]]) {

@@ -349,6 +349,17 @@ final class ModelFileTests: XCTestCase {
         assertRejects(header: Self.headerJSON(layers: layers), ["residual nesting depth is 9", "limit is 8"], limit)
     }
 
+    func testActivationsOfAllLayersAreBounded() {
+        // A conv to 2^22 channels gives [2, 2^22] = 2^23 values per window (and 4 of im2col),
+        // within the per-layer limit; the seventh ReLU after it brings the sum to 8 · 2^23 + 4 > 2^26.
+        let wide = #"{"dilation":1,"inputs":2,"kernel":1,"outputs":4194304,"padding":0,"stride":1,"type":"conv1d"}"#
+        let relus = Array(repeating: #"{"type":"relu"}"#, count: 8).joined(separator: ",")
+        let layers = "[\(wide),\(relus)," + #"{"type":"globalMaxPool"},{"inputs":4194304,"outputs":2,"type":"linear"}]"#
+        assertRejects(
+            header: Self.headerJSON(layers: layers),
+            ["the activations of the layers up to layers[7] (relu), per window, is \((8 << 23) + 4)", "limit is \(1 << 26)"], limit)
+    }
+
     func testTooManyLayers() {
         let relus = Array(repeating: #"{"type":"relu"}"#, count: 1100).joined(separator: ",")
         let layers = "[\(relus),{\"type\":\"flatten\"},{\"inputs\":4,\"outputs\":2,\"type\":\"linear\"}]"
