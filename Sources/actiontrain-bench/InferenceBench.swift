@@ -1,0 +1,147 @@
+import ActionRuntime
+import Foundation
+import PoseCore
+
+/// The runtime on the two reference models of ../shared/bench (README.md there): load time of
+/// the model file, batch-1 latency and batch-1024 throughput, measured as anchor_torch.py does
+/// (latency: median of 2,000 calls after 100 warm-up calls, cycling through 2,000 windows;
+/// throughput: 1024 / median of 20 calls after 3 warm-up calls).
+///
+///     actiontrain-bench inference [--threads N] [--models DIR] [--json] [--breakdown]
+///
+/// `--models DIR` also writes the two model files there (for `actiontrain export` and
+/// scripts/bench-inference, which runs PyTorch and onnxruntime interleaved with this).
+enum InferenceBench {
+    struct Reference {
+        let name: String
+        let layers: [LayerSpec]
+        let torchLatencyMicroseconds: Double  // RESULTS.md, 2 threads
+        let torchBatchWindowsPerSecond: Double
+    }
+
+    /// Input `[45 frames, 57 channels]`: 19 joints of (x, y) coordinates and a confidence.
+    static let input = InputSpec(
+        skeleton: Skeleton(name: "synth-19", joints: (0..<19).map { "j\($0)" }, dimensions: 2, units: .pixels),
+        window: WindowSpec(frames: 45), steps: [], channels: [.coordinates, .confidence])
+
+    static let references = [
+        Reference(
+            name: "mlp",
+            layers: [.flatten, .linear(inputs: 2565, outputs: 256), .relu, .linear(inputs: 256, outputs: 128), .relu, .linear(inputs: 128, outputs: 6)],
+            torchLatencyMicroseconds: 54.2, torchBatchWindowsPerSecond: 146_681),
+        Reference(
+            name: "conv",
+            layers: [
+                .conv1d(inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+                .conv1d(inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+                .globalAveragePool, .linear(inputs: 128, outputs: 6),
+            ],
+            torchLatencyMicroseconds: 100.6, torchBatchWindowsPerSecond: 24_129),
+    ]
+
+    static func modelBytes(_ r: Reference) throws -> [UInt8] {
+        let network = try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame))
+        network.initialize(seed: 0)
+        return try ModelFile.encode(
+            classes: ["wave_right", "wave_left", "clap", "squat", "walk_in_place", "arm_circles"], input: input, network: network,
+            provenance: .init(seed: 0, notes: ["purpose": "reference model for actiontrain-bench inference"]))
+    }
+
+    static func run(_ args: [String]) throws {
+        var threads = 2, json = false, breakdown = false, modelDir: String? = nil
+        var i = 0
+        while i < args.count {
+            switch args[i] {
+            case "--threads":
+                i += 1
+                threads = Int(args[i]) ?? 2
+            case "--models":
+                i += 1
+                modelDir = args[i]
+            case "--json": json = true
+            case "--breakdown": breakdown = true
+            default: throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "unknown option \(args[i])"])
+            }
+            i += 1
+        }
+        BLAS.threads = threads
+        let dir = modelDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { if modelDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
+        if !json {
+            print("runtime inference, OpenBLAS \(BLAS.coreName), \(threads) thread(s); PyTorch anchors: ../shared/bench/RESULTS.md (2 threads)")
+            print("model  file MB  load µs (mmap / read)   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
+        }
+        for r in references {
+            let path = "\(dir)/\(r.name).atm"
+            let bytes = try modelBytes(r)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let load = ForeignLoad()
+            let mapped = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: true) }
+            let read = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: false) }
+            if breakdown {
+                // Where the load time goes: map, checksums, the whole decode (checksums + JSON +
+                // validation), building the network (allocating its arenas), the full load.
+                let map = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.withContents(of: path) { $0.count } }
+                let crc = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.checksum(raw) } }
+                let decode = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.decode(raw) } }
+                let build = Clock.median(reps: 9, minSeconds: 0.05) {
+                    _ = try! Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame))
+                }
+                let fromMemory = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(raw) } }
+                print("  from memory \(format(fromMemory * 1e6))")
+                print(
+                    "  \(r.name) load breakdown µs: map \(format(map * 1e6)), CRC of the whole file \(format(crc * 1e6)), "
+                        + "decode (CRCs + JSON + checks) \(format(decode * 1e6)), build network \(format(build * 1e6)), "
+                        + "full load (mmap) \(format(mapped * 1e6))")
+            }
+            let model = try ActionModel(contentsOf: path)
+            let V = model.valuesPerWindow
+            var g = SeededGenerator(seed: 1)
+            let windows = (0..<(2000 * V)).map { _ in g.nextSymmetric(2) }
+            let latency = windows.withUnsafeBufferPointer { w -> Double in
+                for k in 0..<100 { _ = model.logits(w.baseAddress! + (k % 2000) * V, count: 1) }
+                var times: [UInt64] = []
+                times.reserveCapacity(2000)
+                for k in 0..<2000 {
+                    let t0 = Clock.now()
+                    _ = model.logits(w.baseAddress! + k * V, count: 1)
+                    times.append(Clock.now() - t0)
+                }
+                times.sort()
+                return Double(times[times.count / 2]) / 1e3
+            }
+            let throughput = windows.withUnsafeBufferPointer { w -> Double in
+                for _ in 0..<3 { _ = model.logits(w.baseAddress!, count: 1024) }
+                var times: [Double] = []
+                for _ in 0..<20 {
+                    let t0 = Clock.now()
+                    _ = model.logits(w.baseAddress!, count: 1024)
+                    times.append(Double(Clock.now() - t0) / 1e9)
+                }
+                times.sort()
+                return 1024 / times[times.count / 2]
+            }
+            let foreign = load.share() ?? 0
+            if json {
+                let fields: [String] = [
+                    "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
+                    "\"blas_core\": \"\(BLAS.coreName)\"", "\"file_bytes\": \(bytes.count)",
+                    "\"load_mmap_us\": \(format(mapped * 1e6, 1))", "\"load_read_us\": \(format(read * 1e6, 1))",
+                    "\"latency_us_median\": \(format(latency, 2))", "\"infer_batch_windows_per_s\": \(format(throughput, 0))",
+                    "\"foreign_load\": \(format(foreign, 3))",
+                ]
+                print("{" + fields.joined(separator: ", ") + "}")
+            } else {
+                func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
+                var row = col(r.name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
+                row += col("\(format(mapped * 1e6)) / \(format(read * 1e6))", 24)
+                row += col(format(latency, 1), 15) + col(format(r.torchLatencyMicroseconds, 1), 10)
+                row += col(format(latency / r.torchLatencyMicroseconds, 2), 8)
+                row += col(format(throughput, 0), 17) + col(format(r.torchBatchWindowsPerSecond, 0), 8)
+                row += col(format(throughput / r.torchBatchWindowsPerSecond, 2), 8) + format(foreign * 100, 1) + "%"
+                print(row)
+            }
+        }
+    }
+}

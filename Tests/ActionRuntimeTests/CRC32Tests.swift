@@ -1,0 +1,38 @@
+@testable import ActionRuntime
+import PoseCore
+import XCTest
+
+final class CRC32Tests: XCTestCase {
+    /// Bit-at-a-time CRC-32, straight from the definition.
+    func reference(_ bytes: [UInt8]) -> UInt32 {
+        var c: UInt32 = 0xFFFF_FFFF
+        for b in bytes {
+            c ^= UInt32(b)
+            for _ in 0..<8 { c = c & 1 != 0 ? (c >> 1) ^ 0xEDB8_8320 : c >> 1 }
+        }
+        return ~c
+    }
+
+    func testCheckValue() {
+        XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
+        XCTAssertEqual(CRC32.checksum([]), 0)
+    }
+
+    /// Lengths around the slicing step and the four-lane threshold (4 · 4096 bytes).
+    func testMatchesTheBitwiseDefinitionAtEveryPathLength() {
+        var g = SeededGenerator(seed: 9)
+        for n in [1, 7, 8, 9, 63, 64, 1000, 16383, 16384, 16385, 16391, 16392, 40000, 100_003] {
+            let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+            XCTAssertEqual(CRC32.checksum(bytes), reference(bytes), "length \(n)")
+        }
+    }
+
+    func testCombine() {
+        var g = SeededGenerator(seed: 10)
+        for (na, nb) in [(0, 5), (5, 0), (13, 1), (100, 333), (4096, 17)] {
+            let a = (0..<na).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+            let b = (0..<nb).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+            XCTAssertEqual(CRC32.combine(CRC32.checksum(a), CRC32.checksum(b), lengthB: nb), reference(a + b), "\(na) + \(nb)")
+        }
+    }
+}
