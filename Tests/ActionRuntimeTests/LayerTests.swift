@@ -120,6 +120,25 @@ final class LayerTests: XCTestCase {
         XCTAssertNotEqual(net.predictLogits(x, batch: 1), [0, 0])
     }
 
+    func testBackwardSkipsInputGradientsNobodyNeeds() throws {
+        let net = try build(
+            [.flatten, .linear(inputs: 6, outputs: 4), .relu, .residual(body: [.linear(inputs: 4, outputs: 4)], shortcut: []), .linear(inputs: 4, outputs: 2)],
+            2, 3)
+        net.initialize(seed: 1)
+        let x = (0..<12).map { Float($0) / 5 - 1 }, r: [Float] = [0.5, -1, 0.25, 2]
+        func gradients(_ need: Bool) -> ([Float], Bool) {
+            net.zeroGradients()
+            _ = net.predictLogits(x, batch: 2)
+            let dx = r.withUnsafeBufferPointer { net.backward($0.baseAddress!, batch: 2, needInputGradient: need) }
+            return (Array(UnsafeBufferPointer(start: net.gradients, count: net.parameterCount)), dx != nil)
+        }
+        let (with, gotDx) = gradients(true), (without, gotNoDx) = gradients(false)
+        XCTAssertTrue(gotDx)
+        XCTAssertFalse(gotNoDx, "the first linear layer should not compute its input gradient")
+        XCTAssertEqual(with, without)
+        XCTAssertTrue(with.contains { $0 != 0 })
+    }
+
     // MARK: Dropout
 
     func dropoutOutput(_ net: Network, _ x: [Float], seed: UInt64?) -> [Float] {
