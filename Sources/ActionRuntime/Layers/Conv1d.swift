@@ -106,9 +106,10 @@ final class Conv1d: Layer {
             // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
             BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: g, lda: O, b: c, ldb: KI, beta: 1, c: dWeight, ldc: KI)
             // dbias[O] += Σ_r dy[r, :]
+            let db = dBias!  // a local copy, so that the loop vectorises
             for r in 0..<R {
                 let row = g + r * O
-                for o in 0..<O { dBias[o] += row[o] }
+                for o in 0..<O { db[o] += row[o] }
             }
             guard needInputGradient else { continue }
             let d = dx.pointer + b0 * T * I
