@@ -18,6 +18,9 @@ import PoseCore
 /// - `dW[O, KI] += dyᵀ[O, R] · cols[R, KI]`, `dbias[o] += Σ_r dy[r, o]`;
 /// - `dcols[R, KI] = dy[R, O] · W[O, KI]`, then col2im scatter-adds `dcols` back onto `dx`.
 /// A pointwise convolution (K = 1, S = 1, P = 0) uses `x` itself as `cols`.
+/// Batches larger than `chunk` run chunk by chunk (one im2col buffer of at most 2^20 floats,
+/// reused); backward then rebuilds the columns of every chunk but the last, which forward
+/// left in the buffer. For the reference convnet at batch 64 that is a single chunk.
 final class Conv1d: Layer {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
