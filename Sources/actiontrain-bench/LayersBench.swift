@@ -141,6 +141,7 @@ enum LayersBench {
                 }
             }
         }
+        if !args.contains("--latency-only") { try threadComparison(models) }
         if args.contains("--steps-only") { return }
         print("\nBatch-1 inference latency (forward only, logits), median of 2000 calls after 100 warm-up calls")
         let lw = [6, 5, 12, 12, 8]
@@ -166,6 +167,34 @@ enum LayersBench {
             }
         }
         if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") }
+    }
+
+    /// Whether one training step's logits and gradients at batch 64 are bit-identical with
+    /// 1 and 2 BLAS threads (the layers' own loops are single-threaded; only OpenBLAS splits).
+    static func threadComparison(_ models: [Model]) throws {
+        print("\nLogits and gradients of one step at batch 64 (same weights and inputs):")
+        for model in models {
+            let net = try Network(layers: model.layers, input: model.input)
+            var g = SeededGenerator(seed: 7)
+            let x = (0..<(64 * model.input.count)).map { _ in g.nextSymmetric(1) }
+            let dlogits = (0..<(64 * net.classCount)).map { _ in g.nextSymmetric(1) / 64 }
+            func step(_ threads: Int) -> [Float] {
+                BLAS.threads = threads
+                net.initialize(seed: 1)
+                net.zeroGradients()
+                var mode = ForwardMode.training(seed: 3)
+                let logits = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: net.forward($0.baseAddress!, batch: 64, mode: &mode), count: 64 * net.classCount)) }
+                dlogits.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: 64) }
+                return logits + Array(UnsafeBufferPointer(start: net.gradients, count: net.parameterCount))
+            }
+            func compare(_ a: [Float], _ b: [Float]) -> String {
+                let differing = zip(a, b).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+                let worst = zip(a, b).map { abs($0.0 - $0.1) / max(abs($0.0), 1e-30) }.max() ?? 0
+                return differing == 0 ? "bit-identical" : "\(differing) of \(a.count) values differ (max relative difference \(worst))"
+            }
+            let a = step(1), b = step(2), c = step(2), d = step(1)
+            print("  \(model.name): 1 vs 2 threads \(compare(a, b)); 2 threads twice \(compare(b, c)); 1 thread twice \(compare(a, d))")
+        }
     }
 
     /// `Clock.median`, or the same on this thread's CPU-time clock.
