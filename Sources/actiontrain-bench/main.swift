@@ -15,6 +15,7 @@ struct Benchmark {
 
 let benchmarks: [Benchmark] = [
     Benchmark(name: "gemm", summary: "BLAS.gemm GFLOP/s on the reference training shapes vs cblas_sgemm anchors", run: GemmBench.run),
+    Benchmark(name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency", run: LayersBench.run),
     Benchmark(name: "inference", summary: "model file load time, batch-1 latency and batch-1024 throughput vs PyTorch anchors", run: InferenceBench.run),
 ]
 

@@ -10,6 +10,7 @@ import PoseCore
 /// `shortcut.<j>.<name>` (the network prefixes `layers.<i>.`).
 final class Residual: Layer {
     let body: [Layer], shortcut: [Layer]
+    private let bodyChain: LayerChain, shortcutChain: LayerChain
     let inputShape: Shape, outputShape: Shape
     var spec: LayerSpec { .residual(body: body.map(\.spec), shortcut: shortcut.map(\.spec)) }
     private let y = Buffer(), dx = Buffer()  // [B, N], [B, inputShape]
@@ -17,6 +18,8 @@ final class Residual: Layer {
     init(body: [Layer], shortcut: [Layer], input: Shape, output: Shape) {
         self.body = body
         self.shortcut = shortcut
+        bodyChain = LayerChain(body)
+        shortcutChain = LayerChain(shortcut)
         self.inputShape = input
         self.outputShape = output
     }
@@ -44,9 +47,8 @@ final class Residual: Layer {
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
-        var a = x, s = x
-        for layer in body { a = layer.forward(a, batch: batch, mode: &mode) }
-        for layer in shortcut { s = layer.forward(s, batch: batch, mode: &mode) }
+        let a = bodyChain.forward(x, batch: batch, mode: &mode)
+        let s = shortcutChain.forward(x, batch: batch, mode: &mode)
         let n = batch * outputShape.count
         y.reserve(n)
         let out = y.pointer
@@ -55,14 +57,8 @@ final class Residual: Layer {
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
-        func through(_ layers: [Layer]) -> UnsafePointer<Float>? {
-            var g: UnsafePointer<Float>? = dy
-            for (j, layer) in layers.enumerated().reversed() {
-                g = layer.backward(g!, batch: batch, needInputGradient: j > 0 || needInputGradient)
-            }
-            return g
-        }
-        let gBody = through(body), gShortcut = through(shortcut)
+        let gBody = bodyChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
+        let gShortcut = shortcutChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
         guard needInputGradient, let gBody, let gShortcut else { return nil }
         let n = batch * inputShape.count
         dx.reserve(n)
