@@ -1,3 +1,5 @@
+import Dispatch
+
 /// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF),
 /// as zlib's `crc32`, PNG and Python's `zlib.crc32`: `checksum("123456789") = 0xCBF43926`.
 ///
@@ -96,6 +98,32 @@ public enum CRC32 {
             crc = combine(crc, ~c3, lengthB: lane)
             return ~update(~crc, base + 4 * lane, n - 4 * lane, t)
         }
+    }
+
+    /// The checksum of `A‖bytes` given `crc = checksum(A)` (zlib's `crc32(crc, buf, len)`), for
+    /// data that arrives in pieces.
+    public static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        if bytes.count < 1 << 16 {
+            return tables.withUnsafeBufferPointer { ~update(~crc, base, bytes.count, $0.baseAddress!) }
+        }
+        return combine(crc, checksum(bytes), lengthB: bytes.count)
+    }
+
+    /// The same value, computed on `parts` threads over consecutive chunks and combined: for
+    /// a model's data section, where the other core would otherwise sit idle during a load.
+    public static func parallelChecksum(_ bytes: UnsafeRawBufferPointer, parts: Int = 2) -> UInt32 {
+        let n = bytes.count, chunk = (n / max(parts, 1)) & ~63
+        guard parts > 1, chunk >= 1 << 18, let base = bytes.baseAddress else { return checksum(bytes) }
+        let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: parts)
+        defer { crcs.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: parts) { k in
+            let start = k * chunk, end = k == parts - 1 ? n : start + chunk
+            crcs[k] = checksum(UnsafeRawBufferPointer(start: base + start, count: end - start))
+        }
+        var crc = crcs[0]
+        for k in 1..<parts { crc = combine(crc, crcs[k], lengthB: (k == parts - 1 ? n : (k + 1) * chunk) - k * chunk) }
+        return crc
     }
 
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {

@@ -78,8 +78,9 @@ public final class ActionModel {
         try self.init(header: header, network: network)
     }
 
-    /// Loads a model file from disk, memory-mapped by default. Errors name the file.
-    public convenience init(contentsOf path: String, memoryMapped: Bool = true) throws {
+    /// Loads a model file from disk (see `ModelFile.load(contentsOf:memoryMapped:)`). Errors
+    /// name the file.
+    public convenience init(contentsOf path: String, memoryMapped: Bool = false) throws {
         let (header, network) = try ModelFile.load(contentsOf: path, memoryMapped: memoryMapped)
         do {
             try self.init(header: header, network: network)

@@ -247,24 +247,29 @@ public enum ModelFile {
 
     // MARK: - Reading
 
-    /// Checks the preamble, checksums, header and tensor table (docs/format.md section 2,
-    /// steps 1-7) and returns the header and the data section (a view into `bytes`).
-    /// Every size is checked before it is used; nothing is allocated from a size in the file.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, data: UnsafeRawBufferPointer) {
-        let n = bytes.count
+    /// What the preamble says, after steps 1-4 of docs/format.md section 2.
+    struct Preamble {
+        var headerLength: Int, dataLength: Int
+        var headerCRC: UInt32, dataCRC: UInt32
+        var dataStart: Int { preambleSize + headerLength }
+    }
+
+    /// Steps 1-4: magic, version, total size and section lengths, for a file of `fileSize`
+    /// bytes that starts with `head` (its first 64 bytes, or all of a shorter file).
+    static func readPreamble(_ head: UnsafeRawBufferPointer, fileSize n: Int) throws -> Preamble {
         // 1. Magic.
         guard n > 0 else { throw ModelFileError.notAModelFile("the file is empty") }
-        let head = min(n, magic.count)
-        if !bytes.prefix(head).elementsEqual(magic.prefix(head)) {
-            if n >= 4 && bytes.prefix(4).elementsEqual(magic.prefix(4)) {
+        let m = min(head.count, magic.count)
+        if !head.prefix(m).elementsEqual(magic.prefix(m)) {
+            if m >= 4 && head.prefix(4).elementsEqual(magic.prefix(4)) {
                 throw ModelFileError.notAModelFile("the magic bytes are damaged, as by a text-mode transfer")
             }
             throw ModelFileError.notAModelFile("wrong magic bytes")
         }
-        guard n >= preambleSize else { throw ModelFileError.truncated(expected: preambleSize, got: n) }
-        func u16(_ o: Int) -> Int { Int(bytes.loadUnaligned(fromByteOffset: o, as: UInt16.self).littleEndian) }
-        func u32(_ o: Int) -> UInt32 { bytes.loadUnaligned(fromByteOffset: o, as: UInt32.self).littleEndian }
-        func u64(_ o: Int) -> UInt64 { bytes.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian }
+        guard n >= preambleSize, head.count >= preambleSize else { throw ModelFileError.truncated(expected: preambleSize, got: n) }
+        func u16(_ o: Int) -> Int { Int(head.loadUnaligned(fromByteOffset: o, as: UInt16.self).littleEndian) }
+        func u32(_ o: Int) -> UInt32 { head.loadUnaligned(fromByteOffset: o, as: UInt32.self).littleEndian }
+        func u64(_ o: Int) -> UInt64 { head.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian }
         // 2. Version.
         let major = u16(8), minor = u16(10)
         guard major == majorVersion else { throw ModelFileError.unsupportedVersion(major: major, minor: minor) }
@@ -289,23 +294,35 @@ public enum ModelFile {
         guard headerLength <= Limits.headerBytes else {
             throw ModelFileError.limitExceeded(what: "the header length", value: headerLength, limit: Limits.headerBytes)
         }
-        // 5. Checksums.
-        let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<(preambleSize + headerLength)])
-        let headerCRC = CRC32.checksum(headerBytes)
-        guard headerCRC == u32(32) else {
-            throw ModelFileError.checksumMismatch(section: "header", stored: u32(32), computed: headerCRC)
-        }
-        let data = UnsafeRawBufferPointer(rebasing: bytes[(preambleSize + headerLength)..<n])
-        let dataCRC = CRC32.checksum(data)
-        guard dataCRC == u32(36) else {
-            throw ModelFileError.checksumMismatch(section: "data", stored: u32(36), computed: dataCRC)
-        }
-        // 6. Header JSON.
+        return Preamble(headerLength: headerLength, dataLength: dataLength, headerCRC: u32(32), dataCRC: u32(36))
+    }
+
+    /// Steps 5 (header checksum), 6 and 7: the header JSON, its semantics and the tensor table.
+    static func readHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
+        let crc = CRC32.checksum(headerBytes)
+        guard crc == pre.headerCRC else { throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: crc) }
         let header = try decodeHeader(headerBytes)
         try validate(header)
-        // 7. Tensor table.
-        try checkTiling(header.tensors, dataLength: dataLength)
-        return (header, data)
+        try checkTiling(header.tensors, dataLength: pre.dataLength)
+        return header
+    }
+
+    /// Checks the preamble, checksums, header and tensor table (docs/format.md section 2,
+    /// steps 1-7) and returns the header and the data section (a view into `bytes`).
+    /// Every size is checked before it is used; nothing is allocated from a size in the file.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, data: UnsafeRawBufferPointer) {
+        let pre = try readPreamble(UnsafeRawBufferPointer(rebasing: bytes.prefix(preambleSize)), fileSize: bytes.count)
+        let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<pre.dataStart])
+        let headerCRC = CRC32.checksum(headerBytes)
+        guard headerCRC == pre.headerCRC else {
+            throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
+        }
+        let data = UnsafeRawBufferPointer(rebasing: bytes[pre.dataStart...])
+        let dataCRC = CRC32.parallelChecksum(data)
+        guard dataCRC == pre.dataCRC else {
+            throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC)
+        }
+        return (try readHeader(headerBytes, pre), data)
     }
 
     /// Decodes the header JSON after bounding its nesting depth (a deeply nested header
@@ -589,11 +606,10 @@ public enum ModelFile {
         }
     }
 
-    /// Reads a model file held in memory and builds its network with the stored weights
-    /// (docs/format.md section 2, all steps).
-    public static func load(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, network: Network) {
-        let (header, data) = try decode(bytes)
-        // Step 8: the header's shape pass bounded every size, so building the network is safe.
+    /// Step 8: the network of a validated header, its tensors checked against the header's
+    /// (names, shapes, layouts, order). The shape pass bounded every size, so building it is
+    /// safe; the weights are still zeros.
+    static func makeNetwork(_ header: ModelHeader) throws -> Network {
         let network: Network
         do {
             network = try Network(layers: header.layers, input: header.inputShape)
@@ -610,6 +626,14 @@ public enum ModelFile {
                     reason: "expected '\(expected.name)' \(expected.shape) \(expected.layout) here, found '\(stored.name)' \(stored.shape) \(stored.layout)")
             }
         }
+        return network
+    }
+
+    /// Reads a model file held in memory and builds its network with the stored weights
+    /// (docs/format.md section 2, all steps).
+    public static func load(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, network: Network) {
+        let (header, data) = try decode(bytes)
+        let network = try makeNetwork(header)
         for (expected, stored) in zip(network.tensors, header.tensors) {
             let dst = network.parameters + expected.offset
             #if _endian(little)
@@ -627,65 +651,128 @@ public enum ModelFile {
         try bytes.withUnsafeBytes { try load($0) }
     }
 
-    /// Reads a model file from disk. With `memoryMapped` the file is mapped read-only and the
-    /// tensors are read in place (falling back to reading when mapping fails); the network
-    /// keeps its own aligned copy of the weights, so the mapping ends before this returns.
-    /// Errors name the file.
-    public static func load(contentsOf path: String, memoryMapped: Bool = true) throws -> (header: ModelHeader, network: Network) {
+    /// Reads a model file from disk and builds its network. Errors name the file.
+    ///
+    /// By default the preamble and header are read first and, once they are checked, each
+    /// tensor is read straight into the network's parameter arena, the data checksum computed
+    /// over it as it arrives: no copy of the file is held. With `memoryMapped` the file is
+    /// mapped read-only instead, checked in place and the tensors copied from the mapping
+    /// (falling back to reading when mapping fails). Both end with the file closed and the
+    /// weights in the network's own 64-byte-aligned arena. Measured in `actiontrain-bench
+    /// inference`: reading is the faster of the two for repeated loads (docs/benchmarks.md).
+    public static func load(contentsOf path: String, memoryMapped: Bool = false) throws -> (header: ModelHeader, network: Network) {
         do {
-            return try withContents(of: path, memoryMapped: memoryMapped) { try load($0) }
+            let (fd, size) = try openModelFile(path)
+            defer { close(fd) }
+            if memoryMapped, let mapped = try withMapping(fd, size, { try load($0) }) { return mapped }
+            return try loadReading(fd, size: size)
         } catch let e as ModelFileError {
             if case .inFile = e { throw e }
             throw ModelFileError.inFile(path, e)
         }
     }
 
-    /// Calls `body` with the bytes of a file, mapped or read. Refuses files over the size limit
-    /// before reading them.
-    public static func withContents<R>(
-        of path: String, memoryMapped: Bool = true, _ body: (UnsafeRawBufferPointer) throws -> R
-    ) throws -> R {
+    /// Opens a regular file of at most `Limits.fileBytes` bytes; returns its descriptor and size.
+    static func openModelFile(_ path: String) throws -> (fd: Int32, size: Int) {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
             let why = errno == ENOENT ? "no such file; check the path" : String(cString: strerror(errno))
-            throw ModelFileError.inFile(path, .io("cannot open the model file: \(why)"))
+            throw ModelFileError.io("cannot open the model file: \(why)")
         }
-        defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else {
-            throw ModelFileError.inFile(path, .io("cannot read the model file: \(String(cString: strerror(errno)))"))
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw ModelFileError.io("cannot read the model file: \(why)")
         }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw ModelFileError.inFile(path, .io("is not a regular file; pass a model file"))
+            close(fd)
+            throw ModelFileError.io("is not a regular file; pass a model file")
         }
         let size = Int(st.st_size)
         guard size <= Limits.fileBytes else {
-            throw ModelFileError.inFile(path, .limitExceeded(what: "the file size", value: size, limit: Limits.fileBytes))
+            close(fd)
+            throw ModelFileError.limitExceeded(what: "the file size", value: size, limit: Limits.fileBytes)
         }
-        if size == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        if memoryMapped {
-            #if os(Linux)
-                let flags = MAP_PRIVATE | MAP_POPULATE
-            #else
-                let flags = MAP_PRIVATE
-            #endif
-            if let p = mmap(nil, size, PROT_READ, flags, fd, 0), p != MAP_FAILED {
-                defer { munmap(p, size) }
-                return try body(UnsafeRawBufferPointer(start: p, count: size))
-            }
-        }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: alignment)
-        defer { buffer.deallocate() }
+        return (fd, size)
+    }
+
+    /// `body` over a read-only mapping of the file, or nil when it cannot be mapped.
+    static func withMapping<R>(_ fd: Int32, _ size: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard size > 0 else { return nil }
+        #if os(Linux)
+            let flags = MAP_PRIVATE | MAP_POPULATE
+        #else
+            let flags = MAP_PRIVATE
+        #endif
+        guard let p = mmap(nil, size, PROT_READ, flags, fd, 0), p != MAP_FAILED else { return nil }
+        defer { munmap(p, size) }
+        return try body(UnsafeRawBufferPointer(start: p, count: size))
+    }
+
+    /// Reads exactly `count` bytes at `offset` into `buffer`.
+    static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, at offset: Int) throws {
         var done = 0
-        while done < size {
-            let r = read(fd, buffer + done, size - done)
+        while done < count {
+            let r = pread(fd, buffer + done, count - done, off_t(offset + done))
             if r < 0 && errno == EINTR { continue }
             guard r > 0 else {
-                throw ModelFileError.inFile(path, .io("cannot read the model file: \(r < 0 ? String(cString: strerror(errno)) : "it shrank while being read")"))
+                throw ModelFileError.io("cannot read the model file: \(r < 0 ? String(cString: strerror(errno)) : "it shrank while being read")")
             }
             done += r
         }
-        return try body(UnsafeRawBufferPointer(start: buffer, count: size))
+    }
+
+    /// The default loader: preamble, header, then the tensors straight into the network.
+    static func loadReading(_ fd: Int32, size: Int) throws -> (header: ModelHeader, network: Network) {
+        var head = [UInt8](repeating: 0, count: min(size, preambleSize))
+        try head.withUnsafeMutableBytes { try readFully(fd, $0.baseAddress!, $0.count, at: 0) }
+        let pre = try head.withUnsafeBytes { try readPreamble($0, fileSize: size) }
+        // Bounded by the file size and Limits.headerBytes.
+        var headerBytes = [UInt8](repeating: 0, count: pre.headerLength)
+        try headerBytes.withUnsafeMutableBytes { try readFully(fd, $0.baseAddress!, $0.count, at: preambleSize) }
+        let header = try headerBytes.withUnsafeBytes { try readHeader($0, pre) }
+        let network = try makeNetwork(header)
+        var crc: UInt32 = 0
+        var gap = [UInt8](repeating: 0, count: alignment)
+        for (expected, stored) in zip(network.tensors, header.tensors) {
+            let dst = UnsafeMutableRawPointer(network.parameters + expected.offset)
+            try readFully(fd, dst, stored.length, at: pre.dataStart + stored.offset)
+            crc = CRC32.checksum(UnsafeRawBufferPointer(start: dst, count: stored.length), continuing: crc)
+            let end = stored.offset + stored.length, gapLength = align(end) - end
+            if gapLength > 0 {
+                try gap.withUnsafeMutableBytes { g in
+                    try readFully(fd, g.baseAddress!, gapLength, at: pre.dataStart + end)
+                    crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: g.prefix(gapLength)), continuing: crc)
+                }
+            }
+            #if !_endian(little)
+                let values = network.parameters + expected.offset
+                for i in 0..<expected.count { values[i] = Float(bitPattern: UInt32(littleEndian: values[i].bitPattern)) }
+            #endif
+        }
+        guard crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: crc) }
+        return (header, network)
+    }
+
+    /// Calls `body` with the bytes of a file, mapped or read whole (for tools and benchmarks).
+    /// Refuses files over the size limit before reading them. Errors name the file.
+    public static func withContents<R>(
+        of path: String, memoryMapped: Bool = true, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        do {
+            let (fd, size) = try openModelFile(path)
+            defer { close(fd) }
+            if size == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            if memoryMapped, let r = try withMapping(fd, size, body) { return r }
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: alignment)
+            defer { buffer.deallocate() }
+            try readFully(fd, buffer, size, at: 0)
+            return try body(UnsafeRawBufferPointer(start: buffer, count: size))
+        } catch let e as ModelFileError {
+            if case .inFile = e { throw e }
+            throw ModelFileError.inFile(path, e)
+        }
     }
 
     static func align(_ n: Int) -> Int { (n + alignment - 1) / alignment * alignment }

@@ -47,7 +47,34 @@ enum InferenceBench {
             provenance: .init(seed: 0, notes: ["purpose": "reference model for actiontrain-bench inference"]))
     }
 
+    /// Median time of the first load in a new process (11 runs of this benchmark with
+    /// `--load-once`): what a service pays at start-up, page faults included.
+    static func freshProcessLoad(_ path: String) throws -> Double {
+        var times: [Double] = []
+        for _ in 0..<11 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            p.arguments = ["inference", "--load-once", path]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            guard let t = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "--load-once printed '\(text)'"])
+            }
+            times.append(t)
+        }
+        return times.sorted()[times.count / 2]
+    }
+
     static func run(_ args: [String]) throws {
+        if args.count == 2 && args[0] == "--load-once" {
+            let t0 = Clock.now()
+            _ = try ModelFile.load(contentsOf: args[1])
+            print(Double(Clock.now() - t0) / 1e9)
+            return
+        }
         var threads = 2, json = false, breakdown = false, modelDir: String? = nil
         var i = 0
         while i < args.count {
@@ -70,7 +97,7 @@ enum InferenceBench {
         defer { if modelDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
         if !json {
             print("runtime inference, OpenBLAS \(BLAS.coreName), \(threads) thread(s); PyTorch anchors: ../shared/bench/RESULTS.md (2 threads)")
-            print("model  file MB  load µs (mmap / read)   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
+            print("model  file MB  load µs: again (mmap / read), new process   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
         }
         for r in references {
             let path = "\(dir)/\(r.name).atm"
@@ -79,21 +106,31 @@ enum InferenceBench {
             let load = ForeignLoad()
             let mapped = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: true) }
             let read = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: false) }
+            let fresh = try freshProcessLoad(path)
             if breakdown {
-                // Where the load time goes: map, checksums, the whole decode (checksums + JSON +
-                // validation), building the network (allocating its arenas), the full load.
+                // Where the load time goes: mapping the file, the data checksum, the whole decode
+                // (checksums + JSON + checks), building the network in fresh memory (its
+                // parameter and gradient arenas are allocated and zero-filled: page faults), and
+                // copying the weights into it.
                 let map = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.withContents(of: path) { $0.count } }
-                let crc = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.checksum(raw) } }
+                let crc = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.parallelChecksum(raw) } }
+                let crc1 = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.checksum(raw) } }
                 let decode = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.decode(raw) } }
-                let build = Clock.median(reps: 9, minSeconds: 0.05) {
-                    _ = try! Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame))
+                var kept: [Network] = [], builds: [Double] = []
+                for _ in 0..<15 {  // kept alive, so every build gets fresh pages
+                    let t0 = Clock.now()
+                    kept.append(try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame)))
+                    builds.append(Double(Clock.now() - t0) / 1e9)
                 }
-                let fromMemory = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(raw) } }
-                print("  from memory \(format(fromMemory * 1e6))")
+                let build = builds.sorted()[builds.count / 2]
+                let n = kept[0].parameterCount * 4
+                let copy = Clock.median(reps: 9, minSeconds: 0.05) {
+                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(kept[0].parameters).copyMemory(from: $0.baseAddress! + (bytes.count - n), byteCount: n) }
+                }
                 print(
-                    "  \(r.name) load breakdown µs: map \(format(map * 1e6)), CRC of the whole file \(format(crc * 1e6)), "
-                        + "decode (CRCs + JSON + checks) \(format(decode * 1e6)), build network \(format(build * 1e6)), "
-                        + "full load (mmap) \(format(mapped * 1e6))")
+                    "  \(r.name) load µs: map \(format(map * 1e6)); data CRC \(format(crc * 1e6)) on 2 threads (\(format(crc1 * 1e6)) on 1); "
+                        + "decode = CRCs + JSON + checks \(format(decode * 1e6)); build the network in fresh memory \(format(build * 1e6)); "
+                        + "copy the weights \(format(copy * 1e6))")
             }
             let model = try ActionModel(contentsOf: path)
             let V = model.valuesPerWindow
@@ -128,6 +165,7 @@ enum InferenceBench {
                     "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
                     "\"blas_core\": \"\(BLAS.coreName)\"", "\"file_bytes\": \(bytes.count)",
                     "\"load_mmap_us\": \(format(mapped * 1e6, 1))", "\"load_read_us\": \(format(read * 1e6, 1))",
+                    "\"load_new_process_us\": \(format(fresh * 1e6, 1))",
                     "\"latency_us_median\": \(format(latency, 2))", "\"infer_batch_windows_per_s\": \(format(throughput, 0))",
                     "\"foreign_load\": \(format(foreign, 3))",
                 ]
@@ -135,7 +173,7 @@ enum InferenceBench {
             } else {
                 func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
                 var row = col(r.name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
-                row += col("\(format(mapped * 1e6)) / \(format(read * 1e6))", 24)
+                row += col("\(format(mapped * 1e6)) / \(format(read * 1e6)), \(format(fresh * 1e6))", 37)
                 row += col(format(latency, 1), 15) + col(format(r.torchLatencyMicroseconds, 1), 10)
                 row += col(format(latency / r.torchLatencyMicroseconds, 2), 8)
                 row += col(format(throughput, 0), 17) + col(format(r.torchBatchWindowsPerSecond, 0), 8)

@@ -27,6 +27,31 @@ final class CRC32Tests: XCTestCase {
         }
     }
 
+    func testParallelChecksumEqualsTheSerialOne() {
+        var g = SeededGenerator(seed: 11)
+        for n in [10, 262_143, 600_001] {
+            let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+            let serial = CRC32.checksum(bytes)
+            for parts in [1, 2, 3] {
+                XCTAssertEqual(bytes.withUnsafeBytes { CRC32.parallelChecksum($0, parts: parts) }, serial, "length \(n), \(parts) parts")
+            }
+        }
+        XCTAssertEqual(CRC32.checksum((0..<600_001).map { UInt8(truncatingIfNeeded: $0 &* 7) }),
+            reference((0..<600_001).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
+    }
+
+    func testContinuingOverPieces() {
+        var g = SeededGenerator(seed: 12)
+        let bytes = (0..<200_000).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+        var crc: UInt32 = 0, start = 0
+        for piece in [0, 1, 63, 70_000, 5, 100_000, 29_931] {
+            crc = bytes.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[start..<(start + piece)]), continuing: crc) }
+            start += piece
+        }
+        XCTAssertEqual(start, bytes.count)
+        XCTAssertEqual(crc, reference(bytes))
+    }
+
     func testCombine() {
         var g = SeededGenerator(seed: 10)
         for (na, nb) in [(0, 5), (5, 0), (13, 1), (100, 333), (4096, 17)] {

@@ -74,22 +74,48 @@ final class ModelFileTests: XCTestCase {
 
     static func good() -> HandMade { HandMade(header: headerJSON(), data: data) }
 
+    var scratch: URL!
+
+    override func setUpWithError() throws {
+        scratch = try temporaryDirectory("ModelFileTests")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
     /// Asserts that loading `bytes` throws a `ModelFileError` satisfying `match` whose message
-    /// contains every fragment.
+    /// contains every fragment; from memory, and from a file both read and memory-mapped (the
+    /// same error, with the file's name).
     func assertRejects(
         _ bytes: [UInt8], _ fragments: [String], file: StaticString = #filePath, line: UInt = #line,
         _ match: (ModelFileError) -> Bool
     ) {
+        var inMemory: ModelFileError?
         do {
             _ = try ModelFile.load(bytes)
             XCTFail("expected an error containing \(fragments)", file: file, line: line)
         } catch let e as ModelFileError {
+            inMemory = e
             XCTAssertTrue(match(e), "unexpected error case: \(e)", file: file, line: line)
             for f in fragments where !e.description.contains(f) {
                 XCTFail("error '\(e)' does not contain '\(f)'", file: file, line: line)
             }
         } catch {
             XCTFail("expected a ModelFileError, got \(error)", file: file, line: line)
+        }
+        guard let inMemory, bytes.count < 1 << 20 else { return }
+        let path = scratch.appendingPathComponent("case.atm").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)), file: file, line: line)
+        for mapped in [false, true] {
+            do {
+                _ = try ModelFile.load(contentsOf: path, memoryMapped: mapped)
+                XCTFail("the file loaded (memoryMapped: \(mapped))", file: file, line: line)
+            } catch let e as ModelFileError {
+                XCTAssertEqual(e, .inFile(path, inMemory), "memoryMapped: \(mapped)", file: file, line: line)
+            } catch {
+                XCTFail("expected a ModelFileError, got \(error)", file: file, line: line)
+            }
         }
     }
 
@@ -598,5 +624,32 @@ final class ModelFileTests: XCTestCase {
             }
         }
         XCTAssertEqual(accepted, (2 + 4 + 16) * 8, "exactly the minor version, flags and reserved bits are free")
+    }
+
+    /// The file readers agree with the in-memory reader on one flipped bit in every byte.
+    func testFileReadersRejectWhatTheMemoryReaderRejects() throws {
+        let bytes = Self.good().bytes
+        let path = scratch.appendingPathComponent("flip.atm").path
+        for i in 0..<bytes.count {
+            var flipped = bytes
+            flipped[i] ^= 1 << (i % 8)
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(flipped)))
+            let expected: ModelFileError?
+            do {
+                _ = try ModelFile.load(flipped)
+                expected = nil
+            } catch let e as ModelFileError {
+                expected = e
+            }
+            for mapped in [false, true] {
+                do {
+                    let (_, network) = try ModelFile.load(contentsOf: path, memoryMapped: mapped)
+                    XCTAssertNil(expected, "byte \(i): the file loaded, memory said \(expected.map(String.init(describing:)) ?? "")")
+                    XCTAssertEqual(Array(UnsafeBufferPointer(start: network.parameters, count: 10)), Self.weights + Self.bias)
+                } catch let e as ModelFileError {
+                    XCTAssertEqual(e.underlying, expected, "byte \(i), memoryMapped: \(mapped)")
+                }
+            }
+        }
     }
 }
