@@ -47,6 +47,22 @@ enum InferenceBench {
             provenance: .init(seed: 0, notes: ["purpose": "reference model for actiontrain-bench inference"]))
     }
 
+    /// Times of 15 single loads. With `keep`, every loaded network stays alive until the end,
+    /// so each load gets fresh pages for its arenas (as a service reloading a model while the
+    /// old one still serves); without, the allocator may hand back the previous load's memory
+    /// (the minimum of these is the file work plus a warm allocation).
+    static func loadTimes(_ path: String, mapped: Bool, keep: Bool) -> [Double] {
+        var kept: [Network] = [], times: [Double] = []
+        _ = try! ModelFile.load(contentsOf: path, memoryMapped: mapped)  // warm-up
+        for _ in 0..<15 {
+            let t0 = Clock.now()
+            let (_, network) = try! ModelFile.load(contentsOf: path, memoryMapped: mapped)
+            times.append(Double(Clock.now() - t0) / 1e9)
+            if keep { kept.append(network) }
+        }
+        return times
+    }
+
     /// Median time of the first load in a new process (11 runs of this benchmark with
     /// `--load-once`): what a service pays at start-up, page faults included.
     static func freshProcessLoad(_ path: String) throws -> Double {
@@ -97,15 +113,17 @@ enum InferenceBench {
         defer { if modelDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
         if !json {
             print("runtime inference, OpenBLAS \(BLAS.coreName), \(threads) thread(s); PyTorch anchors: ../shared/bench/RESULTS.md (2 threads)")
-            print("model  file MB  load µs: again (mmap / read), new process   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
+            print("model  file MB  load µs: reused memory (read / mmap), fresh memory, new process   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
         }
         for r in references {
             let path = "\(dir)/\(r.name).atm"
             let bytes = try modelBytes(r)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             let load = ForeignLoad()
-            let mapped = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: true) }
-            let read = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.load(contentsOf: path, memoryMapped: false) }
+            let reused = loadTimes(path, mapped: false, keep: false).min()!
+            let mappedReused = loadTimes(path, mapped: true, keep: false).min()!
+            let freshTimes = loadTimes(path, mapped: false, keep: true)
+            let freshMemory = freshTimes.sorted()[freshTimes.count / 2]
             let fresh = try freshProcessLoad(path)
             if breakdown {
                 // Where the load time goes: mapping the file, the data checksum, the whole decode
@@ -164,7 +182,8 @@ enum InferenceBench {
                 let fields: [String] = [
                     "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
                     "\"blas_core\": \"\(BLAS.coreName)\"", "\"file_bytes\": \(bytes.count)",
-                    "\"load_mmap_us\": \(format(mapped * 1e6, 1))", "\"load_read_us\": \(format(read * 1e6, 1))",
+                    "\"load_reused_us\": \(format(reused * 1e6, 1))", "\"load_mmap_reused_us\": \(format(mappedReused * 1e6, 1))",
+                    "\"load_fresh_us\": \(format(freshMemory * 1e6, 1))",
                     "\"load_new_process_us\": \(format(fresh * 1e6, 1))",
                     "\"latency_us_median\": \(format(latency, 2))", "\"infer_batch_windows_per_s\": \(format(throughput, 0))",
                     "\"foreign_load\": \(format(foreign, 3))",
@@ -173,7 +192,7 @@ enum InferenceBench {
             } else {
                 func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
                 var row = col(r.name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
-                row += col("\(format(mapped * 1e6)) / \(format(read * 1e6)), \(format(fresh * 1e6))", 37)
+                row += col("\(format(reused * 1e6)) / \(format(mappedReused * 1e6)), \(format(freshMemory * 1e6)), \(format(fresh * 1e6))", 63)
                 row += col(format(latency, 1), 15) + col(format(r.torchLatencyMicroseconds, 1), 10)
                 row += col(format(latency / r.torchLatencyMicroseconds, 2), 8)
                 row += col(format(throughput, 0), 17) + col(format(r.torchBatchWindowsPerSecond, 0), 8)
