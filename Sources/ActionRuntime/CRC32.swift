@@ -101,13 +101,13 @@ public enum CRC32 {
     }
 
     /// The checksum of `A‖bytes` given `crc = checksum(A)` (zlib's `crc32(crc, buf, len)`), for
-    /// data that arrives in pieces.
+    /// data that arrives in pieces. Large pieces use `parallelChecksum`.
     public static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
         if bytes.count < 1 << 16 {
             return tables.withUnsafeBufferPointer { ~update(~crc, base, bytes.count, $0.baseAddress!) }
         }
-        return combine(crc, checksum(bytes), lengthB: bytes.count)
+        return combine(crc, parallelChecksum(bytes), lengthB: bytes.count)
     }
 
     /// The same value, computed on `parts` threads over consecutive chunks and combined: for

@@ -31,21 +31,27 @@ def cpu_sample():
 
 def summarize(path):
     rows = [json.loads(line) for line in open(path) if line.startswith("{")]
+    for r in rows:  # the runtime on another OpenBLAS kernel than the environment's Haswell
+        if r["framework"] == "actiontrain" and r.get("blas_core", "Haswell") != "Haswell":
+            r["framework"] = "actiontrain " + r["blas_core"]
     print("median over runs (runs interleaved); ratios are actiontrain / other, lower latency is better\n")
-    print(f"{'model':6}{'thr':>4}  {'b1 latency µs: actiontrain':>27}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
+    print(f"{'model':18}{'thr':>4}  {'b1 µs: ours':>15}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
           f"  {'b1024 windows/s: actiontrain':>29}{'torch':>10}{'onnxrt':>10}  {'load µs: reused, fresh, new process':>26}  foreign load")
+    ours = sorted({r["framework"] for r in rows if r["framework"].startswith("actiontrain")}, key=len)
     for model in ["mlp", "conv"]:
         for threads in sorted({r["threads"] for r in rows}):
             sel = lambda fw: [r for r in rows if r["framework"] == fw and r["model"] == model and r["threads"] == threads]
             med = lambda fw, k: statistics.median([r[k] for r in sel(fw)]) if sel(fw) else float("nan")
-            lat = {fw: med(fw, "latency_us_median") for fw in ["actiontrain", "torch", "onnxruntime"]}
-            thr = {fw: med(fw, "infer_batch_windows_per_s") for fw in ["actiontrain", "torch", "onnxruntime"]}
             foreign = max((r.get("foreign_load", 0) for r in rows if r["model"] == model and r["threads"] == threads), default=0)
-            print(f"{model:6}{threads:>4}  {lat['actiontrain']:>27.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
-                  f"{lat['actiontrain'] / lat['torch']:>10.2f}{lat['actiontrain'] / lat['onnxruntime']:>8.2f}"
-                  f"  {thr['actiontrain']:>29.0f}{thr['torch']:>10.0f}{thr['onnxruntime']:>10.0f}"
-                  f"  {med('actiontrain', 'load_reused_us'):>7.0f} {med('actiontrain', 'load_fresh_us'):>7.0f} {med('actiontrain', 'load_new_process_us'):>9.0f}"
-                  f"  max {100 * foreign:.0f}%")
+            for a in ours:
+                lat = {fw: med(fw, "latency_us_median") for fw in [a, "torch", "onnxruntime"]}
+                thr = {fw: med(fw, "infer_batch_windows_per_s") for fw in [a, "torch", "onnxruntime"]}
+                name = model + ("" if a == "actiontrain" else " (" + a.split(" ", 1)[1] + ")")
+                print(f"{name:18}{threads:>4}  {lat[a]:>15.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
+                      f"{lat[a] / lat['torch']:>10.2f}{lat[a] / lat['onnxruntime']:>8.2f}"
+                      f"  {thr[a]:>29.0f}{thr['torch']:>10.0f}{thr['onnxruntime']:>10.0f}"
+                      f"  {med(a, 'load_reused_us'):>7.0f} {med(a, 'load_fresh_us'):>7.0f} {med(a, 'load_new_process_us'):>9.0f}"
+                      f"  max {100 * foreign:.0f}%")
 
 
 if args.summarize:
