@@ -209,6 +209,19 @@ final class ModelCommandsTests: XCTestCase {
         ])
     }
 
+    func testModelFilesAreRecognisedByTheirMagic() throws {
+        XCTAssertTrue(InspectModel.isModelFile(path: Self.golden))
+        let data = try writeLines(nativeDataset(count: 1, frames: 2), "clips.jsonl")
+        XCTAssertFalse(InspectModel.isModelFile(path: data))
+        XCTAssertFalse(InspectModel.isModelFile(path: "/nonexistent"))
+        // A damaged model file is still a model file: inspect says what is wrong with it.
+        let damaged = try writeLines([], "damaged.atm")
+        try Data([0x89, 0x41, 0x54, 0x4D, 0x0A, 0x1A, 0x0A]).write(to: URL(fileURLWithPath: damaged))  // \r\n became \n
+        XCTAssertTrue(InspectModel.isModelFile(path: damaged))
+        var out = Output(write: { _ in }, note: { _ in }, isTerminal: false)
+        assertThrows([damaged, "text-mode transfer"]) { try InspectModel.run(path: damaged, json: false, out: &out) }
+    }
+
     func testInspectJSONIsTheHeader() throws {
         var text = ""
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
