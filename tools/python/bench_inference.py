@@ -18,6 +18,8 @@ ap.add_argument("--model", choices=["mlp", "conv"])
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--onnx")
 ap.add_argument("--summarize")
+ap.add_argument("--wait-quiet", type=float, metavar="SECONDS",
+                help="wait (at most SECONDS) for 3 consecutive seconds with under 8%% of the machine busy")
 args = ap.parse_args()
 
 
@@ -54,8 +56,23 @@ def summarize(path):
                       f"  max {100 * foreign:.0f}%")
 
 
+def wait_quiet(limit):
+    """As ../shared/bench/guard.py: other processes on this shared machine skew timings."""
+    start, quiet = time.time(), 0
+    while quiet < 3 and time.time() - start < limit:
+        t0, b0, _ = cpu_sample()
+        time.sleep(1)
+        t1, b1, _ = cpu_sample()
+        quiet = quiet + 1 if (b1 - b0) / max(t1 - t0, 1) < 0.08 else 0
+    if quiet < 3:
+        print(f"bench-inference: the machine stayed busy for {limit:.0f} s; measuring anyway", file=sys.stderr)
+
+
 if args.summarize:
     summarize(args.summarize)
+    sys.exit(0)
+if args.wait_quiet is not None:
+    wait_quiet(args.wait_quiet)
     sys.exit(0)
 
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
