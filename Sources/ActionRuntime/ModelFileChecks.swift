@@ -1,0 +1,288 @@
+import Foundation
+import PoseCore
+
+/// The header checks of docs/format.md section 2, steps 6 and 7: bounded JSON decoding, the
+/// header's semantics, the shape pass over the layers with checked arithmetic against the
+/// limits, and the tensor table's tiling.
+extension ModelFile {
+    /// Decodes the header JSON after bounding its nesting depth (a deeply nested header
+    /// would otherwise recurse without bound).
+    static func decodeHeader(_ headerBytes: UnsafeRawBufferPointer) throws -> ModelHeader {
+        var depth = 0, inString = false, escaped = false
+        for b in headerBytes {
+            if inString {
+                if escaped { escaped = false } else if b == 0x5C { escaped = true } else if b == 0x22 { inString = false }
+            } else if b == 0x22 {
+                inString = true
+            } else if b == 0x5B || b == 0x7B {
+                depth += 1
+                guard depth <= Limits.jsonDepth else {
+                    throw ModelFileError.limitExceeded(what: "the JSON nesting depth", value: depth, limit: Limits.jsonDepth)
+                }
+            } else if b == 0x5D || b == 0x7D {
+                depth -= 1
+            }
+        }
+        do {
+            return try JSONDecoder().decode(ModelHeader.self, from: Data(headerBytes))
+        } catch let e as DecodingError {
+            throw ModelFileError.badHeader(describe(e, header: headerBytes))
+        } catch {
+            throw ModelFileError.badHeader("the JSON does not decode: \(error)")
+        }
+    }
+
+    /// A one-line account of a decoding error: where, and what. A preprocessing step that does
+    /// not decode is named (the synthesized decoder only says it found the wrong keys).
+    static func describe(_ error: DecodingError, header: UnsafeRawBufferPointer) -> String {
+        func path(_ c: [CodingKey]) -> String {
+            let p = c.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return p.isEmpty ? "the header" : String(p.drop(while: { $0 == "." }))
+        }
+        let context: DecodingError.Context
+        var what: String
+        switch error {
+        case .keyNotFound(let key, let ctx):
+            return "\(path(ctx.codingPath)) has no '\(key.stringValue)'"
+        case .valueNotFound(let type, let ctx):
+            return "\(path(ctx.codingPath)) is null, expected \(type)"
+        case .typeMismatch(let type, let ctx):
+            (context, what) = (ctx, "is not \(type): \(ctx.debugDescription)")
+        case .dataCorrupted(let ctx):
+            if ctx.codingPath.isEmpty { return "the header is not valid JSON: \(ctx.debugDescription)" }
+            (context, what) = (ctx, "is invalid: \(ctx.debugDescription)")
+        @unknown default:
+            return "\(error)"
+        }
+        let keys = context.codingPath.map(\.stringValue)
+        if let s = keys.firstIndex(of: "steps"), s + 1 < keys.count, let k = context.codingPath[s + 1].intValue {
+            // The step's own name, from a second (failure-path only) parse.
+            let object = try? JSONSerialization.jsonObject(with: Data(header))
+            let steps = ((object as? [String: Any])?["input"] as? [String: Any])?["steps"] as? [Any]
+            let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
+            what = "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
+                + "this reader knows centre, scaleByTorso and divide"
+            return "input.steps[\(k)]: \(what)"
+        }
+        return "\(path(context.codingPath)) \(what)"
+    }
+
+    /// Header semantics that need no network: format, classes, coordinates, input, limits,
+    /// and the shapes the layers produce (checked arithmetic; docs/format.md 2.1 and 4).
+    static func validate(_ h: ModelHeader) throws {
+        guard h.format == formatName else { throw ModelFileError.badHeader("format is '\(h.format)', expected '\(formatName)'") }
+        guard !h.classes.isEmpty else { throw ModelFileError.badHeader("there are no classes") }
+        guard h.classes.count <= Limits.classes else {
+            throw ModelFileError.limitExceeded(what: "the number of classes", value: h.classes.count, limit: Limits.classes)
+        }
+        guard Set(h.classes).count == h.classes.count else { throw ModelFileError.badHeader("the class labels are not distinct") }
+        let skeleton = h.input.skeleton
+        guard skeleton.jointCount <= Limits.joints else {
+            throw ModelFileError.limitExceeded(what: "the number of joints", value: skeleton.jointCount, limit: Limits.joints)
+        }
+        do { try h.input.validate() } catch { throw ModelFileError.badHeader("the input description is invalid: \(error)") }
+        guard h.coordinateSystem == .init(units: skeleton.units) else {
+            let c = h.coordinateSystem
+            throw ModelFileError.badHeader(
+                "coordinateSystem (units \(c.units.rawValue), origin \(c.origin), yAxis \(c.yAxis), sides \(c.sides)) "
+                    + "does not match the skeleton's units '\(skeleton.units.rawValue)'")
+        }
+        let shape = h.inputShape
+        guard shape.time >= 1, shape.channels >= 1 else {
+            throw ModelFileError.badHeader("inputShape \(shape) must be positive")
+        }
+        guard shape.time <= Limits.inputTime else {
+            throw ModelFileError.limitExceeded(what: "inputShape.time", value: shape.time, limit: Limits.inputTime)
+        }
+        guard shape.channels <= Limits.inputChannels else {
+            throw ModelFileError.limitExceeded(what: "inputShape.channels", value: shape.channels, limit: Limits.inputChannels)
+        }
+        guard shape.time * shape.channels <= Limits.activationValues else {
+            throw ModelFileError.limitExceeded(
+                what: "inputShape.time x channels", value: shape.time * shape.channels, limit: Limits.activationValues)
+        }
+        // Joints are bounded, so channelsPerFrame cannot overflow.
+        guard h.input.window.frames == shape.time, h.input.channelsPerFrame == shape.channels else {
+            throw ModelFileError.badHeader(
+                "inputShape \(shape) does not match the input description: \(h.input.window.frames) frames of \(h.input.channelsPerFrame) channels")
+        }
+        if let r = h.trainingFrameRate, !(r > 0 && r.isFinite) {
+            throw ModelFileError.badHeader("trainingFrameRate \(r) must be a positive number")
+        }
+        guard h.tensors.count <= Limits.tensors else {
+            throw ModelFileError.limitExceeded(what: "the number of tensors", value: h.tensors.count, limit: Limits.tensors)
+        }
+        var budget = ShapeBudget()
+        let out = try inferShape(h.layers, input: shape, path: "layers", depth: 0, budget: &budget)
+        guard out.time == 1, out.channels == h.classes.count else {
+            throw ModelFileError.badHeader(
+                "the network gives \(out) per window; expected [1, \(h.classes.count)] (one logit per class)")
+        }
+        var stored = 0
+        for t in h.tensors {
+            let (count, _) = try checkedCount(t)
+            stored += count  // ≤ 4096 · 2^28: no overflow
+        }
+        guard stored == budget.parameters else {
+            throw ModelFileError.badHeader(
+                "the layers need \(budget.parameters) parameter values, the tensors hold \(stored)")
+        }
+    }
+
+    /// Running totals of the shape pass.
+    struct ShapeBudget {
+        var layers = 0
+        var parameters = 0
+        /// Output values of every layer, plus conv1d's im2col rows, per window.
+        var activations = 0
+    }
+
+    /// The output shape of `layers` for `input`, per docs/format.md section 4, with every
+    /// product checked against the limits. Counts layers and parameter values.
+    static func inferShape(
+        _ layers: [LayerSpec], input: Shape, path: String, depth: Int, budget: inout ShapeBudget
+    ) throws -> Shape {
+        var s = input
+        for (i, spec) in layers.enumerated() {
+            let name = "\(path)[\(i)] (\(spec.typeName))"
+            func bad(_ why: String) -> ModelFileError { .badHeader("\(name): \(why)") }
+            func size(_ field: String, _ v: Int, max: Int = Limits.tensorValues) throws {
+                guard v >= 1 else { throw bad("\(field) must be positive, got \(v)") }
+                guard v <= max else { throw ModelFileError.limitExceeded(what: "\(name) \(field)", value: v, limit: max) }
+            }
+            func params(_ counts: [Int]) throws {
+                for c in counts {
+                    guard c <= Limits.tensorValues else {
+                        throw ModelFileError.limitExceeded(what: "\(name) tensor values", value: c, limit: Limits.tensorValues)
+                    }
+                    budget.parameters += c  // ≤ 1024 layers · 2 · 2^28: no overflow
+                }
+            }
+            budget.layers += 1
+            guard budget.layers <= Limits.layers else {
+                throw ModelFileError.limitExceeded(what: "the number of layers", value: budget.layers, limit: Limits.layers)
+            }
+            switch spec {
+            case .linear(let inputs, let outputs):
+                try size("inputs", inputs)
+                try size("outputs", outputs)
+                guard inputs == s.channels else { throw bad("expects \(inputs) channels, receives \(s)") }
+                let (w, o) = inputs.multipliedReportingOverflow(by: outputs)
+                guard !o else { throw ModelFileError.limitExceeded(what: "\(name) weight values", value: Int.max, limit: Limits.tensorValues) }
+                try params([w, outputs])
+                s = Shape(time: s.time, channels: outputs)
+            case .relu, .gelu:
+                break
+            case .dropout(let rate):
+                guard rate >= 0 && rate < 1 else { throw bad("rate \(rate) must be in [0, 1)") }
+            case .layerNorm(let channels, let epsilon):
+                try size("channels", channels)
+                guard channels == s.channels else { throw bad("normalises \(channels) channels, receives \(s)") }
+                guard epsilon > 0 && epsilon.isFinite else { throw bad("epsilon \(epsilon) must be positive") }
+                try params([channels, channels])
+            case .conv1d(let inputs, let outputs, let kernel, let stride, let dilation, let padding):
+                for (f, v) in [("inputs", inputs), ("outputs", outputs), ("kernel", kernel), ("stride", stride), ("dilation", dilation)] {
+                    try size(f, v)
+                }
+                guard padding >= 0, padding <= Limits.inputTime else { throw bad("padding \(padding) must be in 0...\(Limits.inputTime)") }
+                guard inputs == s.channels else { throw bad("expects \(inputs) channels, receives \(s)") }
+                // Every factor is ≤ 2^28, so these products fit in 64 bits.
+                let span = dilation.multipliedReportingOverflow(by: kernel - 1)
+                guard !span.overflow else { throw bad("dilation x (kernel - 1) overflows") }
+                let reach = s.time + 2 * padding - span.partialValue - 1
+                guard reach >= 0 else { throw bad("the kernel (\(kernel), dilation \(dilation)) is longer than the padded input \(s)") }
+                let (w, o1) = outputs.multipliedReportingOverflow(by: kernel)
+                let (w2, o2) = w.multipliedReportingOverflow(by: inputs)
+                guard !o1, !o2 else { throw ModelFileError.limitExceeded(what: "\(name) weight values", value: Int.max, limit: Limits.tensorValues) }
+                try params([w2, outputs])
+                s = Shape(time: reach / stride + 1, channels: outputs)
+                // im2col: [time, kernel · inputs] per window (each factor is bounded, see above).
+                let (cols, o3) = s.time.multipliedReportingOverflow(by: kernel)
+                let (im2col, o4) = cols.multipliedReportingOverflow(by: inputs)
+                guard !o3, !o4, im2col <= Limits.totalActivationValues else {
+                    throw ModelFileError.limitExceeded(
+                        what: "\(name) im2col values per window", value: o3 || o4 ? Int.max : im2col, limit: Limits.totalActivationValues)
+                }
+                budget.activations += im2col
+            case .flatten:
+                s = Shape(time: 1, channels: s.count)
+            case .globalAveragePool, .globalMaxPool:
+                s = Shape(time: 1, channels: s.channels)
+            case .residual(let body, let shortcut):
+                guard depth + 1 <= Limits.residualDepth else {
+                    throw ModelFileError.limitExceeded(what: "the residual nesting depth", value: depth + 1, limit: Limits.residualDepth)
+                }
+                let b = try inferShape(body, input: s, path: "\(path)[\(i)].body", depth: depth + 1, budget: &budget)
+                let c = try inferShape(shortcut, input: s, path: "\(path)[\(i)].shortcut", depth: depth + 1, budget: &budget)
+                guard b == c else { throw bad("the body gives \(b) but the shortcut gives \(c)") }
+                s = b
+            }
+            let (values, o) = s.time.multipliedReportingOverflow(by: s.channels)
+            guard !o, values <= Limits.activationValues else {
+                throw ModelFileError.limitExceeded(
+                    what: "\(name) output values per window", value: o ? Int.max : values, limit: Limits.activationValues)
+            }
+            budget.activations += values  // ≤ 1024 layers · 2^26: no overflow
+            guard budget.activations <= Limits.totalActivationValues else {
+                throw ModelFileError.limitExceeded(
+                    what: "the activations of the layers up to \(name), per window,", value: budget.activations,
+                    limit: Limits.totalActivationValues)
+            }
+        }
+        return s
+    }
+
+    /// The per-window output shape of each top-level layer for `input` (for summaries).
+    public static func layerOutputShapes(_ layers: [LayerSpec], input: Shape) throws -> [Shape] {
+        var budget = ShapeBudget(), shape = input, shapes: [Shape] = []
+        for (i, layer) in layers.enumerated() {
+            shape = try inferShape([layer], input: shape, path: "layers[\(i)]", depth: 0, budget: &budget)
+            shapes.append(shape)
+        }
+        return shapes
+    }
+
+    /// Values in a tensor, with its dtype, rank and length checked.
+    static func checkedCount(_ t: ModelHeader.Tensor) throws -> (values: Int, bytes: Int) {
+        func bad(_ why: String) -> ModelFileError { .badTensor(name: t.name, reason: why) }
+        guard t.dtype == "float32" else { throw bad("dtype '\(t.dtype)' is not float32") }
+        guard (1...Limits.tensorRank).contains(t.shape.count) else {
+            throw bad("rank \(t.shape.count) is not between 1 and \(Limits.tensorRank)")
+        }
+        var count = 1
+        for d in t.shape {
+            guard d >= 1 else { throw bad("shape \(t.shape) has a size below 1") }
+            let (p, o) = count.multipliedReportingOverflow(by: d)
+            guard !o, p <= Limits.tensorValues else {
+                throw ModelFileError.limitExceeded(what: "values in tensor '\(t.name)'", value: o ? Int.max : p, limit: Limits.tensorValues)
+            }
+            count = p
+        }
+        guard t.length == count * 4 else { throw bad("length \(t.length) is not 4 x \(count) values of shape \(t.shape)") }
+        return (count, count * 4)
+    }
+
+    /// The tiling rule (docs/format.md 1.4): tensors in order, each at the next multiple of 64
+    /// after the previous one, the data section ending at the last one rounded up to 64.
+    static func checkTiling(_ tensors: [ModelHeader.Tensor], dataLength: Int) throws {
+        var expected = 0
+        for t in tensors {
+            let (_, bytes) = try checkedCount(t)
+            guard t.offset == expected else {
+                let why =
+                    t.offset < expected
+                    ? "offset \(t.offset) overlaps the previous tensor (expected \(expected))"
+                    : "offset \(t.offset) leaves a gap (expected \(expected))"
+                throw ModelFileError.badTensor(name: t.name, reason: why)
+            }
+            guard bytes <= dataLength - expected else {
+                throw ModelFileError.badTensor(
+                    name: t.name, reason: "bytes \(t.offset)..<\(t.offset + bytes) run past the end of the data section (\(dataLength) bytes)")
+            }
+            expected = align(expected + bytes)
+        }
+        guard expected == dataLength else {
+            throw ModelFileError.badPreamble("the data section has \(dataLength) bytes but its tensors end at \(expected)")
+        }
+    }
+}

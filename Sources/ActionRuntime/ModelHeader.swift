@@ -1,0 +1,143 @@
+import Foundation
+import PoseCore
+
+/// The JSON header of a model file. Every field is specified in docs/format.md, section 3.
+public struct ModelHeader: Codable, Hashable, Sendable {
+    /// One parameter tensor in the data section (docs/format.md 3.2).
+    public struct Tensor: Codable, Hashable, Sendable {
+        /// `layers.<i>.<param>`, e.g. `layers.1.weight`.
+        public var name: String
+        /// Always `float32` in version 1.
+        public var dtype: String
+        public var shape: [Int]
+        /// Axis names, e.g. `"[outputs, inputs]"`.
+        public var layout: String
+        /// Byte offset from the start of the data section; the offsets tile the section.
+        public var offset: Int
+        /// Byte length, `4 · Π shape`.
+        public var length: Int
+    }
+
+    /// Where a model came from (docs/format.md 3.3). Never changes what it computes.
+    public struct Provenance: Codable, Hashable, Sendable {
+        /// Writer name and version, e.g. `actiontrain 0.1.0`.
+        public var tool: String
+        public var datasetHash: String?
+        public var configHash: String?
+        public var seed: UInt64?
+        /// Final metrics by name (e.g. `validationAccuracy`). Deterministic: no durations.
+        public var metrics: [String: Double]
+        public var notes: [String: String]
+
+        public init(
+            tool: String = ActionRuntimeInfo.tool, datasetHash: String? = nil, configHash: String? = nil,
+            seed: UInt64? = nil, metrics: [String: Double] = [:], notes: [String: String] = [:]
+        ) {
+            self.tool = tool
+            self.datasetHash = datasetHash
+            self.configHash = configHash
+            self.seed = seed
+            self.metrics = metrics
+            self.notes = notes
+        }
+    }
+
+    /// The coordinate convention of the input poses, derived from the skeleton's units
+    /// (docs/format.md 3.1).
+    public struct CoordinateSystem: Codable, Hashable, Sendable {
+        public var units: Skeleton.Units
+        /// `topLeft` for pixels; `source` (the pose source's own frame) otherwise.
+        public var origin: String
+        /// `down` for pixels; `source` otherwise.
+        public var yAxis: String
+        /// Always `anatomical`: `leftWrist` is the person's left wrist.
+        public var sides: String
+
+        public init(units: Skeleton.Units) {
+            self.units = units
+            origin = units == .pixels ? "topLeft" : "source"
+            yAxis = units == .pixels ? "down" : "source"
+            sides = "anatomical"
+        }
+    }
+
+    /// Always `actiontrain.model`.
+    public var format: String
+    /// Ordered class labels: logit `i` is `classes[i]`.
+    public var classes: [String]
+    public var coordinateSystem: CoordinateSystem
+    /// Skeleton, window, preprocessing steps and channel blocks: how to build the input from poses.
+    public var input: InputSpec
+    /// Per-window network input `[time, channels]`.
+    public var inputShape: Shape
+    /// Frames per second of the training data before any resampling, when known.
+    public var trainingFrameRate: Double?
+    public var layers: [LayerSpec]
+    /// Parameter tensors in data order.
+    public var tensors: [Tensor]
+    public var provenance: Provenance
+}
+
+public enum ActionRuntimeInfo {
+    public static let version = "0.1.0"
+    public static let tool = "actiontrain \(version)"
+}
+
+/// Errors reading or writing a model file. Each says what is wrong and carries its evidence.
+public indirect enum ModelFileError: Error, Equatable, CustomStringConvertible {
+    case notAModelFile(String)
+    case unsupportedVersion(major: Int, minor: Int)
+    /// The file is shorter than its preamble says (or than a preamble).
+    case truncated(expected: Int, got: Int)
+    /// The file is longer than its preamble says.
+    case trailingBytes(expected: Int, got: Int)
+    /// The section lengths of the preamble are inconsistent.
+    case badPreamble(String)
+    case checksumMismatch(section: String, stored: UInt32, computed: UInt32)
+    case badHeader(String)
+    /// A size in the file beyond the reader's limits (docs/format.md 2.1).
+    case limitExceeded(what: String, value: Int, limit: Int)
+    case badTensor(name: String, reason: String)
+    /// Writing: the model cannot be represented (e.g. a non-finite metric).
+    case cannotEncode(String)
+    case io(String)
+    /// Any of the above, about a named file.
+    case inFile(String, ModelFileError)
+
+    /// The error without the file name.
+    public var underlying: ModelFileError {
+        if case .inFile(_, let e) = self { return e.underlying }
+        return self
+    }
+
+    public var description: String {
+        switch self {
+        case .notAModelFile(let why):
+            return "not an actiontrain model file (\(why)); pass a file written by `actiontrain fit`"
+        case .unsupportedVersion(let major, let minor):
+            return "model file version \(major).\(minor) is not supported by this reader (major version \(ModelFile.majorVersion)); use a matching actiontrain"
+        case .truncated(let expected, let got):
+            return "model file is truncated: it should have \(expected) bytes but has \(got); copy it again"
+        case .trailingBytes(let expected, let got):
+            return "model file has trailing bytes: it should have \(expected) bytes but has \(got); copy it again"
+        case .badPreamble(let why):
+            return "model file preamble is invalid: \(why)"
+        case .checksumMismatch(let section, let stored, let computed):
+            return String(
+                format: "model file is damaged: the %@ checksum does not match (stored %08x, computed %08x); copy it again",
+                section, stored, computed)
+        case .badHeader(let why):
+            return "model file header is invalid: \(why)"
+        case .limitExceeded(let what, let value, let limit):
+            return "model file is beyond this reader's limits: \(what) is \(value), the limit is \(limit)"
+        case .badTensor(let name, let why):
+            return "model file tensor '\(name)' is invalid: \(why)"
+        case .cannotEncode(let why):
+            return "cannot write the model file: \(why)"
+        case .io(let why):
+            return why
+        case .inFile(let path, let e):
+            return "\(path): \(e.description)"
+        }
+    }
+}
