@@ -228,15 +228,22 @@ enum LayersBench {
 
     /// Median seconds for one replay of `calls` on buffers of the right sizes.
     static func replay(_ calls: [Gemm], cpu: Bool) -> Double {
-        let buffers = calls.map { c in
-            (
-                [Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n),
-                [Float](repeating: 0, count: c.m * c.n)
-            )
+        // Calls of the same shape share buffers, as a chunked convolution reuses its im2col
+        // buffer (separate buffers per chunk would make the replay slower than the step).
+        var index: [String: Int] = [:], slot: [Int] = []
+        var buffers: [([Float], [Float])] = [], cs: [[Float]] = []
+        for c in calls {
+            let key = "\(c.m) \(c.n) \(c.k) \(c.ta) \(c.tb)"
+            if index[key] == nil {
+                index[key] = buffers.count
+                buffers.append(([Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n)))
+                cs.append([Float](repeating: 0, count: c.m * c.n))
+            }
+            slot.append(index[key]!)
         }
-        var cs = buffers.map(\.2)
         return median(cpu: cpu) {
-            for (j, c) in calls.enumerated() {
+            for (call, c) in calls.enumerated() {
+                let j = slot[call]
                 buffers[j].0.withUnsafeBufferPointer { a in
                     buffers[j].1.withUnsafeBufferPointer { b in
                         cs[j].withUnsafeMutableBufferPointer { out in
