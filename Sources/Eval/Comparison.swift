@@ -74,47 +74,14 @@ public struct Comparison: Sendable {
         classes = baseline.classes
         let remap = candidate.classes.map { Int32(baseline.classes.firstIndex(of: $0)!) }
 
-        // Samples: one-to-one by (sequence, window start, occurrence) or by sequence.
-        func keys(_ t: PredictionTable) -> [String] {
-            var seen: [String: Int] = [:]
-            return (0..<t.count).map { i in
-                let base = level == .window ? "\(t.sequence[i])\u{0}\(t.start?[i] ?? 0)" : t.sequence[i]
-                let n = seen[base, default: 0]
-                seen[base] = n + 1
-                return "\(base)\u{0}\(n)"
-            }
+        // Samples: the windows always pair one to one (same data, split, stride and window),
+        // then the samples of the compared level.
+        if level == .sequence, let wa = baseline.predictions?.window, let wb = candidate.predictions?.window {
+            _ = try Comparison.pair(wa, wb, level: .window, remap: remap, classes: classes, refuse: refuse)
         }
-        func describe(_ key: String) -> String {
-            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
-            return level == .window ? "sequence '\(parts[0])' window at frame \(parts[1])" : "sequence '\(parts[0])'"
-        }
-        let ka = keys(pa), kb = keys(pb)
-        var indexB: [String: Int] = [:]
-        for (i, k) in kb.enumerated() { indexB[k] = i }
-        let unit = level.rawValue + "s"
-        let missingInB = ka.filter { indexB[$0] == nil }
-        if !missingInB.isEmpty || pa.count != pb.count {
-            let setA = Set(ka)
-            let missingInA = kb.filter { !setA.contains($0) }
-            var why = "they hold different samples (\(pa.count) vs \(pb.count) \(unit)"
-            if let first = missingInB.first { why += "; \(missingInB.count) of the baseline's are not in the candidate, e.g. \(describe(first))" }
-            if let first = missingInA.first { why += "; \(missingInA.count) of the candidate's are not in the baseline, e.g. \(describe(first))" }
-            why += "); evaluate with the same data, --split and --stride"
-            throw refuse(why)
-        }
-        var truth = [Int32](), pb2 = [Int32]()
-        truth.reserveCapacity(pa.count)
-        pb2.reserveCapacity(pa.count)
-        for i in 0..<pa.count {
-            let j = indexB[ka[i]]!
-            let tb = remap[Int(pb.truth[j])]
-            guard tb == pa.truth[i] else {
-                throw refuse(
-                    "\(describe(ka[i])) is '\(classes[Int(pa.truth[i])])' in the baseline but '\(classes[Int(tb)])' in the candidate; the labels of the data changed")
-            }
-            truth.append(pa.truth[i])
-            pb2.append(remap[Int(pb.predicted[j])])
-        }
+        let match = try Comparison.pair(pa, pb, level: level, remap: remap, classes: classes, refuse: refuse)
+        let truth = pa.truth
+        let pb2 = match.map { remap[Int(pb.predicted[$0])] }
         self.truth = truth
         baselinePredicted = pa.predicted
         candidatePredicted = pb2
@@ -138,6 +105,50 @@ public struct Comparison: Sendable {
         } else {
             accuracyChange = nil
             macroF1Change = nil
+        }
+    }
+
+    /// For each baseline sample, the index of the same sample in the candidate: windows by
+    /// (sequence, start, occurrence), sequences by id. Refuses unmatched samples and samples
+    /// whose true label differs.
+    static func pair(
+        _ pa: PredictionTable, _ pb: PredictionTable, level: Level, remap: [Int32], classes: [String],
+        refuse: (String) -> EvalError
+    ) throws -> [Int] {
+        func keys(_ t: PredictionTable) -> [String] {
+            var seen: [String: Int] = [:]
+            return (0..<t.count).map { i in
+                let base = level == .window ? "\(t.sequence[i])\u{0}\(t.start?[i] ?? 0)" : t.sequence[i]
+                let n = seen[base, default: 0]
+                seen[base] = n + 1
+                return "\(base)\u{0}\(n)"
+            }
+        }
+        func describe(_ key: String) -> String {
+            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+            return level == .window ? "sequence '\(parts[0])' window at frame \(parts[1])" : "sequence '\(parts[0])'"
+        }
+        let ka = keys(pa), kb = keys(pb)
+        var indexB: [String: Int] = [:]
+        for (i, k) in kb.enumerated() { indexB[k] = i }
+        let missingInB = ka.filter { indexB[$0] == nil }
+        if !missingInB.isEmpty || pa.count != pb.count {
+            let setA = Set(ka)
+            let missingInA = kb.filter { !setA.contains($0) }
+            var why = "they hold different samples (\(pa.count) vs \(pb.count) \(level.rawValue)s"
+            if let first = missingInB.first { why += "; \(missingInB.count) of the baseline's are not in the candidate, e.g. \(describe(first))" }
+            if let first = missingInA.first { why += "; \(missingInA.count) of the candidate's are not in the baseline, e.g. \(describe(first))" }
+            why += "); evaluate with the same data, --split and --stride"
+            throw refuse(why)
+        }
+        return try ka.indices.map { i in
+            let j = indexB[ka[i]]!
+            let tb = remap[Int(pb.truth[j])]
+            guard tb == pa.truth[i] else {
+                throw refuse(
+                    "\(describe(ka[i])) is '\(classes[Int(pa.truth[i])])' in the baseline but '\(classes[Int(tb)])' in the candidate; the labels of the data changed")
+            }
+            return j
         }
     }
 

@@ -166,10 +166,17 @@ public enum ReportJSON {
     }
 
     public static func decode(_ data: Data, file: String) throws -> EvalReport {
+        /// The identifying keys only, each read leniently so that any JSON object decodes.
         struct Head: Decodable {
-            var schema: String?
-            var schemaVersion: Int?
-            var confusion: [String: [[Int]]]?
+            struct Legacy: Decodable { var counts: [[Int]] }
+            var schema: String?, schemaVersion: Int?, confusion: Legacy?
+            enum CodingKeys: String, CodingKey { case schema, schemaVersion, confusion }
+            init(from decoder: Decoder) throws {
+                let c = try decoder.container(keyedBy: CodingKeys.self)
+                schema = try? c.decode(String.self, forKey: .schema)
+                schemaVersion = try? c.decode(Int.self, forKey: .schemaVersion)
+                confusion = try? c.decode(Legacy.self, forKey: .confusion)
+            }
         }
         let head: Head
         do {
