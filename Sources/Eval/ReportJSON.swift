@@ -115,7 +115,7 @@ public enum ReportJSON {
         var head = report
         head.predictions = nil
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         var text = String(decoding: try encoder.encode(head), as: UTF8.self)
         guard let predictions = report.predictions else { return Data((text + "\n").utf8) }
         while let last = text.last, last != "}" { text.removeLast() }
