@@ -76,6 +76,16 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         }
     }
 
+    /// Every label named by `classRecallDrop` must be one of the compared classes, so that a
+    /// misspelt label cannot silently fall back to the default threshold.
+    public func check(classes: [String]) throws {
+        let unknown = Set(classRecallDrop.keys).subtracting(classes)
+        if let first = unknown.sorted().first {
+            throw EvalError.badPolicy(
+                file: "policy", reason: "classRecallDrop names '\(first)', which is not among the classes (\(classes.joined(separator: ", ")))")
+        }
+    }
+
     /// The level asked for, nil for the headline.
     public var requestedLevel: Level? { Level(rawValue: level) }
 

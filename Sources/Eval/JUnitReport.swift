@@ -34,6 +34,28 @@ public enum JUnitReport {
         return out
     }
 
+    /// A suite with one errored test case, for when the gate could not run (the reports cannot
+    /// be compared, a file is bad): CI then shows why instead of a missing file.
+    public static func error(_ message: String, baseline: String, candidate: String) -> String {
+        let x = Text.xml
+        return """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!-- \(EvalReport.schema) regression gate -->
+            <testsuites name="actiontrain regression gate" tests="1" failures="0" errors="1">
+              <testsuite name="gate" tests="1" failures="0" errors="1" skipped="0">
+                <properties>
+                  <property name="baseline.report" value="\(x(baseline))"/>
+                  <property name="candidate.report" value="\(x(candidate))"/>
+                </properties>
+                <testcase classname="actiontrain.gate" name="compare">
+                  <error type="incomparable" message="\(x(message))"/>
+                </testcase>
+              </testsuite>
+            </testsuites>
+
+            """
+    }
+
     static func detail(_ ch: GateCheck) -> String {
         "baseline \(Text.fixed(ch.baseline, 4)), candidate \(Text.fixed(ch.candidate, 4)), drop \(Text.fixed(ch.drop, 4)), allowed \(Text.fixed(ch.threshold, 4)); \(ch.evidence)"
     }

@@ -29,11 +29,12 @@ enum CompareCommand {
         let seed = try args.value("seed", as: UInt64.self)
         try GateOptions.checkOutputs(args)
         let baselinePath = args.positionals[0], candidatePath = args.positionals[1]
-        let baseline = try ReportJSON.read(baselinePath)
-        let candidate = try ReportJSON.read(candidatePath)
-        let comparison = try Comparison(
-            baseline: baseline, candidate: candidate, baselineName: baselinePath, candidateName: candidatePath,
-            level: policy.requestedLevel, confidence: 1 - policy.alpha, resamples: resamples, seed: seed)
+        let comparison = try GateOptions.reportingErrors(args, baseline: baselinePath, candidate: candidatePath) {
+            try Comparison(
+                baseline: try ReportJSON.read(baselinePath), candidate: try ReportJSON.read(candidatePath),
+                baselineName: baselinePath, candidateName: candidatePath, level: policy.requestedLevel,
+                confidence: 1 - policy.alpha, resamples: resamples, seed: seed)
+        }
         try GateOptions.gate(comparison, policy: policy, args: args, out: &out)
     }
 }
@@ -84,9 +85,29 @@ enum GateOptions {
         }
     }
 
+    /// Runs `body`; when it throws (the reports cannot be compared), writes a JUnit file with
+    /// one errored test case saying why, then rethrows.
+    static func reportingErrors<T>(_ args: ParsedArguments, baseline: String, candidate: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            if let path = args.value("junit") {
+                let message = (error as? EvalError)?.description ?? String(describing: error)
+                try? write(Data(JUnitReport.error(message, baseline: baseline, candidate: candidate).utf8), to: path)
+            }
+            throw error
+        }
+    }
+
     /// Runs the gate, prints the comparison, writes --junit / --markdown, and throws
     /// `gateFailed` (exit 3) when a check fails.
     static func gate(_ c: Comparison, policy: GatePolicy, args: ParsedArguments, out: inout Output) throws {
+        do {
+            try policy.check(classes: c.classes)
+        } catch let e as EvalError {
+            if case .badPolicy(_, let why) = e { throw CLIError.usage("invalid gate settings: \(why)") }
+            throw e
+        }
         let result = Gate.evaluate(c, policy: policy)
         out.write(CompareReport.text(c, gate: result))
         if let path = args.value("junit") { try write(Data(JUnitReport.render(c, gate: result).utf8), to: path) }

@@ -57,7 +57,9 @@ enum EvalCommand {
         if let path = args.value("json") { try OutputGuard.check(path, force: force) }
         let reportDir = args.value("report")
         if let dir = reportDir { try prepareReportFolder(dir, force: force) }
-        let baseline = try baselinePath.map { try ReportJSON.read($0) }
+        let baseline = try baselinePath.map { path in
+            try GateOptions.reportingErrors(args, baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
+        }
 
         let model = try ActionModel(contentsOf: modelPath)
         let dataset = try DatasetLoader.load(dataPath)
@@ -100,10 +102,12 @@ enum EvalCommand {
                 + (reportDir.map { "; reports in \($0)" } ?? ""))
 
         if let baseline, let baselinePath {
-            let comparison = try Comparison(
-                baseline: baseline, candidate: report, baselineName: baselinePath, candidateName: "this evaluation",
-                level: policy.requestedLevel, confidence: 1 - policy.alpha, resamples: max(settings.bootstrapResamples, 1),
-                seed: settings.seed)
+            let comparison = try GateOptions.reportingErrors(args, baseline: baselinePath, candidate: "this evaluation") {
+                try Comparison(
+                    baseline: baseline, candidate: report, baselineName: baselinePath, candidateName: "this evaluation",
+                    level: policy.requestedLevel, confidence: 1 - policy.alpha,
+                    resamples: settings.bootstrapResamples > 0 ? settings.bootstrapResamples : nil, seed: settings.seed)
+            }
             out.line("")
             try GateOptions.gate(comparison, policy: policy, args: args, out: &out)
         }

@@ -176,9 +176,19 @@ final class EvalCLITests: XCTestCase {
         XCTAssertEqual(different.err.filter { $0 == "\n" }.count, 1)
 
         XCTAssertEqual(run(["eval", model, data, "--json", path("stride.json"), "--stride", "4", "--bootstrap", "0"]).code, 0)
-        let stride = run(["compare", path("a.json"), path("stride.json")])
+        let stride = run(["compare", path("a.json"), path("stride.json"), "--junit", path("refused.xml")])
         XCTAssertEqual(stride.code, 1)
         XCTAssertTrue(stride.err.contains("they hold different samples (60 vs 24 windows"), stride.err)
+        // CI still gets a JUnit file: one errored test case saying why.
+        let junit = try String(contentsOfFile: path("refused.xml"), encoding: .utf8)
+        XCTAssertTrue(junit.contains("errors=\"1\""))
+        XCTAssertTrue(junit.contains("<error type=\"incomparable\" message=\"cannot compare the reports: "), junit)
+        let parser = XMLParser(data: Data(junit.utf8))
+        XCTAssertTrue(parser.parse(), String(describing: parser.parserError))
+
+        let unknownClass = run(["compare", path("a.json"), path("a.json"), "--recall-drop", "upp=0.2"])
+        XCTAssertEqual(unknownClass.code, 2)
+        XCTAssertEqual(unknownClass.err, "error: invalid gate settings: classRecallDrop names 'upp', which is not among the classes (left, right, up)\n")
 
         let notReport = path("x.json")
         try Data("{\"accuracy\": 1}".utf8).write(to: URL(fileURLWithPath: notReport))
