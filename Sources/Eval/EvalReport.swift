@@ -202,7 +202,8 @@ public struct EvalReport: Hashable, Sendable {
 
     public func metrics(_ level: Level) -> LevelMetrics? { level == .window ? window : sequence }
     public var headlineMetrics: LevelMetrics { metrics(headline) ?? window }
-    public var levels: [LevelMetrics] { [metrics(headline)!] + [headline == .window ? sequence : window].compactMap { $0 } }
+    /// The headline level first, then the other one if present.
+    public var levels: [LevelMetrics] { [metrics(headline), headline == .window ? sequence : window].compactMap { $0 } }
 
     /// Evaluates window-level predictions and, when every sequence holds one label, the
     /// sequence level (mean of the window probabilities per sequence).

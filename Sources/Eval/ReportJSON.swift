@@ -45,6 +45,27 @@ extension EvalReport: Codable {
             }
             predictions = Predictions(window: w, sequence: s)
         }
+        try validateShapes()
+    }
+
+    /// A decoded report must be internally consistent, so that no renderer or comparison can
+    /// index out of range on a hand-edited file.
+    func validateShapes() throws {
+        func bad(_ why: String) -> EvalError { .mismatchedSamples(why) }
+        let K = classes.count
+        guard K > 0 else { throw bad("the class list is empty") }
+        guard Set(classes).count == K else { throw bad("the class list has duplicates") }
+        guard metrics(headline) != nil else { throw bad("the headline level '\(headline.rawValue)' has no metrics") }
+        for m in [window, sequence].compactMap({ $0 }) {
+            let name = m.level.rawValue
+            guard m.classes.map(\.label) == classes else { throw bad("\(name).classes do not match the class list") }
+            let n = m.confusionNormalized
+            for (what, matrix) in [("confusion", m.confusion.map { $0.map(Double.init) }), ("overTrue", n.overTrue),
+                ("overPredicted", n.overPredicted), ("overAll", n.overAll)]
+            where matrix.count != K || matrix.contains(where: { $0.count != K }) {
+                throw bad("\(name).\(what) is not \(K)x\(K)")
+            }
+        }
     }
 
     public func encode(to encoder: Encoder) throws {

@@ -111,5 +111,14 @@ final class EvalReportTests: XCTestCase {
         let broken = try write(text)
         assertThrows([broken, "does not match schema actiontrain.eval 1", "missing key 'headline'"]) { _ = try ReportJSON.read(broken) }
         assertThrows(["/nonexistent/r.json", "cannot read the report"]) { _ = try ReportJSON.read("/nonexistent/r.json") }
+        // Hand-edited files that decode but do not hold together are refused, not rendered.
+        var report = try Fixtures.report()
+        report.window.confusion.removeLast()
+        let shape = try write(String(decoding: try ReportJSON.encode(report), as: UTF8.self))
+        assertThrows([shape, "window.confusion is not 3x3"]) { _ = try ReportJSON.read(shape) }
+        report = try Fixtures.report()
+        report.sequence = nil
+        let headless = try write(String(decoding: try ReportJSON.encode(report), as: UTF8.self))
+        assertThrows([headless, "the headline level 'sequence' has no metrics"]) { _ = try ReportJSON.read(headless) }
     }
 }
