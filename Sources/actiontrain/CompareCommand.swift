@@ -51,7 +51,7 @@ enum GateOptions {
         Option("alpha", value: "A", help: "Significance level (default 0.05)."),
         Option("level", value: "LEVEL", help: "Compare at the headline (default), window or sequence level."),
         Option("junit", value: "FILE", help: "Write the gate as JUnit XML (one test case per check)."),
-        Option("markdown", value: "FILE", help: "Write the comparison and gate as Markdown (e.g. $GITHUB_STEP_SUMMARY)."),
+        Option("markdown", value: "FILE", help: "Write the comparison and gate as Markdown (for a pull request or a CI job summary)."),
     ]
 
     /// The policy: defaults, then --policy, then flags.
