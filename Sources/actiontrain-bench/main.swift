@@ -15,6 +15,7 @@ struct Benchmark {
 
 let benchmarks: [Benchmark] = [
     Benchmark(name: "gemm", summary: "BLAS.gemm GFLOP/s on the reference training shapes vs cblas_sgemm anchors", run: GemmBench.run),
+    Benchmark(name: "eval", summary: "eval of 100,000 windows with the reference MLP and every report (target < 2 s)", run: EvalBench.run),
 ]
 
 let args = Array(CommandLine.arguments.dropFirst())

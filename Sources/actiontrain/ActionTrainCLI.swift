@@ -24,6 +24,7 @@ enum ActionTrainCLI {
     static let commands: [Command] = [
         Command(spec: FitCommand.spec, run: FitCommand.run),
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
+        Command(spec: CompareCommand.spec, run: CompareCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
     ]
 
