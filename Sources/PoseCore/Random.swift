@@ -29,6 +29,17 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return Float((-2 * _log(u1)).squareRoot() * _cos(2 * Double.pi * u2))
     }
 
+    /// A fast approximately standard normal value (Irwin-Hall): the four 16-bit quarters of
+    /// one 64-bit draw as uniforms `u_k` in [0, 1), `(u_1 + u_2 + u_3 + u_4 - 2) * sqrt(3)`.
+    /// Mean 0 and variance 1 (up to the 16-bit grid), bell-shaped, bounded by ±2·sqrt(3) ≈
+    /// ±3.46. About 10x cheaper than `nextGaussian`; used for augmentation jitter.
+    public mutating func nextApproximateGaussian() -> Float {
+        let r = next()
+        let s = (r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48)
+        // Each quarter is uniform on {0, ..., 65535}; (q + 0.5) / 65536 centres the grid.
+        return (Float(s) + 2) * (1 / 65536 as Float) * 1.7320508 - 2 * 1.7320508
+    }
+
     /// Uniform integer in [0, n) without modulo bias (Lemire's method).
     public mutating func nextInt(below n: Int) -> Int {
         precondition(n > 0)
