@@ -244,7 +244,7 @@ public struct Augmenter: Sendable {
                 candidate += 1
             }
             // Centre the longer span on the window (integer shift: no interpolation).
-            let shift = ((u[F - 1] - Double(F - 1)) / 2).rounded(.down)
+            let shift = ((u[0] + u[F - 1] - Double(F - 1)) / 2).rounded(.down)
             for i in 0..<F { u[i] -= shift }
         }
         let middle = Double(F - 1) / 2

@@ -162,12 +162,10 @@ public enum Lint {
                 name: d.skeleton.joints[j], missing: missing[j], missingRate: Double(missing[j]) / Double(max(totalFrames, 1)))
         }
         if totalFrames > 0 {
-            for row in jointRows {
-                if row.missing == totalFrames {
-                    warnings.append(.jointNeverSeen(joint: row.name))
-                } else if row.missingRate > options.missingRateThreshold {
-                    warnings.append(.jointOftenMissing(joint: row.name, rate: row.missingRate))
-                }
+            let never = jointRows.filter { $0.missing == totalFrames }.map(\.name)
+            if !never.isEmpty { warnings.append(.jointsNeverSeen(joints: never)) }
+            for row in jointRows where row.missing < totalFrames && row.missingRate > options.missingRateThreshold {
+                warnings.append(.jointOftenMissing(joint: row.name, rate: row.missingRate))
             }
         }
         if short > 0, let w = options.windowFrames {
@@ -248,7 +246,7 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
     case nonFinite(count: Int, sequence: String, frame: Int, joint: String)
     case outOfImage(count: Int, fraction: Double, sequence: String, frame: Int, joint: String)
     case emptyFrames(count: Int, fraction: Double)
-    case jointNeverSeen(joint: String)
+    case jointsNeverSeen(joints: [String])
     case jointOftenMissing(joint: String, rate: Double)
     case eventOutOfRange(sequence: String, event: Int, frames: Int)
     case badTimestamps(sequence: String, frame: Int, reason: String)
@@ -269,7 +267,7 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
         case .nonFinite: return "non-finite"
         case .outOfImage: return "out-of-image"
         case .emptyFrames: return "empty-frames"
-        case .jointNeverSeen: return "joint-never-seen"
+        case .jointsNeverSeen: return "joints-never-seen"
         case .jointOftenMissing: return "joint-often-missing"
         case .eventOutOfRange: return "event-out-of-range"
         case .badTimestamps: return "bad-timestamps"
@@ -311,8 +309,8 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
             return "\(n) point(s) (\(pct(fraction)) of present points) lie outside the image, first in sequence '\(s)' frame \(f) joint '\(j)'; check the image size and coordinate convention (pixels, origin top-left)"
         case .emptyFrames(let n, let fraction):
             return "\(n) frames (\(pct(fraction))) are empty (nobody in view); a class with more of them can be learned from emptiness alone"
-        case .jointNeverSeen(let j):
-            return "joint '\(j)' is never present; its channels are always zero"
+        case .jointsNeverSeen(let joints):
+            return "joint(s) \(joints.map { "'\($0)'" }.joined(separator: ", ")) are never present; their channels are always zero (use a skeleton without them?)"
         case .jointOftenMissing(let j, let rate):
             return "joint '\(j)' is missing in \(pct(rate)) of frames"
         case .eventOutOfRange(let s, let e, let n):
@@ -333,7 +331,7 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
 
     private enum Keys: String, CodingKey {
         case code, message, count, example, `class`, split, largest, largestCount, smallest, smallestCount, id
-        case sequence, frame, joint, fraction, rate, event, frames, reason, window, shortest, ids, splits, labels, group
+        case sequence, frame, joint, joints, fraction, rate, event, frames, reason, window, shortest, ids, splits, labels, group
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -372,8 +370,8 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
         case .emptyFrames(let n, let fr):
             try c.encode(n, forKey: .count)
             try c.encode(fr, forKey: .fraction)
-        case .jointNeverSeen(let j):
-            try c.encode(j, forKey: .joint)
+        case .jointsNeverSeen(let joints):
+            try c.encode(joints, forKey: .joints)
         case .jointOftenMissing(let j, let r):
             try c.encode(j, forKey: .joint)
             try c.encode(r, forKey: .rate)
@@ -417,6 +415,11 @@ public struct DatasetInspection: Encodable, Sendable {
         public var total: Int
         /// Sequences per split name (`(none)` for sequences without a split).
         public var perSplit: [String: Int]
+        public init(name: String, total: Int, perSplit: [String: Int]) {
+            self.name = name
+            self.total = total
+            self.perSplit = perSplit
+        }
     }
     public struct Summary: Encodable, Sendable, Equatable {
         public var min: Double
@@ -440,10 +443,19 @@ public struct DatasetInspection: Encodable, Sendable {
         public var ids: [String]
         public var splits: [String]
         public var labels: [String]
+        public init(ids: [String], splits: [String], labels: [String]) {
+            self.ids = ids
+            self.splits = splits
+            self.labels = labels
+        }
     }
     public struct GroupLeak: Encodable, Sendable, Equatable {
         public var group: String
         public var splits: [String]
+        public init(group: String, splits: [String]) {
+            self.group = group
+            self.splits = splits
+        }
     }
 
     public var name: String

@@ -95,11 +95,10 @@ public struct WindowSet: Sendable {
             guard seq.frameCount > 0 else { continue }
             let local = sequences.count
             sequences.append(seq)
-            // Seconds per frame of `seq`, and the time of its frame 0 relative to the original's.
-            let secondsPerFrame: Double? =
-                w.frameRate.map { 1 / $0 } ?? (seq.timestamps == nil ? dataset.frameRate.map { 1 / $0 } : nil)
+            // Frames per second of `seq` when its frames are evenly spaced.
+            let rate: Double? = w.frameRate ?? (seq.timestamps == nil ? dataset.frameRate : nil)
             func time(_ start: Int) -> Double? {
-                if let spf = secondsPerFrame { return Double(start) * spf }
+                if let rate { return Double(start) / rate }
                 if let ts = seq.timestamps, start < ts.count { return ts[start] - ts[0] }
                 return nil
             }
