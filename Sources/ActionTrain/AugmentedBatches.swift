@@ -34,7 +34,11 @@ public final class AugmentedBatches: BatchSource {
         self.threads = max(1, threads)
         let F = windows.spec.window.frames
         scratch = (0..<max(1, threads)).map { _ in
-            (Augmenter.Workspace(frames: F, skeleton: windows.spec.skeleton), extractor.makeWorkspace())
+            (
+                Augmenter.Workspace(
+                    frames: F, skeleton: windows.spec.skeleton, confidence: windows.spec.channels.contains(.confidence)),
+                extractor.makeWorkspace()
+            )
         }
     }
 

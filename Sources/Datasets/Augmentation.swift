@@ -140,7 +140,8 @@ public enum AugmentationError: Error, Equatable, CustomStringConvertible {
 ///    swapped), rotation (2D: `x' = cos·x - sin·y, y' = sin·x + cos·y` about c, clockwise on
 ///    screen for positive angles since y is down; 3D: about the vertical y axis,
 ///    `x' = cos·x + sin·z, z' = -sin·x + cos·z`), then scale.
-/// 4. Jitter on present joints only; 5. joint dropout of present joints only.
+/// 4. Jitter on present joints only (approximately Gaussian, `nextApproximateGaussianPair`);
+/// 5. joint dropout of present joints only.
 ///
 /// Absent joints stay absent with zero coordinates; no transform makes a joint present.
 public struct Augmenter: Sendable {
@@ -176,16 +177,17 @@ public struct Augmenter: Sendable {
         public let frames: Int
         public let coordinates: UnsafeMutablePointer<Float>
         public let present: UnsafeMutablePointer<UInt8>
-        public let confidence: UnsafeMutablePointer<Float>
+        /// Nil when the workspace was made without confidence (features that do not use it).
+        public let confidence: UnsafeMutablePointer<Float>?
         let positions: UnsafeMutablePointer<Double>
         let lengths: UnsafeMutablePointer<Float>
 
-        public init(frames F: Int, skeleton: Skeleton) {
+        public init(frames F: Int, skeleton: Skeleton, confidence withConfidence: Bool = true) {
             frames = F
             let J = skeleton.jointCount, D = skeleton.dimensions
             coordinates = .allocate(capacity: max(1, F * J * D))
             present = .allocate(capacity: max(1, F * J))
-            confidence = .allocate(capacity: max(1, F * J))
+            confidence = withConfidence ? .allocate(capacity: max(1, F * J)) : nil
             positions = .allocate(capacity: max(1, F))
             lengths = .allocate(capacity: max(1, F))
         }
@@ -193,7 +195,7 @@ public struct Augmenter: Sendable {
         deinit {
             coordinates.deallocate()
             present.deallocate()
-            confidence.deallocate()
+            confidence?.deallocate()
             positions.deallocate()
             lengths.deallocate()
         }
@@ -210,7 +212,7 @@ public struct Augmenter: Sendable {
         augment(source: window, first: 0, step: 1, padding: padding, workspace: ws, using: &g)
         let coordinates = Array(UnsafeBufferPointer(start: ws.coordinates, count: F * J * D))
         let present = Array(UnsafeBufferPointer(start: ws.present, count: F * J))
-        let confidence = window.confidence == nil ? nil : Array(UnsafeBufferPointer(start: ws.confidence, count: F * J))
+        let confidence = window.confidence == nil ? nil : Array(UnsafeBufferPointer(start: ws.confidence!, count: F * J))
         return PoseSequence(
             id: window.id, label: window.label, group: window.group, split: window.split, jointCount: J, dimensions: D,
             frameCount: F, coordinates: coordinates, present: present, confidence: confidence)
@@ -264,8 +266,24 @@ public struct Augmenter: Sendable {
             at: UnsafeBufferPointer(start: u, count: F), padding: padding, coordinates: ws.coordinates,
             present: ws.present, confidence: ws.confidence)
 
-        // 3. Affine map about the window centre.
+        // 3-5. Space.
+        if skeleton.dimensions == 2 {
+            spatial(Two.self, ws, using: &g)
+        } else {
+            spatial(Three.self, ws, using: &g)
+        }
+    }
+
+    /// Steps 3-5 on the sampled window in `ws`; generic over the dimensionality so that inner
+    /// loops unroll (index arithmetic wraps: the shapes are fixed by the workspace).
+    @inline(__always)
+    private func spatial<Dim: AugmentDimensions>(_: Dim.Type, _ ws: Workspace, using g: inout SeededGenerator) {
+        let F = ws.frames, J = skeleton.jointCount, D = Dim.count, FJ = F &* J
+        let c = config
+        func coin(_ p: Double) -> Bool { p >= 1 || (p > 0 && g.nextUnitDouble() < p) }
         let xyz = ws.coordinates, present = ws.present, confidence = ws.confidence
+
+        // 3. Affine map about the window centre.
         let flip = c.flipProbability > 0 && coin(c.flipProbability)
         var angle: Float = 0
         if c.maxRotationDegrees > 0 && coin(c.rotationProbability) {
@@ -277,10 +295,10 @@ public struct Augmenter: Sendable {
         }
         var centre: (Float, Float, Float) = (0, 0, 0)
         var n = 0
-        for i in 0..<(F * J) where present[i] != 0 {
-            centre.0 += xyz[i * D]
-            centre.1 += xyz[i * D + 1]
-            if D == 3 { centre.2 += xyz[i * D + 2] }
+        for i in 0..<FJ where present[i] != 0 {
+            centre.0 += xyz[i &* D]
+            centre.1 += xyz[i &* D &+ 1]
+            if D == 3 { centre.2 += xyz[i &* D &+ 2] }
             n += 1
         }
         guard n > 0 else { return }  // nothing seen: nothing to transform
@@ -288,28 +306,29 @@ public struct Augmenter: Sendable {
         if flip || angle != 0 || scale != 1 {
             if flip {
                 for f in 0..<F {
+                    let x = xyz + f &* J &* D, p = present + f &* J, k = confidence.map { $0 + f &* J }
                     for (a, b) in mirrorPairs {
-                        let ia = f * J + a, ib = f * J + b
-                        swap(&present[ia], &present[ib])
-                        swap(&confidence[ia], &confidence[ib])
-                        for d in 0..<D { swap(&xyz[ia * D + d], &xyz[ib * D + d]) }
+                        (p[a], p[b]) = (p[b], p[a])
+                        if let k { (k[a], k[b]) = (k[b], k[a]) }
+                        for d in 0..<D { (x[a &* D &+ d], x[b &* D &+ d]) = (x[b &* D &+ d], x[a &* D &+ d]) }
                     }
                 }
             }
+            // x' = outX + M (x - c) with M = scale * R * diag(sx, 1, 1); absent joints stay 0.
             let cosA = _cos(angle) * scale, sinA = _sin(angle) * scale
             let sx: Float = flip ? -1 : 1
             let outX = flip ? (imageWidth.map { $0 - centre.0 } ?? centre.0) : centre.0
-            for i in 0..<(F * J) where present[i] != 0 {
-                let x = (xyz[i * D] - centre.0) * sx
+            for i in 0..<FJ where present[i] != 0 {
+                let v = xyz + i &* D
+                let x = (v[0] - centre.0) * sx, y = v[1] - centre.1
                 if D == 2 {
-                    let y = xyz[i * D + 1] - centre.1
-                    xyz[i * D] = outX + cosA * x - sinA * y
-                    xyz[i * D + 1] = centre.1 + sinA * x + cosA * y
+                    v[0] = outX + cosA * x - sinA * y
+                    v[1] = centre.1 + sinA * x + cosA * y
                 } else {
-                    let y = xyz[i * D + 1] - centre.1, z = xyz[i * D + 2] - centre.2
-                    xyz[i * D] = outX + cosA * x + sinA * z
-                    xyz[i * D + 1] = centre.1 + scale * y
-                    xyz[i * D + 2] = centre.2 - sinA * x + cosA * z
+                    let z = v[2] - centre.2
+                    v[0] = outX + cosA * x + sinA * z
+                    v[1] = centre.1 + scale * y
+                    v[2] = centre.2 - sinA * x + cosA * z
                 }
             }
             centre.0 = outX
@@ -317,20 +336,29 @@ public struct Augmenter: Sendable {
 
         // 4. Jitter, scaled by the body size.
         if c.jitterStandardDeviation > 0 && coin(c.jitterProbability) {
-            let sigma = Float(c.jitterStandardDeviation) * bodyScale(F: F, centre: centre, ws: ws)
+            let sigma = Float(c.jitterStandardDeviation) * bodyScale(Dim.self, centre: centre, ws: ws)
             if sigma > 0 && sigma.isFinite {
-                for i in 0..<(F * J) where present[i] != 0 {
-                    for d in 0..<D { xyz[i * D + d] += sigma * g.nextApproximateGaussian() }
+                var local = g  // a local copy keeps the state in registers
+                for i in 0..<FJ where present[i] != 0 {
+                    let v = xyz + i &* D
+                    let (a, b) = local.nextApproximateGaussianPair()
+                    v[0] += sigma * a
+                    v[1] += sigma * b
+                    if D == 3 { v[2] += sigma * local.nextApproximateGaussianPair().0 }
                 }
+                g = local
             }
         }
 
         // 5. Joint dropout.
         if c.jointDropoutRate > 0 && coin(c.jointDropoutProbability) {
-            for i in 0..<(F * J) where present[i] != 0 && g.nextUnitDouble() < c.jointDropoutRate {
+            // Compare 53-bit uniforms with the rate as an integer threshold (same as
+            // `nextUnitDouble() < rate`).
+            let threshold = UInt64(c.jointDropoutRate * 0x1p53)
+            for i in 0..<FJ where present[i] != 0 && (g.next() >> 11) < threshold {
                 present[i] = 0
-                confidence[i] = 0
-                for d in 0..<D { xyz[i * D + d] = 0 }
+                confidence?[i] = 0
+                for d in 0..<D { xyz[i &* D &+ d] = 0 }
             }
         }
     }
@@ -338,20 +366,21 @@ public struct Augmenter: Sendable {
     /// The body scale of the window in the workspace: the median over frames of the torso
     /// length (as `scaleByTorso` measures it); without a torso, the RMS distance of the
     /// present joints from `centre`.
-    func bodyScale(F: Int, centre: (Float, Float, Float), ws: Workspace) -> Float {
-        let J = skeleton.jointCount, D = skeleton.dimensions
+    @inline(__always)
+    private func bodyScale<Dim: AugmentDimensions>(_: Dim.Type, centre: (Float, Float, Float), ws: Workspace) -> Float {
+        let F = ws.frames, J = skeleton.jointCount, D = Dim.count
         let xyz = ws.coordinates, present = ws.present
         var count = 0
         if !torsoUpper.isEmpty && !torsoLower.isEmpty {
             for f in 0..<F {
                 var u: (Float, Float, Float, Int) = (0, 0, 0, 0), l: (Float, Float, Float, Int) = (0, 0, 0, 0)
-                for j in torsoUpper where present[f * J + j] != 0 {
-                    let k = (f * J + j) * D
-                    u = (u.0 + xyz[k], u.1 + xyz[k + 1], D == 3 ? u.2 + xyz[k + 2] : 0, u.3 + 1)
+                for j in torsoUpper where present[f &* J &+ j] != 0 {
+                    let v = xyz + (f &* J &+ j) &* D
+                    u = (u.0 + v[0], u.1 + v[1], D == 3 ? u.2 + v[2] : 0, u.3 + 1)
                 }
-                for j in torsoLower where present[f * J + j] != 0 {
-                    let k = (f * J + j) * D
-                    l = (l.0 + xyz[k], l.1 + xyz[k + 1], D == 3 ? l.2 + xyz[k + 2] : 0, l.3 + 1)
+                for j in torsoLower where present[f &* J &+ j] != 0 {
+                    let v = xyz + (f &* J &+ j) &* D
+                    l = (l.0 + v[0], l.1 + v[1], D == 3 ? l.2 + v[2] : 0, l.3 + 1)
                 }
                 guard u.3 > 0 && l.3 > 0 else { continue }
                 let nu = Float(u.3), nl = Float(l.3)
@@ -377,15 +406,21 @@ public struct Augmenter: Sendable {
             if median > 0 { return median }
         }
         var ss: Float = 0, n = 0
-        for i in 0..<(F * J) where present[i] != 0 {
-            let dx = xyz[i * D] - centre.0, dy = xyz[i * D + 1] - centre.1
-            let dz: Float = D == 3 ? xyz[i * D + 2] - centre.2 : 0
+        for i in 0..<(F &* J) where present[i] != 0 {
+            let v = xyz + i &* D
+            let dx = v[0] - centre.0, dy = v[1] - centre.1
+            let dz: Float = D == 3 ? v[2] - centre.2 : 0
             ss += dx * dx + dy * dy + dz * dz
             n += 1
         }
         return n > 0 ? (ss / Float(n)).squareRoot() : 0
     }
 }
+
+/// A dimensionality known at compile time (2 or 3), so that the kernels specialise.
+protocol AugmentDimensions { static var count: Int { get } }
+private enum Two: AugmentDimensions { static var count: Int { 2 } }
+private enum Three: AugmentDimensions { static var count: Int { 3 } }
 
 #if canImport(Glibc)
     import Glibc

@@ -142,11 +142,12 @@ public struct WindowSet: Sendable {
     /// All windows as poses (materialises every window; prefer `window(_:)` or `features()`).
     public var windows: [PoseSequence] { (0..<count).map(window) }
 
-    /// Writes window `i` into `coordinates [F, J, D]`, `present [F, J]` and `confidence [F, J]`
-    /// (1 for present joints of sources without confidence) without allocating.
+    /// Writes window `i` into `coordinates [F, J, D]`, `present [F, J]` and, when given,
+    /// `confidence [F, J]` (1 for present joints of sources without confidence) without
+    /// allocating; `positions` is scratch for F values.
     public func sample(
         _ i: Int, positions: UnsafeMutablePointer<Double>, coordinates: UnsafeMutablePointer<Float>,
-        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>
+        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>?
     ) {
         let p = placements[i], F = spec.window.frames
         for k in 0..<F { positions[k] = p.first + Double(k) * p.step }
@@ -165,12 +166,14 @@ public struct WindowSet: Sendable {
         let positions = UnsafeMutablePointer<Double>.allocate(capacity: F)
         let coordinates = UnsafeMutablePointer<Float>.allocate(capacity: F * J * D)
         let present = UnsafeMutablePointer<UInt8>.allocate(capacity: F * J)
-        let confidence = UnsafeMutablePointer<Float>.allocate(capacity: F * J)
+        // Confidence is read only when a block uses it (less memory traffic).
+        let confidence: UnsafeMutablePointer<Float>? =
+            spec.channels.contains(.confidence) ? .allocate(capacity: F * J) : nil
         defer {
             positions.deallocate()
             coordinates.deallocate()
             present.deallocate()
-            confidence.deallocate()
+            confidence?.deallocate()
         }
         out.withUnsafeMutableBufferPointer { o in
             for i in 0..<count {

@@ -46,9 +46,12 @@ public struct FeatureExtractor: Sendable {
         let centres: UnsafeMutablePointer<Float>
         let hasCentre: UnsafeMutablePointer<Bool>
         let lengths: UnsafeMutablePointer<Float>
+        /// 6 floats: the window centre, or the upper and lower torso means.
+        let windowCentre: UnsafeMutablePointer<Float>
 
         init(frames F: Int, joints J: Int, dimensions D: Int) {
             frames = F
+            windowCentre = .allocate(capacity: 6)
             xyz = .allocate(capacity: max(1, F * J * D))
             centres = .allocate(capacity: max(1, F * D))
             hasCentre = .allocate(capacity: max(1, F))
@@ -60,6 +63,7 @@ public struct FeatureExtractor: Sendable {
             centres.deallocate()
             hasCentre.deallocate()
             lengths.deallocate()
+            windowCentre.deallocate()
         }
     }
 
@@ -109,83 +113,95 @@ public struct FeatureExtractor: Sendable {
         coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, confidence: UnsafePointer<Float>?,
         into out: UnsafeMutablePointer<Float>, workspace ws: Workspace
     ) {
-        let F = spec.window.frames, J = spec.skeleton.jointCount, D = spec.skeleton.dimensions
-        precondition(ws.frames == F, "workspace made for another spec")
+        precondition(ws.frames == spec.window.frames, "workspace made for another spec")
+        if spec.skeleton.dimensions == 2 {
+            kernel(Dimensions2.self, coordinates, present, confidence, out, ws)
+        } else {
+            kernel(Dimensions3.self, coordinates, present, confidence, out, ws)
+        }
+    }
+
+    // Kernels are generic over the dimensionality so that the inner `d` loops unroll; index
+    // arithmetic wraps (`&*`, `&+`: the shapes were validated) so that loops vectorise.
+
+    @inline(__always)
+    private func kernel<Dim: StaticDimensions>(
+        _: Dim.Type, _ coordinates: UnsafePointer<Float>, _ present: UnsafePointer<UInt8>,
+        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, _ ws: Workspace
+    ) {
+        let F = spec.window.frames, J = spec.skeleton.jointCount, D = Dim.count, FJ = F &* J
         let xyz = ws.xyz
-        for i in 0..<(F * J) {
-            if present[i] != 0 {
-                for d in 0..<D { xyz[i * D + d] = coordinates[i * D + d] }
-            } else {
-                for d in 0..<D { xyz[i * D + d] = 0 }
-            }
+        for i in 0..<FJ {
+            let keep = present[i] != 0
+            for d in 0..<D { xyz[i &* D &+ d] = keep ? coordinates[i &* D &+ d] : 0 }
         }
         for step in steps {
             switch step {
             case .centre(let joints, let perFrame):
-                centre(xyz, present, F: F, J: J, D: D, joints: joints, perFrame: perFrame, ws: ws)
+                joints.withUnsafeBufferPointer { centre(Dim.self, xyz, present, F: F, J: J, joints: $0, perFrame: perFrame, ws: ws) }
             case .scaleByTorso(let upper, let lower):
-                let s = torsoScale(xyz, present, F: F, J: J, D: D, upper: upper, lower: lower, ws: ws)
+                let s = upper.withUnsafeBufferPointer { u in
+                    lower.withUnsafeBufferPointer { l in torsoScale(Dim.self, xyz, present, F: F, J: J, upper: u, lower: l, ws: ws) }
+                }
                 if s > 0 && s.isFinite {
-                    for i in 0..<(F * J) where present[i] != 0 {
-                        for d in 0..<D { xyz[i * D + d] /= s }
-                    }
+                    for v in 0..<(FJ &* D) { xyz[v] /= s }  // absent joints are 0 and stay 0
                 }
             case .divide(let by):
-                for i in 0..<(F * J) where present[i] != 0 {
-                    for d in 0..<D { xyz[i * D + d] /= by[d] }
+                by.withUnsafeBufferPointer { b in
+                    for i in 0..<FJ {
+                        for d in 0..<D { xyz[i &* D &+ d] /= b[d] }
+                    }
                 }
             }
         }
-        writeBlocks(xyz, present, confidence, out, F: F, J: J, D: D)
+        writeBlocks(Dim.self, xyz, present, confidence, out, F: F, J: J)
     }
 
     // MARK: - Channel blocks
 
-    private func writeBlocks(
-        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, _ confidence: UnsafePointer<Float>?,
-        _ out: UnsafeMutablePointer<Float>, F: Int, J: Int, D: Int
+    @inline(__always)
+    private func writeBlocks<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>,
+        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, F: Int, J: Int
     ) {
-        let C = spec.channelsPerFrame, JD = J * D
+        let C = spec.channelsPerFrame, D = Dim.count, JD = J &* D
         for (block, o) in layout {
             switch block {
             case .coordinates:
-                for f in 0..<F { (out + f * C + o).update(from: xyz + f * JD, count: JD) }
+                for f in 0..<F { (out + (f &* C &+ o)).update(from: xyz + f &* JD, count: JD) }
             case .confidence:
                 for f in 0..<F {
-                    let row = out + f * C + o
-                    for j in 0..<J {
-                        let i = f * J + j
-                        row[j] = present[i] == 0 ? 0 : (confidence?[i] ?? 1)
+                    let row = out + (f &* C &+ o), p = present + f &* J
+                    if let k = confidence.map({ $0 + f &* J }) {
+                        for j in 0..<J { row[j] = p[j] != 0 ? k[j] : 0 }
+                    } else {
+                        for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
                     }
                 }
             case .mask:
                 for f in 0..<F {
-                    let row = out + f * C + o
-                    for j in 0..<J { row[j] = present[f * J + j] != 0 ? 1 : 0 }
+                    let row = out + (f &* C &+ o), p = present + f &* J
+                    for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
                 }
             case .motion:
                 (out + o).update(repeating: 0, count: JD)  // frame 0
                 for f in 1..<max(F, 1) {
-                    let row = out + f * C + o
+                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
                     for j in 0..<J {
-                        let i = f * J + j
-                        if present[i] != 0 && present[i - J] != 0 {
-                            for d in 0..<D { row[j * D + d] = xyz[i * D + d] - xyz[(i - J) * D + d] }
-                        } else {
-                            for d in 0..<D { row[j * D + d] = 0 }
+                        let both = p[j] != 0 && p[j &- J] != 0
+                        for d in 0..<D {
+                            let k = j &* D &+ d
+                            row[k] = both ? x[k] - x[k &- JD] : 0
                         }
                     }
                 }
             case .bones:
                 for f in 0..<F {
-                    let row = out + f * C + o
+                    let row = out + (f &* C &+ o)
                     for b in boneParents.indices {
-                        let p = f * J + boneParents[b], c = f * J + boneChildren[b]
-                        if present[p] != 0 && present[c] != 0 {
-                            for d in 0..<D { row[b * D + d] = xyz[c * D + d] - xyz[p * D + d] }
-                        } else {
-                            for d in 0..<D { row[b * D + d] = 0 }
-                        }
+                        let p = f &* J &+ boneParents[b], c = f &* J &+ boneChildren[b]
+                        let both = present[p] != 0 && present[c] != 0
+                        for d in 0..<D { row[b &* D &+ d] = both ? xyz[c &* D &+ d] - xyz[p &* D &+ d] : 0 }
                     }
                 }
             }
@@ -197,14 +213,15 @@ public struct FeatureExtractor: Sendable {
     /// Mean of the present joints among `joints` at frame f into `mean[0..<D]`; false when
     /// none is present.
     @inline(__always)
-    private func meanOf(
-        _ joints: [Int], frame f: Int, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, J: Int,
-        D: Int, into mean: UnsafeMutablePointer<Float>
+    private func meanOf<Dim: StaticDimensions>(
+        _: Dim.Type, _ joints: UnsafeBufferPointer<Int>, frame f: Int, _ xyz: UnsafeMutablePointer<Float>,
+        _ present: UnsafePointer<UInt8>, J: Int, into mean: UnsafeMutablePointer<Float>
     ) -> Bool {
+        let D = Dim.count
         for d in 0..<D { mean[d] = 0 }
         var n = 0
-        for j in joints where present[f * J + j] != 0 {
-            for d in 0..<D { mean[d] += xyz[(f * J + j) * D + d] }
+        for j in joints where present[f &* J &+ j] != 0 {
+            for d in 0..<D { mean[d] += xyz[(f &* J &+ j) &* D &+ d] }
             n += 1
         }
         guard n > 0 else { return false }
@@ -214,81 +231,83 @@ public struct FeatureExtractor: Sendable {
 
     /// Window mean of all present joints into `mean[0..<D]`; the count of present joints.
     @inline(__always)
-    private func meanOfAll(
-        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int, D: Int,
+    private func meanOfAll<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, count FJ: Int,
         into mean: UnsafeMutablePointer<Float>
     ) -> Int {
+        let D = Dim.count
         for d in 0..<D { mean[d] = 0 }
         var n = 0
-        for i in 0..<(F * J) where present[i] != 0 {
-            for d in 0..<D { mean[d] += xyz[i * D + d] }
+        for i in 0..<FJ where present[i] != 0 {
+            for d in 0..<D { mean[d] += xyz[i &* D &+ d] }
             n += 1
         }
         if n > 0 { for d in 0..<D { mean[d] /= Float(n) } }
         return n
     }
 
-    private func centre(
-        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int, D: Int, joints: [Int],
-        perFrame: Bool, ws: Workspace
+    @inline(__always)
+    private func centre<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
+        joints: UnsafeBufferPointer<Int>, perFrame: Bool, ws: Workspace
     ) {
-        var windowCentre: (Float, Float, Float) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &windowCentre) { raw in
-            let wc = raw.baseAddress!.assumingMemoryBound(to: Float.self)
-            var seen = 0
-            for f in 0..<F {
-                let c = ws.centres + f * D
-                ws.hasCentre[f] = meanOf(joints, frame: f, xyz, present, J: J, D: D, into: c)
-                if ws.hasCentre[f] {
-                    for d in 0..<D { wc[d] += c[d] }
-                    seen += 1
-                }
+        let D = Dim.count
+        let wc = ws.windowCentre
+        for d in 0..<D { wc[d] = 0 }
+        var seen = 0
+        for f in 0..<F {
+            let c = ws.centres + f &* D
+            ws.hasCentre[f] = meanOf(Dim.self, joints, frame: f, xyz, present, J: J, into: c)
+            if ws.hasCentre[f] {
+                for d in 0..<D { wc[d] += c[d] }
+                seen += 1
             }
-            if seen > 0 {
-                for d in 0..<D { wc[d] /= Float(seen) }
-            } else {
-                // No centre joint anywhere in the window: the mean of all present joints.
-                _ = meanOfAll(xyz, present, F: F, J: J, D: D, into: wc)
-            }
-            for f in 0..<F {
-                let c = perFrame && ws.hasCentre[f] ? UnsafePointer(ws.centres + f * D) : UnsafePointer(wc)
-                for j in 0..<J where present[f * J + j] != 0 {
-                    for d in 0..<D { xyz[(f * J + j) * D + d] -= c[d] }
-                }
+        }
+        if seen > 0 {
+            for d in 0..<D { wc[d] /= Float(seen) }
+        } else {
+            // No centre joint anywhere in the window: the mean of all present joints.
+            _ = meanOfAll(Dim.self, xyz, present, count: F &* J, into: wc)
+        }
+        for f in 0..<F {
+            let c = perFrame && ws.hasCentre[f] ? ws.centres + f &* D : wc
+            let x = xyz + f &* J &* D, p = present + f &* J
+            for j in 0..<J {
+                let m: Float = p[j] != 0 ? 1 : 0  // absent joints stay 0
+                for d in 0..<D { x[j &* D &+ d] -= c[d] * m }
             }
         }
     }
 
-    private func torsoScale(
-        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int, D: Int, upper: [Int],
-        lower: [Int], ws: Workspace
+    @inline(__always)
+    private func torsoScale<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
+        upper: UnsafeBufferPointer<Int>, lower: UnsafeBufferPointer<Int>, ws: Workspace
     ) -> Float {
-        var buffers: (Float, Float, Float, Float, Float, Float) = (0, 0, 0, 0, 0, 0)
-        return withUnsafeMutableBytes(of: &buffers) { raw -> Float in
-            let u = raw.baseAddress!.assumingMemoryBound(to: Float.self), l = u + 3
-            var count = 0
-            for f in 0..<F {
-                guard meanOf(upper, frame: f, xyz, present, J: J, D: D, into: u),
-                    meanOf(lower, frame: f, xyz, present, J: J, D: D, into: l)
-                else { continue }
-                var s: Float = 0
-                for d in 0..<D { s += (u[d] - l[d]) * (u[d] - l[d]) }
-                ws.lengths[count] = s.squareRoot()
-                count += 1
-            }
-            if count > 0 {
-                let median = Self.median(ws.lengths, count)
-                if median > 0 && median.isFinite { return median }
-            }
-            // No torso in the window: RMS distance of the present joints from their mean.
-            let n = meanOfAll(xyz, present, F: F, J: J, D: D, into: u)
-            guard n > 0 else { return 0 }
-            var ss: Float = 0
-            for i in 0..<(F * J) where present[i] != 0 {
-                for d in 0..<D { ss += (xyz[i * D + d] - u[d]) * (xyz[i * D + d] - u[d]) }
-            }
-            return (ss / Float(n)).squareRoot()
+        let D = Dim.count
+        let u = ws.windowCentre, l = ws.windowCentre + 3
+        var count = 0
+        for f in 0..<F {
+            guard meanOf(Dim.self, upper, frame: f, xyz, present, J: J, into: u),
+                meanOf(Dim.self, lower, frame: f, xyz, present, J: J, into: l)
+            else { continue }
+            var s: Float = 0
+            for d in 0..<D { s += (u[d] - l[d]) * (u[d] - l[d]) }
+            ws.lengths[count] = s.squareRoot()
+            count += 1
         }
+        if count > 0 {
+            let median = Self.median(ws.lengths, count)
+            if median > 0 && median.isFinite { return median }
+        }
+        // No torso in the window: RMS distance of the present joints from their mean.
+        let n = meanOfAll(Dim.self, xyz, present, count: F &* J, into: u)
+        guard n > 0 else { return 0 }
+        var ss: Float = 0
+        for i in 0..<(F &* J) where present[i] != 0 {
+            for d in 0..<D { ss += (xyz[i &* D &+ d] - u[d]) * (xyz[i &* D &+ d] - u[d]) }
+        }
+        return (ss / Float(n)).squareRoot()
     }
 
     /// Median of `v[0..<n]` (mean of the two middle values for even n); sorts in place.
@@ -311,3 +330,8 @@ public struct FeatureExtractor: Sendable {
         return n % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
     }
 }
+
+/// A dimensionality known at compile time (2 or 3), so that kernels specialise.
+protocol StaticDimensions { static var count: Int { get } }
+enum Dimensions2: StaticDimensions { static var count: Int { 2 } }
+enum Dimensions3: StaticDimensions { static var count: Int { 3 } }

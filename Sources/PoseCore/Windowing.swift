@@ -75,42 +75,85 @@ extension PoseSequence {
         srcConfidence: UnsafePointer<Float>?, positions: UnsafeBufferPointer<Double>, padding: WindowSpec.Padding,
         out: UnsafeMutablePointer<Float>, outPresent: UnsafeMutablePointer<UInt8>, outConfidence: UnsafeMutablePointer<Float>?
     ) {
-        let JD = J * D
+        if D == 2 {
+            sampleKernel(
+                Dimensions2.self, n: n, J: J, src: src, srcPresent: srcPresent, srcConfidence: srcConfidence,
+                positions: positions, padding: padding, out: out, outPresent: outPresent, outConfidence: outConfidence)
+        } else {
+            sampleKernel(
+                Dimensions3.self, n: n, J: J, src: src, srcPresent: srcPresent, srcConfidence: srcConfidence,
+                positions: positions, padding: padding, out: out, outPresent: outPresent, outConfidence: outConfidence)
+        }
+    }
+
+    @inline(__always)
+    private static func sampleKernel<Dim: StaticDimensions>(
+        _: Dim.Type, n: Int, J: Int, src: UnsafePointer<Float>?, srcPresent: UnsafePointer<UInt8>?,
+        srcConfidence: UnsafePointer<Float>?, positions: UnsafeBufferPointer<Double>, padding: WindowSpec.Padding,
+        out: UnsafeMutablePointer<Float>, outPresent: UnsafeMutablePointer<UInt8>, outConfidence: UnsafeMutablePointer<Float>?
+    ) {
+        let D = Dim.count, JD = J &* D
+        // Fast path: consecutive whole frames inside the sequence are one block copy.
+        if let first = positions.first, let src, let srcPresent, first >= 0, first == first.rounded(),
+            first + Double(positions.count - 1) <= Double(n - 1),
+            positions.indices.allSatisfy({ positions[$0] == first + Double($0) })
+        {
+            let f0 = Int(first), F = positions.count
+            out.update(from: src + f0 &* JD, count: F &* JD)
+            outPresent.update(from: srcPresent + f0 &* J, count: F &* J)
+            if let outConfidence {
+                if let srcConfidence {
+                    outConfidence.update(from: srcConfidence + f0 &* J, count: F &* J)
+                } else {
+                    let p = srcPresent + f0 &* J
+                    for i in 0..<(F &* J) { outConfidence[i] = p[i] != 0 ? 1 : 0 }
+                }
+            }
+            return
+        }
         for (i, raw) in positions.enumerated() {
-            let o = out + i * JD, oP = outPresent + i * J, oC = outConfidence.map { $0 + i * J }
+            let o = out + i &* JD, oP = outPresent + i &* J, oC = outConfidence.map { $0 + i &* J }
             var p = raw
             let r = p.rounded()
             if abs(p - r) < 1e-6 { p = r }
             let outside = !(p >= 0 && p <= Double(n - 1))  // also NaN
-            if n == 0 || (outside && padding == .empty) || p.isNaN {
+            guard n > 0, !p.isNaN, !(outside && padding == .empty), let src, let srcPresent else {
                 o.update(repeating: 0, count: JD)
                 oP.update(repeating: 0, count: J)
                 oC?.update(repeating: 0, count: J)
                 continue
             }
-            guard let src, let srcPresent else { continue }
             p = min(max(p, 0), Double(n - 1))
             let f0 = Int(p.rounded(.down))
             let w = Float(p - Double(f0))
-            let f1 = w > 0 ? f0 + 1 : f0
+            if w == 0 {
+                // A whole frame: a copy (absent joints are zero in the source).
+                o.update(from: src + f0 &* JD, count: JD)
+                oP.update(from: srcPresent + f0 &* J, count: J)
+                if let oC {
+                    if let srcConfidence {
+                        oC.update(from: srcConfidence + f0 &* J, count: J)
+                    } else {
+                        let sp = srcPresent + f0 &* J
+                        for j in 0..<J { oC[j] = sp[j] != 0 ? 1 : 0 }
+                    }
+                }
+                continue
+            }
+            let f1 = f0 + 1
             for j in 0..<J {
-                let a = f0 * J + j, b = f1 * J + j
+                let a = f0 &* J &+ j, b = f1 &* J &+ j
                 let pa = srcPresent[a] != 0, pb = srcPresent[b] != 0
-                if pa && pb && w > 0 {
-                    for d in 0..<D { o[j * D + d] = src[a * D + d] * (1 - w) + src[b * D + d] * w }
+                if pa && pb {
+                    for d in 0..<D { o[j &* D &+ d] = src[a &* D &+ d] * (1 - w) + src[b &* D &+ d] * w }
                     oP[j] = 1
                     if let oC { oC[j] = srcConfidence.map { $0[a] * (1 - w) + $0[b] * w } ?? 1 }
                 } else {
                     let k = w < 0.5 ? a : b
-                    if srcPresent[k] != 0 {
-                        for d in 0..<D { o[j * D + d] = src[k * D + d] }
-                        oP[j] = 1
-                        if let oC { oC[j] = srcConfidence?[k] ?? 1 }
-                    } else {
-                        for d in 0..<D { o[j * D + d] = 0 }
-                        oP[j] = 0
-                        if let oC { oC[j] = 0 }
-                    }
+                    let seen = srcPresent[k] != 0
+                    for d in 0..<D { o[j &* D &+ d] = seen ? src[k &* D &+ d] : 0 }
+                    oP[j] = seen ? 1 : 0
+                    if let oC { oC[j] = seen ? (srcConfidence?[k] ?? 1) : 0 }
                 }
             }
         }

@@ -103,19 +103,23 @@ final class InputSpecTests: XCTestCase {
         XCTAssertEqual(spec.valuesPerWindow, 22)
     }
 
-    func testApproximateGaussianHasUnitVarianceAndBoundedTails() {
+    func testApproximateGaussianPairsHaveUnitVarianceAndBoundedTails() {
         var g = SeededGenerator(seed: 7)
-        var sum = 0.0, sq = 0.0, largest: Float = 0
+        var sum = (0.0, 0.0), sq = (0.0, 0.0), cross = 0.0, largest: Float = 0
         let n = 20_000
         for _ in 0..<n {
-            let x = g.nextApproximateGaussian()
-            sum += Double(x)
-            sq += Double(x * x)
-            largest = max(largest, abs(x))
+            let (a, b) = g.nextApproximateGaussianPair()
+            sum = (sum.0 + Double(a), sum.1 + Double(b))
+            sq = (sq.0 + Double(a * a), sq.1 + Double(b * b))
+            cross += Double(a * b)
+            largest = max(largest, abs(a), abs(b))
         }
-        XCTAssertEqual(sum / Double(n), 0, accuracy: 0.03)
-        XCTAssertEqual(sq / Double(n), 1, accuracy: 0.05)
-        XCTAssertLessThanOrEqual(largest, 3.4642)
+        XCTAssertEqual(sum.0 / Double(n), 0, accuracy: 0.03)
+        XCTAssertEqual(sum.1 / Double(n), 0, accuracy: 0.03)
+        XCTAssertEqual(sq.0 / Double(n), 1, accuracy: 0.05)
+        XCTAssertEqual(sq.1 / Double(n), 1, accuracy: 0.05)
+        XCTAssertEqual(cross / Double(n), 0, accuracy: 0.03, "the two values are uncorrelated")
+        XCTAssertLessThanOrEqual(largest, 3.4507)  // (1022/256 - 2) * sqrt(3)
         XCTAssertGreaterThan(largest, 2.5)
     }
 }

@@ -138,6 +138,21 @@ final class WindowingTests: XCTestCase {
         assertThrows(["more than"]) { _ = try WindowSpec(seconds: 1e9, frameRate: 30) }
     }
 
+    func testWholeFrameRunsAndSingleFramesSampleAlike() {
+        // [1, 2] is one block copy, [2, 1] frame by frame: same frames either way, with
+        // confidence 1 for present joints of a source without confidence.
+        let s = line([10, nil, 30])
+        var c = [Float](repeating: -1, count: 4), p = [UInt8](repeating: 9, count: 2), k = [Float](repeating: -1, count: 2)
+        for (positions, expected) in [([1.0, 2.0], ([0, 0, 30, 0], [0, 1], [0, 1])), ([2.0, 1.0], ([30, 0, 0, 0], [1, 0], [1, 0]))] {
+            positions.withUnsafeBufferPointer { pos in
+                s.sample(at: pos, padding: .empty, coordinates: &c, present: &p, confidence: &k)
+            }
+            XCTAssertEqual(c, expected.0.map { Float($0) })
+            XCTAssertEqual(p, expected.1.map { UInt8($0) })
+            XCTAssertEqual(k, expected.2.map { Float($0) })
+        }
+    }
+
     func testSamplingOutsideTheSequenceFollowsThePaddingPolicy() {
         let s = line([10, 20, 30])
         XCTAssertEqual(xs(s.sampled(at: [-1, 0.25, 2.5, 7], padding: .edge)), [10, 12.5, 30, 30])
