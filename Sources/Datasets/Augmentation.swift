@@ -222,8 +222,9 @@ public struct Augmenter: Sendable {
     /// positions in `source` are `first + i * step`, leaving it in the workspace. Allocates
     /// nothing. Random draws, in order: drop (coin, then one per candidate frame), warp (coin,
     /// strength), speed (coin, factor), flip (coin), rotation (coin, angle), scale (coin,
-    /// factor), jitter (coin, then D per present joint), dropout (coin, then one per present
-    /// joint). A coin is drawn only for a transform whose probability and magnitude are > 0.
+    /// factor), jitter (coin, then one 64-bit draw per present joint in 2D, two in 3D),
+    /// dropout (coin, then one per present joint). A coin is drawn only for a transform whose
+    /// magnitude is > 0 and whose probability is strictly between 0 and 1.
     public func augment(
         source: PoseSequence, first: Double, step: Double, padding: WindowSpec.Padding, workspace ws: Workspace,
         using g: inout SeededGenerator
