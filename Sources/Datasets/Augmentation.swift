@@ -7,7 +7,8 @@ import PoseCore
 /// JSON: an object with any of the keys below (missing keys are 0); an unknown key is an
 /// error naming it, so a typo never silently turns an augmentation off.
 public struct AugmentationConfig: Codable, Hashable, Sendable {
-    /// Horizontal flip: x mirrored and anatomical left/right joints swapped.
+    /// Horizontal flip: x mirrored and anatomical left/right joints swapped. Only for classes
+    /// that do not depend on the side.
     public var flipProbability: Double = 0
     /// Rotation by an angle uniform in ±`maxRotationDegrees` (image plane for 2D, about the
     /// vertical y axis for 3D).
