@@ -230,7 +230,7 @@ public struct Augmenter: Sendable {
         source: PoseSequence, first: Double, step: Double, padding: WindowSpec.Padding, workspace ws: Workspace,
         using g: inout SeededGenerator
     ) {
-        let F = ws.frames, J = skeleton.jointCount, D = skeleton.dimensions
+        let F = ws.frames
         let c = config
         func coin(_ p: Double) -> Bool { p >= 1 || (p > 0 && g.nextUnitDouble() < p) }
 
