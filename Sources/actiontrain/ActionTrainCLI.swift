@@ -26,6 +26,7 @@ enum ActionTrainCLI {
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
         Command(spec: CompareCommand.spec, run: CompareCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
+        Command(spec: InspectCommand.spec, run: InspectCommand.run),
     ]
 
     static var help: String {
