@@ -164,6 +164,9 @@ struct CSVReader {
     var sequences: [PoseSequence] = []
     var seenIds: [String: Int] = [:]
     var headerDone = false
+    /// Stop (throwing `LimitReached`) when a row of sequence `limit + 1` arrives.
+    var limit: Int?
+    struct LimitReached: Error {}
 
     // Current sequence.
     var currentId: [UInt8]?
@@ -415,6 +418,7 @@ struct CSVReader {
         let idStart = fieldStart[idColumn], idEnd = fieldEnd[idColumn]
         if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0 {
             try closeSequence()
+            if let limit, sequences.count >= limit { throw LimitReached() }
             let id = unquoted(p, idStart, idEnd)
             guard !id.isEmpty else {
                 throw DatasetError.invalidValue(

@@ -25,6 +25,7 @@ enum ActionTrainCLI {
         Command(spec: FitCommand.spec, run: FitCommand.run),
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
+        Command(spec: ImportCommand.spec, run: ImportCommand.run),
     ]
 
     static var help: String {
