@@ -13,10 +13,35 @@ import Foundation
 /// one Double ulp of a Float rounding boundary, so that double rounding can never change the
 /// result: a Float written with Swift's shortest representation always reads back bit-exact.
 enum NumberParser {
-    static let powersOfTen: [Double] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-    ]
+    /// 10^k for 0 ≤ k ≤ 22, all exact in Double (a switch the compiler turns into a table).
+    @inline(__always)
+    static func powerOfTen(_ k: Int) -> Double {
+        switch k {
+        case 0: return 1e0
+        case 1: return 1e1
+        case 2: return 1e2
+        case 3: return 1e3
+        case 4: return 1e4
+        case 5: return 1e5
+        case 6: return 1e6
+        case 7: return 1e7
+        case 8: return 1e8
+        case 9: return 1e9
+        case 10: return 1e10
+        case 11: return 1e11
+        case 12: return 1e12
+        case 13: return 1e13
+        case 14: return 1e14
+        case 15: return 1e15
+        case 16: return 1e16
+        case 17: return 1e17
+        case 18: return 1e18
+        case 19: return 1e19
+        case 20: return 1e20
+        case 21: return 1e21
+        default: return 1e22
+        }
+    }
 
     /// Parses `[-+]digits[.digits][(e|E)[-+]digits]` (or `.digits`) starting at `p[start]`, not
     /// beyond `end`. Returns the value and the index after the number, or nil when no complete
@@ -83,7 +108,7 @@ enum NumberParser {
         if m == 0 { return (negative ? -0.0 : 0.0, i) }
         if exact && m <= (1 << 53) && e10 >= -22 && e10 <= 22 {
             var v = Double(m)
-            v = e10 >= 0 ? v * powersOfTen[e10] : v / powersOfTen[-e10]
+            v = e10 >= 0 ? v * powerOfTen(e10) : v / powerOfTen(-e10)
             return (negative ? -v : v, i)
         }
         return (slowDouble(p, start, i), i)
@@ -93,6 +118,23 @@ enum NumberParser {
     /// value is `d` (see the type's note on double rounding).
     @inline(__always)
     static func float(_ d: Double, _ p: UnsafePointer<UInt8>, _ start: Int, _ next: Int) -> Float {
+        // Rounding Double to Float drops the low 29 of the 52 mantissa bits. For a Float in
+        // the normal range, `d` is within one Double ulp of a rounding boundary (a Float
+        // midpoint) exactly when those bits are 0x10000000 ± 1; only then can the two-step
+        // rounding differ from rounding the decimal directly.
+        let bits = d.bitPattern
+        let exponent = Int((bits >> 52) & 0x7FF)
+        if exponent > 1023 - 126 && exponent < 1023 + 127 {
+            let low = bits & 0x1FFF_FFFF
+            if low &- 0x0FFF_FFFF > 2 { return Float(d) }
+        } else if d == 0 || !d.isFinite {
+            return Float(d)
+        }
+        return carefulFloat(d, p, start, next)
+    }
+
+    /// The general case of `float`: compare with the midpoint of the neighbouring Floats.
+    static func carefulFloat(_ d: Double, _ p: UnsafePointer<UInt8>, _ start: Int, _ next: Int) -> Float {
         let f = Float(d)
         let df = Double(f)
         if df == d || !f.isFinite { return f }

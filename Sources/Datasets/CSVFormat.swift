@@ -182,11 +182,8 @@ struct CSVReader {
     var lastFrameNumber: Double?
     var frames = 0
     // Per-row scratch.
-    var rowMissing: [Bool] = []
-    var fieldStart: [Int] = []
-    var fieldEnd: [Int] = []
     var idColumn = 0
-    var jointHasColumns: [Bool] = []
+    var scratch: CSVRowScratch!
 
     init(file: String, mapping: CSVMapping) {
         self.file = file
@@ -316,12 +313,8 @@ struct CSVReader {
                     fix: "add the column \(skeleton.joints[j])_\(["x", "y", "z"][a])")
             }
         }
-        rowMissing = Array(repeating: false, count: skeleton.jointCount)
-        jointHasColumns = Array(repeating: false, count: skeleton.jointCount)
-        for r in roles { if case .coordinate(let j, _) = r { jointHasColumns[j] = true } }
         idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } }!
-        fieldStart = Array(repeating: 0, count: roles.count)
-        fieldEnd = Array(repeating: 0, count: roles.count)
+        scratch = CSVRowScratch(roles: roles, joints: skeleton.jointCount, dimensions: skeleton.dimensions)
     }
 
     /// The built-in skeleton whose joints are exactly the named ones, else the only smallest
@@ -400,22 +393,46 @@ struct CSVReader {
 
     private mutating func parseRow(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
         let J = skeleton.jointCount, D = skeleton.dimensions
-        // Split into field offsets first: a new id closes the current sequence before this
-        // row is stored.
-        var fieldCount = 0
         let columns = roles.count
-        try forEachField(line, number) { _, start, end, column in
-            if column < columns {
-                fieldStart[column] = start
-                fieldEnd[column] = end
+        let sc = scratch!
+        let p = line.baseAddress!
+        let n = line.count
+        // 1. Field offsets (a plain byte scan unless the line has quotes).
+        var fieldCount = 0
+        if memchr(p, Int32(UInt8(ascii: "\"")), n) == nil {
+            let d = delimiter
+            var start = 0
+            var i = 0
+            while i < n {
+                if p[i] == d {
+                    if fieldCount < columns {
+                        sc.starts[fieldCount] = start
+                        sc.ends[fieldCount] = i
+                    }
+                    fieldCount += 1
+                    start = i + 1
+                }
+                i += 1
+            }
+            if fieldCount < columns {
+                sc.starts[fieldCount] = start
+                sc.ends[fieldCount] = n
             }
             fieldCount += 1
+        } else {
+            try forEachField(line, number) { _, start, end, column in
+                if column < columns {
+                    sc.starts[column] = start
+                    sc.ends[column] = end
+                }
+                fieldCount += 1
+            }
         }
         guard fieldCount == columns else {
             throw DatasetError.columnCount(location(number), expected: columns, got: fieldCount)
         }
-        let p = line.baseAddress!
-        let idStart = fieldStart[idColumn], idEnd = fieldEnd[idColumn]
+        // 2. A new id closes the current sequence before this row is stored.
+        let idStart = sc.starts[idColumn], idEnd = sc.ends[idColumn]
         if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0 {
             try closeSequence()
             if let limit, sequences.count >= limit { throw LimitReached() }
@@ -435,91 +452,130 @@ struct CSVReader {
             currentIdString = id
             firstLine = number
         }
+        // 3. The row's values into the scratch frame.
         let f = frames
-        let base = coords.count
-        let jbase = f * J
-        coords.append(contentsOf: repeatElement(0, count: J * D))
-        present.append(contentsOf: repeatElement(0, count: J))
-        if hasConfidence { conf.append(contentsOf: repeatElement(1, count: J)) }
-        for j in 0..<J { rowMissing[j] = false }
+        sc.resetRow()
+        let minConfidence = mapping.minConfidence, keepLow = mapping.keepLowConfidence
         for column in 0..<columns {
-            let start = fieldStart[column], end = fieldEnd[column]
-            switch roles[column] {
-            case .ignore, .id:
+            let start = sc.starts[column], end = sc.ends[column]
+            switch sc.kinds[column] {
+            case CSVRowScratch.ignore:
                 continue
-            case .coordinate(let j, let axis):
-                let s = trimmedStart(p, start, end), e = trimmedEnd(p, start, end)
+            case CSVRowScratch.coordinate:
+                let j = sc.joints[column]
+                var s = start, e = end
+                if s < e && (p[s] == 0x20 || p[s] == 0x22) || e > s && (p[e - 1] == 0x20 || p[e - 1] == 0x22) {
+                    s = trimmedStart(p, start, end)
+                    e = trimmedEnd(p, start, end)
+                }
                 if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, v.isFinite {
-                    coords[base + j * D + axis] = NumberParser.float(v, p, s, e)
+                    sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, s, e)
                 } else if try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) == nil {
-                    rowMissing[j] = true
+                    sc.missing[j] = true
                 }
-            case .confidence(let j):
-                if let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) {
-                    let c = Float(v)
-                    conf[jbase + j] = c
-                    if c <= mapping.minConfidence && !mapping.keepLowConfidence { rowMissing[j] = true }
+            case CSVRowScratch.confidence:
+                let j = sc.joints[column]
+                let s = trimmedStart(p, start, end), e = trimmedEnd(p, start, end)
+                let c: Float
+                if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, v.isFinite {
+                    c = Float(v)
+                } else if let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) {
+                    c = Float(v)
                 } else {
-                    rowMissing[j] = true
+                    sc.missing[j] = true
+                    continue
                 }
-            case .frame:
-                guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { continue }
-                if let last = lastFrameNumber, v <= last {
-                    throw DatasetError.notIncreasing(location(number, column: column + 1, frame: f), what: "frame numbers", previous: last, value: v)
-                }
-                lastFrameNumber = v
-            case .time:
-                guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { continue }
-                if let last = times.last, v <= last {
-                    throw DatasetError.notIncreasing(location(number, column: column + 1, frame: f), what: "times", previous: last, value: v)
-                }
-                times.append(v)
-            case .label, .group, .split:
-                let value = unquoted(p, start, end)
-                let v: String? = value.isEmpty ? nil : value
-                let role = roles[column]
-                if f == 0 {
-                    switch role {
-                    case .label: currentLabel = v
-                    case .group: currentGroup = v
-                    default:
-                        if let v, !NativeFormat.splits.contains(v) {
-                            throw DatasetError.invalidValue(
-                                SourceLocation(file: file, line: number, column: column + 1, record: currentIdString),
-                                problem: "split '\(v)' is not one of train, validation, test", fix: "rename it")
-                        }
-                        currentSplit = v
-                    }
-                } else {
-                    let before: String?
-                    switch role {
-                    case .label: before = currentLabel
-                    case .group: before = currentGroup
-                    default: before = currentSplit
-                    }
-                    if before != v {
-                        throw DatasetError.invalidValue(
-                            SourceLocation(file: file, line: number, column: column + 1, record: currentIdString, frame: f),
-                            problem: "\(headerNames[column]) changes within the sequence ('\(before ?? "")' then '\(v ?? "")')",
-                            fix: "give one \(headerNames[column]) per sequence id")
-                    }
-                }
+                sc.conf[j] = c
+                if c <= minConfidence && !keepLow { sc.missing[j] = true }
+            default:
+                try rowField(column, p, start, end, number, f)
             }
         }
+        // 4. Presence, then append the frame.
         for j in 0..<J {
-            if rowMissing[j] {
-                for k in 0..<D { coords[base + j * D + k] = 0 }
-                if hasConfidence { conf[jbase + j] = 0 }
-            } else if jointHasColumns[j] {
-                present[jbase + j] = 1
-            } else if hasConfidence {
-                conf[jbase + j] = 0
+            if sc.missing[j] {
+                for k in 0..<D { sc.coords[j * D + k] = 0 }
+                sc.conf[j] = 0
+            } else if sc.jointHasColumns[j] {
+                sc.present[j] = 1
+            } else {
+                sc.conf[j] = 0
             }
         }
+        coords.append(contentsOf: UnsafeBufferPointer(start: sc.coords, count: J * D))
+        present.append(contentsOf: UnsafeBufferPointer(start: sc.present, count: J))
+        if hasConfidence { conf.append(contentsOf: UnsafeBufferPointer(start: sc.conf, count: J)) }
         if times.count > 0 && times.count != f + 1 {
             throw DatasetError.invalidValue(location(number, frame: f), problem: "the time is missing", fix: "give a time on every row")
         }
         frames += 1
+    }
+
+    /// The sequence-level and time columns of a row (not per joint, so not on the hot path).
+    private mutating func rowField(_ column: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int, _ number: Int, _ f: Int) throws {
+        switch roles[column] {
+        case .frame:
+            guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { return }
+            if let last = lastFrameNumber, v <= last {
+                throw DatasetError.notIncreasing(location(number, column: column + 1, frame: f), what: "frame numbers", previous: last, value: v)
+            }
+            lastFrameNumber = v
+        case .time:
+            guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { return }
+            if let last = times.last, v <= last {
+                throw DatasetError.notIncreasing(location(number, column: column + 1, frame: f), what: "times", previous: last, value: v)
+            }
+            times.append(v)
+        case .label, .group, .split:
+            let role = roles[column]
+            let s = trimmedStart(p, start, end), e = trimmedEnd(p, start, end)
+            if f > 0 {
+                // Compare bytes with the value of the sequence's first row (no allocation).
+                let before: String?
+                switch role {
+                case .label: before = currentLabel
+                case .group: before = currentGroup
+                default: before = currentSplit
+                }
+                var same = false
+                if var b = before {
+                    same = b.withUTF8 { u in u.count == e - s && memcmp(u.baseAddress!, p + s, e - s) == 0 }
+                } else {
+                    same = s == e
+                }
+                if same && memchr(p + start, 0x22, end - start) == nil { return }
+            }
+            let value = unquoted(p, start, end)
+            let v: String? = value.isEmpty ? nil : value
+            if f == 0 {
+                switch role {
+                case .label: currentLabel = v
+                case .group: currentGroup = v
+                default:
+                    if let v, !NativeFormat.splits.contains(v) {
+                        throw DatasetError.invalidValue(
+                            SourceLocation(file: file, line: number, column: column + 1, record: currentIdString),
+                            problem: "split '\(v)' is not one of train, validation, test", fix: "rename it")
+                    }
+                    currentSplit = v
+                }
+            } else {
+                let before: String?
+                switch role {
+                case .label: before = currentLabel
+                case .group: before = currentGroup
+                default: before = currentSplit
+                }
+                if before != v {
+                    throw DatasetError.invalidValue(
+                        SourceLocation(file: file, line: number, column: column + 1, record: currentIdString, frame: f),
+                        problem: "\(headerNames[column]) changes within the sequence ('\(before ?? "")' then '\(v ?? "")')",
+                        fix: "give one \(headerNames[column]) per sequence id")
+                }
+            }
+        default:
+            return
+        }
     }
 
     @inline(__always)
@@ -584,5 +640,73 @@ struct CSVReader {
         currentGroup = nil
         currentSplit = nil
         currentId = nil
+    }
+}
+
+/// Per-row scratch of the CSV reader: field offsets, one frame of values, and the column
+/// roles flattened for the hot loop. Allocated once per file.
+final class CSVRowScratch {
+    static let ignore: UInt8 = 0, coordinate: UInt8 = 1, confidence: UInt8 = 2, other: UInt8 = 3
+    let columns: Int, J: Int, D: Int
+    let starts: UnsafeMutablePointer<Int>
+    let ends: UnsafeMutablePointer<Int>
+    let kinds: UnsafeMutablePointer<UInt8>
+    let joints: UnsafeMutablePointer<Int>
+    let axes: UnsafeMutablePointer<Int>
+    let coords: UnsafeMutablePointer<Float>
+    let present: UnsafeMutablePointer<UInt8>
+    let conf: UnsafeMutablePointer<Float>
+    let missing: UnsafeMutablePointer<Bool>
+    let jointHasColumns: UnsafeMutablePointer<Bool>
+
+    init(roles: [CSVReader.Role], joints J: Int, dimensions D: Int) {
+        columns = roles.count
+        self.J = J
+        self.D = D
+        starts = .allocate(capacity: columns)
+        ends = .allocate(capacity: columns)
+        kinds = .allocate(capacity: columns)
+        joints = .allocate(capacity: columns)
+        axes = .allocate(capacity: columns)
+        coords = .allocate(capacity: J * D)
+        present = .allocate(capacity: J)
+        conf = .allocate(capacity: J)
+        missing = .allocate(capacity: J)
+        jointHasColumns = .allocate(capacity: J)
+        jointHasColumns.initialize(repeating: false, count: J)
+        for (c, r) in roles.enumerated() {
+            joints[c] = 0
+            axes[c] = 0
+            switch r {
+            case .ignore, .id: kinds[c] = CSVRowScratch.ignore
+            case .coordinate(let j, let a):
+                kinds[c] = CSVRowScratch.coordinate
+                joints[c] = j
+                axes[c] = a
+                jointHasColumns[j] = true
+            case .confidence(let j):
+                kinds[c] = CSVRowScratch.confidence
+                joints[c] = j
+            default: kinds[c] = CSVRowScratch.other
+            }
+        }
+    }
+
+    @inline(__always)
+    func resetRow() {
+        coords.update(repeating: 0, count: J * D)
+        present.update(repeating: 0, count: J)
+        conf.update(repeating: 1, count: J)
+        missing.update(repeating: false, count: J)
+    }
+
+    deinit {
+        for p in [starts, ends, joints, axes] as [UnsafeMutablePointer<Int>] { p.deallocate() }
+        kinds.deallocate()
+        coords.deallocate()
+        present.deallocate()
+        conf.deallocate()
+        missing.deallocate()
+        jointHasColumns.deallocate()
     }
 }

@@ -15,6 +15,7 @@ struct Benchmark {
 
 let benchmarks: [Benchmark] = [
     Benchmark(name: "gemm", summary: "BLAS.gemm GFLOP/s on the reference training shapes vs cblas_sgemm anchors", run: GemmBench.run),
+    Benchmark(name: "parse", summary: "Dataset readers: native/CSV MB/s, .npy load vs raw read, peak memory", run: ParseBench.run),
 ]
 
 let args = Array(CommandLine.arguments.dropFirst())
