@@ -281,6 +281,18 @@ public enum JSONValue: Equatable, Sendable {
         return Int(n)
     }
 
+    /// The value written compactly, for error messages.
+    var text: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let n): return n.rounded() == n && abs(n) < 1e15 ? String(Int(n)) : String(n)
+        case .string(let s): return "\"\(s)\""
+        case .array(let a): return "[" + a.map(\.text).joined(separator: ", ") + "]"
+        case .object: return "{...}"
+        }
+    }
+
     /// A short name of the value's kind, for error messages.
     var kind: String {
         switch self {

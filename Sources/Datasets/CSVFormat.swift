@@ -317,23 +317,20 @@ struct CSVReader {
         scratch = CSVRowScratch(roles: roles, joints: skeleton.jointCount, dimensions: skeleton.dimensions)
     }
 
-    /// The built-in skeleton whose joints are exactly the named ones, else the only smallest
-    /// built-in that contains them all.
+    /// The built-in skeleton whose joints are exactly the named ones. A subset of several (or
+    /// of one) is not guessed: the user names the skeleton.
     private func inferSkeleton(_ jointNames: [String], uses3D: Bool, at: SourceLocation) throws -> Skeleton {
         let wanted = Set(jointNames.map(CSVFormat.normalised))
         let candidates = Skeleton.builtIn.values.filter { s in
             (s.dimensions == 3) == uses3D && wanted.isSubset(of: Set(s.joints.map(CSVFormat.normalised)))
         }
         if let exact = candidates.first(where: { Set($0.joints.map(CSVFormat.normalised)) == wanted }) { return exact }
-        let smallest = candidates.map(\.jointCount).min()
-        let best = candidates.filter { $0.jointCount == smallest }
-        if best.count == 1 { return best[0] }
         throw DatasetError.invalidValue(
             at,
-            problem: best.isEmpty
+            problem: candidates.isEmpty
                 ? "the joint columns (\(jointNames.joined(separator: ", "))) match no built-in skeleton"
-                : "the joint columns fit several skeletons (\(best.map(\.name).sorted().joined(separator: ", ")))",
-            fix: "pass --skeleton NAME or a schema file")
+                : "the joint columns are a subset of \(candidates.map(\.name).sorted().joined(separator: ", ")), not all of its joints",
+            fix: "pass --skeleton NAME or a schema file (joints without columns are then absent)")
     }
 
     // MARK: rows

@@ -168,7 +168,7 @@ struct NativeHeader {
         }
         guard let version = h["version"]?.integer, version == NativeFormat.version else {
             throw fail(
-                "unsupported version \(h["version"].map { "\($0)" } ?? "(missing)")",
+                "unsupported version \(h["version"]?.text ?? "(missing)")",
                 "this reader knows version \(NativeFormat.version); set \"version\": 1 or update actiontrain")
         }
         let skeleton: Skeleton
