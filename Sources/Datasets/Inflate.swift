@@ -9,9 +9,9 @@ import Foundation
 ///
 /// Output is streamed: the decoder keeps a 32 KiB history window plus a 1 MiB buffer and hands
 /// full buffers to `sink`, so a large entry is never held in memory twice.
-enum Inflate {
-    struct InflateError: Error, Equatable {
-        let reason: String
+public enum Inflate {
+    public struct InflateError: Error, Equatable {
+        public let reason: String
     }
 
     /// Decompresses a raw deflate stream (no zlib or gzip header), calling `sink` with the
@@ -25,7 +25,7 @@ enum Inflate {
     }
 
     /// Convenience: the whole output as one array.
-    static func decompress(_ input: [UInt8], maxOutput: Int = Int.max) throws -> [UInt8] {
+    public static func decompress(_ input: [UInt8], maxOutput: Int = Int.max) throws -> [UInt8] {
         var out: [UInt8] = []
         try input.withUnsafeBufferPointer { b in
             try decompress(b, maxOutput: maxOutput) { out.append(contentsOf: $0) }
