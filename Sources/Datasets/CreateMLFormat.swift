@@ -33,7 +33,7 @@ public enum CreateMLFormat {
 
     /// Reads an archive held in memory (tests).
     public static func parseArchive(_ bytes: [UInt8], file: String) throws -> Dataset {
-        try read(NumpySource(archive: try ZipArchive(reader: FileReader(bytes: bytes, name: file))))
+        try read(NumpySource(archive: ZipArchive(reader: FileReader(bytes: bytes, name: file))))
     }
 
     static func read(_ source: NumpySource) throws -> Dataset {

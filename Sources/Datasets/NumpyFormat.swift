@@ -42,7 +42,7 @@ public enum NumpyFormat {
 
     /// Reads an `.npz` held in memory (tests, fuzzing).
     public static func parseArchive(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
-        let source = try NumpySource(archive: try ZipArchive(reader: FileReader(bytes: bytes, name: file)))
+        let source = NumpySource(archive: try ZipArchive(reader: FileReader(bytes: bytes, name: file)))
         return try read(source, options: options, layout: .framesJointsChannels)
     }
 
@@ -224,14 +224,14 @@ public enum NumpyFormat {
 
         // Per-sequence metadata.
         if let (n, ids) = array(["ids", "id"]) {
-            let list = ids.header.isNumeric ? ids.doubles().map { String(Int($0)) } : ids.strings()
+            let list = ids.header.isNumeric ? ids.doubles().map(NumpyFormat.integerText) : ids.strings()
             guard Set(list).count == list.count else {
                 throw DatasetError.numpy(source.location(n), problem: "sequence ids repeat", fix: "give every sequence a unique id")
             }
             for k in sequences.indices { sequences[k].id = list[k] }
         }
         if let (_, g) = array(["groups", "group", "subjects"]) {
-            let list = g.header.isNumeric ? g.doubles().map { $0.rounded() == $0 ? String(Int($0)) : String($0) } : g.strings()
+            let list = g.header.isNumeric ? g.doubles().map(NumpyFormat.integerText) : g.strings()
             for k in sequences.indices { sequences[k].group = list[k] }
         }
         if let (n, s) = array(["split", "splits"]) {
@@ -270,6 +270,11 @@ public enum NumpyFormat {
             classes: classes, frameRate: frameRate, imageSize: imageSize)
     }
 
+    /// An integral value as "12", anything else (fractions, NaN, huge) as Swift prints it.
+    static func integerText(_ v: Double) -> String {
+        v.rounded() == v && abs(v) < 9e15 ? String(Int(v)) : String(v)
+    }
+
     static func layoutRowElements(_ layout: Layout, T: Int, J: Int, C: Int) -> Int {
         switch layout {
         case .framesJointsChannels: return T * J * C
@@ -304,10 +309,10 @@ public enum NumpyFormat {
             throw DatasetError.numpy(at, problem: "labels are fractional numbers", fix: "save integer class indices or strings")
         }
         return try y.doubles().enumerated().map { k, v in
-            guard let classes else { return String(Int(v)) }
-            guard v >= 0, Int(v) < classes.count else {
+            guard let classes else { return integerText(v) }
+            guard v >= 0, v < Double(classes.count) else {
                 throw DatasetError.labelNotInClasses(
-                    SourceLocation(file: at.file, record: "\(name)[\(k)]", recordKind: "entry"), label: String(Int(v)), classes: classes)
+                    SourceLocation(file: at.file, record: "\(name)[\(k)]", recordKind: "entry"), label: integerText(v), classes: classes)
             }
             return classes[Int(v)]
         }
