@@ -11,6 +11,13 @@ import PoseCore
 /// A `?` or `NaN` value marks the joint absent in that frame. Cases may differ in length
 /// (`@equalLength false`); the dimensions of one case must have the same length.
 public enum UEAFormat {
+    /// NATOPS's class names (SOURCE.md: 1 "I have command" ... 6 "Lock wings") for the
+    /// archive's labels "1.0" ... "6.0", as `actiontrain import natops` applies them.
+    public static let natopsLabelNames = [
+        "1.0": "i-have-command", "2.0": "all-clear", "3.0": "not-clear", "4.0": "spread-wings", "5.0": "fold-wings",
+        "6.0": "lock-wings",
+    ]
+
     public struct Options: Sendable {
         /// The skeleton; default NATOPS's for the NATOPS problem, else one 2D "joint" per pair
         /// of channels (`channel0`, ...), unitless.

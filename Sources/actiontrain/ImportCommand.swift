@@ -33,12 +33,6 @@ enum ImportCommand {
               actiontrain import npz poses.npz --skeleton coco-17 --out poses.jsonl
             """)
 
-    /// NATOPS's class names in the archive's order ("1.0" ... "6.0").
-    static let natopsLabels = [
-        "1.0": "i-have-command", "2.0": "all-clear", "3.0": "not-clear", "4.0": "spread-wings", "5.0": "fold-wings",
-        "6.0": "lock-wings",
-    ]
-
     static func run(_ args: ParsedArguments, out: inout Output) throws {
         let kind = args.positionals[0], src = args.positionals[1]
         guard kinds.contains(kind) else {
@@ -72,7 +66,7 @@ enum ImportCommand {
             }
             var merged: Dataset? = nil
             for f in files {
-                let d = try UEAFormat.read(f, options: .init(skeleton: skeleton, labelNames: natopsLabels))
+                let d = try UEAFormat.read(f, options: .init(skeleton: skeleton, labelNames: UEAFormat.natopsLabelNames))
                 if merged == nil { merged = d } else { merged!.sequences += d.sequences }
             }
             return merged!

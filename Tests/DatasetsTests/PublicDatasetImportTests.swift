@@ -22,7 +22,7 @@ final class PublicDatasetImportTests: XCTestCase {
 
     func testNATOPSImportReproducesTheShippedFile() throws {
         let root = try datasets("natops")
-        let labels = ["1.0": "i-have-command", "2.0": "all-clear", "3.0": "not-clear", "4.0": "spread-wings", "5.0": "fold-wings", "6.0": "lock-wings"]
+        let labels = UEAFormat.natopsLabelNames
         var d = try UEAFormat.read(root + "/NATOPS_TRAIN.ts", options: .init(labelNames: labels))
         let test = try UEAFormat.read(root + "/NATOPS_TEST.ts", options: .init(labelNames: labels))
         d.sequences += test.sequences
