@@ -328,7 +328,7 @@ struct CSVReader {
         throw DatasetError.invalidValue(
             at,
             problem: candidates.isEmpty
-                ? "the joint columns (\(jointNames.joined(separator: ", "))) match no built-in skeleton"
+                ? "the joint columns (\(NSOrderedSet(array: jointNames).array.map { "\($0)" }.joined(separator: ", "))) match no built-in skeleton"
                 : "the joint columns are a subset of \(candidates.map(\.name).sorted().joined(separator: ", ")), not all of its joints",
             fix: "pass --skeleton NAME or a schema file (joints without columns are then absent)")
     }
@@ -467,7 +467,10 @@ struct CSVReader {
                 }
                 if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, v.isFinite {
                     sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, s, e)
-                } else if try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) == nil {
+                } else if let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) {
+                    let ts = trimmedStart(p, start, end)
+                    sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, ts, trimmedEnd(p, start, end))
+                } else {
                     sc.missing[j] = true
                 }
             case CSVRowScratch.confidence:
@@ -575,6 +578,7 @@ struct CSVReader {
         }
     }
 
+    /// Field bounds without surrounding spaces, tabs and quotes; `start <= end` always.
     @inline(__always)
     private func trimmedStart(_ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int) -> Int {
         var s = start
@@ -584,8 +588,9 @@ struct CSVReader {
 
     @inline(__always)
     private func trimmedEnd(_ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int) -> Int {
+        let s = trimmedStart(p, start, end)
         var e = end
-        while e > start && (p[e - 1] == 0x20 || p[e - 1] == 0x09 || p[e - 1] == UInt8(ascii: "\"")) { e -= 1 }
+        while e > s && (p[e - 1] == 0x20 || p[e - 1] == 0x09 || p[e - 1] == UInt8(ascii: "\"")) { e -= 1 }
         return e
     }
 

@@ -63,6 +63,13 @@ final class CSVFormatTests: XCTestCase {
         XCTAssertEqual(s.present, [1, 1, 0, 1, 0, 0], "rightHand has no columns; leftHand has confidence 0 in frame 1")
     }
 
+    /// Found by fuzzing: a cell of only spaces crashed the trimming; padded numbers are read.
+    func testBlankAndPaddedCells() throws {
+        let d = try parse("id,head_x,head_y,leftHand_x,leftHand_y\na, ,\t,\t5 , 6\t\n", mapping: rigMapping)
+        XCTAssertEqual(d.sequences[0].present, [0, 1, 0])
+        XCTAssertEqual(Array(d.sequences[0].coordinates[2..<4]), [5, 6])
+    }
+
     // MARK: errors
 
     func testWrongColumnCount() {
