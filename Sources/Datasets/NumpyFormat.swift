@@ -177,7 +177,31 @@ public enum NumpyFormat {
                             fix: "save 'image_size' [width, height] (or 'image_sizes' [N, 2]) so normalised points become pixels")
                     }
                 }
-                for t in 0..<frames {
+                var fast = false
+                if case .framesJointsChannels = layout, h.kind == .float, h.itemSize == 4, !h.bigEndian { fast = true }
+                if fast {
+                    // float32 little-endian [T, J, C]: straight loads, no per-element dispatch.
+                    let minConfidence = options.minConfidence
+                    for i in 0..<(frames * J) {
+                        let e = i * C * 4
+                        let x = base.loadUnaligned(fromByteOffset: e, as: Float.self)
+                        let y = base.loadUnaligned(fromByteOffset: e + 4, as: Float.self)
+                        let z: Float = D == 3 ? base.loadUnaligned(fromByteOffset: e + 8, as: Float.self) : 0
+                        let c: Float = hasConfidence ? base.loadUnaligned(fromByteOffset: e + D * 4, as: Float.self) : 1
+                        if x.isNaN || y.isNaN || z.isNaN || c.isNaN { continue }
+                        guard x.isFinite && y.isFinite && z.isFinite && c.isFinite else {
+                            throw DatasetError.nonFinite(
+                                SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]), what: "a coordinate or confidence")
+                        }
+                        if hasConfidence && c <= minConfidence { continue }
+                        coords[i * D] = x
+                        coords[i * D + 1] = y
+                        if D == 3 { coords[i * D + 2] = z }
+                        present[i] = 1
+                        conf?[i] = c
+                    }
+                }
+                for t in 0..<(fast ? 0 : frames) {
                     for j in 0..<(layoutJoints(layout, J: J)) {
                         var v: (Float, Float, Float, Float) = (0, 0, 0, 0)
                         let target: Int

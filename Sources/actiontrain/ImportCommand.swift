@@ -55,7 +55,7 @@ enum ImportCommand {
         case "natops":
             var files: [String]
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
             if isDirectory.boolValue {
                 files = ["NATOPS_TRAIN.ts", "NATOPS_TEST.ts"].map { (src as NSString).appendingPathComponent($0) }
                 for f in files where !FileManager.default.fileExists(atPath: f) {
