@@ -524,3 +524,12 @@ struct JSONScanner {
         i += n
     }
 }
+
+extension Array {
+    /// A copy with capacity equal to the count. Handing a reused scratch buffer to a
+    /// sequence would keep its doubled capacity alive (and make the next `removeAll` copy).
+    @inline(__always)
+    func exactCopy() -> [Element] {
+        withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: $0.baseAddress, count: $0.count)) }
+    }
+}

@@ -630,8 +630,8 @@ struct CSVReader {
         sequences.append(
             PoseSequence(
                 id: currentIdString, label: currentLabel, group: currentGroup, split: currentSplit, jointCount: J,
-                dimensions: D, frameCount: frames, coordinates: coords, present: present,
-                confidence: hasConfidence ? conf : nil, timestamps: times.isEmpty ? nil : times))
+                dimensions: D, frameCount: frames, coordinates: coords.exactCopy(), present: present.exactCopy(),
+                confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy()))
         coords.removeAll(keepingCapacity: true)
         present.removeAll(keepingCapacity: true)
         conf.removeAll(keepingCapacity: true)

@@ -400,8 +400,8 @@ struct NativeReader {
         sequences.append(
             PoseSequence(
                 id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
-                coordinates: coords, present: present, confidence: anyConfidence ? conf : nil,
-                timestamps: framesWithTime > 0 ? times : nil, events: events, imageSize: imageSize))
+                coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
+                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize))
     }
 
     /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.
