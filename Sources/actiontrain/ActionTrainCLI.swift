@@ -27,6 +27,7 @@ enum ActionTrainCLI {
         Command(spec: CompareCommand.spec, run: CompareCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
         Command(spec: InspectCommand.spec, run: InspectCommand.run),
+        Command(spec: ImportCommand.spec, run: ImportCommand.run),
     ]
 
     static var help: String {
