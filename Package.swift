@@ -4,7 +4,7 @@
 //   PoseCore  <- Datasets
 //   PoseCore, CBLAS <- ActionRuntime  (the importable inference runtime)
 //   ActionRuntime, Datasets <- ActionTrain
-//   Eval depends on nothing (labels, predictions, probabilities only)
+//   Eval depends on PoseCore only for SeededGenerator (labels, predictions, probabilities only)
 //   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
 import PackageDescription
 
@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS"]),
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
         .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
-        .target(name: "Eval"),
+        .target(name: "Eval", dependencies: ["PoseCore"]),  // PoseCore only for SeededGenerator
         .executableTarget(
             name: "actiontrain",
             dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "PoseCore"]

@@ -162,7 +162,7 @@ public final class ActionModel {
                 got: sequence.jointCount * sequence.dimensions)
         }
         let spec = input.window
-        let seq = spec.retimed(sequence, sourceFrameRate: sourceFrameRate)
+        let seq = try spec.retimed(sequence, sourceFrameRate: sourceFrameRate)
         guard seq.frameCount > 0 else { return [] }
         return spec.starts(frameCount: seq.frameCount, stride: stride).map { s in
             let end = spec.mode == .fit ? seq.frameCount : min(s + spec.frames, seq.frameCount)

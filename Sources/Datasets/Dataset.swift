@@ -71,6 +71,46 @@ public struct Dataset: Sendable, Equatable {
     }
 }
 
+/// Where in an input a problem is: the file and, when known, the line (1-based), the column
+/// (1-based byte), the record (sequence id, array or archive entry), the frame index (0-based)
+/// and the joint. Printed as `file:line:column: sequence 's1' frame 4 joint 'nose'`.
+public struct SourceLocation: Equatable, Sendable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var column: Int?
+    public var record: String?
+    public var frame: Int?
+    public var joint: String?
+    /// What a record is called in this format ("sequence", "entry", "segment", ...).
+    public var recordKind: String
+
+    public init(
+        file: String, line: Int? = nil, column: Int? = nil, record: String? = nil, frame: Int? = nil,
+        joint: String? = nil, recordKind: String = "sequence"
+    ) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.record = record
+        self.frame = frame
+        self.joint = joint
+        self.recordKind = recordKind
+    }
+
+    public var description: String {
+        var s = file
+        if let line {
+            s += ":\(line)"
+            if let column { s += ":\(column)" }
+        }
+        var parts: [String] = []
+        if let record { parts.append("\(recordKind) '\(record)'") }
+        if let frame { parts.append("frame \(frame)") }
+        if let joint { parts.append("joint '\(joint)'") }
+        return parts.isEmpty ? s : s + ": " + parts.joined(separator: " ")
+    }
+}
+
 /// Errors reading or using a dataset. Each names the file and, where there is one, the line
 /// or record, and says what to do.
 public enum DatasetError: Error, Equatable, CustomStringConvertible {
@@ -81,6 +121,28 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
     case empty(file: String)
     case unknownFormat(file: String)
     case split(String)
+    /// Malformed text: `expected` says what should have been there.
+    case syntax(SourceLocation, expected: String)
+    /// The input ends in the middle of a record.
+    case truncated(SourceLocation, what: String)
+    /// A row with the wrong number of fields.
+    case columnCount(SourceLocation, expected: Int, got: Int)
+    /// A joint name the skeleton does not have.
+    case jointNotInSkeleton(SourceLocation, joint: String, skeleton: String, known: [String])
+    /// A label that is not in the declared class list.
+    case labelNotInClasses(SourceLocation, label: String, classes: [String])
+    /// A NaN or infinite coordinate, confidence or time.
+    case nonFinite(SourceLocation, what: String)
+    /// Timestamps (or frame numbers) that do not increase.
+    case notIncreasing(SourceLocation, what: String, previous: Double, value: Double)
+    /// A value of the wrong kind, shape or range; `fix` says what to do.
+    case invalidValue(SourceLocation, problem: String, fix: String)
+    /// A NumPy array with an unsupported dtype, layout or shape.
+    case numpy(SourceLocation, problem: String, fix: String)
+    /// A damaged zip archive or deflate stream.
+    case corruptArchive(SourceLocation, problem: String)
+    /// A skeleton schema field that is missing or wrong.
+    case invalidSkeleton(SourceLocation, field: String, problem: String)
 
     public var description: String {
         switch self {
@@ -93,34 +155,77 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
         case .unknownJoint(let file, let line, let joint, let skeleton):
             return "\(file):\(line): joint '\(joint)' is not in skeleton '\(skeleton)'; rename it or declare a custom skeleton"
         case .empty(let file):
-            return "\(file): the dataset has no sequences"
+            return "\(file): the dataset has no sequences; add sequences or check that you passed the right file"
         case .unknownFormat(let file):
-            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA) file, or pass --format"
+            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA), .csv, .npz or .npy file, or 'actiontrain import' for the public datasets"
         case .split(let why):
             return why
+        case .syntax(let at, let expected):
+            return "\(at): expected \(expected)"
+        case .truncated(let at, let what):
+            return "\(at): the input ends in the middle of \(what); the file looks cut short (an interrupted copy or write?): regenerate or re-download it"
+        case .columnCount(let at, let expected, let got):
+            return "\(at): expected \(expected) fields as in the header, found \(got); check the delimiter, quoting and that every row has every column"
+        case .jointNotInSkeleton(let at, let joint, let skeleton, let known):
+            return "\(at): joint '\(joint)' is not in skeleton '\(skeleton)' (\(known.joined(separator: ", "))); rename it or declare a custom skeleton"
+        case .labelNotInClasses(let at, let label, let classes):
+            return "\(at): label '\(label)' is not in the class list [\(classes.joined(separator: ", "))]; add it to the classes or fix the label"
+        case .nonFinite(let at, let what):
+            return "\(at): \(what) is NaN or infinite; omit joints that were not seen (an absent joint is simply left out)"
+        case .notIncreasing(let at, let what, let previous, let value):
+            return "\(at): \(what) must increase, but \(value) follows \(previous); sort the frames and drop duplicates"
+        case .invalidValue(let at, let problem, let fix):
+            return "\(at): \(problem); \(fix)"
+        case .numpy(let at, let problem, let fix):
+            return "\(at): \(problem); \(fix)"
+        case .corruptArchive(let at, let problem):
+            return "\(at): corrupt archive: \(problem); re-create it with numpy.savez or numpy.savez_compressed"
+        case .invalidSkeleton(let at, let field, let problem):
+            return "\(at): skeleton field \"\(field)\": \(problem)"
         }
     }
 }
 
-/// Reads a dataset file, choosing the reader from the extension.
+/// A problem that does not stop loading (e.g. a segment skipped because its bounds are NaN),
+/// printed by the CLI in the style of lint warnings.
+public struct DatasetWarning: Equatable, Sendable, CustomStringConvertible {
+    public var location: SourceLocation
+    public var message: String
+
+    public init(_ location: SourceLocation, _ message: String) {
+        self.location = location
+        self.message = message
+    }
+
+    public var description: String { "warning: \(location): \(message)" }
+}
+
+/// Reads a dataset file, choosing the reader from the extension: `.jsonl`/`.json` native,
+/// `.ts` UEA, `.csv`/`.tsv` CSV, `.npz`/`.npy` NumPy. `skeleton` overrides the skeleton of
+/// formats that do not name one (CSV, NumPy, UEA).
 public enum DatasetLoader {
-    public static func load(_ path: String) throws -> Dataset {
+    public static func load(_ path: String, skeleton: Skeleton? = nil, mapping: CSVMapping? = nil) throws -> Dataset {
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw DatasetError.cannotRead(file: path, reason: "no such file; check the path")
         }
         if isDirectory.boolValue {
-            throw DatasetError.cannotRead(file: path, reason: "is a directory; pass a dataset file")
+            throw DatasetError.cannotRead(file: path, reason: "is a directory; pass a dataset file (or use 'actiontrain import' for a dataset folder)")
         }
         switch url.pathExtension.lowercased() {
         case "jsonl", "json": return try NativeFormat.read(path)
-        case "ts": return try UEAFormat.read(path)
+        case "ts": return try UEAFormat.read(path, options: .init(skeleton: skeleton))
+        case "csv", "tsv":
+            var m = mapping ?? CSVMapping()
+            if let skeleton { m.skeleton = skeleton }
+            return try CSVFormat.read(path, mapping: m)
+        case "npz", "npy": return try NumpyFormat.read(path, options: .init(skeleton: skeleton))
         default: throw DatasetError.unknownFormat(file: path)
         }
     }
 
-    /// Reads a whole file, with a dataset error on failure.
+    /// Reads a whole (small) file, with a dataset error on failure.
     static func contents(of path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw DatasetError.cannotRead(file: path, reason: "no such file or not readable")

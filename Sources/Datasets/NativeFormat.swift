@@ -1,9 +1,9 @@
 import Foundation
 import PoseCore
 
-/// The native dataset format: JSON Lines, UTF-8 (docs/datasets.md).
+/// The native dataset format: JSON Lines, UTF-8 (specified in docs/datasets.md).
 ///
-/// Line 1 is the header; every further non-blank line is one sequence:
+/// The first non-blank line is the header; every further non-blank line is one sequence:
 ///
 ///     {"actiontrain": "poses", "version": 1, "skeleton": "vision-body-2d", "frameRate": 30,
 ///      "imageSize": [1920, 1080], "classes": ["squat", "other"]}
@@ -14,128 +14,37 @@ import PoseCore
 /// Points are `[x, y]` or `[x, y, confidence]` for 2D skeletons (image pixels, origin
 /// top-left, y down) and `[x, y, z]` or `[x, y, z, confidence]` for 3D ones (metres).
 /// Absent joints are omitted; an empty `pose` is a frame with nobody in view.
+///
+/// The reader is a hand-written byte-level parser: files are streamed in 4 MiB chunks (memory
+/// is one chunk plus the parsed data), numbers are parsed in place without allocation and
+/// joint names are matched as bytes. Every error names the file, line and column and, when
+/// known, the sequence id, frame index and joint.
 public enum NativeFormat {
     public static let formatName = "poses"
     public static let version = 1
+    /// Values allowed for a sequence's `"split"`.
+    public static let splits = ["train", "validation", "test"]
 
     public static func read(_ path: String) throws -> Dataset {
-        let bytes = try DatasetLoader.contents(of: path)
-        return try parse(bytes, file: path)
+        var reader = NativeReader(file: path)
+        let endsWithNewline = try LineSplitter.forEachLine(ofFile: path) { line, number in
+            try reader.consume(line, number)
+        }
+        return try reader.finish(endsWithNewline: endsWithNewline)
     }
 
+    /// Parses a whole file held in memory (tests, fuzzing). `file` names it in errors.
     public static func parse(_ bytes: [UInt8], file: String) throws -> Dataset {
-        var lines: [(number: Int, range: Range<Int>)] = []
-        var start = 0
-        var number = 1
-        for i in 0...bytes.count where i == bytes.count || bytes[i] == UInt8(ascii: "\n") {
-            if i > start, !bytes[start..<i].allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
-                lines.append((number, start..<i))
-            }
-            start = i + 1
-            number += 1
+        var reader = NativeReader(file: file)
+        try bytes.withUnsafeBufferPointer { b in
+            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
         }
-        guard let first = lines.first else { throw DatasetError.empty(file: file) }
-        let header = try object(bytes, first.range, file: file, line: first.number)
-        func headerError(_ why: String) -> DatasetError { .parse(file: file, line: first.number, reason: why) }
-        guard header["actiontrain"] as? String == formatName else {
-            throw headerError("the first line must be the header {\"actiontrain\": \"poses\", \"version\": 1, ...}")
-        }
-        guard let version = header["version"] as? Int, version == NativeFormat.version else {
-            throw headerError("unsupported version \(header["version"] ?? "missing"); this reader knows version \(NativeFormat.version)")
-        }
-        let skeleton: Skeleton
-        if let name = header["skeleton"] as? String {
-            do { skeleton = try Skeleton.named(name) } catch let e as PoseError { throw headerError(e.description) }
-        } else if let custom = header["skeleton"] as? [String: Any] {
-            do {
-                let data = try JSONSerialization.data(withJSONObject: custom)
-                skeleton = try JSONDecoder().decode(Skeleton.self, from: data)
-                try skeleton.validate()
-            } catch let e as PoseError {
-                throw headerError(e.description)
-            } catch {
-                throw headerError("the custom skeleton does not decode: \(error)")
-            }
-        } else {
-            throw headerError("\"skeleton\" must be a built-in name or a schema object")
-        }
-        let frameRate = header["frameRate"] as? Double
-        let imageSize = header["imageSize"] as? [Double]
-        let declaredClasses = header["classes"] as? [String]
-
-        var index: [String: Int] = [:]
-        for (i, j) in skeleton.joints.enumerated() { index[j] = i }
-        let D = skeleton.dimensions
-        var sequences: [PoseSequence] = []
-        for line in lines.dropFirst() {
-            func fail(_ why: String) -> DatasetError { .parse(file: file, line: line.number, reason: why) }
-            let obj = try object(bytes, line.range, file: file, line: line.number)
-            guard let id = obj["id"] as? String ?? (obj["id"] as? Int).map(String.init) else {
-                throw fail("a sequence needs an \"id\" string")
-            }
-            guard let frames = obj["frames"] as? [Any] else { throw fail("sequence '\(id)' needs a \"frames\" array") }
-            let label = obj["label"] as? String
-            var hasConfidence = false
-            var parsed: [[PosePoint?]] = []
-            var times: [Double] = []
-            for (fi, frameAny) in frames.enumerated() {
-                guard let frame = frameAny as? [String: Any], let pose = frame["pose"] as? [String: Any] else {
-                    throw fail("sequence '\(id)' frame \(fi): each frame is {\"pose\": {joint: [x, y, ...]}}")
-                }
-                if let t = frame["t"] {
-                    guard let t = t as? Double, t.isFinite else { throw fail("sequence '\(id)' frame \(fi): \"t\" must be a finite number of seconds") }
-                    if let last = times.last, t < last { throw fail("sequence '\(id)' frame \(fi): timestamps go backwards (\(t) after \(last))") }
-                    times.append(t)
-                }
-                var points = [PosePoint?](repeating: nil, count: skeleton.jointCount)
-                for (name, value) in pose {
-                    guard let j = index[name] else {
-                        throw DatasetError.unknownJoint(file: file, line: line.number, joint: name, skeleton: skeleton.name)
-                    }
-                    guard let v = value as? [Double], v.count == D || v.count == D + 1 else {
-                        throw fail("sequence '\(id)' frame \(fi) joint '\(name)': expected \(D) coordinates and an optional confidence")
-                    }
-                    guard v.allSatisfy(\.isFinite) else {
-                        throw fail("sequence '\(id)' frame \(fi) joint '\(name)': NaN or infinite value; omit joints that were not seen")
-                    }
-                    let conf = v.count == D + 1 ? Float(v[D]) : nil
-                    if conf != nil { hasConfidence = true }
-                    points[j] = PosePoint(x: Float(v[0]), y: Float(v[1]), z: D == 3 ? Float(v[2]) : 0, confidence: conf)
-                }
-                parsed.append(points)
-            }
-            guard times.isEmpty || times.count == frames.count else {
-                throw fail("sequence '\(id)': give \"t\" on every frame or on none")
-            }
-            var seq = PoseSequence(id: id, label: label, jointCount: skeleton.jointCount, dimensions: D, hasConfidence: hasConfidence)
-            for (fi, p) in parsed.enumerated() { seq.appendFrame(p, time: times.isEmpty ? nil : times[fi]) }
-            seq.group = obj["group"] as? String ?? (obj["group"] as? Int).map(String.init)
-            seq.split = obj["split"] as? String
-            seq.events = obj["events"] as? [Int] ?? []
-            sequences.append(seq)
-        }
-        let dataset = Dataset(
-            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
-            sequences: sequences, classes: declaredClasses, frameRate: frameRate, imageSize: imageSize)
-        try dataset.validateLabels(file: file)
-        return dataset
-    }
-
-    private static func object(_ bytes: [UInt8], _ range: Range<Int>, file: String, line: Int) throws -> [String: Any] {
-        let value: Any
-        do {
-            value = try JSONSerialization.jsonObject(with: Data(bytes[range]), options: [])
-        } catch {
-            throw DatasetError.parse(file: file, line: line, reason: "not valid JSON (each line must be one JSON object)")
-        }
-        guard let obj = value as? [String: Any] else {
-            throw DatasetError.parse(file: file, line: line, reason: "expected a JSON object")
-        }
-        return obj
+        return try reader.finish(endsWithNewline: bytes.last == 0x0A)
     }
 
     /// Writes a dataset in the native format. Coordinates are written with the shortest
-    /// representation that reads back to the same Float.
+    /// representation that reads back to the same Float. The output for a given dataset is
+    /// byte-stable (the shipped data/natops.jsonl is reproduced exactly by `convert`).
     public static func write(_ d: Dataset, to path: String) throws {
         var out = ""
         out.reserveCapacity(1 << 20)
@@ -158,6 +67,7 @@ public enum NativeFormat {
             if let g = s.group { out += ", \"group\": \(jsonString(g))" }
             if let sp = s.split { out += ", \"split\": \(jsonString(sp))" }
             if !s.events.isEmpty { out += ", \"events\": [\(s.events.map(String.init).joined(separator: ", "))]" }
+            if let size = s.imageSize { out += ", \"imageSize\": [\(size.map { "\($0)" }.joined(separator: ", "))]" }
             out += ", \"frames\": ["
             for f in 0..<s.frameCount {
                 if f > 0 { out += ", " }
@@ -201,5 +111,450 @@ public enum NativeFormat {
             }
         }
         return r + "\""
+    }
+}
+
+/// Joint names as bytes for allocation-free lookup of JSON keys and CSV headers.
+final class JointTable {
+    let names: [String]
+    private let bytes: UnsafeMutablePointer<UInt8>
+    private let offsets: [Int]  // names[k] is bytes[offsets[k]..<offsets[k+1]]
+
+    init(_ names: [String]) {
+        self.names = names
+        var all: [UInt8] = []
+        var offs = [0]
+        for n in names {
+            all += Array(n.utf8)
+            offs.append(all.count)
+        }
+        bytes = .allocate(capacity: max(all.count, 1))
+        bytes.initialize(from: all, count: all.count)
+        offsets = offs
+    }
+
+    deinit { bytes.deallocate() }
+
+    /// Index of the joint whose name is `p[start..<start+count]`, trying `hint` first.
+    @inline(__always)
+    func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: Int) -> Int? {
+        if hint < names.count && matches(hint, p, start, count) { return hint }
+        for k in 0..<names.count where k != hint && matches(k, p, start, count) { return k }
+        return nil
+    }
+
+    func index(of name: String) -> Int? { names.firstIndex(of: name) }
+
+    @inline(__always)
+    private func matches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
+        let o = offsets[k]
+        return offsets[k + 1] - o == count && memcmp(bytes + o, p + start, count) == 0
+    }
+}
+
+/// The dataset-level fields of a native header.
+struct NativeHeader {
+    var skeleton: Skeleton
+    var frameRate: Double?
+    var imageSize: [Double]?
+    var classes: [String]?
+
+    static func decode(_ value: JSONValue, at: SourceLocation) throws -> NativeHeader {
+        func fail(_ problem: String, _ fix: String) -> DatasetError { .invalidValue(at, problem: problem, fix: fix) }
+        guard let h = value.object, h["actiontrain"]?.string == NativeFormat.formatName else {
+            throw fail(
+                "the first line is not an actiontrain header",
+                "start the file with {\"actiontrain\": \"poses\", \"version\": 1, \"skeleton\": \"<name>\"} (docs/datasets.md)")
+        }
+        guard let version = h["version"]?.integer, version == NativeFormat.version else {
+            throw fail(
+                "unsupported version \(h["version"]?.text ?? "(missing)")",
+                "this reader knows version \(NativeFormat.version); set \"version\": 1 or update actiontrain")
+        }
+        let skeleton: Skeleton
+        switch h["skeleton"] {
+        case .string(let name)?:
+            guard let s = Skeleton.builtIn[name] else {
+                throw fail(
+                    "unknown skeleton '\(name)'",
+                    "use a built-in name (\(Skeleton.builtIn.keys.sorted().joined(separator: ", "))) or embed a schema object")
+            }
+            skeleton = s
+        case .object?:
+            skeleton = try SkeletonFile.decode(h["skeleton"]!, at: at)
+        default:
+            throw fail("\"skeleton\" is missing or not a name or schema object", "give a built-in name or a schema object")
+        }
+        var header = NativeHeader(skeleton: skeleton)
+        if let r = h["frameRate"], r != .null {
+            guard let v = r.number, v.isFinite, v > 0 else { throw fail("\"frameRate\" must be a positive number of frames per second", "fix or remove it") }
+            header.frameRate = v
+        }
+        if let s = h["imageSize"], s != .null { header.imageSize = try imageSize(s, at: at) }
+        if let c = h["classes"], c != .null {
+            guard let list = c.array else { throw fail("\"classes\" must be a list of label strings", "fix or remove it") }
+            var seen = Set<String>()
+            var classes: [String] = []
+            for v in list {
+                guard let name = v.string else { throw fail("\"classes\" entries must be strings, found \(v.kind)", "quote the class names") }
+                guard seen.insert(name).inserted else { throw fail("class '\(name)' is listed twice in \"classes\"", "list each class once") }
+                classes.append(name)
+            }
+            header.classes = classes
+        }
+        return header
+    }
+
+    static func imageSize(_ v: JSONValue, at: SourceLocation) throws -> [Double] {
+        guard let a = v.array, a.count == 2, let w = a[0].number, let h = a[1].number, w.isFinite, h.isFinite, w > 0, h > 0 else {
+            throw DatasetError.invalidValue(at, problem: "\"imageSize\" must be [width, height] in pixels", fix: "write e.g. [1920, 1080]")
+        }
+        return [w, h]
+    }
+}
+
+/// Streaming state of one native-format read: the header, the sequences so far, reusable
+/// scratch buffers for the sequence being parsed, and the location for error messages.
+struct NativeReader {
+    let file: String
+    var header: NativeHeader?
+    var joints: JointTable?
+    var sequences: [PoseSequence] = []
+    var idLines: [String: Int] = [:]
+    /// A line that ended before its JSON object did; reported as truncation if it was the
+    /// file's unterminated last line, else as a syntax error.
+    var endOfLineError: (line: Int, context: Context)?
+
+    // Scratch for the current sequence, reused across lines.
+    var coords: [Float] = []
+    var present: [UInt8] = []
+    var conf: [Float] = []
+    var times: [Double] = []
+
+    /// What is being parsed, for error messages.
+    struct Context {
+        var id: String?
+        var frame: Int?
+        var joint: String?
+    }
+    var context = Context()
+
+    init(file: String) { self.file = file }
+
+    func location(_ line: Int, column: Int? = nil) -> SourceLocation {
+        SourceLocation(file: file, line: line, column: column, record: context.id, frame: context.frame, joint: context.joint)
+    }
+
+    mutating func consume(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
+        if LineSplitter.isBlank(line) { return }
+        if let pending = endOfLineError {
+            context = pending.context
+            throw DatasetError.syntax(
+                location(pending.line, column: nil),
+                expected: "the rest of the JSON object on the same line (each sequence is one line of JSON Lines; do not pretty-print)")
+        }
+        context = Context()
+        do {
+            if header == nil {
+                try parseHeader(line, number)
+            } else {
+                try parseSequence(line, number)
+            }
+        } catch let e as JSONSyntaxError {
+            if e.offset >= line.count {
+                endOfLineError = (number, context)
+                return
+            }
+            throw DatasetError.syntax(location(number, column: e.offset + 1), expected: e.expected)
+        }
+    }
+
+    mutating func finish(endsWithNewline: Bool) throws -> Dataset {
+        if let pending = endOfLineError {
+            context = pending.context
+            if !endsWithNewline {
+                throw DatasetError.truncated(location(pending.line), what: context.id == nil ? "the header" : "a sequence")
+            }
+            throw DatasetError.syntax(location(pending.line), expected: "the rest of the JSON object on the same line (the line ends early)")
+        }
+        guard let header else { throw DatasetError.empty(file: file) }
+        guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
+        return Dataset(
+            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: header.skeleton,
+            sequences: sequences, classes: header.classes, frameRate: header.frameRate, imageSize: header.imageSize)
+    }
+
+    private mutating func parseHeader(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
+        var s = JSONScanner(line)
+        let value = try s.value(depth: 0)
+        s.skipSpace()
+        guard s.i == s.end else { throw JSONSyntaxError(offset: s.i, expected: "the end of the line after the header object") }
+        let h = try NativeHeader.decode(value, at: SourceLocation(file: file, line: number))
+        header = h
+        joints = JointTable(h.skeleton.joints)
+    }
+
+    private mutating func parseSequence(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
+        let header = header!
+        let table = joints!
+        let J = header.skeleton.jointCount, D = header.skeleton.dimensions
+        var s = JSONScanner(line)
+        coords.removeAll(keepingCapacity: true)
+        present.removeAll(keepingCapacity: true)
+        conf.removeAll(keepingCapacity: true)
+        times.removeAll(keepingCapacity: true)
+        var frameCount = 0
+        var anyConfidence = false
+        var framesWithTime = 0
+        var sawFrames = false
+        var id: String?
+        var label: String?
+        var group: String?
+        var split: String?
+        var events: [Int] = []
+        var imageSize: [Double]?
+
+        func invalid(_ problem: String, _ fix: String) -> DatasetError {
+            .invalidValue(location(number), problem: problem, fix: fix)
+        }
+
+        try s.expect(UInt8(ascii: "{"), "'{' (each line after the header is one sequence object)")
+        if !s.take(UInt8(ascii: "}")) {
+            repeat {
+                let key = try s.rawString()
+                try s.expect(UInt8(ascii: ":"), "':' after the key")
+                switch keyName(s.p, key) {
+                case .id:
+                    s.skipSpace()
+                    if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
+                        id = try s.string()
+                    } else {
+                        let v = try s.number("a string (or integer) sequence id")
+                        guard v.rounded() == v, abs(v) < 1e15 else { throw invalid("the id \(v) is not an integer", "quote ids that are not integers") }
+                        id = String(Int(v))
+                    }
+                    context.id = id
+                case .label: label = try optionalString(&s, "a label string or null")
+                case .group:
+                    s.skipSpace()
+                    if s.i < s.end && s.p[s.i] != UInt8(ascii: "\"") && s.p[s.i] != UInt8(ascii: "n") {
+                        let v = try s.number("a group string, integer or null")
+                        guard v.rounded() == v, abs(v) < 1e15 else { throw invalid("the group \(v) is not an integer", "quote groups that are not integers") }
+                        group = String(Int(v))
+                    } else {
+                        group = try optionalString(&s, "a group string, integer or null")
+                    }
+                case .split:
+                    split = try optionalString(&s, "a split string (\"train\", \"validation\" or \"test\") or null")
+                    if let sp = split, !NativeFormat.splits.contains(sp) {
+                        throw invalid("split '\(sp)' is not one of train, validation, test", "rename it (e.g. 'val' to 'validation')")
+                    }
+                case .events:
+                    try s.expect(UInt8(ascii: "["), "'[' starting the list of event frame indices")
+                    if !s.take(UInt8(ascii: "]")) {
+                        repeat {
+                            let v = try s.number("an event frame index")
+                            guard v.rounded() == v, v >= 0, v < 1e9 else { throw invalid("event \(v) is not a frame index", "give 0-based integer frame indices") }
+                            events.append(Int(v))
+                        } while s.take(UInt8(ascii: ","))
+                        try s.expect(UInt8(ascii: "]"), "',' or ']' in \"events\"")
+                    }
+                case .imageSize:
+                    imageSize = try NativeHeader.imageSize(try s.value(depth: 1), at: location(number))
+                case .frames:
+                    guard !sawFrames else { throw JSONSyntaxError(offset: key.start, expected: "\"frames\" once per sequence") }
+                    sawFrames = true
+                    try s.expect(UInt8(ascii: "["), "'[' starting the list of frames")
+                    if !s.take(UInt8(ascii: "]")) {
+                        repeat {
+                            context.frame = frameCount
+                            try parseFrame(&s, table: table, J: J, D: D, anyConfidence: &anyConfidence, framesWithTime: &framesWithTime, number)
+                            frameCount += 1
+                        } while s.take(UInt8(ascii: ","))
+                        try s.expect(UInt8(ascii: "]"), "',' or ']' between frames")
+                        context.frame = nil
+                    }
+                default:
+                    try s.skipValue(depth: 1)  // unknown keys are metadata, ignored
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"), "',' or '}' in the sequence object")
+        }
+        s.skipSpace()
+        guard s.i == s.end else { throw JSONSyntaxError(offset: s.i, expected: "the end of the line after the sequence object") }
+
+        guard let id else { throw invalid("the sequence has no \"id\"", "give every sequence a unique \"id\" string") }
+        if let first = idLines.updateValue(number, forKey: id) {
+            throw invalid("the id '\(id)' is also used on line \(first)", "give every sequence a unique id")
+        }
+        guard sawFrames else { throw invalid("the sequence has no \"frames\"", "add \"frames\": [{\"pose\": {...}}, ...]") }
+        guard framesWithTime == 0 || framesWithTime == frameCount else {
+            throw invalid("\"t\" is given on \(framesWithTime) of \(frameCount) frames", "give \"t\" on every frame or on none")
+        }
+        for e in events where e >= frameCount {
+            throw invalid("event frame \(e) is outside the sequence's \(frameCount) frames", "use 0-based frame indices below \(frameCount)")
+        }
+        if let label, let classes = header.classes, !classes.contains(label) {
+            throw DatasetError.labelNotInClasses(location(number), label: label, classes: classes)
+        }
+        sequences.append(
+            PoseSequence(
+                id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
+                coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
+                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize))
+    }
+
+    /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.
+    private mutating func parseFrame(
+        _ s: inout JSONScanner, table: JointTable, J: Int, D: Int, anyConfidence: inout Bool, framesWithTime: inout Int,
+        _ number: Int
+    ) throws {
+        let base = coords.count
+        let jbase = present.count
+        coords.append(contentsOf: repeatElement(0, count: J * D))
+        present.append(contentsOf: repeatElement(0, count: J))
+        conf.append(contentsOf: repeatElement(0, count: J))
+        var sawPose = false
+        try s.expect(UInt8(ascii: "{"), "'{' starting a frame object {\"pose\": {...}}")
+        if !s.take(UInt8(ascii: "}")) {
+            repeat {
+                let key = try s.rawString()
+                try s.expect(UInt8(ascii: ":"), "':' after the key")
+                switch keyName(s.p, key) {
+                case .t:
+                    let t = try s.number("\"t\": a time in seconds")
+                    guard t.isFinite else { throw DatasetError.nonFinite(location(number), what: "the time \"t\"") }
+                    if let last = times.last, t <= last {
+                        throw DatasetError.notIncreasing(location(number), what: "frame times \"t\"", previous: last, value: t)
+                    }
+                    times.append(t)
+                    framesWithTime += 1
+                case .pose:
+                    sawPose = true
+                    try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+                default:
+                    try s.skipValue(depth: 3)
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"), "',' or '}' in the frame object")
+        }
+        guard sawPose else {
+            throw DatasetError.invalidValue(
+                location(number), problem: "the frame has no \"pose\"", fix: "write {\"pose\": {}} for a frame with nobody in view")
+        }
+    }
+
+    /// `{"joint": [x, y(, z)(, c)], ...}` into the frame at `base` (coordinates) and `jbase`.
+    private mutating func parsePose(
+        _ s: inout JSONScanner, table: JointTable, J: Int, D: Int, base: Int, jbase: Int, anyConfidence: inout Bool,
+        _ number: Int
+    ) throws {
+        try s.expect(UInt8(ascii: "{"), "'{' starting the pose object {\"joint\": [x, y], ...}")
+        if s.take(UInt8(ascii: "}")) { return }
+        var hint = 0
+        repeat {
+            let key = try s.rawString()
+            let j: Int
+            if let decoded = key.decoded {
+                guard let k = table.index(of: decoded) else { throw unknownJoint(decoded, number) }
+                j = k
+            } else {
+                guard let k = table.index(s.p, key.start, key.count, hint: hint) else {
+                    throw unknownJoint(String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self), number)
+                }
+                j = k
+            }
+            hint = j + 1
+            context.joint = table.names[j]
+            guard present[jbase + j] == 0 else {
+                throw DatasetError.invalidValue(location(number), problem: "the joint is given twice in one frame", fix: "keep one point per joint")
+            }
+            try s.expect(UInt8(ascii: ":"), "':' after the joint name")
+            try s.expect(UInt8(ascii: "["), "'[' starting the point [x, y, ...]")
+            var values: (Float, Float, Float, Float) = (0, 0, 0, 0)
+            var count = 0
+            if !s.take(UInt8(ascii: "]")) {
+                repeat {
+                    s.skipSpace()
+                    guard let (v, next) = NumberParser.parseDouble(s.p, s.i, s.end) else {
+                        if s.i < s.end, [UInt8(ascii: "N"), UInt8(ascii: "I"), UInt8(ascii: "n"), UInt8(ascii: "-")].contains(s.p[s.i]) {
+                            throw DatasetError.nonFinite(location(number), what: "value \(count + 1) of the point")
+                        }
+                        throw JSONSyntaxError(offset: s.i, expected: "a number in the point [x, y, ...]")
+                    }
+                    guard v.isFinite else { throw DatasetError.nonFinite(location(number), what: "value \(count + 1) of the point") }
+                    let f = NumberParser.float(v, s.p, s.i, next)
+                    s.i = next
+                    switch count {
+                    case 0: values.0 = f
+                    case 1: values.1 = f
+                    case 2: values.2 = f
+                    case 3: values.3 = f
+                    default: break
+                    }
+                    count += 1
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "]"), "',' or ']' in the point")
+            }
+            guard count == D || count == D + 1 else {
+                let shape = D == 2 ? "[x, y] or [x, y, confidence]" : "[x, y, z] or [x, y, z, confidence]"
+                throw DatasetError.invalidValue(
+                    location(number), problem: "expected \(D) coordinates and an optional confidence, got \(count) values",
+                    fix: "write \(shape)")
+            }
+            let c = base + j * D
+            coords[c] = values.0
+            coords[c + 1] = values.1
+            if D == 3 { coords[c + 2] = values.2 }
+            present[jbase + j] = 1
+            if count == D + 1 {
+                conf[jbase + j] = D == 2 ? values.2 : values.3
+                anyConfidence = true
+            } else {
+                conf[jbase + j] = 1
+            }
+            context.joint = nil
+        } while s.take(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "}"), "',' or '}' in the pose object")
+    }
+
+    private func unknownJoint(_ name: String, _ number: Int) -> DatasetError {
+        let h = header!
+        return .jointNotInSkeleton(location(number), joint: name, skeleton: h.skeleton.name, known: h.skeleton.joints)
+    }
+
+    private mutating func optionalString(_ s: inout JSONScanner, _ what: String) throws -> String? {
+        s.skipSpace()
+        if s.i + 4 <= s.end && s.p[s.i] == UInt8(ascii: "n") {
+            _ = try s.value(depth: 1)
+            return nil
+        }
+        guard s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") else { throw JSONSyntaxError(offset: s.i, expected: what) }
+        return try s.string()
+    }
+
+    enum Key { case id, label, group, split, events, imageSize, frames, t, pose, other }
+
+    /// The key as one of the known names (no allocation).
+    @inline(__always)
+    private func keyName(_ p: UnsafePointer<UInt8>, _ key: (start: Int, count: Int, decoded: String?)) -> Key {
+        if key.decoded != nil { return .other }
+        let q = p + key.start
+        switch key.count {
+        case 1: return q[0] == UInt8(ascii: "t") ? .t : .other
+        case 2: return memcmp(q, "id", 2) == 0 ? .id : .other
+        case 4: return memcmp(q, "pose", 4) == 0 ? .pose : .other
+        case 5:
+            if memcmp(q, "label", 5) == 0 { return .label }
+            if memcmp(q, "group", 5) == 0 { return .group }
+            if memcmp(q, "split", 5) == 0 { return .split }
+            return .other
+        case 6:
+            if memcmp(q, "frames", 6) == 0 { return .frames }
+            if memcmp(q, "events", 6) == 0 { return .events }
+            return .other
+        case 9: return memcmp(q, "imageSize", 9) == 0 ? .imageSize : .other
+        default: return .other
+        }
     }
 }

@@ -3,8 +3,15 @@ import Foundation
 /// Per-class precision, recall, F1 and support with accuracy and macro/weighted averages,
 /// in the shape of scikit-learn's `classification_report`.
 ///
-/// Zero-division policy: a precision, recall or F1 whose denominator is 0 is reported as 0
-/// (scikit-learn's `zero_division=0`).
+/// For class k with `tp = counts[k][k]`, `support = Σ_p counts[k][p]` (row) and
+/// `predicted = Σ_t counts[t][k]` (column):
+/// precision = tp / predicted, recall = tp / support, F1 = 2·P·R / (P + R).
+///
+/// Zero-division policy (scikit-learn's `zero_division=0`): a precision, recall or F1 whose
+/// denominator is 0 is 0. The macro and weighted averages run over the classes that occur in
+/// the truth or in the predictions (scikit-learn's default label set), so that a class absent
+/// from the evaluation set and never predicted does not drag the averages down; it is still
+/// listed with support 0. Weighted averages weight each class by its support.
 public struct ClassificationReport: Codable, Hashable, Sendable {
     public struct ClassMetrics: Codable, Hashable, Sendable {
         public var label: String
@@ -12,6 +19,14 @@ public struct ClassificationReport: Codable, Hashable, Sendable {
         public var recall: Double
         public var f1: Double
         public var support: Int
+
+        public init(label: String, precision: Double, recall: Double, f1: Double, support: Int) {
+            self.label = label
+            self.precision = precision
+            self.recall = recall
+            self.f1 = f1
+            self.support = support
+        }
     }
 
     public var classes: [ClassMetrics]
@@ -33,43 +48,41 @@ public struct ClassificationReport: Codable, Hashable, Sendable {
         }
         classes = perClass
         accuracy = ratio(m.correct, m.total)
-        let n = Double(perClass.count), total = Double(m.total)
-        macro = ClassMetrics(
-            label: "macro avg", precision: perClass.map(\.precision).reduce(0, +) / n,
-            recall: perClass.map(\.recall).reduce(0, +) / n, f1: perClass.map(\.f1).reduce(0, +) / n, support: m.total)
+        let present = m.classes.indices.filter { support[$0] > 0 || predicted[$0] > 0 }
+        let n = Double(present.count), total = Double(m.total)
+        func mean(_ key: KeyPath<ClassMetrics, Double>) -> Double {
+            present.reduce(0) { $0 + perClass[$1][keyPath: key] } / n
+        }
         func weightedMean(_ key: KeyPath<ClassMetrics, Double>) -> Double {
             perClass.reduce(0) { $0 + $1[keyPath: key] * Double($1.support) } / total
         }
+        macro = ClassMetrics(
+            label: "macro avg", precision: mean(\.precision), recall: mean(\.recall), f1: mean(\.f1), support: m.total)
         weighted = ClassMetrics(
             label: "weighted avg", precision: weightedMean(\.precision), recall: weightedMean(\.recall),
             f1: weightedMean(\.f1), support: m.total)
     }
 
-    /// The fixed-width table: per-class rows, accuracy, averages, then the confusion matrix.
-    public func render(digits: Int = 3) -> String {
+    /// The scikit-learn style table: per-class rows, accuracy, macro and weighted averages.
+    public func table(digits: Int = 3) -> String {
         let nameWidth = max(12, (classes.map(\.label.count) + [macro.label.count]).max()!)
-        func pad(_ s: String, _ w: Int) -> String { String(repeating: " ", count: max(0, w - s.count)) + s }
         func num(_ v: Double) -> String { String(format: "%.\(digits)f", v) }
         let w = max(9, digits + 6)
-        var out = pad("", nameWidth) + pad("precision", w + 1) + pad("recall", w + 1) + pad("f1-score", w + 1) + pad("support", w + 1) + "\n\n"
-        for c in classes {
-            out += pad(c.label, nameWidth) + " " + pad(num(c.precision), w) + " " + pad(num(c.recall), w) + " "
-                + pad(num(c.f1), w) + " " + pad(String(c.support), w) + "\n"
+        var out = Text.pad("", nameWidth) + [" precision", " recall", " f1-score", " support"].map { Text.pad($0, w + 1) }.joined()
+        out += "\n\n"
+        func row(_ c: ClassMetrics) -> String {
+            Text.pad(c.label, nameWidth) + " " + Text.pad(num(c.precision), w) + " " + Text.pad(num(c.recall), w) + " "
+                + Text.pad(num(c.f1), w) + " " + Text.pad(String(c.support), w) + "\n"
         }
-        out += "\n" + pad("accuracy", nameWidth) + " " + pad("", w) + " " + pad("", w) + " " + pad(num(accuracy), w) + " "
-            + pad(String(confusion.total), w) + "\n"
-        for c in [macro, weighted] {
-            out += pad(c.label, nameWidth) + " " + pad(num(c.precision), w) + " " + pad(num(c.recall), w) + " "
-                + pad(num(c.f1), w) + " " + pad(String(c.support), w) + "\n"
-        }
-        out += "\nconfusion matrix (rows = true, columns = predicted)\n"
-        let cell = max(5, String(confusion.counts.flatMap { $0 }.max() ?? 0).count + 1)
-        let rowNames = confusion.classes.enumerated().map { "[\($0.offset)] \($0.element)" }
-        let rowWidth = rowNames.map(\.count).max() ?? 0
-        out += pad("", rowWidth) + confusion.classes.indices.map { pad("[\($0)]", cell + 1) }.joined() + "\n"
-        for (t, row) in confusion.counts.enumerated() {
-            out += rowNames[t] + String(repeating: " ", count: rowWidth - rowNames[t].count) + row.map { pad(String($0), cell + 1) }.joined() + "\n"
-        }
+        for c in classes { out += row(c) }
+        out += "\n" + Text.pad("accuracy", nameWidth) + " " + Text.pad("", w) + " " + Text.pad("", w) + " "
+            + Text.pad(num(accuracy), w) + " " + Text.pad(String(confusion.total), w) + "\n"
+        out += row(macro) + row(weighted)
         return out
+    }
+
+    /// The table followed by the confusion matrix in counts.
+    public func render(digits: Int = 3) -> String {
+        table(digits: digits) + "\nconfusion matrix (rows = true, columns = predicted)\n" + Text.matrix(confusion)
     }
 }

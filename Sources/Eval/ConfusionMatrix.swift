@@ -2,7 +2,17 @@
 public struct ConfusionMatrix: Codable, Hashable, Sendable {
     public let classes: [String]
     /// `counts[t][p]`: samples of true class t predicted as p.
-    public private(set) var counts: [[Int]]
+    public internal(set) var counts: [[Int]]
+
+    /// What a normalised matrix is divided by.
+    public enum Normalization: String, Codable, CaseIterable, Sendable {
+        /// Each row sums to 1 (the diagonal is the recall). scikit-learn's `normalize="true"`.
+        case overTrue = "true"
+        /// Each column sums to 1 (the diagonal is the precision). `normalize="pred"`.
+        case overPredicted = "predicted"
+        /// The whole matrix sums to 1. `normalize="all"`.
+        case overAll = "all"
+    }
 
     public init(classes: [String]) {
         self.classes = classes
@@ -23,24 +33,34 @@ public struct ConfusionMatrix: Codable, Hashable, Sendable {
         }
     }
 
+    /// A matrix from counts `[K][K]` (rows true, columns predicted).
+    public init(classes: [String], counts: [[Int]]) {
+        precondition(counts.count == classes.count && counts.allSatisfy { $0.count == classes.count }, "counts shape")
+        self.classes = classes
+        self.counts = counts
+    }
+
     public var total: Int { counts.reduce(0) { $0 + $1.reduce(0, +) } }
     public var correct: Int { classes.indices.reduce(0) { $0 + counts[$1][$1] } }
-    /// Samples of each true class.
+    /// Samples of each true class (row sums).
     public var support: [Int] { counts.map { $0.reduce(0, +) } }
-    /// Samples predicted as each class.
+    /// Samples predicted as each class (column sums).
     public var predictedCounts: [Int] { classes.indices.map { p in counts.reduce(0) { $0 + $1[p] } } }
-}
 
-public enum EvalError: Error, Equatable, CustomStringConvertible {
-    case mismatchedLengths(truth: Int, predicted: Int)
-    case classOutOfRange(index: Int, classes: Int)
-    case empty
-
-    public var description: String {
-        switch self {
-        case .mismatchedLengths(let t, let p): return "\(t) true labels but \(p) predictions"
-        case .classOutOfRange(let i, let n): return "class index \(i) is outside the \(n) classes"
-        case .empty: return "the evaluation set is empty; nothing to evaluate"
+    /// The matrix divided by its row sums, column sums or total. A row or column with no
+    /// samples stays all zeros (no division by zero).
+    public func normalized(_ over: Normalization) -> [[Double]] {
+        let rows = support, cols = predictedCounts, all = total
+        return counts.enumerated().map { t, row in
+            row.enumerated().map { p, n in
+                let d: Int
+                switch over {
+                case .overTrue: d = rows[t]
+                case .overPredicted: d = cols[p]
+                case .overAll: d = all
+                }
+                return d == 0 ? 0 : Double(n) / Double(d)
+            }
         }
     }
 }

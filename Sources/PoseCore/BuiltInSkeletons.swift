@@ -1,5 +1,7 @@
 /// Built-in skeleton schemas. Joint names follow Apple Vision's Swift API spelling
-/// (`leftShoulder`), and sides are anatomical.
+/// (`leftShoulder`), and sides are anatomical. The Vision schemas' joint names and counts are
+/// those of Vision's headers (`VNDetectHumanBodyPoseRequest.h`, `VNTypes.h`: 19 body joints,
+/// 17 3D joints, 25 animal joints); `SkeletonSchemaTests` pins them.
 extension Skeleton {
     /// All built-in schemas by name.
     public static let builtIn: [String: Skeleton] = {
@@ -19,7 +21,8 @@ extension Skeleton {
     }
 
     /// Apple Vision 2D human body pose (`VNHumanBodyPoseObservation`): 19 joints in image
-    /// pixels (after conversion from Vision's normalised, bottom-left coordinates).
+    /// pixels (after conversion from Vision's normalised, bottom-left coordinates). Create ML's
+    /// `keypointsMultiArray()` layout has 18 of them (no `root`), see `CreateMLFormat`.
     public static let visionBody2D = Skeleton(
         name: "vision-body-2d",
         joints: [
@@ -132,7 +135,8 @@ extension Skeleton {
         torsoUpper: ["leftShoulder", "rightShoulder"], torsoLower: ["leftHip", "rightHip"]
     )
 
-    /// NATOPS (UEA archive): 8 upper-limb points in 3D, body-centred, metre-like scale.
+    /// NATOPS (UEA archive): 8 upper-limb points in 3D, body-centred. The archive does not
+    /// document units; the values have a metre-like scale, so the schema says metres.
     public static let natops = Skeleton(
         name: "natops-8",
         joints: [

@@ -1,12 +1,19 @@
 /// Turns an exact-length window of poses into the network input `[frames, channelsPerFrame]`.
 ///
 /// Shapes: F = frames, J = joints, D = dimensions, B = bones, C = channels per frame.
-/// Only present joints are transformed; absent joints become zeros in every block, and the
-/// `mask` block says which they were. Nothing is interpolated.
+/// The steps of the `InputSpec` transform the coordinates of present joints in order; then
+/// each channel block is written at its offset in every frame. Absent joints have zero
+/// coordinates throughout and are zero in every block; the `mask` (and `confidence`) block
+/// says which they were. Nothing is interpolated. The exact maths is in
+/// docs/preprocessing.md; all arithmetic is float32, sums in joint order.
+///
+/// Speed: `extract(..., workspace:)` allocates nothing; keep one `Workspace` per thread.
 public struct FeatureExtractor: Sendable {
     public let spec: InputSpec
     private let steps: [ResolvedStep]
-    private let bones: [(parent: Int, child: Int)]
+    private let boneParents: [Int]
+    private let boneChildren: [Int]
+    private let layout: [(block: ChannelBlock, offset: Int)]
 
     private enum ResolvedStep {
         case centre([Int], perFrame: Bool)
@@ -18,7 +25,7 @@ public struct FeatureExtractor: Sendable {
         try spec.validate()
         self.spec = spec
         let s = spec.skeleton
-        func idx(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }
+        func idx(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated above
         steps = spec.steps.map { step in
             switch step {
             case .centre(let joints, let perFrame): return .centre(idx(joints), perFrame: perFrame)
@@ -26,77 +33,70 @@ public struct FeatureExtractor: Sendable {
             case .divide(let by): return .divide(by)
             }
         }
-        bones = s.bones.map { (s.index(of: $0[0])!, s.index(of: $0[1])!) }
+        boneParents = s.bones.map { s.index(of: $0[0])! }
+        boneChildren = s.bones.map { s.index(of: $0[1])! }
+        layout = spec.channelLayout.map { ($0.block, $0.offset) }
     }
 
-    /// Writes the features of `window` (exactly `spec.window.frames` frames) to
-    /// `out[0 ..< spec.valuesPerWindow]`.
-    public func extract(_ window: PoseSequence, into out: UnsafeMutablePointer<Float>) {
-        let F = spec.window.frames, J = window.jointCount, D = window.dimensions
+    /// Scratch memory for one extraction at a time: the transformed coordinates `[F, J, D]`,
+    /// per-frame centres `[F, D]` and per-frame torso lengths `[F]`. Not thread-safe.
+    public final class Workspace {
+        let frames: Int
+        let xyz: UnsafeMutablePointer<Float>
+        let centres: UnsafeMutablePointer<Float>
+        let hasCentre: UnsafeMutablePointer<Bool>
+        let lengths: UnsafeMutablePointer<Float>
+        /// 6 floats: the window centre, or the upper and lower torso means.
+        let windowCentre: UnsafeMutablePointer<Float>
+
+        init(frames F: Int, joints J: Int, dimensions D: Int) {
+            frames = F
+            windowCentre = .allocate(capacity: 6)
+            xyz = .allocate(capacity: max(1, F * J * D))
+            centres = .allocate(capacity: max(1, F * D))
+            hasCentre = .allocate(capacity: max(1, F))
+            lengths = .allocate(capacity: max(1, F))
+        }
+
+        deinit {
+            xyz.deallocate()
+            centres.deallocate()
+            hasCentre.deallocate()
+            lengths.deallocate()
+            windowCentre.deallocate()
+        }
+    }
+
+    public func makeWorkspace() -> Workspace {
+        Workspace(frames: spec.window.frames, joints: spec.skeleton.jointCount, dimensions: spec.skeleton.dimensions)
+    }
+
+    /// Writes the features of `window` (exactly `spec.window.frames` frames of the spec's
+    /// skeleton) to `out[0 ..< spec.valuesPerWindow]`.
+    public func extract(_ window: PoseSequence, into out: UnsafeMutablePointer<Float>, workspace: Workspace) {
+        let F = spec.window.frames
         precondition(window.frameCount == F, "window has \(window.frameCount) frames, expected \(F)")
-        precondition(J == spec.skeleton.jointCount && D == spec.skeleton.dimensions, "window skeleton mismatch")
-        var xyz = window.coordinates  // [F, J, D], transformed in place
-        let present = window.present  // [F, J]
-        for step in steps {
-            switch step {
-            case .centre(let joints, let perFrame):
-                centre(&xyz, present, F: F, J: J, D: D, joints: joints, perFrame: perFrame)
-            case .scaleByTorso(let upper, let lower):
-                let s = torsoScale(xyz, present, F: F, J: J, D: D, upper: upper, lower: lower)
-                if s > 0 && s.isFinite {
-                    let inv = 1 / s
-                    for i in 0..<xyz.count { xyz[i] *= inv }
-                }
-            case .divide(let by):
-                for i in 0..<(F * J) where present[i] != 0 {
-                    for d in 0..<min(D, by.count) where by[d] != 0 { xyz[i * D + d] /= by[d] }
+        precondition(
+            window.jointCount == spec.skeleton.jointCount && window.dimensions == spec.skeleton.dimensions,
+            "window skeleton mismatch")
+        window.coordinates.withUnsafeBufferPointer { c in
+            window.present.withUnsafeBufferPointer { p in
+                if let confidence = window.confidence {
+                    confidence.withUnsafeBufferPointer { k in
+                        extract(
+                            coordinates: c.baseAddress!, present: p.baseAddress!, confidence: k.baseAddress!, into: out,
+                            workspace: workspace)
+                    }
+                } else {
+                    extract(coordinates: c.baseAddress!, present: p.baseAddress!, confidence: nil, into: out, workspace: workspace)
                 }
             }
         }
-        let C = spec.channelsPerFrame
-        var o = 0  // offset of the current block inside a frame
-        for block in spec.channels {
-            switch block {
-            case .coordinates:
-                for f in 0..<F {
-                    for k in 0..<(J * D) {
-                        out[f * C + o + k] = present[f * J + k / D] != 0 ? xyz[f * J * D + k] : 0
-                    }
-                }
-            case .confidence:
-                for f in 0..<F {
-                    for j in 0..<J {
-                        let i = f * J + j
-                        out[f * C + o + j] = present[i] == 0 ? 0 : (window.confidence?[i] ?? 1)
-                    }
-                }
-            case .mask:
-                for f in 0..<F {
-                    for j in 0..<J { out[f * C + o + j] = present[f * J + j] != 0 ? 1 : 0 }
-                }
-            case .motion:
-                for f in 0..<F {
-                    for j in 0..<J {
-                        let both = f > 0 && present[f * J + j] != 0 && present[(f - 1) * J + j] != 0
-                        for d in 0..<D {
-                            out[f * C + o + j * D + d] =
-                                both ? xyz[(f * J + j) * D + d] - xyz[((f - 1) * J + j) * D + d] : 0
-                        }
-                    }
-                }
-            case .bones:
-                for f in 0..<F {
-                    for (b, bone) in bones.enumerated() {
-                        let both = present[f * J + bone.parent] != 0 && present[f * J + bone.child] != 0
-                        for d in 0..<D {
-                            out[f * C + o + b * D + d] =
-                                both ? xyz[(f * J + bone.child) * D + d] - xyz[(f * J + bone.parent) * D + d] : 0
-                        }
-                    }
-                }
-            }
-            o += block.width(spec.skeleton)
-        }
+    }
+
+    /// Writes the features of `window` to `out[0 ..< spec.valuesPerWindow]` (allocates a workspace).
+    public func extract(_ window: PoseSequence, into out: UnsafeMutablePointer<Float>) {
+        extract(window, into: out, workspace: makeWorkspace())
     }
 
     /// Convenience: the features of one window as a new array.
@@ -106,79 +106,232 @@ public struct FeatureExtractor: Sendable {
         return out
     }
 
+    /// The kernel: a window given as `coordinates [F, J, D]`, `present [F, J]` and optional
+    /// `confidence [F, J]` (nil: 1 for present joints). Coordinates of absent joints are
+    /// ignored. Writes `out [F, C]`.
+    public func extract(
+        coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, confidence: UnsafePointer<Float>?,
+        into out: UnsafeMutablePointer<Float>, workspace ws: Workspace
+    ) {
+        precondition(ws.frames == spec.window.frames, "workspace made for another spec")
+        if spec.skeleton.dimensions == 2 {
+            kernel(Dimensions2.self, coordinates, present, confidence, out, ws)
+        } else {
+            kernel(Dimensions3.self, coordinates, present, confidence, out, ws)
+        }
+    }
+
+    // Kernels are generic over the dimensionality so that the inner `d` loops unroll; index
+    // arithmetic wraps (`&*`, `&+`: the shapes were validated) so that loops vectorise.
+
+    @inline(__always)
+    private func kernel<Dim: StaticDimensions>(
+        _: Dim.Type, _ coordinates: UnsafePointer<Float>, _ present: UnsafePointer<UInt8>,
+        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, _ ws: Workspace
+    ) {
+        let F = spec.window.frames, J = spec.skeleton.jointCount, D = Dim.count, FJ = F &* J
+        let xyz = ws.xyz
+        for i in 0..<FJ {
+            let keep = present[i] != 0
+            for d in 0..<D { xyz[i &* D &+ d] = keep ? coordinates[i &* D &+ d] : 0 }
+        }
+        for step in steps {
+            switch step {
+            case .centre(let joints, let perFrame):
+                joints.withUnsafeBufferPointer { centre(Dim.self, xyz, present, F: F, J: J, joints: $0, perFrame: perFrame, ws: ws) }
+            case .scaleByTorso(let upper, let lower):
+                let s = upper.withUnsafeBufferPointer { u in
+                    lower.withUnsafeBufferPointer { l in torsoScale(Dim.self, xyz, present, F: F, J: J, upper: u, lower: l, ws: ws) }
+                }
+                if s > 0 && s.isFinite {
+                    for v in 0..<(FJ &* D) { xyz[v] /= s }  // absent joints are 0 and stay 0
+                }
+            case .divide(let by):
+                by.withUnsafeBufferPointer { b in
+                    for i in 0..<FJ {
+                        for d in 0..<D { xyz[i &* D &+ d] /= b[d] }
+                    }
+                }
+            }
+        }
+        writeBlocks(Dim.self, xyz, present, confidence, out, F: F, J: J)
+    }
+
+    // MARK: - Channel blocks
+
+    @inline(__always)
+    private func writeBlocks<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>,
+        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, F: Int, J: Int
+    ) {
+        let C = spec.channelsPerFrame, D = Dim.count, JD = J &* D
+        for (block, o) in layout {
+            switch block {
+            case .coordinates:
+                for f in 0..<F { (out + (f &* C &+ o)).update(from: xyz + f &* JD, count: JD) }
+            case .confidence:
+                for f in 0..<F {
+                    let row = out + (f &* C &+ o), p = present + f &* J
+                    if let k = confidence.map({ $0 + f &* J }) {
+                        for j in 0..<J { row[j] = p[j] != 0 ? k[j] : 0 }
+                    } else {
+                        for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
+                    }
+                }
+            case .mask:
+                for f in 0..<F {
+                    let row = out + (f &* C &+ o), p = present + f &* J
+                    for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
+                }
+            case .motion:
+                (out + o).update(repeating: 0, count: JD)  // frame 0
+                for f in 1..<max(F, 1) {
+                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
+                    for j in 0..<J {
+                        let both = p[j] != 0 && p[j &- J] != 0
+                        for d in 0..<D {
+                            let k = j &* D &+ d
+                            row[k] = both ? x[k] - x[k &- JD] : 0
+                        }
+                    }
+                }
+            case .bones:
+                for f in 0..<F {
+                    let row = out + (f &* C &+ o)
+                    for b in boneParents.indices {
+                        let p = f &* J &+ boneParents[b], c = f &* J &+ boneChildren[b]
+                        let both = present[p] != 0 && present[c] != 0
+                        for d in 0..<D { row[b &* D &+ d] = both ? xyz[c &* D &+ d] - xyz[p &* D &+ d] : 0 }
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: - Steps
 
-    /// Mean of the present joints among `joints` at frame f, or nil.
-    private func meanOf(
-        _ joints: [Int], frame f: Int, _ xyz: [Float], _ present: [UInt8], J: Int, D: Int
-    ) -> [Float]? {
-        var sum = [Float](repeating: 0, count: D)
+    /// Mean of the present joints among `joints` at frame f into `mean[0..<D]`; false when
+    /// none is present.
+    @inline(__always)
+    private func meanOf<Dim: StaticDimensions>(
+        _: Dim.Type, _ joints: UnsafeBufferPointer<Int>, frame f: Int, _ xyz: UnsafeMutablePointer<Float>,
+        _ present: UnsafePointer<UInt8>, J: Int, into mean: UnsafeMutablePointer<Float>
+    ) -> Bool {
+        let D = Dim.count
+        for d in 0..<D { mean[d] = 0 }
         var n = 0
-        for j in joints where present[f * J + j] != 0 {
-            for d in 0..<D { sum[d] += xyz[(f * J + j) * D + d] }
+        for j in joints where present[f &* J &+ j] != 0 {
+            for d in 0..<D { mean[d] += xyz[(f &* J &+ j) &* D &+ d] }
             n += 1
         }
-        guard n > 0 else { return nil }
-        return sum.map { $0 / Float(n) }
+        guard n > 0 else { return false }
+        for d in 0..<D { mean[d] /= Float(n) }
+        return true
     }
 
-    private func centre(
-        _ xyz: inout [Float], _ present: [UInt8], F: Int, J: Int, D: Int, joints: [Int], perFrame: Bool
+    /// Window mean of all present joints into `mean[0..<D]`; the count of present joints.
+    @inline(__always)
+    private func meanOfAll<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, count FJ: Int,
+        into mean: UnsafeMutablePointer<Float>
+    ) -> Int {
+        let D = Dim.count
+        for d in 0..<D { mean[d] = 0 }
+        var n = 0
+        for i in 0..<FJ where present[i] != 0 {
+            for d in 0..<D { mean[d] += xyz[i &* D &+ d] }
+            n += 1
+        }
+        if n > 0 { for d in 0..<D { mean[d] /= Float(n) } }
+        return n
+    }
+
+    @inline(__always)
+    private func centre<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
+        joints: UnsafeBufferPointer<Int>, perFrame: Bool, ws: Workspace
     ) {
-        let perFrameCentres = (0..<F).map { meanOf(joints, frame: $0, xyz, present, J: J, D: D) }
-        var windowCentre = [Float](repeating: 0, count: D)
-        let seen = perFrameCentres.compactMap { $0 }
-        if !seen.isEmpty {
-            for c in seen { for d in 0..<D { windowCentre[d] += c[d] } }
-            for d in 0..<D { windowCentre[d] /= Float(seen.count) }
-        } else {
-            // No centre joint anywhere in the window: fall back to the mean of all present joints.
-            var n = 0
-            for i in 0..<(F * J) where present[i] != 0 {
-                for d in 0..<D { windowCentre[d] += xyz[i * D + d] }
-                n += 1
+        let D = Dim.count
+        let wc = ws.windowCentre
+        for d in 0..<D { wc[d] = 0 }
+        var seen = 0
+        for f in 0..<F {
+            let c = ws.centres + f &* D
+            ws.hasCentre[f] = meanOf(Dim.self, joints, frame: f, xyz, present, J: J, into: c)
+            if ws.hasCentre[f] {
+                for d in 0..<D { wc[d] += c[d] }
+                seen += 1
             }
-            if n > 0 { for d in 0..<D { windowCentre[d] /= Float(n) } }
+        }
+        if seen > 0 {
+            for d in 0..<D { wc[d] /= Float(seen) }
+        } else {
+            // No centre joint anywhere in the window: the mean of all present joints.
+            _ = meanOfAll(Dim.self, xyz, present, count: F &* J, into: wc)
         }
         for f in 0..<F {
-            let c = perFrame ? (perFrameCentres[f] ?? windowCentre) : windowCentre
-            for j in 0..<J where present[f * J + j] != 0 {
-                for d in 0..<D { xyz[(f * J + j) * D + d] -= c[d] }
+            let c = perFrame && ws.hasCentre[f] ? ws.centres + f &* D : wc
+            let x = xyz + f &* J &* D, p = present + f &* J
+            for j in 0..<J {
+                let m: Float = p[j] != 0 ? 1 : 0  // absent joints stay 0
+                for d in 0..<D { x[j &* D &+ d] -= c[d] * m }
             }
         }
     }
 
-    private func torsoScale(
-        _ xyz: [Float], _ present: [UInt8], F: Int, J: Int, D: Int, upper: [Int], lower: [Int]
+    @inline(__always)
+    private func torsoScale<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
+        upper: UnsafeBufferPointer<Int>, lower: UnsafeBufferPointer<Int>, ws: Workspace
     ) -> Float {
-        var lengths: [Float] = []
+        let D = Dim.count
+        let u = ws.windowCentre, l = ws.windowCentre + 3
+        var count = 0
         for f in 0..<F {
-            guard let u = meanOf(upper, frame: f, xyz, present, J: J, D: D),
-                let l = meanOf(lower, frame: f, xyz, present, J: J, D: D)
+            guard meanOf(Dim.self, upper, frame: f, xyz, present, J: J, into: u),
+                meanOf(Dim.self, lower, frame: f, xyz, present, J: J, into: l)
             else { continue }
             var s: Float = 0
             for d in 0..<D { s += (u[d] - l[d]) * (u[d] - l[d]) }
-            lengths.append(s.squareRoot())
+            ws.lengths[count] = s.squareRoot()
+            count += 1
         }
-        if !lengths.isEmpty {
-            lengths.sort()
-            let m = lengths.count / 2
-            let median = lengths.count % 2 == 1 ? lengths[m] : (lengths[m - 1] + lengths[m]) / 2
-            if median > 0 { return median }
+        if count > 0 {
+            let median = Self.median(ws.lengths, count)
+            if median > 0 && median.isFinite { return median }
         }
         // No torso in the window: RMS distance of the present joints from their mean.
-        var mean = [Float](repeating: 0, count: D)
-        var n = 0
-        for i in 0..<(F * J) where present[i] != 0 {
-            for d in 0..<D { mean[d] += xyz[i * D + d] }
-            n += 1
-        }
+        let n = meanOfAll(Dim.self, xyz, present, count: F &* J, into: u)
         guard n > 0 else { return 0 }
-        for d in 0..<D { mean[d] /= Float(n) }
         var ss: Float = 0
-        for i in 0..<(F * J) where present[i] != 0 {
-            for d in 0..<D { ss += (xyz[i * D + d] - mean[d]) * (xyz[i * D + d] - mean[d]) }
+        for i in 0..<(F &* J) where present[i] != 0 {
+            for d in 0..<D { ss += (xyz[i &* D &+ d] - u[d]) * (xyz[i &* D &+ d] - u[d]) }
         }
         return (ss / Float(n)).squareRoot()
     }
+
+    /// Median of `v[0..<n]` (mean of the two middle values for even n); sorts in place.
+    static func median(_ v: UnsafeMutablePointer<Float>, _ n: Int) -> Float {
+        if n <= 64 {
+            for i in 1..<max(n, 1) {
+                let x = v[i]
+                var k = i - 1
+                while k >= 0 && v[k] > x {
+                    v[k + 1] = v[k]
+                    k -= 1
+                }
+                v[k + 1] = x
+            }
+        } else {
+            var b = UnsafeMutableBufferPointer(start: v, count: n)
+            b.sort()
+        }
+        let m = n / 2
+        return n % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
+    }
 }
+
+/// A dimensionality known at compile time (2 or 3), so that kernels specialise.
+protocol StaticDimensions { static var count: Int { get } }
+enum Dimensions2: StaticDimensions { static var count: Int { 2 } }
+enum Dimensions3: StaticDimensions { static var count: Int { 3 } }

@@ -1,5 +1,6 @@
 /// Everything needed to turn raw poses into a network input, exactly as at training time.
-/// It travels inside the model file, so a runtime reproduces the training-time inputs.
+/// It travels inside the model file (as JSON, docs/preprocessing.md gives the exact form and
+/// maths), so a runtime reproduces the training-time inputs.
 ///
 /// The network input for one window is `[frames, channelsPerFrame]` (time-major,
 /// channels-last), where the per-frame channels are the blocks of `channels` in order.
@@ -18,8 +19,33 @@ public struct InputSpec: Codable, Hashable, Sendable {
         self.channels = channels
     }
 
+    /// Where the coordinates are centred.
+    public enum Centring: String, Codable, Hashable, Sendable, CaseIterable {
+        /// On the skeleton's centre joints, averaged over the window (the body's path stays).
+        case window
+        /// On the skeleton's centre joints, frame by frame (only the pose relative to the
+        /// centre remains).
+        case frame
+        /// Not centred.
+        case none
+    }
+
+    /// How the coordinates are scaled.
+    public enum Scaling: String, Codable, Hashable, Sendable, CaseIterable {
+        /// Torso length for 2D skeletons with a torso; nothing for 3D (metres stay metres).
+        case auto
+        /// Divided by the window's torso length.
+        case torso
+        /// x divided by the image width and y by the image height (2D pixels).
+        case image
+        /// Not scaled.
+        case none
+    }
+
     /// The default input for a skeleton: centred on the skeleton's centre over the window,
     /// scaled by torso length for 2D (metres are kept for 3D), coordinates plus a presence mask.
+    /// Same as `standard(for:window:)` with `centring: .window, scaling: .auto`; not
+    /// validated (`FeatureExtractor.init` validates).
     public static func standard(for skeleton: Skeleton, frames: Int) -> InputSpec {
         var steps: [PreprocessingStep] = []
         if !skeleton.centre.isEmpty {
@@ -29,8 +55,60 @@ public struct InputSpec: Codable, Hashable, Sendable {
             steps.append(.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower))
         }
         return InputSpec(
-            skeleton: skeleton, window: WindowSpec(frames: frames), steps: steps,
-            channels: [.coordinates, .mask])
+            skeleton: skeleton, window: WindowSpec(frames: frames), steps: steps, channels: [.coordinates, .mask])
+    }
+
+    /// An input for a skeleton with a chosen centring and scaling.
+    ///
+    /// - `image` scaling needs `imageSize` `[width, height]` and a 2D skeleton; it is applied
+    ///   before centring, so centred coordinates are in image widths and heights.
+    /// - `torso` scaling needs a skeleton with `torsoUpper` and `torsoLower` joints.
+    /// - Centring needs the skeleton's `centre` joints; without them `window`/`frame` centring
+    ///   is an error (say `none`).
+    public static func standard(
+        for skeleton: Skeleton, window: WindowSpec, centring: Centring = .window, scaling: Scaling = .auto,
+        imageSize: [Double]? = nil, channels: [ChannelBlock] = [.coordinates, .mask]
+    ) throws -> InputSpec {
+        var steps: [PreprocessingStep] = []
+        let hasTorso = !skeleton.torsoUpper.isEmpty && !skeleton.torsoLower.isEmpty
+        if scaling == .image {
+            guard skeleton.dimensions == 2 else {
+                throw InputSpecError.step(index: 0, reason: "image scaling is for 2D skeletons; '\(skeleton.name)' is 3D")
+            }
+            guard let size = imageSize, size.count == 2, size.allSatisfy({ $0.isFinite && $0 > 0 }) else {
+                throw InputSpecError.step(
+                    index: 0, reason: "image scaling needs the image size [width, height] (give imageSize in the dataset header)")
+            }
+            steps.append(.divide(by: size.map { Float($0) }))
+        }
+        switch centring {
+        case .none: break
+        case .window, .frame:
+            if skeleton.centre.isEmpty {
+                guard centring == .window else {
+                    throw InputSpecError.step(
+                        index: steps.count, reason: "skeleton '\(skeleton.name)' names no centre joints; use centring none")
+                }
+            } else {
+                steps.append(.centre(joints: skeleton.centre, perFrame: centring == .frame))
+            }
+        }
+        switch scaling {
+        case .auto:
+            if skeleton.dimensions == 2 && hasTorso {
+                steps.append(.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower))
+            }
+        case .torso:
+            guard hasTorso else {
+                throw InputSpecError.step(
+                    index: steps.count, reason: "skeleton '\(skeleton.name)' names no torso joints; use another scaling")
+            }
+            steps.append(.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower))
+        case .image, .none: break
+        }
+        let spec = InputSpec(skeleton: skeleton, window: window, steps: steps, channels: channels)
+        try spec.validate()
+        return spec
     }
 
     /// Number of values per frame.
@@ -41,26 +119,83 @@ public struct InputSpec: Codable, Hashable, Sendable {
     /// Number of values per window: `frames * channelsPerFrame`.
     public var valuesPerWindow: Int { window.frames * channelsPerFrame }
 
-    /// Checks that every joint named by a step exists and that the shape is sane.
+    /// Width and offset of each channel block inside a frame, in order.
+    public var channelLayout: [(block: ChannelBlock, offset: Int, width: Int)] {
+        var o = 0
+        return channels.map { b in
+            defer { o += b.width(skeleton) }
+            return (b, o, b.width(skeleton))
+        }
+    }
+
+    /// Largest window accepted (frames); a larger one is a damaged or hostile description.
+    public static let maxFrames = 100_000
+
+    /// Checks the skeleton, the window, that every step names known joints and sane
+    /// parameters, and that the channel blocks are usable with this skeleton.
     public func validate() throws {
         try skeleton.validate()
-        guard window.frames > 0 else {
-            throw PoseError.invalidSkeleton(name: skeleton.name, reason: "window length must be positive")
-        }
-        for step in steps {
+        try window.validate()
+        for (i, step) in steps.enumerated() {
             for j in step.joints where skeleton.index(of: j) == nil {
                 throw PoseError.unknownJoint(j, skeleton: skeleton.name)
             }
+            switch step {
+            case .centre(let joints, _):
+                guard !joints.isEmpty else { throw InputSpecError.step(index: i, reason: "centre names no joints") }
+            case .scaleByTorso(let upper, let lower):
+                guard !upper.isEmpty && !lower.isEmpty else {
+                    throw InputSpecError.step(index: i, reason: "scaleByTorso needs upper and lower joints")
+                }
+            case .divide(let by):
+                guard by.count == skeleton.dimensions else {
+                    throw InputSpecError.step(
+                        index: i, reason: "divide needs \(skeleton.dimensions) divisors (one per axis), got \(by.count)")
+                }
+                guard by.allSatisfy({ $0.isFinite && $0 > 0 }) else {
+                    throw InputSpecError.step(index: i, reason: "divide needs positive finite divisors, got \(by)")
+                }
+            }
+        }
+        guard !channels.isEmpty else { throw InputSpecError.channels("no channel blocks; give at least one") }
+        var seen = Set<ChannelBlock>()
+        for c in channels {
+            guard seen.insert(c).inserted else { throw InputSpecError.channels("block '\(c.rawValue)' is listed twice") }
+            guard c.width(skeleton) > 0 else {
+                throw InputSpecError.channels("block '\(c.rawValue)' is empty for skeleton '\(skeleton.name)' (it has no bones)")
+            }
+        }
+        guard valuesPerWindow <= Int(Int32.max) else {
+            throw InputSpecError.window("\(window.frames) frames x \(channelsPerFrame) channels is too large")
         }
     }
 }
 
-/// How a sequence is cut into windows of exactly `frames` frames.
+/// Errors in an input description (from a config or a model file's header).
+public enum InputSpecError: Error, Equatable, CustomStringConvertible {
+    case window(String)
+    case step(index: Int, reason: String)
+    case channels(String)
+
+    public var description: String {
+        switch self {
+        case .window(let why): return "window: \(why)"
+        case .step(let index, let why): return "preprocessing step \(index): \(why)"
+        case .channels(let why): return "channels: \(why)"
+        }
+    }
+}
+
+/// How a sequence is cut into windows of exactly `frames` frames (docs/preprocessing.md).
+///
+/// JSON: `{"frames": 45, "mode": "sliding", "padding": "empty", "frameRate": 30}`;
+/// `frameRate` is `null` when sequences are used as recorded. Missing `mode`/`padding` keys
+/// decode as `sliding`/`empty`.
 public struct WindowSpec: Codable, Hashable, Sendable {
     public enum Padding: String, Codable, Hashable, Sendable, CaseIterable {
         /// Pad with empty poses (nobody in view), per the Pose contract.
         case empty
-        /// Repeat the last frame.
+        /// Repeat the nearest real frame (the last one for windows running past the end).
         case edge
     }
     public enum Mode: String, Codable, Hashable, Sendable, CaseIterable {
@@ -83,17 +218,71 @@ public struct WindowSpec: Codable, Hashable, Sendable {
         self.padding = padding
         self.frameRate = frameRate
     }
+
+    /// A window given in seconds: `frames = round(seconds * frameRate)` (at least 1), and
+    /// sequences are resampled to `frameRate` so that the window always spans that time.
+    public init(seconds: Double, frameRate: Double, mode: Mode = .sliding, padding: Padding = .empty) throws {
+        guard seconds.isFinite && seconds > 0 else { throw InputSpecError.window("length must be a positive number of seconds, got \(seconds)") }
+        guard frameRate.isFinite && frameRate > 0 else {
+            throw InputSpecError.window("a window in seconds needs a positive frame rate, got \(frameRate)")
+        }
+        let f = (seconds * frameRate).rounded()
+        guard f <= Double(InputSpec.maxFrames) else {
+            throw InputSpecError.window("\(seconds) s at \(frameRate) fps is more than \(InputSpec.maxFrames) frames")
+        }
+        self.init(frames: max(1, Int(f)), mode: mode, padding: padding, frameRate: frameRate)
+    }
+
+    /// Window length in seconds, when the frame rate is fixed.
+    public var seconds: Double? { frameRate.map { Double(frames) / $0 } }
+
+    public func validate() throws {
+        guard frames > 0 && frames <= InputSpec.maxFrames else {
+            throw InputSpecError.window("length must be 1 to \(InputSpec.maxFrames) frames, got \(frames)")
+        }
+        if let r = frameRate {
+            guard r.isFinite && r > 0 else { throw InputSpecError.window("frame rate must be positive, got \(r)") }
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case frames, mode, padding, frameRate }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        frames = try c.decode(Int.self, forKey: .frames)
+        mode = try c.decodeIfPresent(Mode.self, forKey: .mode) ?? .sliding
+        padding = try c.decodeIfPresent(Padding.self, forKey: .padding) ?? .empty
+        frameRate = try c.decodeIfPresent(Double.self, forKey: .frameRate)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(mode, forKey: .mode)
+        try c.encode(padding, forKey: .padding)
+        if let frameRate { try c.encode(frameRate, forKey: .frameRate) } else { try c.encodeNil(forKey: .frameRate) }
+    }
 }
 
-/// One coordinate transform. Only present joints are changed; absent joints stay absent.
+/// One coordinate transform. Only present joints are changed; absent joints stay absent with
+/// zero coordinates. Exact maths: docs/preprocessing.md.
+///
+/// JSON (one object per step, `op` first in meaning):
+/// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
+/// `{"op": "scaleByTorso", "upper": ["neck"], "lower": ["root"]}`,
+/// `{"op": "divide", "by": [1920, 1080]}`.
 public enum PreprocessingStep: Codable, Hashable, Sendable {
-    /// Subtract the centre: the mean of the present `joints`, averaged over the window
-    /// (`perFrame == false`) or taken frame by frame (frames without those joints use the
-    /// window's centre). With none of them in the window, the mean of all present joints.
+    /// Subtract the centre. The centre of frame f is the mean of the present `joints` at f.
+    /// `perFrame == false`: every frame uses the window centre, the mean of the frame centres
+    /// over the frames that have one. `perFrame == true`: each frame uses its own centre, and
+    /// frames without one use the window centre. With none of `joints` present anywhere in the
+    /// window, the window centre is the mean of all present joints of the window.
     case centre(joints: [String], perFrame: Bool)
     /// Divide by the torso length: the median over frames of the distance between the mean
-    /// of `upper` and the mean of `lower`. Without a torso in the window, the RMS distance of
-    /// the present joints from their mean is used; a zero scale leaves coordinates unchanged.
+    /// of the present `upper` joints and the mean of the present `lower` joints (frames
+    /// lacking either side are skipped). Without a positive torso length in the window, the
+    /// RMS distance of the present joints from their mean is used; a zero scale leaves
+    /// coordinates unchanged.
     case scaleByTorso(upper: [String], lower: [String])
     /// Divide each axis by a constant (e.g. image width and height).
     case divide(by: [Float])
@@ -105,20 +294,84 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         case .divide: return []
         }
     }
+
+    /// The `op` name in JSON.
+    public var op: String {
+        switch self {
+        case .centre: return "centre"
+        case .scaleByTorso: return "scaleByTorso"
+        case .divide: return "divide"
+        }
+    }
+
+    private enum Keys: String, CodingKey { case op, joints, perFrame, upper, lower, by }
+    /// Swift's synthesized form (`{"centre": {"joints": ..., "perFrame": ...}}`), which the
+    /// first model files used; still read, never written.
+    private enum LegacyKeys: String, CodingKey { case centre, scaleByTorso, divide }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        guard let op = try c.decodeIfPresent(String.self, forKey: .op) else {
+            let legacy = try decoder.container(keyedBy: LegacyKeys.self)
+            if legacy.contains(.centre) {
+                let b = try legacy.nestedContainer(keyedBy: Keys.self, forKey: .centre)
+                self = .centre(joints: try b.decode([String].self, forKey: .joints), perFrame: try b.decode(Bool.self, forKey: .perFrame))
+            } else if legacy.contains(.scaleByTorso) {
+                let b = try legacy.nestedContainer(keyedBy: Keys.self, forKey: .scaleByTorso)
+                self = .scaleByTorso(upper: try b.decode([String].self, forKey: .upper), lower: try b.decode([String].self, forKey: .lower))
+            } else if legacy.contains(.divide) {
+                let b = try legacy.nestedContainer(keyedBy: Keys.self, forKey: .divide)
+                self = .divide(by: try b.decode([Float].self, forKey: .by))
+            } else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .op, in: c, debugDescription: "a preprocessing step needs an \"op\" (centre, scaleByTorso, divide)")
+            }
+            return
+        }
+        switch op {
+        case "centre":
+            self = .centre(joints: try c.decode([String].self, forKey: .joints), perFrame: try c.decode(Bool.self, forKey: .perFrame))
+        case "scaleByTorso":
+            self = .scaleByTorso(upper: try c.decode([String].self, forKey: .upper), lower: try c.decode([String].self, forKey: .lower))
+        case "divide":
+            self = .divide(by: try c.decode([Float].self, forKey: .by))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .op, in: c,
+                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(op, forKey: .op)
+        switch self {
+        case .centre(let joints, let perFrame):
+            try c.encode(joints, forKey: .joints)
+            try c.encode(perFrame, forKey: .perFrame)
+        case .scaleByTorso(let upper, let lower):
+            try c.encode(upper, forKey: .upper)
+            try c.encode(lower, forKey: .lower)
+        case .divide(let by):
+            try c.encode(by, forKey: .by)
+        }
+    }
 }
 
-/// A block of per-frame features.
+/// A block of per-frame features. In JSON, the raw value (`"coordinates"`, ...).
 public enum ChannelBlock: String, Codable, Hashable, Sendable, CaseIterable {
-    /// `joints x dimensions` transformed coordinates (0 for absent joints).
+    /// `joints x dimensions` transformed coordinates, joint-major (`x0 y0 x1 y1 ...`);
+    /// 0 for absent joints.
     case coordinates
     /// `joints` confidences (0 absent; 1 for present joints of sources without confidence).
     case confidence
     /// `joints` presence flags (1 seen, 0 absent).
     case mask
-    /// `joints x dimensions` frame differences (0 unless the joint is present in both frames;
-    /// 0 at the first frame).
+    /// `joints x dimensions` frame differences `c[f] - c[f-1]` of the transformed coordinates
+    /// (0 unless the joint is present in both frames; 0 at the first frame).
     case motion
-    /// `bones x dimensions` child minus parent (0 unless both are present).
+    /// `bones x dimensions` child minus parent of the transformed coordinates, in the
+    /// skeleton's bone order (0 unless both are present).
     case bones
 
     public func width(_ s: Skeleton) -> Int {

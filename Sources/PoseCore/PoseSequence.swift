@@ -51,12 +51,15 @@ public struct PoseSequence: Sendable, Equatable {
     public var timestamps: [Double]?
     /// Labeled event frames (e.g. the release frame of a throw), for centred windows.
     public var events: [Int]
+    /// Image size `[width, height]` in pixels of this sequence's video, when it differs per
+    /// sequence (Penn Action); nil means the dataset's `imageSize`, if any.
+    public var imageSize: [Double]?
 
     public init(
         id: String, label: String?, group: String? = nil, split: String? = nil,
         jointCount: Int, dimensions: Int, frameCount: Int,
         coordinates: [Float], present: [UInt8], confidence: [Float]? = nil,
-        timestamps: [Double]? = nil, events: [Int] = []
+        timestamps: [Double]? = nil, events: [Int] = [], imageSize: [Double]? = nil
     ) {
         precondition(coordinates.count == frameCount * jointCount * dimensions, "coordinates shape")
         precondition(present.count == frameCount * jointCount, "present shape")
@@ -74,6 +77,7 @@ public struct PoseSequence: Sendable, Equatable {
         self.confidence = confidence
         self.timestamps = timestamps
         self.events = events
+        self.imageSize = imageSize
     }
 
     /// An empty sequence to which frames are appended.
@@ -152,6 +156,7 @@ public struct PoseSequence: Sendable, Equatable {
             present: Array(present[start * jointCount..<(start + count) * jointCount]),
             confidence: confidence.map { Array($0[start * jointCount..<(start + count) * jointCount]) },
             timestamps: timestamps.map { Array($0[start..<start + count]) },
-            events: events.filter { $0 >= start && $0 < start + count }.map { $0 - start })
+            events: events.filter { $0 >= start && $0 < start + count }.map { $0 - start },
+            imageSize: imageSize)
     }
 }

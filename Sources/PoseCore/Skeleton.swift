@@ -55,17 +55,25 @@ public struct Skeleton: Codable, Hashable, Sendable {
     public func index(of joint: String) -> Int? { joints.firstIndex(of: joint) }
 
     /// Checks internal consistency: unique joints, known names in pairs/bones/centre/torso,
-    /// dimensionality 2 or 3.
+    /// dimensionality 2 or 3. Throws the first problem of `problems()`.
     public func validate() throws {
-        func fail(_ why: String) -> PoseError { .invalidSkeleton(name: name, reason: why) }
-        guard !joints.isEmpty else { throw fail("it has no joints") }
-        guard dimensions == 2 || dimensions == 3 else {
-            throw fail("dimensions must be 2 or 3, not \(dimensions)")
+        if let (field, why) = problems().first {
+            throw PoseError.invalidSkeleton(name: name, reason: "\(field): \(why)")
+        }
+    }
+
+    /// Every consistency problem as `(field, what is wrong and what to do)`, in field order.
+    public func problems() -> [(field: String, problem: String)] {
+        var out: [(String, String)] = []
+        if name.isEmpty { out.append(("name", "the name is empty; give a short identifier such as \"my-rig-12\"")) }
+        if joints.isEmpty { out.append(("joints", "there are no joints; list the joint names in order")) }
+        if dimensions != 2 && dimensions != 3 {
+            out.append(("dimensions", "must be 2 (x, y) or 3 (x, y, z), not \(dimensions)"))
         }
         var seen = Set<String>()
-        for j in joints {
-            guard !j.isEmpty else { throw fail("a joint name is empty") }
-            guard seen.insert(j).inserted else { throw fail("joint '\(j)' is listed twice") }
+        for (k, j) in joints.enumerated() {
+            if j.isEmpty { out.append(("joints", "joint \(k) has an empty name")) }
+            else if !seen.insert(j).inserted { out.append(("joints", "joint '\(j)' is listed twice (indices must be unique)")) }
         }
         let groups: [(String, [[String]])] = [
             ("mirrorPairs", mirrorPairs), ("bones", bones),
@@ -74,16 +82,25 @@ public struct Skeleton: Codable, Hashable, Sendable {
         for (field, lists) in groups {
             for list in lists {
                 for j in list where !seen.contains(j) {
-                    throw fail("\(field) names joint '\(j)', which is not in joints")
+                    out.append((field, "names joint '\(j)', which is not in \"joints\"; fix the spelling or add the joint"))
                 }
             }
         }
-        for p in mirrorPairs where p.count != 2 {
-            throw fail("each mirror pair must name 2 joints, got \(p)")
+        var paired = Set<String>()
+        for p in mirrorPairs {
+            if p.count != 2 { out.append(("mirrorPairs", "each pair must name 2 joints [left, right], got \(p)")) ; continue }
+            if p[0] == p[1] { out.append(("mirrorPairs", "pair \(p) names the same joint twice")) }
+            for j in p where !paired.insert(j).inserted {
+                out.append(("mirrorPairs", "joint '\(j)' is in two pairs; a joint has at most one mirror"))
+            }
         }
         for b in bones where b.count != 2 {
-            throw fail("each bone must name 2 joints, got \(b)")
+            out.append(("bones", "each bone must name 2 joints [parent, child], got \(b)"))
         }
+        if torsoUpper.isEmpty != torsoLower.isEmpty {
+            out.append(("torsoUpper", "give both torsoUpper and torsoLower, or neither"))
+        }
+        return out
     }
 
     /// For each joint index, the index of its mirror (itself when unpaired).

@@ -24,9 +24,12 @@ enum ActionTrainCLI {
     static let commands: [Command] = [
         Command(spec: FitCommand.spec, run: FitCommand.run),
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
+        Command(spec: CompareCommand.spec, run: CompareCommand.run),
         Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
         Command(spec: PredictCommand.spec, run: PredictCommand.run),
         Command(spec: ExportCommand.spec, run: ExportCommand.run),
+        Command(spec: InspectCommand.spec, run: InspectCommand.run),
+        Command(spec: ImportCommand.spec, run: ImportCommand.run),
     ]
 
     static var help: String {

@@ -5,13 +5,14 @@ import PoseCore
 enum ConvertCommand {
     static let spec = CommandSpec(
         name: "convert",
-        summary: "Convert datasets to the native .jsonl format (e.g. NATOPS's UEA .ts files).",
+        summary: "Convert dataset files (.jsonl, .ts, .csv, .npz, .npy) to one native .jsonl file.",
         positionals: [
             Positional(name: "OUT", help: "Native .jsonl file to write. It must not exist unless --force."),
             Positional(name: "INPUT...", help: "One or more dataset files; their sequences are concatenated.", variadic: true),
         ],
         options: [
             Option("labels", value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
+            Option("skeleton", value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", help: "Overwrite OUT if it exists."),
         ])
 
@@ -28,15 +29,25 @@ enum ConvertCommand {
             guard kv.count == 2 else { throw CLIError.usage("--labels expects old=new pairs, got '\(pair)'") }
             renames[kv[0]] = kv[1]
         }
+        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
         var merged: Dataset? = nil
+        var ids = Set<String>()
         for path in inputs {
-            var d = try DatasetLoader.load(path)
+            var d = try DatasetLoader.load(path, skeleton: skeleton)
+            for s in d.sequences where !ids.insert(s.id).inserted {
+                throw CLIError.failure("\(path): sequence id '\(s.id)' is also in an earlier input; ids must be unique across inputs")
+            }
             if merged != nil, merged!.skeleton != d.skeleton {
                 throw CLIError.failure("\(path): skeleton '\(d.skeleton.name)' differs from the first input's '\(merged!.skeleton.name)'")
             }
             for i in d.sequences.indices { d.sequences[i].label = d.sequences[i].label.map { renames[$0] ?? $0 } }
             d.classes = d.classes.map { renames[$0] ?? $0 }
-            if merged == nil { merged = d } else { merged!.sequences += d.sequences }
+            if merged == nil {
+                merged = d
+            } else {
+                merged!.sequences += d.sequences
+                for c in d.classes where !merged!.classes.contains(c) { merged!.classes.append(c) }
+            }
         }
         try NativeFormat.write(merged!, to: outPath)
         out.line("convert: wrote \(merged!.sequences.count) sequences, \(merged!.classes.count) classes to \(outPath)")

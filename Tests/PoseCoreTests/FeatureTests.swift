@@ -2,25 +2,160 @@ import PoseCore
 import TestSupport
 import XCTest
 
+/// Golden feature vectors, computed by hand in the comments, for every step and block.
 final class FeatureTests: XCTestCase {
     let skeleton = Skeleton(
         name: "toy", joints: ["neck", "root", "hand"], dimensions: 2, units: .pixels,
         mirrorPairs: [], bones: [["neck", "hand"]], centre: ["root"], torsoUpper: ["neck"], torsoLower: ["root"])
 
+    /// Frame 0: neck (100, 150), root (100, 200), hand (150, 175); frame 1: neck (110, 150),
+    /// root (110, 200), hand absent.
+    func twoFrames(confidence: Bool = false) -> PoseSequence {
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: confidence)
+        seq.appendFrame([
+            PosePoint(x: 100, y: 150, confidence: 0.9), PosePoint(x: 100, y: 200, confidence: 0.8),
+            PosePoint(x: 150, y: 175, confidence: 0.5),
+        ])
+        seq.appendFrame([PosePoint(x: 110, y: 150), PosePoint(x: 110, y: 200, confidence: 0.7), nil])
+        return seq
+    }
+
+    func features(_ seq: PoseSequence, _ steps: [PreprocessingStep], _ channels: [ChannelBlock]) throws -> [Float] {
+        let spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: seq.frameCount), steps: steps, channels: channels)
+        return try FeatureExtractor(spec).extract(seq)
+    }
+
     func testCentreScaleAndMaskKeepAbsentJointsAtZero() throws {
-        // Two frames: root at (100, 200), neck 50 px above; the hand is seen only in frame 0.
-        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
-        seq.appendFrame([PosePoint(x: 100, y: 150), PosePoint(x: 100, y: 200), PosePoint(x: 150, y: 175)])
-        seq.appendFrame([PosePoint(x: 110, y: 150), PosePoint(x: 110, y: 200), nil])
         let spec = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: 2),
             steps: [.centre(joints: ["root"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["root"])],
             channels: [.coordinates, .mask, .bones])
         XCTAssertEqual(spec.channelsPerFrame, 6 + 3 + 2)
-        let f = try FeatureExtractor(spec).extract(seq)
+        let f = try FeatureExtractor(spec).extract(twoFrames())
         // Window centre = (105, 200); torso = 50.
         assertClose(Array(f[0..<11]), [-0.1, -1, -0.1, 0, 0.9, -0.5, 1, 1, 1, 1, 0.5])
         assertClose(Array(f[11..<22]), [0.1, -1, 0.1, 0, 0, 0, 1, 1, 0, 0, 0])
+    }
+
+    func testPerFrameCentreSubtractsEachFramesOwnCentre() throws {
+        // Frame 0 centre (100, 200), frame 1 centre (110, 200).
+        let f = try features(twoFrames(), [.centre(joints: ["root"], perFrame: true)], [.coordinates])
+        assertClose(f, [0, -50, 0, 0, 50, -25, 0, -50, 0, 0, 0, 0])
+    }
+
+    func testPerFrameCentreFallsBackToTheWindowCentre() throws {
+        var seq = twoFrames()
+        seq.present[4] = 0  // root absent in frame 1
+        seq.coordinates[8] = 0
+        seq.coordinates[9] = 0
+        // Window centre = frame 0's root (100, 200), used for frame 1: neck (10, -50).
+        let f = try features(seq, [.centre(joints: ["root"], perFrame: true)], [.coordinates])
+        assertClose(f, [0, -50, 0, 0, 50, -25, 10, -50, 0, 0, 0, 0])
+    }
+
+    func testCentreWithoutCentreJointsUsesTheMeanOfAllPresentJoints() throws {
+        var seq = twoFrames()
+        for f in 0..<2 {
+            seq.present[f * 3 + 1] = 0
+            seq.coordinates[(f * 3 + 1) * 2] = 0
+            seq.coordinates[(f * 3 + 1) * 2 + 1] = 0
+        }
+        // Present: neck (100, 150), hand (150, 175), neck (110, 150): mean (120, 475/3).
+        let f = try features(seq, [.centre(joints: ["root"], perFrame: false)], [.coordinates])
+        let cy: Float = 475.0 / 3
+        assertClose(f, [-20, 150 - cy, 0, 0, 30, 175 - cy, -10, 150 - cy, 0, 0, 0, 0])
+    }
+
+    func testTorsoScaleIsTheMedianOverFrames() throws {
+        // Torso lengths 10, 50, 20: median 20. Odd count.
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        for len: Float in [10, 50, 20] { seq.appendFrame([PosePoint(x: 0, y: -len), PosePoint(x: 0, y: 0), nil]) }
+        let f = try features(seq, [.scaleByTorso(upper: ["neck"], lower: ["root"])], [.coordinates])
+        assertClose(f, [0, -0.5, 0, 0, 0, 0, 0, -2.5, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0])
+        // Even count (10, 30): the mean of the middle two, 20.
+        var even = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        for len: Float in [10, 30] { even.appendFrame([PosePoint(x: 0, y: -len), PosePoint(x: 0, y: 0), nil]) }
+        assertClose(
+            try features(even, [.scaleByTorso(upper: ["neck"], lower: ["root"])], [.coordinates]),
+            [0, -0.5, 0, 0, 0, 0, 0, -1.5, 0, 0, 0, 0])
+    }
+
+    func testTorsoScaleWithoutTorsoUsesTheRMSSpread() throws {
+        // No neck: root (-3, -4) and hand (3, 4) around their mean (0, 0): RMS distance 5.
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        seq.appendFrame([nil, PosePoint(x: -3, y: -4), PosePoint(x: 3, y: 4)])
+        let f = try features(seq, [.scaleByTorso(upper: ["neck"], lower: ["root"])], [.coordinates])
+        assertClose(f, [0, 0, -0.6, -0.8, 0.6, 0.8])
+        // A single point has zero spread: coordinates stay as they are.
+        var one = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        one.appendFrame([nil, PosePoint(x: 7, y: 9), nil])
+        assertClose(try features(one, [.scaleByTorso(upper: ["neck"], lower: ["root"])], [.coordinates]), [0, 0, 7, 9, 0, 0])
+    }
+
+    func testDivideByImageSize() throws {
+        let f = try features(twoFrames(), [.divide(by: [200, 100])], [.coordinates])
+        assertClose(f, [0.5, 1.5, 0.5, 2, 0.75, 1.75, 0.55, 1.5, 0.55, 2, 0, 0])
+    }
+
+    func testMotionIsTheFrameDifferenceOfJointsSeenInBothFrames() throws {
+        // Window-centred: frame 0 neck (-5, -50) root (-5, 0) hand (45, -25); frame 1 neck (5, -50)
+        // root (5, 0), hand absent. Motion: 0 at frame 0; frame 1 neck (10, 0), root (10, 0), hand 0.
+        let f = try features(twoFrames(), [.centre(joints: ["root"], perFrame: false)], [.motion])
+        assertClose(f, [0, 0, 0, 0, 0, 0, 10, 0, 10, 0, 0, 0])
+    }
+
+    func testConfidenceBlockIsZeroForAbsentJointsAndOneWithoutConfidence() throws {
+        assertClose(try features(twoFrames(confidence: true), [], [.confidence]), [0.9, 0.8, 0.5, 1, 0.7, 0])
+        assertClose(try features(twoFrames(confidence: false), [], [.confidence, .mask]), [1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0])
+    }
+
+    func testBlocksFollowTheirOrderInEveryFrame() throws {
+        // [mask | bones | coordinates] per frame, raw coordinates.
+        let f = try features(twoFrames(), [], [.mask, .bones, .coordinates])
+        assertClose(
+            f,
+            [1, 1, 1, 50, 25, 100, 150, 100, 200, 150, 175]
+                + [1, 1, 0, 0, 0, 110, 150, 110, 200, 0, 0])
+    }
+
+    func testThreeDimensionalBonesAndCentre() throws {
+        let s3 = Skeleton(
+            name: "toy3", joints: ["a", "b", "c"], dimensions: 3, units: .metres,
+            bones: [["a", "b"], ["b", "c"]], centre: ["a"])
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 3, hasConfidence: false)
+        seq.appendFrame([PosePoint(x: 1, y: 2, z: 3), PosePoint(x: 1.5, y: 2, z: 4), nil])
+        let spec = InputSpec(
+            skeleton: s3, window: WindowSpec(frames: 1), steps: [.centre(joints: ["a"], perFrame: false)],
+            channels: [.coordinates, .bones])
+        // Centred on a: a (0,0,0), b (0.5, 0, 1); bones a->b (0.5, 0, 1), b->c 0 (c absent).
+        assertClose(try FeatureExtractor(spec).extract(seq), [0, 0, 0, 0.5, 0, 1, 0, 0, 0, 0.5, 0, 1, 0, 0, 0])
+    }
+
+    func testCoordinatesOfAbsentJointsAreIgnored() throws {
+        // A reader that left garbage under an absent joint must not change the features.
+        var dirty = twoFrames()
+        dirty.coordinates[10] = 1e6  // hand, frame 1 (absent)
+        dirty.coordinates[11] = -3
+        let steps: [PreprocessingStep] = [
+            .centre(joints: ["root", "hand"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["hand"]),
+        ]
+        XCTAssertEqual(
+            try features(dirty, steps, [.coordinates, .motion, .bones]),
+            try features(twoFrames(), steps, [.coordinates, .motion, .bones]))
+    }
+
+    func testWorkspaceReuseGivesIdenticalResults() throws {
+        let spec = InputSpec.standard(for: skeleton, frames: 2)
+        let extractor = try FeatureExtractor(spec)
+        let ws = extractor.makeWorkspace()
+        var a = [Float](repeating: 0, count: spec.valuesPerWindow), b = a
+        var other = twoFrames()
+        other.coordinates = other.coordinates.map { $0 * 3 + 1 }
+        a.withUnsafeMutableBufferPointer { extractor.extract(twoFrames(), into: $0.baseAddress!, workspace: ws) }
+        b.withUnsafeMutableBufferPointer { extractor.extract(other, into: $0.baseAddress!, workspace: ws) }
+        b.withUnsafeMutableBufferPointer { extractor.extract(twoFrames(), into: $0.baseAddress!, workspace: ws) }
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(a, extractor.extract(twoFrames()))
     }
 
     func testFitWindowResamplesWithoutInventingJoints() {

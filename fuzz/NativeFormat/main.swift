@@ -1,8 +1,11 @@
 import Datasets
 
-/// Any bytes: the native reader must throw or return, never crash or hang.
+/// Any bytes: the native reader (and the JSON value parser behind headers and schema files)
+/// must throw or return, never crash or hang.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNativeFormat(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    _ = try? NativeFormat.parse(Array(UnsafeBufferPointer(start: data, count: size)), file: "fuzz")
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    _ = try? NativeFormat.parse(bytes, file: "fuzz")
+    _ = try? JSONValue.parse(bytes)
     return 0
 }

@@ -1,0 +1,442 @@
+import PoseCore
+
+/// Training-time augmentation: probabilities and magnitudes, all off by default
+/// (docs/preprocessing.md, "Augmentation"). Each transform is applied to a window with its
+/// probability; magnitudes are drawn uniformly in the stated range.
+///
+/// JSON: an object with any of the keys below (missing keys are 0); an unknown key is an
+/// error naming it, so a typo never silently turns an augmentation off.
+public struct AugmentationConfig: Codable, Hashable, Sendable {
+    /// Horizontal flip: x mirrored and anatomical left/right joints swapped. Only for classes
+    /// that do not depend on the side.
+    public var flipProbability: Double = 0
+    /// Rotation by an angle uniform in ±`maxRotationDegrees` (image plane for 2D, about the
+    /// vertical y axis for 3D).
+    public var rotationProbability: Double = 0
+    public var maxRotationDegrees: Double = 0
+    /// Isotropic scale by a factor uniform in `1 ± maxScaleChange` (< 1).
+    public var scaleProbability: Double = 0
+    public var maxScaleChange: Double = 0
+    /// Independent noise on each coordinate of each present joint, standard deviation
+    /// `jitterStandardDeviation` × the window's body scale (median torso length).
+    public var jitterProbability: Double = 0
+    public var jitterStandardDeviation: Double = 0
+    /// Playback speed factor uniform in `1 ± maxSpeedChange` (< 1): above 1 the action runs
+    /// faster (the window spans more source frames).
+    public var speedProbability: Double = 0
+    public var maxSpeedChange: Double = 0
+    /// Smooth non-uniform time warp of strength uniform in ±`maxTimeWarp` (< 1): one half of
+    /// the window plays faster and the other slower; the ends stay.
+    public var timeWarpProbability: Double = 0
+    public var maxTimeWarp: Double = 0
+    /// Dropped frames: each source frame is skipped with probability `frameDropRate` (< 1),
+    /// as when a camera or detector drops frames.
+    public var frameDropProbability: Double = 0
+    public var frameDropRate: Double = 0
+    /// Joint dropout: each present joint of each frame becomes absent with probability
+    /// `jointDropoutRate` (< 1). Never makes a joint present.
+    public var jointDropoutProbability: Double = 0
+    public var jointDropoutRate: Double = 0
+
+    public init() {}
+
+    /// True when at least one transform can change a window.
+    public var isEnabled: Bool {
+        flipProbability > 0 || (rotationProbability > 0 && maxRotationDegrees > 0)
+            || (scaleProbability > 0 && maxScaleChange > 0)
+            || (jitterProbability > 0 && jitterStandardDeviation > 0) || (speedProbability > 0 && maxSpeedChange > 0)
+            || (timeWarpProbability > 0 && maxTimeWarp > 0) || (frameDropProbability > 0 && frameDropRate > 0)
+            || (jointDropoutProbability > 0 && jointDropoutRate > 0)
+    }
+
+    /// Checks ranges; the error names the field.
+    public func validate() throws {
+        func check(_ name: String, _ v: Double, below limit: Double, inclusive: Bool) throws {
+            guard v.isFinite && v >= 0 && (inclusive ? v <= limit : v < limit) else {
+                throw AugmentationError.invalid(
+                    field: name, reason: "must be in [0, \(limit.formatted)\(inclusive ? "]" : ")"), got \(v)")
+            }
+        }
+        for (name, p) in [
+            ("flipProbability", flipProbability), ("rotationProbability", rotationProbability),
+            ("scaleProbability", scaleProbability), ("jitterProbability", jitterProbability),
+            ("speedProbability", speedProbability), ("timeWarpProbability", timeWarpProbability),
+            ("frameDropProbability", frameDropProbability), ("jointDropoutProbability", jointDropoutProbability),
+        ] {
+            try check(name, p, below: 1, inclusive: true)
+        }
+        try check("maxRotationDegrees", maxRotationDegrees, below: 180, inclusive: true)
+        try check("maxScaleChange", maxScaleChange, below: 1, inclusive: false)
+        try check("jitterStandardDeviation", jitterStandardDeviation, below: 1, inclusive: true)
+        try check("maxSpeedChange", maxSpeedChange, below: 1, inclusive: false)
+        try check("maxTimeWarp", maxTimeWarp, below: 1, inclusive: false)
+        try check("frameDropRate", frameDropRate, below: 0.9, inclusive: true)
+        try check("jointDropoutRate", jointDropoutRate, below: 1, inclusive: false)
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private static let keys: [String: WritableKeyPath<AugmentationConfig, Double>] = [
+        "flipProbability": \.flipProbability, "rotationProbability": \.rotationProbability,
+        "maxRotationDegrees": \.maxRotationDegrees, "scaleProbability": \.scaleProbability,
+        "maxScaleChange": \.maxScaleChange, "jitterProbability": \.jitterProbability,
+        "jitterStandardDeviation": \.jitterStandardDeviation, "speedProbability": \.speedProbability,
+        "maxSpeedChange": \.maxSpeedChange, "timeWarpProbability": \.timeWarpProbability,
+        "maxTimeWarp": \.maxTimeWarp, "frameDropProbability": \.frameDropProbability,
+        "frameDropRate": \.frameDropRate, "jointDropoutProbability": \.jointDropoutProbability,
+        "jointDropoutRate": \.jointDropoutRate,
+    ]
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyKey.self)
+        for key in c.allKeys {
+            guard let path = Self.keys[key.stringValue] else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: c,
+                    debugDescription: "unknown augmentation key '\(key.stringValue)'; known keys: \(Self.keys.keys.sorted().joined(separator: ", "))"
+                )
+            }
+            self[keyPath: path] = try c.decode(Double.self, forKey: key)
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: AnyKey.self)
+        for (name, path) in Self.keys.sorted(by: { $0.key < $1.key }) {
+            try c.encode(self[keyPath: path], forKey: AnyKey(stringValue: name))
+        }
+    }
+}
+
+extension Double {
+    fileprivate var formatted: String { self == rounded() ? String(Int(self)) : String(self) }
+}
+
+public enum AugmentationError: Error, Equatable, CustomStringConvertible {
+    case invalid(field: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let field, let reason): return "augmentation '\(field)' \(reason)"
+        }
+    }
+}
+
+/// Applies an `AugmentationConfig` to windows, driven by a `SeededGenerator`.
+///
+/// Conventions (docs/preprocessing.md): 2D coordinates are image pixels, y down; 3D
+/// coordinates are y up (Vision 3D, Kinect), x to the side, z depth. For one window:
+///
+/// 1. Time (source positions, before sampling): frame drop, then time warp, then speed,
+///    about the window's middle.
+/// 2. Sampling from the source sequence at those positions (real neighbouring frames; the
+///    window's padding policy beyond the sequence).
+/// 3. One affine map about the window centre c (mean of all present joints): flip
+///    (`x -> 2 c_x - x`, or `W - x` with a known image width W, and left/right joints
+///    swapped), rotation (2D: `x' = cos·x - sin·y, y' = sin·x + cos·y` about c, clockwise on
+///    screen for positive angles since y is down; 3D: about the vertical y axis,
+///    `x' = cos·x + sin·z, z' = -sin·x + cos·z`), then scale.
+/// 4. Jitter on present joints only (approximately Gaussian, `nextApproximateGaussianPair`);
+/// 5. joint dropout of present joints only.
+///
+/// Absent joints stay absent with zero coordinates; no transform makes a joint present.
+public struct Augmenter: Sendable {
+    public let config: AugmentationConfig
+    public let skeleton: Skeleton
+    /// Image width in pixels for 2D flips (`x -> W - x`), or nil to mirror about the window centre.
+    public let imageWidth: Float?
+    /// Mirror pairs `(a, b)`, `a < b`, as joint indices.
+    let mirrorPairs: [(Int, Int)]
+    let torsoUpper: [Int]
+    let torsoLower: [Int]
+
+    public init(config: AugmentationConfig, skeleton: Skeleton, imageWidth: Double? = nil) throws {
+        try config.validate()
+        try skeleton.validate()
+        if let w = imageWidth {
+            guard w.isFinite && w > 0 else {
+                throw AugmentationError.invalid(field: "imageWidth", reason: "must be a positive number of pixels, got \(w)")
+            }
+        }
+        self.config = config
+        self.skeleton = skeleton
+        self.imageWidth = skeleton.dimensions == 2 && skeleton.units == .pixels ? imageWidth.map { Float($0) } : nil
+        let perm = skeleton.mirrorPermutation
+        mirrorPairs = perm.indices.filter { perm[$0] > $0 }.map { ($0, perm[$0]) }
+        torsoUpper = skeleton.torsoUpper.compactMap { skeleton.index(of: $0) }
+        torsoLower = skeleton.torsoLower.compactMap { skeleton.index(of: $0) }
+    }
+
+    /// Buffers for one window of `frames` frames: the augmented window is left in
+    /// `coordinates [F, J, D]`, `present [F, J]` and `confidence [F, J]`. Not thread-safe.
+    public final class Workspace {
+        public let frames: Int
+        public let coordinates: UnsafeMutablePointer<Float>
+        public let present: UnsafeMutablePointer<UInt8>
+        /// Nil when the workspace was made without confidence (features that do not use it).
+        public let confidence: UnsafeMutablePointer<Float>?
+        let positions: UnsafeMutablePointer<Double>
+        let lengths: UnsafeMutablePointer<Float>
+
+        public init(frames F: Int, skeleton: Skeleton, confidence withConfidence: Bool = true) {
+            frames = F
+            let J = skeleton.jointCount, D = skeleton.dimensions
+            coordinates = .allocate(capacity: max(1, F * J * D))
+            present = .allocate(capacity: max(1, F * J))
+            confidence = withConfidence ? .allocate(capacity: max(1, F * J)) : nil
+            positions = .allocate(capacity: max(1, F))
+            lengths = .allocate(capacity: max(1, F))
+        }
+
+        deinit {
+            coordinates.deallocate()
+            present.deallocate()
+            confidence?.deallocate()
+            positions.deallocate()
+            lengths.deallocate()
+        }
+    }
+
+    /// A new window from `window`: time transforms take frames from the window itself, with
+    /// `padding` beyond its ends. Same id, label, group and split.
+    public func augment(
+        _ window: PoseSequence, padding: WindowSpec.Padding = .edge, using g: inout SeededGenerator
+    ) -> PoseSequence {
+        let F = window.frameCount, J = window.jointCount, D = window.dimensions
+        precondition(J == skeleton.jointCount && D == skeleton.dimensions, "window skeleton mismatch")
+        let ws = Workspace(frames: F, skeleton: skeleton)
+        augment(source: window, first: 0, step: 1, padding: padding, workspace: ws, using: &g)
+        let coordinates = Array(UnsafeBufferPointer(start: ws.coordinates, count: F * J * D))
+        let present = Array(UnsafeBufferPointer(start: ws.present, count: F * J))
+        let confidence = window.confidence == nil ? nil : Array(UnsafeBufferPointer(start: ws.confidence!, count: F * J))
+        return PoseSequence(
+            id: window.id, label: window.label, group: window.group, split: window.split, jointCount: J, dimensions: D,
+            frameCount: F, coordinates: coordinates, present: present, confidence: confidence)
+    }
+
+    /// The core: augments the window of `workspace.frames` frames whose un-augmented source
+    /// positions in `source` are `first + i * step`, leaving it in the workspace. Allocates
+    /// nothing. Random draws, in order: drop (coin, then one per candidate frame), warp (coin,
+    /// strength), speed (coin, factor), flip (coin), rotation (coin, angle), scale (coin,
+    /// factor), jitter (coin, then one 64-bit draw per present joint in 2D, two in 3D),
+    /// dropout (coin, then one per present joint). A coin is drawn only for a transform whose
+    /// magnitude is > 0 and whose probability is strictly between 0 and 1.
+    public func augment(
+        source: PoseSequence, first: Double, step: Double, padding: WindowSpec.Padding, workspace ws: Workspace,
+        using g: inout SeededGenerator
+    ) {
+        let F = ws.frames
+        let c = config
+        func coin(_ p: Double) -> Bool { p >= 1 || (p > 0 && g.nextUnitDouble() < p) }
+
+        // 1. Time: u[i] is a (fractional) frame index of the un-augmented window.
+        let u = ws.positions
+        for i in 0..<F { u[i] = Double(i) }
+        if c.frameDropRate > 0 && coin(c.frameDropProbability) {
+            var kept = 0, candidate = 0
+            let limit = F * 16
+            while kept < F {
+                if candidate >= limit || g.nextUnitDouble() >= c.frameDropRate {
+                    u[kept] = Double(candidate)
+                    kept += 1
+                }
+                candidate += 1
+            }
+            // Centre the longer span on the window (integer shift: no interpolation).
+            let shift = ((u[0] + u[F - 1] - Double(F - 1)) / 2).rounded(.down)
+            for i in 0..<F { u[i] -= shift }
+        }
+        let middle = Double(F - 1) / 2
+        if c.maxTimeWarp > 0 && F > 2 && coin(c.timeWarpProbability) {
+            let s = (g.nextUnitDouble() * 2 - 1) * c.maxTimeWarp
+            let period = Double(F - 1)
+            for i in 0..<F { u[i] += s * period / (2 * Double.pi) * _sin(2 * Double.pi * u[i] / period) }
+        }
+        var speed = 1.0
+        if c.maxSpeedChange > 0 && coin(c.speedProbability) {
+            speed = 1 + (g.nextUnitDouble() * 2 - 1) * c.maxSpeedChange
+        }
+        for i in 0..<F { u[i] = first + (middle + (u[i] - middle) * speed) * step }
+
+        // 2. Sampling.
+        source.sample(
+            at: UnsafeBufferPointer(start: u, count: F), padding: padding, coordinates: ws.coordinates,
+            present: ws.present, confidence: ws.confidence)
+
+        // 3-5. Space.
+        if skeleton.dimensions == 2 {
+            spatial(Two.self, ws, using: &g)
+        } else {
+            spatial(Three.self, ws, using: &g)
+        }
+    }
+
+    /// Steps 3-5 on the sampled window in `ws`; generic over the dimensionality so that inner
+    /// loops unroll (index arithmetic wraps: the shapes are fixed by the workspace).
+    @inline(__always)
+    private func spatial<Dim: AugmentDimensions>(_: Dim.Type, _ ws: Workspace, using g: inout SeededGenerator) {
+        let F = ws.frames, J = skeleton.jointCount, D = Dim.count, FJ = F &* J
+        let c = config
+        func coin(_ p: Double) -> Bool { p >= 1 || (p > 0 && g.nextUnitDouble() < p) }
+        let xyz = ws.coordinates, present = ws.present, confidence = ws.confidence
+
+        // 3. Affine map about the window centre.
+        let flip = c.flipProbability > 0 && coin(c.flipProbability)
+        var angle: Float = 0
+        if c.maxRotationDegrees > 0 && coin(c.rotationProbability) {
+            angle = Float((g.nextUnitDouble() * 2 - 1) * c.maxRotationDegrees * Double.pi / 180)
+        }
+        var scale: Float = 1
+        if c.maxScaleChange > 0 && coin(c.scaleProbability) {
+            scale = Float(1 + (g.nextUnitDouble() * 2 - 1) * c.maxScaleChange)
+        }
+        var centre: (Float, Float, Float) = (0, 0, 0)
+        var n = 0
+        for i in 0..<FJ where present[i] != 0 {
+            centre.0 += xyz[i &* D]
+            centre.1 += xyz[i &* D &+ 1]
+            if D == 3 { centre.2 += xyz[i &* D &+ 2] }
+            n += 1
+        }
+        guard n > 0 else { return }  // nothing seen: nothing to transform
+        centre = (centre.0 / Float(n), centre.1 / Float(n), centre.2 / Float(n))
+        if flip || angle != 0 || scale != 1 {
+            if flip {
+                for f in 0..<F {
+                    let x = xyz + f &* J &* D, p = present + f &* J, k = confidence.map { $0 + f &* J }
+                    for (a, b) in mirrorPairs {
+                        (p[a], p[b]) = (p[b], p[a])
+                        if let k { (k[a], k[b]) = (k[b], k[a]) }
+                        for d in 0..<D { (x[a &* D &+ d], x[b &* D &+ d]) = (x[b &* D &+ d], x[a &* D &+ d]) }
+                    }
+                }
+            }
+            // x' = outX + M (x - c) with M = scale * R * diag(sx, 1, 1); absent joints stay 0.
+            let cosA = _cos(angle) * scale, sinA = _sin(angle) * scale
+            let sx: Float = flip ? -1 : 1
+            let outX = flip ? (imageWidth.map { $0 - centre.0 } ?? centre.0) : centre.0
+            for i in 0..<FJ where present[i] != 0 {
+                let v = xyz + i &* D
+                let x = (v[0] - centre.0) * sx, y = v[1] - centre.1
+                if D == 2 {
+                    v[0] = outX + cosA * x - sinA * y
+                    v[1] = centre.1 + sinA * x + cosA * y
+                } else {
+                    let z = v[2] - centre.2
+                    v[0] = outX + cosA * x + sinA * z
+                    v[1] = centre.1 + scale * y
+                    v[2] = centre.2 - sinA * x + cosA * z
+                }
+            }
+            centre.0 = outX
+        }
+
+        // 4. Jitter, scaled by the body size.
+        if c.jitterStandardDeviation > 0 && coin(c.jitterProbability) {
+            let sigma = Float(c.jitterStandardDeviation) * bodyScale(Dim.self, centre: centre, ws: ws)
+            if sigma > 0 && sigma.isFinite {
+                var local = g  // a local copy keeps the state in registers
+                for i in 0..<FJ where present[i] != 0 {
+                    let v = xyz + i &* D
+                    let (a, b) = local.nextApproximateGaussianPair()
+                    v[0] += sigma * a
+                    v[1] += sigma * b
+                    if D == 3 { v[2] += sigma * local.nextApproximateGaussianPair().0 }
+                }
+                g = local
+            }
+        }
+
+        // 5. Joint dropout.
+        if c.jointDropoutRate > 0 && coin(c.jointDropoutProbability) {
+            // Compare 53-bit uniforms with the rate as an integer threshold (same as
+            // `nextUnitDouble() < rate`).
+            let threshold = UInt64(c.jointDropoutRate * 0x1p53)
+            for i in 0..<FJ where present[i] != 0 && (g.next() >> 11) < threshold {
+                present[i] = 0
+                confidence?[i] = 0
+                for d in 0..<D { xyz[i &* D &+ d] = 0 }
+            }
+        }
+    }
+
+    /// The body scale of the window in the workspace: the median over frames of the torso
+    /// length (as `scaleByTorso` measures it); without a torso, the RMS distance of the
+    /// present joints from `centre`.
+    @inline(__always)
+    private func bodyScale<Dim: AugmentDimensions>(_: Dim.Type, centre: (Float, Float, Float), ws: Workspace) -> Float {
+        let F = ws.frames, J = skeleton.jointCount, D = Dim.count
+        let xyz = ws.coordinates, present = ws.present
+        var count = 0
+        if !torsoUpper.isEmpty && !torsoLower.isEmpty {
+            for f in 0..<F {
+                var u: (Float, Float, Float, Int) = (0, 0, 0, 0), l: (Float, Float, Float, Int) = (0, 0, 0, 0)
+                for j in torsoUpper where present[f &* J &+ j] != 0 {
+                    let v = xyz + (f &* J &+ j) &* D
+                    u = (u.0 + v[0], u.1 + v[1], D == 3 ? u.2 + v[2] : 0, u.3 + 1)
+                }
+                for j in torsoLower where present[f &* J &+ j] != 0 {
+                    let v = xyz + (f &* J &+ j) &* D
+                    l = (l.0 + v[0], l.1 + v[1], D == 3 ? l.2 + v[2] : 0, l.3 + 1)
+                }
+                guard u.3 > 0 && l.3 > 0 else { continue }
+                let nu = Float(u.3), nl = Float(l.3)
+                let dx = u.0 / nu - l.0 / nl, dy = u.1 / nu - l.1 / nl, dz = u.2 / nu - l.2 / nl
+                ws.lengths[count] = (dx * dx + dy * dy + dz * dz).squareRoot()
+                count += 1
+            }
+        }
+        if count > 0 {
+            // Insertion sort of at most F values, then the median.
+            let v = ws.lengths
+            for i in 1..<count {
+                let x = v[i]
+                var k = i - 1
+                while k >= 0 && v[k] > x {
+                    v[k + 1] = v[k]
+                    k -= 1
+                }
+                v[k + 1] = x
+            }
+            let m = count / 2
+            let median = count % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
+            if median > 0 { return median }
+        }
+        var ss: Float = 0, n = 0
+        for i in 0..<(F &* J) where present[i] != 0 {
+            let v = xyz + i &* D
+            let dx = v[0] - centre.0, dy = v[1] - centre.1
+            let dz: Float = D == 3 ? v[2] - centre.2 : 0
+            ss += dx * dx + dy * dy + dz * dz
+            n += 1
+        }
+        return n > 0 ? (ss / Float(n)).squareRoot() : 0
+    }
+}
+
+/// A dimensionality known at compile time (2 or 3), so that the kernels specialise.
+protocol AugmentDimensions { static var count: Int { get } }
+private enum Two: AugmentDimensions { static var count: Int { 2 } }
+private enum Three: AugmentDimensions { static var count: Int { 3 } }
+
+#if canImport(Glibc)
+    import Glibc
+    private func _sin(_ x: Double) -> Double { Glibc.sin(x) }
+    private func _sin(_ x: Float) -> Float { Glibc.sinf(x) }
+    private func _cos(_ x: Float) -> Float { Glibc.cosf(x) }
+#elseif canImport(Darwin)
+    import Darwin
+    private func _sin(_ x: Double) -> Double { Darwin.sin(x) }
+    private func _sin(_ x: Float) -> Float { Darwin.sinf(x) }
+    private func _cos(_ x: Float) -> Float { Darwin.cosf(x) }
+#else
+    import Foundation
+    private func _sin(_ x: Double) -> Double { Foundation.sin(x) }
+    private func _sin(_ x: Float) -> Float { Foundation.sin(x) }
+    private func _cos(_ x: Float) -> Float { Foundation.cos(x) }
+#endif

@@ -1,0 +1,185 @@
+import Foundation
+
+/// Thresholds of the regression gate. A JSON policy file has these keys (all optional;
+/// unknown keys are refused so that a typo cannot silently loosen the gate).
+public struct GatePolicy: Codable, Hashable, Sendable {
+    /// Largest allowed drop of accuracy (baseline − candidate), e.g. 0.02 = two points.
+    public var maxAccuracyDrop: Double = 0.02
+    public var maxMacroF1Drop: Double = 0.02
+    /// Largest allowed drop of any class's recall, unless `classRecallDrop` names the class.
+    public var maxClassRecallDrop: Double = 0.10
+    /// Per-class overrides of `maxClassRecallDrop`, by label.
+    public var classRecallDrop: [String: Double] = [:]
+    /// When true, a drop beyond its threshold fails only if it is also significant.
+    public var requireSignificance: Bool = false
+    /// Significance level.
+    public var alpha: Double = 0.05
+    /// `headline` (default), `window` or `sequence`.
+    public var level: String = "headline"
+
+    public init() {}
+
+    static let keys: Set<String> = [
+        "maxAccuracyDrop", "maxMacroF1Drop", "maxClassRecallDrop", "classRecallDrop", "requireSignificance", "alpha", "level",
+    ]
+
+    /// Reads a policy file. Missing keys keep their defaults.
+    public static func load(_ path: String) throws -> GatePolicy {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw EvalError.badPolicy(file: path, reason: "cannot read the file; check the path")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw EvalError.badPolicy(file: path, reason: "not a JSON object")
+        }
+        let unknown = Set(object.keys).subtracting(keys)
+        if let first = unknown.sorted().first {
+            throw EvalError.badPolicy(file: path, reason: "unknown key '\(first)'; known keys: \(keys.sorted().joined(separator: ", "))")
+        }
+        struct Partial: Decodable {
+            var maxAccuracyDrop: Double?, maxMacroF1Drop: Double?, maxClassRecallDrop: Double?
+            var classRecallDrop: [String: Double]?, requireSignificance: Bool?, alpha: Double?, level: String?
+        }
+        let p: Partial
+        do {
+            p = try JSONDecoder().decode(Partial.self, from: data)
+        } catch {
+            throw EvalError.badPolicy(file: path, reason: ReportJSON.summary(error))
+        }
+        var policy = GatePolicy()
+        if let v = p.maxAccuracyDrop { policy.maxAccuracyDrop = v }
+        if let v = p.maxMacroF1Drop { policy.maxMacroF1Drop = v }
+        if let v = p.maxClassRecallDrop { policy.maxClassRecallDrop = v }
+        if let v = p.classRecallDrop { policy.classRecallDrop = v }
+        if let v = p.requireSignificance { policy.requireSignificance = v }
+        if let v = p.alpha { policy.alpha = v }
+        if let v = p.level { policy.level = v }
+        do { try policy.validate() } catch let e as EvalError {
+            if case .badPolicy(_, let why) = e { throw EvalError.badPolicy(file: path, reason: why) }
+            throw e
+        }
+        return policy
+    }
+
+    /// Thresholds in [0, 1], alpha in (0, 1), a known level.
+    public func validate() throws {
+        func bad(_ why: String) -> EvalError { .badPolicy(file: "policy", reason: why) }
+        for (name, v) in [("maxAccuracyDrop", maxAccuracyDrop), ("maxMacroF1Drop", maxMacroF1Drop), ("maxClassRecallDrop", maxClassRecallDrop)]
+        where !(v >= 0 && v <= 1) {
+            throw bad("\(name) must be between 0 and 1, got \(v)")
+        }
+        for (label, v) in classRecallDrop where !(v >= 0 && v <= 1) {
+            throw bad("classRecallDrop for '\(label)' must be between 0 and 1, got \(v)")
+        }
+        guard alpha > 0 && alpha < 1 else { throw bad("alpha must be between 0 and 1 (exclusive), got \(alpha)") }
+        guard requestedLevel != nil || level == "headline" else {
+            throw bad("level must be headline, window or sequence, got '\(level)'")
+        }
+    }
+
+    /// Every label named by `classRecallDrop` must be one of the compared classes, so that a
+    /// misspelt label cannot silently fall back to the default threshold.
+    public func check(classes: [String]) throws {
+        let unknown = Set(classRecallDrop.keys).subtracting(classes)
+        if let first = unknown.sorted().first {
+            throw EvalError.badPolicy(
+                file: "policy", reason: "classRecallDrop names '\(first)', which is not among the classes (\(classes.joined(separator: ", ")))")
+        }
+    }
+
+    /// The level asked for, nil for the headline.
+    public var requestedLevel: Level? { Level(rawValue: level) }
+
+    public func recallThreshold(_ label: String) -> Double { classRecallDrop[label] ?? maxClassRecallDrop }
+}
+
+/// One check of the gate; one test case in the JUnit output.
+public struct GateCheck: Hashable, Sendable {
+    /// `accuracy`, `macro F1` or `recall[label]`.
+    public var name: String
+    public var baseline: Double
+    public var candidate: Double
+    /// `baseline − candidate` (positive: the candidate is worse).
+    public var drop: Double
+    public var threshold: Double
+    /// The significance evidence, e.g. `McNemar exact binomial p = 0.0120`.
+    public var evidence: String
+    /// Whether the drop is significant at the policy's alpha (nil when there is no test).
+    public var significant: Bool?
+    public var passed: Bool
+    public var message: String
+}
+
+public struct GateResult: Sendable {
+    public var policy: GatePolicy
+    public var level: Level
+    public var checks: [GateCheck]
+    public var passed: Bool { checks.allSatisfy(\.passed) }
+    public var failures: [GateCheck] { checks.filter { !$0.passed } }
+}
+
+/// The regression gate: fails when accuracy or macro-F1 drops by more than its threshold,
+/// or any class's recall drops by more than its per-class threshold.
+///
+/// With `requireSignificance`, a drop beyond its threshold fails only if it is significant:
+/// - accuracy: McNemar's test on the paired samples, p < α, with the candidate wrong more often;
+/// - recall of class k: McNemar's test on the samples of class k, p < α / m with m the number
+///   of classes with samples (Bonferroni over the per-class checks), candidate worse;
+/// - macro-F1 (no paired test exists): the paired bootstrap interval of the change, at level
+///   1 − α, lies entirely below 0.
+public enum Gate {
+    public static func evaluate(_ c: Comparison, policy: GatePolicy) -> GateResult {
+        let a = c.baselineMetrics, b = c.candidateMetrics
+        var checks: [GateCheck] = []
+        func check(
+            _ name: String, _ base: Double, _ cand: Double, _ threshold: Double, evidence: String, significant: Bool?
+        ) -> GateCheck {
+            let drop = base - cand
+            let beyond = drop > threshold + 1e-12
+            let counts = !policy.requireSignificance || significant == true
+            let passed = !(beyond && counts)
+            let change = "\(Text.fixed(base)) → \(Text.fixed(cand)) (\(Text.signed(-drop)))"
+            let message: String
+            if !beyond {
+                message = "\(name) \(change): within the allowed drop of \(Text.fixed(threshold))"
+            } else if passed {
+                message = "\(name) \(change): drops more than \(Text.fixed(threshold)) but not significantly (\(evidence)); passes because significance is required"
+            } else {
+                message = "\(name) \(change): drops more than the allowed \(Text.fixed(threshold)) (\(evidence))"
+            }
+            return GateCheck(
+                name: name, baseline: base, candidate: cand, drop: drop, threshold: threshold, evidence: evidence,
+                significant: significant, passed: passed, message: message)
+        }
+
+        let m = c.mcnemar
+        checks.append(
+            check(
+                "accuracy", a.accuracy, b.accuracy, policy.maxAccuracyDrop,
+                evidence: "McNemar \(m.method.rawValue) \(Text.p(m.pValue)), α = \(policy.alpha)",
+                significant: m.pValue < policy.alpha && m.baselineOnly > m.candidateOnly))
+
+        if let ci = c.macroF1Change {
+            checks.append(
+                check(
+                    "macro F1", a.macroF1, b.macroF1, policy.maxMacroF1Drop,
+                    evidence: "paired bootstrap \(Int((c.confidence * 100).rounded()))% CI of the change \(Text.signedInterval(ci))",
+                    significant: ci.high < 0))
+        } else {
+            checks.append(
+                check("macro F1", a.macroF1, b.macroF1, policy.maxMacroF1Drop, evidence: "no bootstrap (resamples = 0)", significant: nil))
+        }
+
+        let tested = c.classes.indices.filter { a.classes[$0].support > 0 }
+        let classAlpha = policy.alpha / Double(max(1, tested.count))
+        for k in tested {
+            let t = c.classMcNemar[k]
+            let label = c.classes[k]
+            checks.append(
+                check(
+                    "recall[\(label)]", a.classes[k].recall, c.candidateClass(k).recall, policy.recallThreshold(label),
+                    evidence: "McNemar on the class's \(a.classes[k].support) samples, \(t.method.rawValue) \(Text.p(t.pValue)), α/\(tested.count) = \(Text.fixed(classAlpha, 4))",
+                    significant: t.pValue < classAlpha && t.baselineOnly > t.candidateOnly))
+        }
+        return GateResult(policy: policy, level: c.level, checks: checks)
+    }
+}

@@ -1,0 +1,59 @@
+/// The fixed-width terminal report: provenance, then for each level (headline first) the
+/// scikit-learn style classification table, the summary metrics with their bootstrap
+/// intervals, and the confusion matrix in counts and normalised over the true labels.
+public enum TextReport {
+    public static func render(_ r: EvalReport, digits: Int = 3) -> String {
+        var out = "actiontrain evaluation report (\(r.schema) \(r.schemaVersion))\n"
+        out += keyValues(r.provenance)
+        out += keyValues([("headline", r.headlineReason)])
+        for m in r.levels {
+            out += "\n" + section(m, headline: m.level == r.headline) + "\n\n"
+            if let table = try? m.classificationReport(classes: r.classes) { out += table.table(digits: digits) }
+            out += "\n" + summary(m, settings: r.settings, digits: digits)
+            let cm = m.confusionMatrix(classes: r.classes)
+            out += "\nconfusion matrix (rows = true, columns = predicted)\n" + Text.matrix(cm)
+            out += "\nconfusion matrix normalised over true labels (each row sums to 1; the diagonal is the recall)\n"
+            out += Text.matrix(cm, normalized: .overTrue)
+        }
+        out += "\n" + footnote(r.settings) + "\n"
+        return out
+    }
+
+    static func keyValues(_ pairs: [(key: String, value: String)]) -> String {
+        pairs.map { Text.padRight($0.key, 18) + $0.value + "\n" }.joined()
+    }
+
+    static func section(_ m: LevelMetrics, headline: Bool) -> String {
+        let what =
+            m.level == .window
+            ? "\(m.samples) windows from \(m.sequences) sequences" : "\(m.samples) sequences (mean of window probabilities)"
+        return "== \(m.level.rawValue) level\(headline ? " (headline)" : ""): \(what) =="
+    }
+
+    /// The summary metrics, one per line, with the 95% interval where there is one.
+    static func summary(_ m: LevelMetrics, settings: EvalSettings, digits: Int) -> String {
+        let ci = "\(Int((settings.confidence * 100).rounded()))% CI"
+        var rows: [(String, String, String)] = [
+            ("accuracy", Text.fixed(m.accuracy, digits), Text.interval(m.accuracyCI, digits)),
+            ("macro F1", Text.fixed(m.macroF1, digits), Text.interval(m.macroF1CI, digits)),
+            ("balanced accuracy", Text.fixed(m.balancedAccuracy, digits), ""),
+            ("Cohen's kappa", Text.fixed(m.cohenKappa, digits), ""),
+            ("log loss", Text.fixed(m.logLoss, digits + 1), ""),
+            ("ECE (\(settings.calibrationBins) bins)", Text.fixed(m.expectedCalibrationError, digits + 1), ""),
+        ]
+        rows += m.topK.map { ("top-\($0.k) accuracy", Text.fixed($0.accuracy, digits), "") }
+        var out = Text.padRight("", 20) + Text.pad("value", 8) + "   " + ci + "\n"
+        for (name, value, interval) in rows {
+            out += Text.padRight(name, 20) + Text.pad(value, 8) + (interval.isEmpty ? "" : "   " + interval) + "\n"
+        }
+        return out
+    }
+
+    static func footnote(_ s: EvalSettings) -> String {
+        let ci =
+            s.bootstrapResamples > 0
+            ? "\(Int((s.confidence * 100).rounded()))% CI: percentile bootstrap, \(s.bootstrapResamples) resamples of whole sequences, seed \(s.seed)."
+            : "No confidence intervals (bootstrap disabled)."
+        return ci + " Precision, recall or F1 with a zero denominator count as 0."
+    }
+}

@@ -1,0 +1,106 @@
+import Datasets
+import Foundation
+import PoseCore
+
+/// `actiontrain import KIND SRC --out FILE.jsonl`: one command from a public dataset or a
+/// foreign format to the native format.
+enum ImportCommand {
+    static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml"]
+
+    static let spec = CommandSpec(
+        name: "import",
+        summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML file into the native format.",
+        positionals: [
+            Positional(name: "KIND", help: "One of \(kinds.joined(separator: ", "))."),
+            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect) or file (csv, npz, createml)."),
+        ],
+        options: [
+            Option("out", value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
+            Option("force", help: "Overwrite --out if it exists."),
+            Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
+            Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
+            Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
+            Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0."),
+            Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
+            Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
+        ],
+        discussion: """
+            Examples (the datasets' SOURCE.md files describe each):
+              actiontrain import natops ../shared/datasets/natops --out natops.jsonl
+              actiontrain import penn-action ../shared/datasets/penn_action --out penn.jsonl
+              actiontrain import utkinect ../shared/datasets/utkinect_action3d --out utk.jsonl
+              actiontrain import csv poses.csv --mapping columns.json --out poses.jsonl
+              actiontrain import npz poses.npz --skeleton coco-17 --out poses.jsonl
+            """)
+
+    static func run(_ args: ParsedArguments, out: inout Output) throws {
+        let kind = args.positionals[0], src = args.positionals[1]
+        guard kinds.contains(kind) else {
+            let hint = ArgumentParser.suggestion(for: kind, among: kinds).map { " Did you mean '\($0)'?" } ?? ""
+            throw CLIError.usage("unknown KIND '\(kind)'; use one of \(kinds.joined(separator: ", ")).\(hint)")
+        }
+        guard let outPath = args.value("out") else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
+        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
+        }
+        guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
+        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
+        let dataset = try load(kind: kind, src: src, skeleton: skeleton, args: args, out: &out)
+        try NativeFormat.write(dataset, to: outPath)
+        out.line(summary(dataset, to: outPath))
+    }
+
+    static func load(kind: String, src: String, skeleton: Skeleton?, args: ParsedArguments, out: inout Output) throws -> Dataset {
+        switch kind {
+        case "natops":
+            var files: [String]
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
+            if isDirectory.boolValue {
+                files = ["NATOPS_TRAIN.ts", "NATOPS_TEST.ts"].map { (src as NSString).appendingPathComponent($0) }
+                for f in files where !FileManager.default.fileExists(atPath: f) {
+                    throw CLIError.failure("\(f): not found; pass the folder holding NATOPS_TRAIN.ts and NATOPS_TEST.ts")
+                }
+            } else {
+                files = [src]
+            }
+            var merged: Dataset? = nil
+            for f in files {
+                let d = try UEAFormat.read(f, options: .init(skeleton: skeleton, labelNames: UEAFormat.natopsLabelNames))
+                if merged == nil { merged = d } else { merged!.sequences += d.sequences }
+            }
+            return merged!
+        case "penn-action":
+            let limit = try args.value("limit", as: Int.self)
+            if let limit, limit <= 0 { throw CLIError.usage("--limit must be positive") }
+            return try PennActionImporter.read(src, options: .init(keepInvisible: args.has("keep-invisible"), limit: limit))
+        case "utkinect":
+            let split: UTKinectImporter.Split
+            switch args.value("split") ?? "cross-subject" {
+            case "cross-subject": split = .crossSubject
+            case "none": split = .none
+            case let other: throw CLIError.usage("--split must be cross-subject or none, not '\(other)'")
+            }
+            let (d, warnings) = try UTKinectImporter.read(src, options: .init(split: split))
+            for w in warnings { out.note("\(w)\n") }
+            return d
+        case "csv":
+            var mapping = try args.value("mapping").map { try CSVMapping.load($0) } ?? CSVMapping()
+            if let skeleton { mapping.skeleton = skeleton }
+            return try CSVFormat.read(src, mapping: mapping)
+        case "npz":
+            return try NumpyFormat.read(src, options: .init(skeleton: skeleton, labelsPath: args.value("labels")))
+        default:
+            return try CreateMLFormat.read(src)
+        }
+    }
+
+    /// One line: counts per split and class, frames, skeleton.
+    static func summary(_ d: Dataset, to path: String) -> String {
+        var splits: [String: Int] = [:]
+        for s in d.sequences { splits[s.split ?? "(none)", default: 0] += 1 }
+        let frames = d.sequences.reduce(0) { $0 + $1.frameCount }
+        let splitText = splits.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return "import: wrote \(d.sequences.count) sequences (\(splitText)), \(d.classes.count) classes, \(frames) frames, skeleton \(d.skeleton.name) to \(path)"
+    }
+}

@@ -1,0 +1,133 @@
+import Datasets
+import Foundation
+import PoseCore
+
+/// `actiontrain inspect DATA`: what is in a dataset and what is wrong with it (Lint).
+enum InspectCommand {
+    static let spec = CommandSpec(
+        name: "inspect",
+        summary: "Describe a dataset and check it: classes, lengths, missing joints, duplicates, leakage.",
+        positionals: [Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA).")],
+        options: [
+            Option("json", help: "Print the report as JSON (keys sorted) instead of tables."),
+            Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
+            Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
+            Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
+        ],
+        discussion: """
+            Reports classes and counts per split, frames per sequence, frame rate, per-joint missing
+            rates, NaN/inf values, points outside the image, empty frames, duplicate sequences and
+            groups that appear in several splits, then a list of warnings. docs/cli.md lists them.
+            """)
+
+    static func run(_ args: ParsedArguments, out: inout Output) throws {
+        try runDataset(path: args.positionals[0], args: args, out: &out)
+    }
+
+    /// Inspects the dataset at `path` (the lead's `inspect` dispatch calls this for datasets).
+    static func runDataset(path: String, args: ParsedArguments, out: inout Output) throws {
+        var options = Lint.Options()
+        if let raw = args.value("image-size") {
+            let parts = raw.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2, let w = parts[0], let h = parts[1], w > 0, h > 0, w.isFinite, h.isFinite else {
+                throw CLIError.usage("--image-size expects W,H in pixels, e.g. 1920,1080; got '\(raw)'")
+            }
+            options.imageSize = [w, h]
+        }
+        if let n = try args.value("window-frames", as: Int.self) {
+            guard n > 0 else { throw CLIError.usage("--window-frames must be positive") }
+            options.windowFrames = n
+        }
+        let dataset = try DatasetLoader.load(path)
+        let report = Lint.inspect(dataset, options: options)
+        if args.has("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            out.line(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            out.write(render(report))
+        }
+        if args.has("strict") && !report.warnings.isEmpty {
+            throw CLIError.failure("\(path): \(report.warnings.count) warning(s) (--strict)")
+        }
+    }
+
+    /// The human-readable report.
+    static func render(_ r: DatasetInspection) -> String {
+        var s = ""
+        func line(_ x: String = "") { s += x + "\n" }
+        func pad(_ x: String, _ n: Int) -> String { x.count >= n ? x : x + String(repeating: " ", count: n - x.count) }
+        func lpad(_ x: String, _ n: Int) -> String { x.count >= n ? x : String(repeating: " ", count: n - x.count) + x }
+        func num(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e9 ? String(Int(x)) : String(format: "%.1f", x) }
+
+        line(
+            "dataset \(r.name): skeleton \(r.skeleton) (\(r.jointCount) joints, \(r.dimensions)D, \(r.units)), "
+                + "\(r.sequences) sequences, \(r.frames) frames, \(r.classes.count) classes, \(r.groups) groups")
+        if let f = r.framesPerSequence {
+            line("frames per sequence: min \(num(f.min)), median \(num(f.median)), max \(num(f.max))")
+        }
+        var rate = "frame rate: "
+        if let d = r.declaredFrameRate { rate += "\(num(d)) fps declared" } else { rate += "not declared" }
+        if let t = r.timestampFrameRate {
+            rate += "; from timestamps \(num(t.median)) fps median (\(num(t.min))-\(num(t.max)))"
+        }
+        line(rate)
+        line()
+
+        // Classes x splits.
+        let width = max(5, (r.classes.map(\.name.count).max() ?? 0) + 2)
+        let colWidth = r.splits.map { max($0.count + 2, 7) }
+        var header = pad("class", width)
+        for (k, split) in r.splits.enumerated() { header += lpad(split, colWidth[k]) }
+        header += lpad("total", 8)
+        line(header)
+        var splitTotals = [Int](repeating: 0, count: r.splits.count)
+        for c in r.classes {
+            var row = pad(c.name, width)
+            for (k, split) in r.splits.enumerated() {
+                let n = c.perSplit[split] ?? 0
+                splitTotals[k] += n
+                row += lpad(String(n), colWidth[k])
+            }
+            line(row + lpad(String(c.total), 8))
+        }
+        var totals = pad("total", width)
+        for k in r.splits.indices { totals += lpad(String(splitTotals[k]), colWidth[k]) }
+        line(totals + lpad(String(r.classes.reduce(0) { $0 + $1.total }), 8))
+        line()
+
+        // Joints.
+        let jw = max(6, (r.joints.map(\.name.count).max() ?? 0) + 2)
+        line(pad("joint", jw) + lpad("missing", 9))
+        for j in r.joints {
+            line(pad(j.name, jw) + lpad(String(format: "%.1f%%", j.missingRate * 100), 9))
+        }
+        line()
+
+        // Checks.
+        let leakingDuplicates = r.duplicates.filter { $0.splits.count > 1 }.count
+        let rows: [(String, String)] = [
+            ("NaN/inf values", String(r.nonFiniteValues)),
+            (
+                "out-of-image points",
+                r.outOfImagePoints.map(String.init)
+                    ?? (r.dimensions != 2 || r.units != "pixels"
+                        ? "n/a (not 2D pixels)" : "n/a (no image size; pass --image-size W,H)")
+            ),
+            ("empty frames", "\(r.emptyFrames) of \(r.frames)"),
+            ("empty sequences", String(r.emptySequences)),
+            ("duplicate sequences", "\(r.duplicates.count) set(s), \(leakingDuplicates) across splits"),
+            ("groups in several splits", String(r.groupLeaks.count)),
+        ]
+        line("checks")
+        for (k, v) in rows { line("  " + pad(k, 26) + v) }
+        line()
+        if r.warnings.isEmpty {
+            line("no warnings")
+        } else {
+            line("warnings (\(r.warnings.count))")
+            for w in r.warnings { line("  - [\(w.code)] \(w.description)") }
+        }
+        return s
+    }
+}

@@ -1,0 +1,70 @@
+@testable import actiontrain
+import Foundation
+import TestSupport
+import XCTest
+
+final class InspectCommandTests: XCTestCase {
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        let code = ActionTrainCLI.run(args, out: &output)
+        return (code, stdout, stderr)
+    }
+
+    /// "a" and "b" are the same frames in train and test, both of subject p1; "c" has a point
+    /// outside the 100 x 100 image; "nose" is missing in 2 of 5 frames.
+    func fixture() throws -> String {
+        let lines = [
+            #"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "imageSize": [100, 100], "classes": ["wave", "idle"]}"#,
+            #"{"id": "a", "label": "wave", "group": "p1", "split": "train", "frames": [{"pose": {"nose": [10, 20], "leftEye": [11, 19]}}, {"pose": {"leftEye": [12, 19]}}]}"#,
+            #"{"id": "b", "label": "wave", "group": "p1", "split": "test", "frames": [{"pose": {"nose": [10, 20], "leftEye": [11, 19]}}, {"pose": {"leftEye": [12, 19]}}]}"#,
+            #"{"id": "c", "label": "idle", "group": "p2", "split": "test", "frames": [{"pose": {"nose": [150, 20], "leftEye": [1, 1]}}]}"#,
+            #"{"id": "d", "label": "idle", "group": "p3", "split": "train", "frames": [{"pose": {"nose": [5, 5], "leftEye": [2, 2]}}, {"pose": {}}, {"pose": {"nose": [6, 5]}}]}"#,
+        ]
+        let path = try temporaryDirectory().appendingPathComponent("clips.jsonl").path
+        try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func testJSONReportsMissingRatesDuplicatesAndLeakage() throws {
+        let r = run(["inspect", try fixture(), "--json"])
+        XCTAssertEqual(r.code, 0, r.err)
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        XCTAssertEqual(obj["sequences"] as? Int, 4)
+        XCTAssertEqual(obj["frames"] as? Int, 8)
+        XCTAssertEqual(obj["outOfImagePoints"] as? Int, 1)
+        XCTAssertEqual(obj["emptyFrames"] as? Int, 1)
+        let joints = try XCTUnwrap(obj["joints"] as? [[String: Any]])
+        XCTAssertEqual(joints[0]["name"] as? String, "nose")
+        XCTAssertEqual(joints[0]["missing"] as? Int, 3)  // frame 2 of a and b, the empty frame of d
+        XCTAssertEqual(try XCTUnwrap(joints[0]["missingRate"] as? Double), 3.0 / 8, accuracy: 1e-12)
+        XCTAssertEqual(try XCTUnwrap(joints[1]["missingRate"] as? Double), 2.0 / 8, accuracy: 1e-12)
+        XCTAssertEqual(try XCTUnwrap(joints[2]["missingRate"] as? Double), 1, accuracy: 1e-12)
+        XCTAssertEqual((obj["duplicates"] as? [[String: Any]])?.first?["ids"] as? [String], ["a", "b"])
+        XCTAssertEqual((obj["groupLeaks"] as? [[String: Any]])?.first?["group"] as? String, "p1")
+        let codes = (obj["warnings"] as? [[String: Any]])?.compactMap { $0["code"] as? String } ?? []
+        XCTAssertTrue(codes.contains("group-leak") && codes.contains("duplicate-sequences") && codes.contains("out-of-image"), "\(codes)")
+        XCTAssertEqual(codes.filter { $0 == "joints-never-seen" }.count, 1, "one warning lists the 15 joints never seen")
+    }
+
+    func testTableAndStrictMode() throws {
+        let path = try fixture()
+        let r = run(["inspect", path])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("class   train   test   total\nwave        1      1       2\n"), r.out)
+        XCTAssertTrue(r.out.contains("groups in several splits  1\n"), r.out)
+        XCTAssertTrue(r.out.contains("[group-leak] group 'p1' appears in splits test, train"), r.out)
+        let strict = run(["inspect", path, "--strict"])
+        XCTAssertEqual(strict.code, 1)
+        XCTAssertTrue(strict.err.hasPrefix("error: \(path): "), strict.err)
+        XCTAssertTrue(strict.err.contains("warning(s) (--strict)"), strict.err)
+    }
+
+    func testBadOptionsAreUsageErrors() throws {
+        let path = try fixture()
+        let r = run(["inspect", path, "--image-size", "100"])
+        XCTAssertEqual(r.code, 2)
+        XCTAssertEqual(r.err, "error: --image-size expects W,H in pixels, e.g. 1920,1080; got '100'\n")
+        XCTAssertEqual(run(["inspect", "/nonexistent/x.jsonl"]).code, 1)
+    }
+}

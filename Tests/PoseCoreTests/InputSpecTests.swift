@@ -1,0 +1,125 @@
+import Foundation
+import PoseCore
+import TestSupport
+import XCTest
+
+final class InputSpecTests: XCTestCase {
+    let skeleton = Skeleton(
+        name: "toy", joints: ["neck", "root", "hand"], dimensions: 2, units: .pixels,
+        bones: [["neck", "hand"]], centre: ["root"], torsoUpper: ["neck"], torsoLower: ["root"])
+
+    func json<T: Encodable>(_ value: T) throws -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return String(decoding: try e.encode(value), as: UTF8.self)
+    }
+
+    /// The JSON form is part of the model file format (docs/preprocessing.md): pin it.
+    func testStepsAndWindowHaveAnExplicitStableJSONForm() throws {
+        let steps: [PreprocessingStep] = [
+            .divide(by: [1920, 1080]), .centre(joints: ["root"], perFrame: false),
+            .scaleByTorso(upper: ["neck"], lower: ["root"]),
+        ]
+        XCTAssertEqual(
+            try json(steps),
+            #"[{"by":[1920,1080],"op":"divide"},{"joints":["root"],"op":"centre","perFrame":false},{"lower":["root"],"op":"scaleByTorso","upper":["neck"]}]"#
+        )
+        XCTAssertEqual(try json(WindowSpec(frames: 45)), #"{"frameRate":null,"frames":45,"mode":"sliding","padding":"empty"}"#)
+        XCTAssertEqual(
+            try json(WindowSpec(frames: 3, mode: .fit, padding: .edge, frameRate: 30)),
+            #"{"frameRate":30,"frames":3,"mode":"fit","padding":"edge"}"#)
+        XCTAssertEqual(try json([ChannelBlock.coordinates, .mask, .motion]), #"["coordinates","mask","motion"]"#)
+    }
+
+    func testSpecRoundTripsAndLegacyStepsStillDecode() throws {
+        let spec = try InputSpec.standard(
+            for: skeleton, window: WindowSpec(frames: 4, frameRate: 15), centring: .frame, scaling: .image,
+            imageSize: [640, 480], channels: [.coordinates, .confidence, .bones])
+        let data = try JSONEncoder().encode(spec)
+        XCTAssertEqual(try JSONDecoder().decode(InputSpec.self, from: data), spec)
+        XCTAssertEqual(spec.steps, [.divide(by: [640, 480]), .centre(joints: ["root"], perFrame: true)])
+
+        let legacy = #"[{"centre":{"joints":["root"],"perFrame":true}},{"scaleByTorso":{"upper":["neck"],"lower":["root"]}},{"divide":{"by":[2,4]}}]"#
+        XCTAssertEqual(
+            try JSONDecoder().decode([PreprocessingStep].self, from: Data(legacy.utf8)),
+            [.centre(joints: ["root"], perFrame: true), .scaleByTorso(upper: ["neck"], lower: ["root"]), .divide(by: [2, 4])])
+        let window = try JSONDecoder().decode(WindowSpec.self, from: Data(#"{"frames": 9}"#.utf8))
+        XCTAssertEqual(window, WindowSpec(frames: 9))
+        assertThrows(["unknown preprocessing step 'rotate'"]) {
+            _ = try JSONDecoder().decode(PreprocessingStep.self, from: Data(#"{"op": "rotate"}"#.utf8))
+        }
+    }
+
+    func testStandardInputs() throws {
+        let auto = try InputSpec.standard(for: skeleton, window: WindowSpec(frames: 2))
+        XCTAssertEqual(auto.steps, [.centre(joints: ["root"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["root"])])
+        XCTAssertEqual(InputSpec.standard(for: skeleton, frames: 2), auto)
+        let s3 = Skeleton(name: "toy3", joints: ["a", "b"], dimensions: 3, units: .metres, centre: ["a"], torsoUpper: ["a"], torsoLower: ["b"])
+        XCTAssertEqual(try InputSpec.standard(for: s3, window: WindowSpec(frames: 2)).steps, [.centre(joints: ["a"], perFrame: false)])
+        XCTAssertEqual(try InputSpec.standard(for: s3, window: WindowSpec(frames: 2), scaling: .torso).steps.count, 2)
+        XCTAssertEqual(try InputSpec.standard(for: skeleton, window: WindowSpec(frames: 2), centring: .none, scaling: .none).steps, [])
+        assertThrows(["image scaling needs the image size"]) {
+            _ = try InputSpec.standard(for: self.skeleton, window: WindowSpec(frames: 2), scaling: .image)
+        }
+        assertThrows(["image scaling is for 2D"]) {
+            _ = try InputSpec.standard(for: s3, window: WindowSpec(frames: 2), scaling: .image, imageSize: [1, 1])
+        }
+        let bare = Skeleton(name: "bare", joints: ["a"], dimensions: 2, units: .pixels)
+        assertThrows(["names no centre joints"]) {
+            _ = try InputSpec.standard(for: bare, window: WindowSpec(frames: 2), centring: .frame)
+        }
+        assertThrows(["names no torso joints"]) {
+            _ = try InputSpec.standard(for: bare, window: WindowSpec(frames: 2), scaling: .torso)
+        }
+    }
+
+    func testValidationNamesTheProblem() {
+        func spec(_ steps: [PreprocessingStep], _ channels: [ChannelBlock] = [.coordinates], frames: Int = 2) -> InputSpec {
+            InputSpec(skeleton: skeleton, window: WindowSpec(frames: frames), steps: steps, channels: channels)
+        }
+        assertThrows(["preprocessing step 0", "2 divisors"]) { try spec([.divide(by: [2])]).validate() }
+        assertThrows(["preprocessing step 1", "positive finite"]) {
+            try spec([.centre(joints: ["root"], perFrame: false), .divide(by: [2, 0])]).validate()
+        }
+        assertThrows(["joint 'elbow'"]) { try spec([.centre(joints: ["elbow"], perFrame: false)]).validate() }
+        assertThrows(["centre names no joints"]) { try spec([.centre(joints: [], perFrame: false)]).validate() }
+        assertThrows(["'mask' is listed twice"]) { try spec([], [.mask, .coordinates, .mask]).validate() }
+        assertThrows(["no channel blocks"]) { try spec([], []).validate() }
+        assertThrows(["window", "1 to 100000 frames"]) { try spec([], frames: 0).validate() }
+        assertThrows(["window", "1 to 100000 frames"]) { try spec([], frames: 1 << 40).validate() }
+        var badRate = spec([])
+        badRate.window.frameRate = -3
+        assertThrows(["frame rate must be positive"]) { try badRate.validate() }
+        let boneless = Skeleton(name: "bare", joints: ["a"], dimensions: 2, units: .pixels)
+        assertThrows(["'bones' is empty", "no bones"]) {
+            try InputSpec(skeleton: boneless, window: WindowSpec(frames: 1), steps: [], channels: [.bones]).validate()
+        }
+    }
+
+    func testChannelLayoutOffsets() {
+        let spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: [], channels: [.mask, .coordinates, .bones])
+        XCTAssertEqual(spec.channelLayout.map(\.offset), [0, 3, 9])
+        XCTAssertEqual(spec.channelLayout.map(\.width), [3, 6, 2])
+        XCTAssertEqual(spec.valuesPerWindow, 22)
+    }
+
+    func testApproximateGaussianPairsHaveUnitVarianceAndBoundedTails() {
+        var g = SeededGenerator(seed: 7)
+        var sum = (0.0, 0.0), sq = (0.0, 0.0), cross = 0.0, largest: Float = 0
+        let n = 20_000
+        for _ in 0..<n {
+            let (a, b) = g.nextApproximateGaussianPair()
+            sum = (sum.0 + Double(a), sum.1 + Double(b))
+            sq = (sq.0 + Double(a * a), sq.1 + Double(b * b))
+            cross += Double(a * b)
+            largest = max(largest, abs(a), abs(b))
+        }
+        XCTAssertEqual(sum.0 / Double(n), 0, accuracy: 0.03)
+        XCTAssertEqual(sum.1 / Double(n), 0, accuracy: 0.03)
+        XCTAssertEqual(sq.0 / Double(n), 1, accuracy: 0.05)
+        XCTAssertEqual(sq.1 / Double(n), 1, accuracy: 0.05)
+        XCTAssertEqual(cross / Double(n), 0, accuracy: 0.03, "the two values are uncorrelated")
+        XCTAssertLessThanOrEqual(largest, 3.4507)  // (1022/256 - 2) * sqrt(3)
+        XCTAssertGreaterThan(largest, 2.5)
+    }
+}
