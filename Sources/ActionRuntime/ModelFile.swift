@@ -28,7 +28,7 @@ public enum ModelFile {
         public static let tensors = 4096
         public static let tensorRank = 4
         public static let tensorValues = 1 << 28
-        public static let inputTime = 1 << 16
+        public static let inputTime = InputSpec.maxFrames
         public static let inputChannels = 1 << 20
         public static let activationValues = 1 << 24
         /// Activations of all layers together, per window: what a forward pass allocates.

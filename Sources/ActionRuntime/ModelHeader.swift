@@ -48,7 +48,7 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         public var units: Skeleton.Units
         /// `topLeft` for pixels; `source` (the pose source's own frame) otherwise.
         public var origin: String
-        /// `down` for pixels; `source` otherwise.
+        /// `down` for pixels, `up` for metres (the Pose contract), `source` for unitless.
         public var yAxis: String
         /// Always `anatomical`: `leftWrist` is the person's left wrist.
         public var sides: String
@@ -56,7 +56,11 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         public init(units: Skeleton.Units) {
             self.units = units
             origin = units == .pixels ? "topLeft" : "source"
-            yAxis = units == .pixels ? "down" : "source"
+            switch units {
+            case .pixels: yAxis = "down"
+            case .metres: yAxis = "up"
+            case .unitless: yAxis = "source"
+            }
             sides = "anatomical"
         }
     }

@@ -97,7 +97,8 @@ enum PredictCommand {
                 do {
                     d = try NativeFormat.parse(Array((header + "\n" + line).utf8), file: file)
                 } catch let e as DatasetError {
-                    throw renumbered(e, line: number)
+                    // The line was parsed as line 2 of a two-line document: name its real line.
+                    throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(number):"))
                 }
                 if !checked {
                     try check(d, name: file, out: &out)
@@ -107,15 +108,6 @@ enum PredictCommand {
             }
             if !checked {  // a header alone: still check it
                 _ = try NativeFormat.parse(Array(header.utf8), file: file)
-            }
-        }
-
-        /// Errors about line 2 of the two-line document are about line `line` of stdin.
-        func renumbered(_ e: DatasetError, line: Int) -> DatasetError {
-            switch e {
-            case .parse(let file, 2, let reason): return .parse(file: file, line: line, reason: reason)
-            case .unknownJoint(let file, 2, let joint, let skeleton): return .unknownJoint(file: file, line: line, joint: joint, skeleton: skeleton)
-            default: return e
             }
         }
 

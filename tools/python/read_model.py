@@ -117,8 +117,8 @@ def features(inp, coords, present, conf):
     idx = {n: i for i, n in enumerate(sk["joints"])}
     F, J, D = coords.shape
     xyz, pres = coords.astype(np.float32).copy(), present.astype(bool)
-    for step in inp["steps"]:
-        (name, a), = step.items()
+    for step in inp["steps"]:  # {"op": name, parameters...}; older files: {name: {parameters}}
+        (name, a), = [(step["op"], step)] if "op" in step else step.items()
         if name == "centre":
             js = [idx[n] for n in a["joints"]]
             per = [mean_of(xyz, pres, f, js) for f in range(F)]
@@ -135,7 +135,7 @@ def features(inp, coords, present, conf):
                 pts = xyz[pres]
                 s = np.float32(np.sqrt(((pts - pts.mean(0)) ** 2).sum(1).mean())) if len(pts) else np.float32(0)
             if s > 0 and np.isfinite(s):
-                xyz *= np.float32(1) / s
+                xyz /= s
         elif name == "divide":
             for d, v in enumerate(a["by"][:D]):
                 if v != 0:
