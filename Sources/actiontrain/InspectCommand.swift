@@ -2,26 +2,38 @@ import Datasets
 import Foundation
 import PoseCore
 
-/// `actiontrain inspect DATA`: what is in a dataset and what is wrong with it (Lint).
+/// `actiontrain inspect FILE`: what is in a dataset and what is wrong with it (Lint), or the
+/// header of a model file in human form (told apart by the model file's magic bytes).
 enum InspectCommand {
     static let spec = CommandSpec(
         name: "inspect",
-        summary: "Describe a dataset and check it: classes, lengths, missing joints, duplicates, leakage.",
-        positionals: [Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA).")],
+        summary: "Describe a dataset (and check it) or a model file.",
+        positionals: [Positional(name: "FILE", help: "A dataset file (any supported format) or a model file (.atm).")],
         options: [
-            Option("json", help: "Print the report as JSON (keys sorted) instead of tables."),
+            Option("json", help: "Print the report (or the model header) as JSON instead of tables."),
             Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
             Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
             Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
         ],
         discussion: """
-            Reports classes and counts per split, frames per sequence, frame rate, per-joint missing
+            For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
+            layers with their output shapes and parameters, and the provenance.
+
+            For a dataset: reports classes and counts per split, frames per sequence, frame rate, per-joint missing
             rates, NaN/inf values, points outside the image, empty frames, duplicate sequences and
             groups that appear in several splits, then a list of warnings. docs/cli.md lists them.
             """)
 
     static func run(_ args: ParsedArguments, out: inout Output) throws {
-        try runDataset(path: args.positionals[0], args: args, out: &out)
+        let path = args.positionals[0]
+        if InspectModel.isModelFile(path: path) {
+            for option in ["image-size", "window-frames"] where args.value(option) != nil {
+                throw CLIError.usage("--\(option) applies to datasets; \(path) is a model file")
+            }
+            try InspectModel.run(path: path, json: args.has("json"), out: &out)
+        } else {
+            try runDataset(path: path, args: args, out: &out)
+        }
     }
 
     /// Inspects the dataset at `path` (the lead's `inspect` dispatch calls this for datasets).
