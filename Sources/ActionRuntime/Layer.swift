@@ -22,10 +22,10 @@ public final class Buffer {
         }
     }
 
-    static func allocate(_ count: Int) -> UnsafeMutablePointer<Float> {
+    static func allocate(_ count: Int, zeroed: Bool = true) -> UnsafeMutablePointer<Float> {
         let raw = UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<Float>.stride, alignment: 64)
         let p = raw.bindMemory(to: Float.self, capacity: count)
-        p.initialize(repeating: 0, count: count)
+        if zeroed { p.initialize(repeating: 0, count: count) }
         return p
     }
 }

@@ -72,7 +72,9 @@ public final class Network {
         tensors = infos
         parameterCount = offset
         parameters = Buffer.allocate(max(offset, 1))
-        gradients = Buffer.allocate(max(offset, 1))
+        // Not touched until the first backward: an inference-only network (a loaded model)
+        // never pays for the gradient arena's pages.
+        gradients = Buffer.allocate(max(offset, 1), zeroed: false)
         var layerOffset = 0
         for layer in built {
             layer.bind(parameters: parameters + layerOffset, gradients: gradients + layerOffset)
@@ -99,7 +101,13 @@ public final class Network {
         if let base = values.baseAddress { parameters.update(from: base, count: parameterCount) }
     }
 
-    public func zeroGradients() { gradients.update(repeating: 0, count: parameterCount) }
+    /// True once the gradient arena holds defined values (after `zeroGradients`).
+    private var gradientsDefined = false
+
+    public func zeroGradients() {
+        gradients.update(repeating: 0, count: parameterCount)
+        gradientsDefined = true
+    }
 
     /// Logits `[batch, classes]` for inputs `[batch, inputShape]`. The result stays valid
     /// until the next forward.
@@ -119,7 +127,8 @@ public final class Network {
     public func backward(_ dlogits: UnsafePointer<Float>, batch: Int, needInputGradient: Bool = false)
         -> UnsafePointer<Float>?
     {
-        chain.backward(dlogits, batch: batch, needInputGradient: needInputGradient)
+        if !gradientsDefined { zeroGradients() }
+        return chain.backward(dlogits, batch: batch, needInputGradient: needInputGradient)
     }
 
     /// Convenience for tests and small callers: logits for inputs given as an array.
