@@ -61,7 +61,7 @@ extension ModelFile {
             let steps = ((object as? [String: Any])?["input"] as? [String: Any])?["steps"] as? [Any]
             let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
             what = "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
-                + "this reader knows centre, scaleByTorso and divide"
+                + "this reader knows centre, scaleByTorso, divide and alignFacing"
             return "input.steps[\(k)]: \(what)"
         }
         return "\(path(context.codingPath)) \(what)"

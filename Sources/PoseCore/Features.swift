@@ -19,6 +19,7 @@ public struct FeatureExtractor: Sendable {
         case centre([Int], perFrame: Bool)
         case scaleByTorso(upper: [Int], lower: [Int])
         case divide([Float])
+        case alignFacing(left: [Int], right: [Int], verticalAxis: Int)
     }
 
     public init(_ spec: InputSpec) throws {
@@ -31,6 +32,7 @@ public struct FeatureExtractor: Sendable {
             case .centre(let joints, let perFrame): return .centre(idx(joints), perFrame: perFrame)
             case .scaleByTorso(let upper, let lower): return .scaleByTorso(upper: idx(upper), lower: idx(lower))
             case .divide(let by): return .divide(by)
+            case .alignFacing(let left, let right, let v): return .alignFacing(left: idx(left), right: idx(right), verticalAxis: v)
             }
         }
         boneParents = s.bones.map { s.index(of: $0[0])! }
@@ -151,6 +153,10 @@ public struct FeatureExtractor: Sendable {
                     for i in 0..<FJ {
                         for d in 0..<D { xyz[i &* D &+ d] /= b[d] }
                     }
+                }
+            case .alignFacing(let left, let right, let v):
+                left.withUnsafeBufferPointer { l in
+                    right.withUnsafeBufferPointer { r in alignFacing(xyz, present, F: F, J: J, left: l, right: r, verticalAxis: v, ws: ws) }
                 }
             }
         }
@@ -308,6 +314,33 @@ public struct FeatureExtractor: Sendable {
             for d in 0..<D { ss += (xyz[i &* D &+ d] - u[d]) * (xyz[i &* D &+ d] - u[d]) }
         }
         return (ss / Float(n)).squareRoot()
+    }
+
+    /// Rotation about the vertical axis that puts the window's mean right-minus-left side
+    /// vector on the first horizontal axis (3D only; `PreprocessingStep.alignFacing`).
+    private func alignFacing(
+        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
+        left: UnsafeBufferPointer<Int>, right: UnsafeBufferPointer<Int>, verticalAxis v: Int, ws: Workspace
+    ) {
+        let h1 = v == 0 ? 1 : 0, h2 = v == 2 ? 1 : 2
+        let l = ws.windowCentre, r = ws.windowCentre + 3
+        var a1: Float = 0, a2: Float = 0
+        for f in 0..<F {
+            guard meanOf(Dimensions3.self, left, frame: f, xyz, present, J: J, into: l),
+                meanOf(Dimensions3.self, right, frame: f, xyz, present, J: J, into: r)
+            else { continue }
+            a1 += r[h1] - l[h1]
+            a2 += r[h2] - l[h2]
+        }
+        let norm = (a1 * a1 + a2 * a2).squareRoot()
+        guard norm > 0 && norm.isFinite else { return }
+        let c = a1 / norm, s = a2 / norm  // cos θ, sin θ
+        for i in 0..<(F &* J) where present[i] != 0 {
+            let p = xyz + i &* 3
+            let x1 = p[h1], x2 = p[h2]
+            p[h1] = c * x1 + s * x2
+            p[h2] = -s * x1 + c * x2
+        }
     }
 
     /// Median of `v[0..<n]` (mean of the two middle values for even n); sorts in place.

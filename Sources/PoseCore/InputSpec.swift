@@ -155,6 +155,16 @@ public struct InputSpec: Codable, Hashable, Sendable {
                 guard by.allSatisfy({ $0.isFinite && $0 > 0 }) else {
                     throw InputSpecError.step(index: i, reason: "divide needs positive finite divisors, got \(by)")
                 }
+            case .alignFacing(let left, let right, let verticalAxis):
+                guard skeleton.dimensions == 3 else {
+                    throw InputSpecError.step(index: i, reason: "alignFacing is for 3D skeletons; '\(skeleton.name)' is 2D")
+                }
+                guard !left.isEmpty && !right.isEmpty else {
+                    throw InputSpecError.step(index: i, reason: "alignFacing needs left and right joints")
+                }
+                guard (0..<3).contains(verticalAxis) else {
+                    throw InputSpecError.step(index: i, reason: "alignFacing's verticalAxis must be 0, 1 or 2, got \(verticalAxis)")
+                }
             }
         }
         guard !channels.isEmpty else { throw InputSpecError.channels("no channel blocks; give at least one") }
@@ -270,7 +280,8 @@ public struct WindowSpec: Codable, Hashable, Sendable {
 /// JSON (one object per step, `op` first in meaning):
 /// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
 /// `{"op": "scaleByTorso", "upper": ["neck"], "lower": ["root"]}`,
-/// `{"op": "divide", "by": [1920, 1080]}`.
+/// `{"op": "divide", "by": [1920, 1080]}`,
+/// `{"op": "alignFacing", "left": ["leftHip"], "right": ["rightHip"], "verticalAxis": 1}`.
 public enum PreprocessingStep: Codable, Hashable, Sendable {
     /// Subtract the centre. The centre of frame f is the mean of the present `joints` at f.
     /// `perFrame == false`: every frame uses the window centre, the mean of the frame centres
@@ -286,12 +297,23 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
     case scaleByTorso(upper: [String], lower: [String])
     /// Divide each axis by a constant (e.g. image width and height).
     case divide(by: [Float])
+    /// 3D only: rotate the window about the vertical axis (through the origin, so put it after
+    /// `centre`) so that the body faces one way. The side vector of frame f is the mean of the
+    /// present `right` joints minus the mean of the present `left` joints; its window mean
+    /// (over frames with both) is projected on the horizontal plane, whose axes are the two
+    /// axes other than `verticalAxis` in increasing order (h1, h2). With θ the angle of that
+    /// projection from h1, every present joint is rotated by −θ:
+    /// `h1' = cos θ·h1 + sin θ·h2`, `h2' = −sin θ·h1 + cos θ·h2`, so the side vector lies on +h1.
+    /// Without a side vector in the window (or a zero projection) nothing changes. This
+    /// removes the camera's viewing angle while keeping turns within the window.
+    case alignFacing(left: [String], right: [String], verticalAxis: Int)
 
     public var joints: [String] {
         switch self {
         case .centre(let joints, _): return joints
         case .scaleByTorso(let upper, let lower): return upper + lower
         case .divide: return []
+        case .alignFacing(let left, let right, _): return left + right
         }
     }
 
@@ -301,10 +323,11 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         case .centre: return "centre"
         case .scaleByTorso: return "scaleByTorso"
         case .divide: return "divide"
+        case .alignFacing: return "alignFacing"
         }
     }
 
-    private enum Keys: String, CodingKey { case op, joints, perFrame, upper, lower, by }
+    private enum Keys: String, CodingKey { case op, joints, perFrame, upper, lower, by, left, right, verticalAxis }
     /// Swift's synthesized form (`{"centre": {"joints": ..., "perFrame": ...}}`), which the
     /// first model files used; still read, never written.
     private enum LegacyKeys: String, CodingKey { case centre, scaleByTorso, divide }
@@ -335,10 +358,14 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             self = .scaleByTorso(upper: try c.decode([String].self, forKey: .upper), lower: try c.decode([String].self, forKey: .lower))
         case "divide":
             self = .divide(by: try c.decode([Float].self, forKey: .by))
+        case "alignFacing":
+            self = .alignFacing(
+                left: try c.decode([String].self, forKey: .left), right: try c.decode([String].self, forKey: .right),
+                verticalAxis: try c.decode(Int.self, forKey: .verticalAxis))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .op, in: c,
-                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide")
+                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide, alignFacing")
         }
     }
 
@@ -354,6 +381,10 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             try c.encode(lower, forKey: .lower)
         case .divide(let by):
             try c.encode(by, forKey: .by)
+        case .alignFacing(let left, let right, let verticalAxis):
+            try c.encode(left, forKey: .left)
+            try c.encode(right, forKey: .right)
+            try c.encode(verticalAxis, forKey: .verticalAxis)
         }
     }
 }

@@ -308,7 +308,7 @@ final class ModelFileTests: XCTestCase {
         let input = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"whiten":{"matrix":[1]}}]"#)
         assertRejects(
             header: Self.headerJSON(input: input),
-            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso and divide"], badHeader)
+            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso, divide and alignFacing"], badHeader)
     }
 
     func testUnknownChannelBlockIsNamed() {

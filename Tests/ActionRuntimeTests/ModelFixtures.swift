@@ -119,6 +119,9 @@ enum ModelFixtures {
         if g.nextUnitFloat() < 0.7 { steps.append(.centre(joints: [pick(joints)], perFrame: g.nextUnitFloat() < 0.5)) }
         if g.nextUnitFloat() < 0.5 { steps.append(.scaleByTorso(upper: [joints[1]], lower: [joints[0]])) }
         if g.nextUnitFloat() < 0.3 { steps.append(.divide(by: (0..<D).map { _ in Float(1 + g.nextInt(below: 4)) })) }
+        if D == 3 && g.nextUnitFloat() < 0.5 {
+            steps.append(.alignFacing(left: [joints[0]], right: [joints[1], pick(joints)], verticalAxis: g.nextInt(below: 3)))
+        }
         var channels = ChannelBlock.allCases.filter { _ in g.nextUnitFloat() < 0.5 }
         if channels.isEmpty { channels = [.coordinates] }
         let window = WindowSpec(

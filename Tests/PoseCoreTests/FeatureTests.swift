@@ -170,3 +170,38 @@ final class FeatureTests: XCTestCase {
         XCTAssertEqual(Array(w.coordinates[0..<6]), [0, 0, 5, 10, 10, 20])
     }
 }
+
+final class AlignFacingTests: XCTestCase {
+    let skeleton = Skeleton(
+        name: "toy3d", joints: ["leftHip", "rightHip", "hand"], dimensions: 3, units: .metres)
+
+    func testRotatesTheSideVectorOntoThePositiveFirstHorizontalAxis() throws {
+        // Hips along +z (the body turned 90°), the hand 1 m in front along -x, y up.
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 3, hasConfidence: false)
+        seq.appendFrame([PosePoint(x: 0, y: 0, z: -0.1), PosePoint(x: 0, y: 0, z: 0.1), PosePoint(x: -1, y: 0.5, z: 0)])
+        seq.appendFrame([PosePoint(x: 0, y: 0, z: -0.1), nil, PosePoint(x: -1, y: 0.7, z: 0)])
+        let spec = InputSpec(
+            skeleton: skeleton, window: WindowSpec(frames: 2),
+            steps: [.alignFacing(left: ["leftHip"], right: ["rightHip"], verticalAxis: 1)], channels: [.coordinates])
+        let f = try FeatureExtractor(spec).extract(seq)
+        // θ = 90°: (x, z) -> (z, -x). Absent joints stay 0; y is untouched.
+        assertClose(Array(f[0..<9]), [-0.1, 0, 0, 0.1, 0, 0, 0, 0.5, 1], absolute: 1e-6)
+        assertClose(Array(f[9..<18]), [-0.1, 0, 0, 0, 0, 0, 0, 0.7, 1], absolute: 1e-6)
+    }
+
+    func testNoSideVectorLeavesCoordinatesAndIsRejectedFor2D() throws {
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 3, hasConfidence: false)
+        seq.appendFrame([PosePoint(x: 1, y: 2, z: 3), nil, PosePoint(x: 4, y: 5, z: 6)])
+        let spec = InputSpec(
+            skeleton: skeleton, window: WindowSpec(frames: 1),
+            steps: [.alignFacing(left: ["leftHip"], right: ["rightHip"], verticalAxis: 1)], channels: [.coordinates])
+        XCTAssertEqual(try FeatureExtractor(spec).extract(seq), [1, 2, 3, 0, 0, 0, 4, 5, 6])
+        let flat = Skeleton(name: "flat", joints: ["leftHip", "rightHip"], dimensions: 2, units: .pixels)
+        assertThrows(["alignFacing is for 3D skeletons"]) {
+            _ = try FeatureExtractor(
+                InputSpec(
+                    skeleton: flat, window: WindowSpec(frames: 1),
+                    steps: [.alignFacing(left: ["leftHip"], right: ["rightHip"], verticalAxis: 1)], channels: [.coordinates]))
+        }
+    }
+}

@@ -140,6 +140,17 @@ def features(inp, coords, present, conf):
             for d, v in enumerate(a["by"][:D]):
                 if v != 0:
                     xyz[..., d][pres] /= np.float32(v)
+        elif name == "alignFacing":  # rotate about the vertical axis: mean right-left side vector -> +h1
+            lt, rt, v = [idx[n] for n in a["left"]], [idx[n] for n in a["right"]], a["verticalAxis"]
+            h1, h2 = [k for k in range(3) if k != v]
+            sides = [(mean_of(xyz, pres, f, lt), mean_of(xyz, pres, f, rt)) for f in range(F)]
+            side = sum(((r - l) for l, r in sides if l is not None and r is not None), np.zeros(3, np.float32))
+            n = np.float32(np.hypot(side[h1], side[h2]))
+            if n > 0 and np.isfinite(n):
+                c, s_ = side[h1] / n, side[h2] / n
+                x1, x2 = xyz[..., h1].copy(), xyz[..., h2].copy()
+                xyz[..., h1] = np.where(pres, c * x1 + s_ * x2, 0)
+                xyz[..., h2] = np.where(pres, -s_ * x1 + c * x2, 0)
         else:
             raise ModelFileError(f"unknown preprocessing step {name}")
     xyz[~pres] = 0
