@@ -1,0 +1,98 @@
+/// Adam (Kingma & Ba, 2015, "Adam: A Method for Stochastic Optimization") with L2 weight
+/// decay, or with decoupled weight decay when `decoupled` (AdamW; Loshchilov & Hutter, 2019,
+/// "Decoupled Weight Decay Regularization").
+///
+/// The update of `torch.optim.Adam` / `torch.optim.AdamW` (amsgrad off), step t ≥ 1,
+/// elementwise, in PyTorch's order of operations:
+///
+///     θ ← θ·(1 − lr·λ)                     (AdamW, when λ ≠ 0)
+///     g ← g + λ·θ                          (Adam, when λ ≠ 0)
+///     m ← m + (1 − β1)·(g − m)             (torch's lerp_)
+///     v ← β2·v + (1 − β2)·g·g
+///     θ ← θ − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + ε)
+///
+/// The bias corrections are computed in Double, as Python does, then rounded to Float.
+/// The update is split across `threads` threads in fixed chunks; it is elementwise, so the
+/// result does not depend on the thread count.
+public final class Adam: Optimizer {
+    public var name: String { decoupled ? "adamw" : "adam" }
+    public var learningRate: Float
+    public let beta1: Float, beta2: Float, epsilon: Float
+    public let weightDecay: Float
+    public let decoupled: Bool
+    public var threads: Int
+    public private(set) var step = 0
+    /// First and second moments `[parameterCount]`.
+    public private(set) var m: [Float], v: [Float]
+
+    public init(
+        parameterCount: Int, learningRate: Float = 1e-3, beta1: Float = 0.9, beta2: Float = 0.999,
+        epsilon: Float = 1e-8, weightDecay: Float = 0, decoupled: Bool = false, threads: Int = 1
+    ) {
+        self.learningRate = learningRate
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.weightDecay = weightDecay
+        self.decoupled = decoupled
+        self.threads = threads
+        m = [Float](repeating: 0, count: parameterCount)
+        v = [Float](repeating: 0, count: parameterCount)
+    }
+
+    public func update(parameters p: UnsafeMutablePointer<Float>, gradients g: UnsafePointer<Float>, count n: Int) {
+        precondition(n == m.count, "parameter count changed")
+        step += 1
+        let t = Double(step)
+        let bc1 = 1 - pow(Double(beta1), t), bc2 = 1 - pow(Double(beta2), t)
+        let stepSize = Float(Double(learningRate) / bc1), bc2Sqrt = Float(bc2.squareRoot())
+        let w1 = Float(1 - Double(beta1)), b2 = beta2, w2 = Float(1 - Double(beta2)), eps = epsilon
+        let decay: Float = decoupled && weightDecay != 0 ? Float(1 - Double(learningRate) * Double(weightDecay)) : 1
+        let l2: Float = decoupled ? 0 : weightDecay
+        m.withUnsafeMutableBufferPointer { mb in
+            v.withUnsafeMutableBufferPointer { vb in
+                let m = mb.baseAddress!, v = vb.baseAddress!
+                Parallel.chunks(n, threads: threads) { r in
+                    if l2 == 0 && decay == 1 {
+                        // The common case, kept branch-free so that it vectorises.
+                        for i in r {
+                            let gi = g[i]
+                            let mi = m[i] + w1 * (gi - m[i])
+                            let vi = b2 * v[i] + w2 * gi * gi
+                            m[i] = mi
+                            v[i] = vi
+                            p[i] = p[i] - stepSize * (mi / (vi.squareRoot() / bc2Sqrt + eps))
+                        }
+                    } else {
+                        for i in r {
+                            let pi = p[i] * decay
+                            let gi = g[i] + l2 * pi
+                            let mi = m[i] + w1 * (gi - m[i])
+                            let vi = b2 * v[i] + w2 * gi * gi
+                            m[i] = mi
+                            v[i] = vi
+                            p[i] = pi - stepSize * (mi / (vi.squareRoot() / bc2Sqrt + eps))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    public func state() -> OptimizerState {
+        OptimizerState(name: name, step: step, buffers: [("m", m), ("v", v)])
+    }
+
+    public func restore(_ s: OptimizerState) throws {
+        try s.check(name: name, buffers: ["m", "v"], count: m.count)
+        step = s.step
+        m = s.buffers[0].values
+        v = s.buffers[1].values
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

@@ -1,0 +1,74 @@
+/// Stochastic gradient descent with optional momentum (Polyak, 1964, "Some methods of
+/// speeding up the convergence of iteration methods"), Nesterov momentum (Sutskever, Martens,
+/// Dahl & Hinton, 2013, "On the importance of initialization and momentum in deep learning")
+/// and L2 weight decay.
+///
+/// The update of `torch.optim.SGD` (dampening 0), elementwise:
+///
+///     g ← g + λ·θ                          (weight decay λ, when λ ≠ 0)
+///     b ← μ·b + g                          (momentum μ, when μ ≠ 0; b starts at 0, so the
+///                                           first step gives b = g as in PyTorch)
+///     g ← g + μ·b   (Nesterov)   or   g ← b
+///     θ ← θ − lr·g
+public final class SGD: Optimizer {
+    public var name: String { "sgd" }
+    public var learningRate: Float
+    public let momentum: Float
+    public let nesterov: Bool
+    public let weightDecay: Float
+    /// Threads for the elementwise update.
+    public var threads: Int
+    public private(set) var step = 0
+    /// Momentum buffer `[parameterCount]` (empty without momentum).
+    public private(set) var velocity: [Float]
+    let count: Int
+
+    public init(
+        parameterCount: Int, learningRate: Float, momentum: Float = 0, nesterov: Bool = false, weightDecay: Float = 0,
+        threads: Int = 1
+    ) {
+        self.learningRate = learningRate
+        self.momentum = momentum
+        self.nesterov = nesterov
+        self.weightDecay = weightDecay
+        self.threads = threads
+        count = parameterCount
+        velocity = momentum != 0 ? [Float](repeating: 0, count: parameterCount) : []
+    }
+
+    public func update(parameters p: UnsafeMutablePointer<Float>, gradients g: UnsafePointer<Float>, count n: Int) {
+        precondition(n == count, "parameter count changed")
+        step += 1
+        let lr = learningRate, wd = weightDecay, mu = momentum, nesterov = nesterov
+        if mu == 0 {
+            Parallel.chunks(n, threads: threads) { r in
+                for i in r {
+                    let gi = wd != 0 ? g[i] + wd * p[i] : g[i]
+                    p[i] = p[i] - lr * gi
+                }
+            }
+            return
+        }
+        velocity.withUnsafeMutableBufferPointer { vb in
+            let b = vb.baseAddress!
+            Parallel.chunks(n, threads: threads) { r in
+                for i in r {
+                    var gi = wd != 0 ? g[i] + wd * p[i] : g[i]
+                    b[i] = mu * b[i] + gi
+                    gi = nesterov ? gi + mu * b[i] : b[i]
+                    p[i] = p[i] - lr * gi
+                }
+            }
+        }
+    }
+
+    public func state() -> OptimizerState {
+        OptimizerState(name: name, step: step, buffers: momentum != 0 ? [("momentum", velocity)] : [])
+    }
+
+    public func restore(_ s: OptimizerState) throws {
+        try s.check(name: name, buffers: momentum != 0 ? ["momentum"] : [], count: count)
+        step = s.step
+        if momentum != 0 { velocity = s.buffers[0].values }
+    }
+}

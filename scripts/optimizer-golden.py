@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Golden values for Tests/ActionTrainTests/OptimizerTests.swift, computed with PyTorch.
+
+    /root/.venvs/bench/bin/python scripts/optimizer-golden.py
+
+Runs torch.optim.SGD / Adam / AdamW (foreach=False), clip_grad_norm_ and the learning-rate
+schedulers on tiny fixed inputs and prints the results as Swift array literals. The tests
+compare actiontrain's optimisers with these numbers; re-run this script only to regenerate
+them (they do not change unless PyTorch's formulas do).
+"""
+import math
+
+import torch
+
+torch.set_default_dtype(torch.float32)
+P0 = [0.5, -1.5, 2.0, 0.25, -0.01]
+
+
+def grads(t):  # gradient at step t (1-based), a fixed function of t
+    return [0.1 * t - 0.3, 0.2, -0.5 + 0.05 * t, 1.0 / t, 3.0 * (-1) ** t]
+
+
+def run(make, steps=3):
+    p = torch.nn.Parameter(torch.tensor(P0))
+    opt = make([p])
+    for t in range(1, steps + 1):
+        p.grad = torch.tensor(grads(t))
+        opt.step()
+    return p.detach().tolist()
+
+
+def show(name, values):
+    print(f"    static let {name}: [Float] = [{', '.join(repr(float(v)) for v in values)}]")
+
+
+show("sgdMomentumL2", run(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, foreach=False)))
+show("sgdNesterov", run(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, foreach=False)))
+show("sgdPlain", run(lambda ps: torch.optim.SGD(ps, lr=0.1, foreach=False)))
+show("adamL2", run(lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1, foreach=False)))
+show("adamPlain", run(lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=False)))
+show("adamW", run(lambda ps: torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1, foreach=False)))
+
+g = torch.nn.Parameter(torch.zeros(5))
+g.grad = torch.tensor(grads(1))
+norm = torch.nn.utils.clip_grad_norm_([g], max_norm=1.0)
+show("clipped", g.grad.tolist())
+print(f"    static let clipNorm: Double = {float(norm)!r}")
+
+
+def schedule(make, steps):
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = make(opt)
+    out = []
+    for _ in range(steps):
+        out.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return out
+
+
+S, E, W = 2, 6, 4  # steps per epoch, epochs, warm-up steps (2 epochs)
+T = E * S - W
+show("warmupCosine", schedule(lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
+    torch.optim.lr_scheduler.LinearLR(o, start_factor=1 / W, end_factor=1.0, total_iters=W - 1),
+    torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=T, eta_min=0.001)], milestones=[W]), E * S))
+show("warmupStep", schedule(lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
+    torch.optim.lr_scheduler.LinearLR(o, start_factor=1 / W, end_factor=1.0, total_iters=W - 1),
+    torch.optim.lr_scheduler.StepLR(o, step_size=3 * S, gamma=0.5)], milestones=[W]), E * S))
+show("cosine", schedule(lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=E * S, eta_min=0.0), E * S))
