@@ -298,8 +298,8 @@ final class InterruptFlag: @unchecked Sendable {
 
     /// Routes SIGINT to this flag through a dispatch source until `stopWatching`. A second
     /// Ctrl-C exits at once (the last checkpoint on disk is complete: writes are atomic).
-    func watchSIGINT() -> DispatchSourceSignal {
-        signal(SIGINT, SIG_IGN)
+    func watchSIGINT() -> SignalWatch {
+        let previous = signal(SIGINT, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler { [self] in
             if self.raise() {
@@ -309,12 +309,18 @@ final class InterruptFlag: @unchecked Sendable {
             FileHandle.standardError.write(Data("\nactiontrain: Ctrl-C, saving a checkpoint after this batch...\n".utf8))
         }
         source.resume()
-        return source
+        return SignalWatch(source: source, previous: previous)
     }
 
-    static func stopWatching(_ source: DispatchSourceSignal) {
-        source.cancel()
-        signal(SIGINT, SIG_DFL)
+    struct SignalWatch {
+        let source: DispatchSourceSignal
+        let previous: (@convention(c) (Int32) -> Void)?
+    }
+
+    /// Stops the dispatch source and puts back the SIGINT handler found before.
+    static func stopWatching(_ watch: SignalWatch) {
+        watch.source.cancel()
+        signal(SIGINT, watch.previous)
     }
 }
 

@@ -1,0 +1,214 @@
+@testable import ActionRuntime
+@testable import ActionTrain
+import PoseCore
+import TestSupport
+import XCTest
+
+/// A toy problem: three noisy blobs in a `[2, 3]` window, 60 training and 15 validation
+/// windows, a 6-8-3 MLP. Small enough for debug builds.
+enum Toy {
+    static let shape = Shape(time: 2, channels: 3)
+
+    static func set(count: Int, seed: UInt64, noise: Float = 0.8) -> TensorSet {
+        var r = SeededGenerator(seed: seed)
+        let centres: [[Float]] = [[1, 0, 0, 0, 1, 0], [0, 1, 0, 1, 0, 0], [0, 0, 1, 0, 0, 1]]
+        var x: [Float] = [], y: [Int32] = []
+        for i in 0..<count {
+            x += centres[i % 3].map { $0 + noise * r.nextGaussian() }
+            y.append(Int32(i % 3))
+        }
+        return TensorSet(features: x, labels: y, valuesPerWindow: 6)
+    }
+
+    static let train = set(count: 60, seed: 1)
+    static let validation = set(count: 15, seed: 2)
+
+    static func config(epochs: Int = 4) -> TrainingConfig {
+        var c = TrainingConfig()
+        c.hidden = [8]
+        c.epochs = epochs
+        c.batchSize = 8  // 8 batches per epoch, the last one of 4 windows
+        c.learningRate = 0.02
+        c.seed = 42
+        c.threads = 1
+        return c
+    }
+
+    static func trainer(_ c: TrainingConfig, layers: [LayerSpec]? = nil) throws -> Trainer {
+        let net = try Network(layers: layers ?? c.layers(input: shape, classes: 3), input: shape)
+        net.initialize(seed: c.seed)
+        return Trainer(network: net, config: c)
+    }
+
+    static func parameters(_ t: Trainer) -> [Float] {
+        Array(UnsafeBufferPointer(start: t.network.parameters, count: t.network.parameterCount))
+    }
+
+    /// Records without their timings (which differ from run to run).
+    static func untimed(_ records: [EpochRecord]) -> [EpochRecord] {
+        records.map {
+            var r = $0
+            r.seconds = 0
+            r.windowsPerSecond = 0
+            return r
+        }
+    }
+}
+
+final class TrainerTests: XCTestCase {
+    /// Trains through a checkpoint round trip: stop when `stop(batchesDone)` says so, encode
+    /// the state to bytes, decode it into a fresh trainer, finish.
+    func trainWithRestart(_ c: TrainingConfig, layers: [LayerSpec]? = nil, stopAfterBatches k: Int) throws -> Trainer {
+        let first = try Toy.trainer(c, layers: layers)
+        var batches = 0
+        let outcome = try first.fit(
+            train: Toy.train, validation: Toy.validation, shouldStop: { batches >= k }, onBatch: { _ in batches += 1 })
+        guard case .interrupted = outcome else {
+            XCTFail("expected an interruption, got \(outcome)")
+            return first
+        }
+        let bytes = try Checkpoint(config: c, state: first.state()).encode()
+        let restored = try Checkpoint.decode(bytes, source: "memory")
+        XCTAssertEqual(restored.state, first.state())
+        let second = try Toy.trainer(restored.config, layers: layers)
+        second.network.initialize(seed: 999)  // must be overwritten by the restore
+        try second.restore(restored.state)
+        XCTAssertEqual(try second.fit(train: Toy.train, validation: Toy.validation), .finished)
+        return second
+    }
+
+    func testResumeAtAnEpochBoundaryIsBitIdentical() throws {
+        let c = Toy.config(epochs: 4)
+        let straight = try Toy.trainer(c)
+        try straight.fit(train: Toy.train, validation: Toy.validation)
+        let resumed = try trainWithRestart(c, stopAfterBatches: 16)  // after epoch 2
+        XCTAssertEqual(Toy.parameters(resumed), Toy.parameters(straight))
+        XCTAssertEqual(resumed.bestParameters, straight.bestParameters)
+        XCTAssertEqual(Toy.untimed(resumed.progress.records), Toy.untimed(straight.progress.records))
+        XCTAssertEqual(resumed.optimizer.state(), straight.optimizer.state())
+        XCTAssertEqual(resumed.progress.records.count, 4)
+    }
+
+    func testResumeInsideAnEpochWithEveryOptionIsBitIdentical() throws {
+        var c = Toy.config(epochs: 3)
+        c.optimizer = .sgd
+        c.momentum = 0.9
+        c.nesterov = true
+        c.weightDecay = 1e-3
+        c.gradientClipNorm = 0.5
+        c.schedule = .cosine
+        c.warmupEpochs = 1
+        c.labelSmoothing = 0.1
+        let straight = try Toy.trainer(c)
+        try straight.fit(train: Toy.train, validation: Toy.validation)
+        for k in [1, 11, 23] {
+            let resumed = try trainWithRestart(c, stopAfterBatches: k)
+            XCTAssertEqual(Toy.parameters(resumed), Toy.parameters(straight), "stopped after \(k) batches")
+            XCTAssertEqual(Toy.untimed(resumed.progress.records), Toy.untimed(straight.progress.records))
+        }
+    }
+
+    func testSameSeedGivesIdenticalBytesAndAnotherSeedDoesNot() throws {
+        func run(_ seed: UInt64) throws -> [UInt8] {
+            var c = Toy.config(epochs: 2)
+            c.seed = seed
+            let t = try Toy.trainer(c)
+            try t.fit(train: Toy.train, validation: Toy.validation)
+            var s = t.state()
+            s.progress.records = Toy.untimed(s.progress.records)
+            return try Checkpoint(config: c, state: s).encode()
+        }
+        let a = try run(7), b = try run(7), c = try run(8)
+        XCTAssertEqual(a, b)
+        XCTAssertNotEqual(a, c)
+    }
+
+    func testEarlyStoppingKeepsTheBestEpoch() throws {
+        // A learning rate so small that the validation loss cannot move by minDelta: epoch 1
+        // is the best, and with patience 2 training stops after epoch 3.
+        var c = Toy.config(epochs: 10)
+        c.learningRate = 1e-9
+        c.monitor = .validationLoss
+        c.patience = 2
+        c.minDelta = 0.5
+        let t = try Toy.trainer(c)
+        var afterFirst: [Float] = []
+        let outcome = try t.fit(train: Toy.train, validation: Toy.validation) { r in
+            if r.epoch == 1 { afterFirst = Toy.parameters(t) }
+        }
+        XCTAssertEqual(outcome, .stoppedEarly(epoch: 3))
+        XCTAssertEqual(t.progress.records.count, 3)
+        XCTAssertEqual(t.progress.bestEpoch, 1)
+        XCTAssertTrue(t.isFinished)
+        XCTAssertEqual(Toy.parameters(t), afterFirst)  // the kept model is epoch 1's
+        XCTAssertNotEqual(t.state().optimizer.step, 0)
+    }
+
+    func testKeepsTheParametersOfTheBestValidationAccuracy() throws {
+        let c = Toy.config(epochs: 5)
+        let t = try Toy.trainer(c)
+        var snapshots: [Int: [Float]] = [:]
+        try t.fit(train: Toy.train, validation: Toy.validation) { r in snapshots[r.epoch] = Toy.parameters(t) }
+        let accuracies = t.progress.records.map { $0.validationAccuracy! }
+        let best = accuracies.firstIndex(of: accuracies.max()!)! + 1
+        XCTAssertEqual(t.progress.bestEpoch, best)
+        XCTAssertEqual(Toy.parameters(t), snapshots[best])
+        XCTAssertGreaterThan(accuracies.max()!, 0.6)  // it learns the toy problem
+    }
+
+    func testEarlyStoppingWithoutValidationIsAClearError() throws {
+        var c = Toy.config()
+        c.patience = 3
+        assertThrows(["early stopping (patience 3) needs validation windows"]) {
+            try Toy.trainer(c).fit(train: Toy.train, validation: nil)
+        }
+    }
+
+    func testDivergenceStopsWithAClearErrorAndKeepsTheLastGoodState() throws {
+        var c = Toy.config(epochs: 50)
+        c.optimizer = .sgd
+        c.learningRate = 1e4
+        let t = try Toy.trainer(c)
+        var lastGood: TrainerState?
+        do {
+            try t.fit(train: Toy.train, validation: Toy.validation) { _ in lastGood = t.state() }
+            XCTFail("expected divergence")
+        } catch let e as TrainingError {
+            guard case .diverged(let epoch, let batch, let loss) = e else { return XCTFail("\(e)") }
+            XCTAssertFalse(loss.isFinite)
+            XCTAssertGreaterThanOrEqual(batch, 1)
+            XCTAssertTrue(e.description.hasPrefix("training diverged: the loss is \(loss) at epoch \(epoch), batch \(batch)"))
+            XCTAssertTrue(e.description.contains("lower the learning rate"))
+            if let lastGood { XCTAssertTrue(lastGood.parameters.allSatisfy(\.isFinite)) }
+        }
+    }
+
+    func testWrongInputWidthIsAnError() throws {
+        let t = try Toy.trainer(Toy.config())
+        let wrong = TensorSet(features: [1, 2, 3], labels: [0], valuesPerWindow: 3)
+        assertThrows(["the training windows have 3 values, the network takes 6"]) { try t.fit(train: wrong, validation: nil) }
+    }
+
+    func testRestoreRejectsAStateOfAnotherNetwork() throws {
+        let small = try Toy.trainer(Toy.config())
+        var c = Toy.config()
+        c.hidden = [9]
+        let other = try Toy.trainer(c)
+        assertThrows(["the checkpoint does not fit this run", "parameters stored"]) { try other.restore(small.state()) }
+    }
+
+    func testCurvesAreWellFormedSVG() throws {
+        let t = try Toy.trainer(Toy.config(epochs: 3))
+        try t.fit(train: Toy.train, validation: Toy.validation)
+        let svg = TrainingCurves.svg(t.progress.records, title: "toy <mlp>", bestEpoch: t.progress.bestEpoch)
+        XCTAssertTrue(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        XCTAssertEqual(svg.components(separatedBy: "<polyline").count - 1, 4)  // loss and accuracy, train and validation
+        XCTAssertTrue(svg.contains("toy &lt;mlp&gt;"))
+        let parser = XMLParser(data: Data(svg.utf8))
+        XCTAssertTrue(parser.parse(), "not well-formed XML: \(String(describing: parser.parserError))")
+    }
+}
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
