@@ -1,6 +1,7 @@
 import CBLAS
 
-/// The only place that calls into OpenBLAS. Matrices are row-major.
+/// The only place that calls into OpenBLAS. Matrices are row-major. A single-row product
+/// (m = 1) goes to `cblas_sgemv`, the rest to `cblas_sgemm`.
 ///
 /// `c[m, n] = alpha * op(a)[m, k] * op(b)[k, n] + beta * c[m, n]`, where `op` transposes
 /// when asked. `lda`, `ldb`, `ldc` are the row strides of the matrices as stored.
@@ -18,6 +19,14 @@ public enum BLAS {
         if k == 0 {
             // BLAS leaves C untouched for k == 0 only when beta == 1; be explicit.
             for i in 0..<m { for j in 0..<n { c[i * ldc + j] *= beta } }
+            return
+        }
+        if m == 1 {
+            // One row (batch-1 inference): c[1, n] = op(b)ᵀ[n, k] · a[k]. sgemm would pack all
+            // of b first (the 2.6 MB first-layer weight of the reference MLP), gemv streams it once.
+            cblas_sgemv(
+                CblasRowMajor, transposeB ? CblasNoTrans : CblasTrans, Int32(transposeB ? n : k), Int32(transposeB ? k : n),
+                alpha, b, Int32(ldb), a, Int32(transposeA ? lda : 1), beta, c, 1)
             return
         }
         cblas_sgemm(

@@ -21,6 +21,7 @@ public final class Network {
     public let inputShape: Shape
     public let outputShape: Shape
     let layers: [Layer]
+    let chain: LayerChain
     public let tensors: [TensorInfo]
     public let parameterCount: Int
     /// All parameters `[parameterCount]`.
@@ -32,10 +33,14 @@ public final class Network {
         guard input.time > 0 && input.channels > 0 else {
             throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) must be positive")
         }
+        let (inputCount, inputOverflow) = input.time.multipliedReportingOverflow(by: input.channels)
+        guard !inputOverflow, inputCount <= maxLayerValues else {
+            throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) is too large")
+        }
         var shape = input
         var built: [Layer] = []
         for (i, spec) in specs.enumerated() {
-            let layer = try makeLayer(spec, input: shape, name: "\(i) (\(spec.typeName))")
+            let layer = try makeLayer(spec, input: shape, path: "\(i)")
             built.append(layer)
             shape = layer.outputShape
         }
@@ -47,6 +52,10 @@ public final class Network {
         self.inputShape = input
         self.outputShape = shape
         self.layers = built
+        chain = LayerChain(built)
+        // Tensor names are `layers.<i>.<name>`; a residual block's own names carry the path
+        // inside it (`layers.3.body.0.weight`, `layers.3.shortcut.0.bias`). Each layer's
+        // tensors are contiguous, in `parameterShapes` order, which is the order `bind` expects.
         var infos: [TensorInfo] = []
         var offset = 0
         for (i, layer) in built.enumerated() {
@@ -54,6 +63,10 @@ public final class Network {
                 let info = TensorInfo(name: "layers.\(i).\(p.name)", shape: p.shape, layout: p.layout, offset: offset)
                 infos.append(info)
                 offset += info.count
+                guard offset <= maxLayerValues else {
+                    throw ModelError.invalidLayer(
+                        layer: "\(i) (\(specs[i].typeName))", reason: "the network has more than \(maxLayerValues) parameters")
+                }
             }
         }
         tensors = infos
@@ -91,9 +104,7 @@ public final class Network {
     /// Logits `[batch, classes]` for inputs `[batch, inputShape]`. The result stays valid
     /// until the next forward.
     public func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
-        var a = x
-        for layer in layers { a = layer.forward(a, batch: batch, mode: &mode) }
-        return a
+        chain.forward(x, batch: batch, mode: &mode)
     }
 
     /// Inference forward (dropout off).
@@ -108,11 +119,7 @@ public final class Network {
     public func backward(_ dlogits: UnsafePointer<Float>, batch: Int, needInputGradient: Bool = false)
         -> UnsafePointer<Float>?
     {
-        var g: UnsafePointer<Float>? = dlogits
-        for (i, layer) in layers.enumerated().reversed() {
-            g = layer.backward(g!, batch: batch, needInputGradient: i > 0 || needInputGradient)
-        }
-        return g
+        chain.backward(dlogits, batch: batch, needInputGradient: needInputGradient)
     }
 
     /// Convenience for tests and small callers: logits for inputs given as an array.
@@ -121,5 +128,43 @@ public final class Network {
         return x.withUnsafeBufferPointer { p in
             Array(UnsafeBufferPointer(start: forward(p.baseAddress!, batch: batch), count: batch * classCount))
         }
+    }
+}
+
+/// An ordered list of layers (a network's, or a branch of a residual block) with what its
+/// backward walk needs precomputed, so that backward allocates nothing.
+struct LayerChain {
+    let layers: [Layer]
+    /// `parametersBefore[j]`: some layer before `j` has parameters.
+    let parametersBefore: [Bool]
+
+    init(_ layers: [Layer]) {
+        self.layers = layers
+        var seen = false, flags: [Bool] = []
+        for layer in layers {
+            flags.append(seen)
+            seen = seen || layer.parameterCount > 0
+        }
+        parametersBefore = flags
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        var a = x
+        for layer in layers { a = layer.forward(a, batch: batch, mode: &mode) }
+        return a
+    }
+
+    /// Back-propagates `dy` in reverse. A layer computes its input gradient only when a layer
+    /// before it has parameters or the caller needs `dx`; once no earlier layer needs a
+    /// gradient the walk stops (so an MLP's first linear layer never computes its
+    /// 2565-wide input gradient). Returns `dx`, or nil when not needed.
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        var g = dy
+        for j in stride(from: layers.count - 1, through: 0, by: -1) {
+            guard let next = layers[j].backward(g, batch: batch, needInputGradient: needInputGradient || parametersBefore[j])
+            else { return nil }
+            g = next
+        }
+        return g
     }
 }

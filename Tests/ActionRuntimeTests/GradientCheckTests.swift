@@ -3,59 +3,21 @@ import PoseCore
 import TestSupport
 import XCTest
 
-/// Finite-difference checks of every parameter and input gradient of a network, against the
-/// scalar objective `L = Σ r ⊙ logits` with fixed random `r` (so `dL/dlogits = r`).
-/// Central differences are evaluated in Double from Float forwards with h = 1e-2 on inputs
-/// of order 1, which keeps the truncation error below the tolerance for smooth layers.
-func checkGradients(
-    layers: [LayerSpec], input: Shape, batch: Int, seed: UInt64 = 1,
-    tolerance: Double = 2e-2, file: StaticString = #filePath, line: UInt = #line
-) throws {
-    let net = try Network(layers: layers, input: input)
-    net.initialize(seed: seed)
-    var g = SeededGenerator(seed: seed &+ 99)
-    var x = (0..<(batch * input.count)).map { _ in g.nextSymmetric(1) }
-    let r = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) }
-    func objective() -> Double {
-        let y = net.predictLogits(x, batch: batch)
-        return zip(y, r).reduce(0) { $0 + Double($1.0) * Double($1.1) }
-    }
-    net.zeroGradients()
-    var mode = ForwardMode.inference
-    _ = x.withUnsafeBufferPointer { net.forward($0.baseAddress!, batch: batch, mode: &mode) }
-    let dx = r.withUnsafeBufferPointer { p -> [Float] in
-        let d = net.backward(p.baseAddress!, batch: batch, needInputGradient: true)!
-        return Array(UnsafeBufferPointer(start: d, count: batch * input.count))
-    }
-    let analytic = Array(UnsafeBufferPointer(start: net.gradients, count: net.parameterCount))
-    let h: Float = 1e-2
-    func compare(_ name: String, _ i: Int, _ a: Float, _ numeric: Double) {
-        let err = abs(Double(a) - numeric) / max(1, abs(numeric))
-        if err > tolerance {
-            XCTFail("\(name)[\(i)]: analytic \(a), numeric \(numeric)", file: file, line: line)
-        }
-    }
-    for i in 0..<net.parameterCount {
-        let old = net.parameters[i]
-        net.parameters[i] = old + h
-        let up = objective()
-        net.parameters[i] = old - h
-        let down = objective()
-        net.parameters[i] = old
-        compare("parameter", i, analytic[i], (up - down) / (2 * Double(h)))
-    }
-    for i in x.indices {
-        let old = x[i]
-        x[i] = old + h
-        let up = objective()
-        x[i] = old - h
-        let down = objective()
-        x[i] = old
-        compare("input", i, dx[i], (up - down) / (2 * Double(h)))
-    }
-}
-
+/// Finite-difference checks of every layer's parameter and input gradients (see
+/// `GradientChecker` for the objective and the tolerances). Shapes are tiny: each check runs
+/// two forwards per parameter and per input value in a debug build.
 final class GradientCheckTests: XCTestCase {
+    func testCheckerCatchesAGradientOffByOnePercent() throws {
+        let net = try Network(layers: [.flatten, .linear(inputs: 6, outputs: 3)], input: Shape(time: 2, channels: 3))
+        net.initialize(seed: 5)
+        let x: [Float] = (0..<12).map { Float($0) / 6 - 1 }, r: [Float] = [1, -0.5, 0.75, 0.25, -1, 0.5]
+        let checker = GradientChecker()
+        let right = checker.mismatches(net: net, x: x, batch: 2, r: r, trainingSeed: nil)
+        XCTAssertTrue(right.mismatches.isEmpty, "\(right.mismatches)")
+        let wrong = checker.mismatches(net: net, x: x, batch: 2, r: r, trainingSeed: nil, backwardScale: 1.01)
+        XCTAssertFalse(wrong.mismatches.isEmpty, "a 1% error in every gradient went unnoticed")
+    }
+
     func testLinearOverTime() throws {
         // Linear applied at each of 3 time steps, then flatten and a classifier.
         try checkGradients(
@@ -64,14 +26,136 @@ final class GradientCheckTests: XCTestCase {
     }
 
     func testMLPWithReLU() throws {
+        // ReLU kinks: with this seed no pre-activation lies within h of 0.
         try checkGradients(
             layers: [.flatten, .linear(inputs: 6, outputs: 7), .relu, .linear(inputs: 7, outputs: 2)],
             input: Shape(time: 2, channels: 3), batch: 3)
     }
 
+    func testGELU() throws {
+        // Inputs up to ±3 cover the tails where tanh saturates.
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 4), .gelu, .flatten, .linear(inputs: 8, outputs: 3)],
+            input: Shape(time: 2, channels: 3), batch: 2, inputScale: 3)
+    }
+
+    func testLayerNormWithNonTrivialGammaAndBeta() throws {
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 5), .layerNorm(channels: 5, epsilon: 1e-5), .flatten, .linear(inputs: 10, outputs: 3)],
+            input: Shape(time: 2, channels: 3), batch: 2, jitter: 0.5)
+    }
+
+    func testLayerNormOnInputWithLargeEpsilon() throws {
+        // ε comparable to the variance makes an ε misplaced in backward visible.
+        try checkGradients(
+            layers: [.layerNorm(channels: 4, epsilon: 0.5), .flatten, .linear(inputs: 12, outputs: 2)],
+            input: Shape(time: 3, channels: 4), batch: 2, jitter: 0.5)
+    }
+
+    func testDropoutInTrainingMode() throws {
+        // The same seed gives the same mask in every forward, so the objective is smooth.
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 6), .dropout(rate: 0.4), .flatten, .linear(inputs: 12, outputs: 2)],
+            input: Shape(time: 2, channels: 3), batch: 3, trainingSeed: 42)
+    }
+
+    func testDropoutAtInference() throws {
+        try checkGradients(
+            layers: [.dropout(rate: 0.4), .flatten, .linear(inputs: 6, outputs: 2)],
+            input: Shape(time: 2, channels: 3), batch: 2)
+    }
+
+    // MARK: Conv1d: parameters and inputs for every geometry
+
+    func conv(_ i: Int, _ o: Int, k: Int, s: Int = 1, d: Int = 1, p: Int = 0) -> LayerSpec {
+        .conv1d(inputs: i, outputs: o, kernel: k, stride: s, dilation: d, padding: p)
+    }
+
+    func testConvPaddedSameLength() throws {
+        try checkGradients(layers: [conv(3, 4, k: 3, p: 1), .flatten], input: Shape(time: 5, channels: 3), batch: 2)
+    }
+
+    func testConvStrideTwoNoPadding() throws {
+        try checkGradients(layers: [conv(2, 3, k: 3, s: 2), .flatten], input: Shape(time: 7, channels: 2), batch: 2)
+    }
+
+    func testConvDilationTwo() throws {
+        try checkGradients(layers: [conv(3, 2, k: 2, d: 2), .flatten], input: Shape(time: 6, channels: 3), batch: 2)
+    }
+
+    func testConvStrideDilationAndPaddingOnASequenceShorterThanTheKernel() throws {
+        // Span D(K−1)+1 = 5 > T = 4; padding 2 makes room. Output time (4 + 4 − 5)/2 + 1 = 2.
+        try checkGradients(layers: [conv(2, 3, k: 3, s: 2, d: 2, p: 2), .flatten], input: Shape(time: 4, channels: 2), batch: 2)
+    }
+
+    func testConvPointwise() throws {
+        try checkGradients(layers: [conv(3, 2, k: 1), .flatten], input: Shape(time: 3, channels: 3), batch: 2)
+    }
+
+    func testConvStackLikeTheReferenceNet() throws {
+        // Conv(k5, pad 2) → GELU → Conv(k5, pad 2) → mean over time → Linear: the reference
+        // convnet's structure with a smooth activation.
+        try checkGradients(
+            layers: [
+                conv(3, 4, k: 5, p: 2), .gelu, conv(4, 5, k: 5, p: 2), .globalAveragePool, .linear(inputs: 5, outputs: 3),
+            ],
+            input: Shape(time: 4, channels: 3), batch: 2)
+    }
+
+    // MARK: Pooling
+
+    func testGlobalAveragePool() throws {
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 4), .globalAveragePool, .linear(inputs: 4, outputs: 2)],
+            input: Shape(time: 5, channels: 3), batch: 2)
+    }
+
+    func testGlobalMaxPool() throws {
+        // Distinct inputs at least 0.05 apart, so ±h (0.01) never changes which time step is the max.
+        let T = 4, C = 3, B = 2
+        var g = SeededGenerator(seed: 8)
+        var values = (0..<(B * T * C)).map { Float($0) * 0.05 - 0.6 }
+        values.seededShuffle(using: &g)
+        try checkGradients(
+            layers: [.globalMaxPool, .linear(inputs: C, outputs: 2)], input: Shape(time: T, channels: C), batch: B, x: values)
+    }
+
+    // MARK: Residual blocks
+
+    func testResidualWithIdentityShortcut() throws {
+        try checkGradients(
+            layers: [
+                .residual(body: [.linear(inputs: 3, outputs: 4), .gelu, .linear(inputs: 4, outputs: 3)], shortcut: []),
+                .flatten, .linear(inputs: 6, outputs: 2),
+            ],
+            input: Shape(time: 2, channels: 3), batch: 2)
+    }
+
+    func testResidualWithStridedConvAndProjectionShortcut() throws {
+        try checkGradients(
+            layers: [
+                .residual(
+                    body: [conv(2, 3, k: 3, s: 2, p: 1), .layerNorm(channels: 3, epsilon: 1e-5), .gelu],
+                    shortcut: [conv(2, 3, k: 1, s: 2)]),
+                .globalAveragePool, .linear(inputs: 3, outputs: 2),
+            ],
+            input: Shape(time: 5, channels: 2), batch: 2, jitter: 0.3)
+    }
+
+    func testNestedResidualBlocks() throws {
+        let inner = LayerSpec.residual(body: [conv(3, 3, k: 3, d: 2, p: 2), .gelu], shortcut: [])
+        try checkGradients(
+            layers: [
+                .residual(body: [inner, .linear(inputs: 3, outputs: 3)], shortcut: [.linear(inputs: 3, outputs: 3)]),
+                .residual(body: [inner], shortcut: []),
+                .flatten, .linear(inputs: 12, outputs: 2),
+            ],
+            input: Shape(time: 4, channels: 3), batch: 2)
+    }
+
     func testGemmMatchesReference() {
         var g = SeededGenerator(seed: 3)
-        for (m, n, k) in [(1, 1, 1), (3, 5, 7), (17, 9, 33)] {
+        for (m, n, k) in [(1, 1, 1), (1, 7, 13), (1, 300, 5), (3, 5, 7), (17, 9, 33)] {
             for ta in [false, true] {
                 for tb in [false, true] {
                     let a = (0..<(m * k)).map { _ in g.nextSymmetric(1) }

@@ -21,8 +21,12 @@ final class ReLU: Layer {
         let n = batch * shape.count
         dx.reserve(n)
         let out = y.pointer, g = dx.pointer
-        // y > 0 exactly where x > 0, so the cached output serves as the mask.
-        for i in 0..<n { g[i] = out[i] > 0 ? dy[i] : 0 }
+        // y > 0 exactly where x > 0, so the cached output serves as the mask. Both loads are
+        // unconditional so that the select vectorises (a conditional load would not).
+        for i in 0..<n {
+            let d = dy[i]
+            g[i] = out[i] > 0 ? d : 0
+        }
         return UnsafePointer(g)
     }
 }

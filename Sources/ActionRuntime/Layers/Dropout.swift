@@ -1,0 +1,47 @@
+import PoseCore
+
+/// Inverted dropout. Training: each value is kept with probability `1 − p` and scaled by
+/// `1/(1 − p)`, else zeroed, so the expectation is unchanged; inference: the identity.
+///
+/// Shapes: N = B·T·C values. The mask is drawn from `mode.random` in index order, one
+/// `nextUnitFloat()` per value (`u < p` drops), so it is the same for the same seed
+/// whatever the thread count.
+/// Forward `y = m ⊙ x`, backward `dx = m ⊙ dy`, with `m ∈ {0, 1/(1 − p)}`.
+final class Dropout: Layer {
+    let rate: Float
+    let shape: Shape
+    var spec: LayerSpec { .dropout(rate: rate) }
+    var inputShape: Shape { shape }
+    var outputShape: Shape { shape }
+    private let mask = Buffer(), y = Buffer(), dx = Buffer()  // [N] each
+    /// Whether the last forward applied a mask (training with p > 0); if not, backward is
+    /// the identity too.
+    private var masked = false
+
+    init(rate: Float, shape: Shape) {
+        self.rate = rate
+        self.shape = shape
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        masked = mode.training && rate > 0
+        guard masked else { return x }
+        let n = batch * shape.count
+        mask.reserve(n)
+        y.reserve(n)
+        let m = mask.pointer, out = y.pointer, p = rate, scale = 1 / (1 - rate)
+        for i in 0..<n { m[i] = mode.random.nextUnitFloat() < p ? 0 : scale }
+        for i in 0..<n { out[i] = x[i] * m[i] }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        guard needInputGradient else { return nil }
+        guard masked else { return dy }
+        let n = batch * shape.count
+        dx.reserve(n)
+        let m = mask.pointer, g = dx.pointer
+        for i in 0..<n { g[i] = dy[i] * m[i] }
+        return UnsafePointer(g)
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// GELU, tanh approximation (as PyTorch's `approximate="tanh"`), elementwise.
+///
+/// Shapes: N = B·T·C values.
+/// Forward  `y = ½ x (1 + tanh u)`, `u = √(2/π) (x + 0.044715 x³)`.
+/// Backward `dx = dy · (½ (1 + tanh u) + ½ x (1 − tanh² u) · √(2/π) (1 + 3 · 0.044715 x²))`.
+final class GELU: Layer {
+    let shape: Shape
+    var spec: LayerSpec { .gelu }
+    var inputShape: Shape { shape }
+    var outputShape: Shape { shape }
+    private var x: UnsafePointer<Float>?  // cached input [N]
+    private let y = Buffer(), dx = Buffer()  // [N] each
+
+    static let c0: Float = (2 / Float.pi).squareRoot()  // √(2/π)
+    static let c1: Float = 0.044715
+
+    init(shape: Shape) { self.shape = shape }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let n = batch * shape.count
+        self.x = x
+        y.reserve(n)
+        let out = y.pointer, c0 = GELU.c0, c1 = GELU.c1
+        for i in 0..<n {
+            let v = x[i]
+            out[i] = 0.5 * v * (1 + tanhf(c0 * (v + c1 * v * v * v)))
+        }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        guard needInputGradient else { return nil }
+        guard let x else { preconditionFailure("GELU.backward before forward") }
+        let n = batch * shape.count
+        dx.reserve(n)
+        let g = dx.pointer, c0 = GELU.c0, c1 = GELU.c1
+        for i in 0..<n {
+            let v = x[i]
+            let th = tanhf(c0 * (v + c1 * v * v * v))
+            let du = c0 * (1 + 3 * c1 * v * v)  // du/dx
+            g[i] = dy[i] * (0.5 * (1 + th) + 0.5 * v * (1 - th * th) * du)
+        }
+        return UnsafePointer(g)
+    }
+}

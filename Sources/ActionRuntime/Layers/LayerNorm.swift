@@ -1,0 +1,103 @@
+import PoseCore
+
+/// Layer normalisation over the channels of each time step (PyTorch `nn.LayerNorm(C)` on
+/// `[batch, time, C]`).
+///
+/// Shapes: B = batch, T = time, C = channels; rows R = B·T.
+/// `gamma [C]` initialised to 1, `beta [C]` to 0.
+/// Forward, per row: `μ = mean(x)`, `σ² = mean((x − μ)²)` (biased), `r = 1/√(σ² + ε)`,
+/// `x̂ = (x − μ) r`, `y = γ ⊙ x̂ + β`.
+/// Backward, per row: `dβ += dy`, `dγ += dy ⊙ x̂`, `g = γ ⊙ dy`,
+/// `dx = r (g − mean(g) − x̂ · mean(g ⊙ x̂))`.
+final class LayerNorm: Layer {
+    let shape: Shape
+    let epsilon: Float
+    var spec: LayerSpec { .layerNorm(channels: shape.channels, epsilon: epsilon) }
+    var inputShape: Shape { shape }
+    var outputShape: Shape { shape }
+    var parameterShapes: [ParameterShape] {
+        [
+            ParameterShape("gamma", [shape.channels], layout: "[channels]"),
+            ParameterShape("beta", [shape.channels], layout: "[channels]"),
+        ]
+    }
+
+    private var gamma: UnsafeMutablePointer<Float>!, beta: UnsafeMutablePointer<Float>!  // [C], [C]
+    private var dGamma: UnsafeMutablePointer<Float>!, dBeta: UnsafeMutablePointer<Float>!  // [C], [C]
+    private var x: UnsafePointer<Float>?  // cached input [R, C]
+    private let mean = Buffer(), rstd = Buffer()  // [R] each
+    private let y = Buffer(), dx = Buffer()  // [R, C] each
+
+    init(shape: Shape, epsilon: Float) {
+        self.shape = shape
+        self.epsilon = epsilon
+    }
+
+    func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
+        gamma = parameters
+        beta = parameters + shape.channels
+        dGamma = gradients
+        dBeta = gradients + shape.channels
+    }
+
+    func initialize(using g: inout SeededGenerator) {
+        gamma.update(repeating: 1, count: shape.channels)
+        beta.update(repeating: 0, count: shape.channels)
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let R = batch * shape.time, C = shape.channels
+        self.x = x
+        y.reserve(R * C)
+        mean.reserve(R)
+        rstd.reserve(R)
+        let out = y.pointer, mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
+        for r in 0..<R {
+            let xr = x + r * C, yr = out + r * C
+            var s: Float = 0
+            for c in 0..<C { s += xr[c] }
+            let m = s * invC
+            var v: Float = 0
+            for c in 0..<C {
+                let d = xr[c] - m
+                v += d * d
+            }
+            let inv = 1 / (v * invC + epsilon).squareRoot()
+            for c in 0..<C { yr[c] = (xr[c] - m) * inv * gamma[c] + beta[c] }
+            mu[r] = m
+            rs[r] = inv
+        }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        let R = batch * shape.time, C = shape.channels
+        guard let x else { preconditionFailure("LayerNorm.backward before forward") }
+        let mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
+        for r in 0..<R {
+            let xr = x + r * C, dyr = dy + r * C, m = mu[r], inv = rs[r]
+            for c in 0..<C {
+                dBeta[c] += dyr[c]
+                dGamma[c] += dyr[c] * (xr[c] - m) * inv
+            }
+        }
+        guard needInputGradient else { return nil }
+        dx.reserve(R * C)
+        let g = dx.pointer
+        for r in 0..<R {
+            let xr = x + r * C, dyr = dy + r * C, dxr = g + r * C, m = mu[r], inv = rs[r]
+            var sumG: Float = 0, sumGX: Float = 0  // Σ g, Σ g ⊙ x̂
+            for c in 0..<C {
+                let gc = gamma[c] * dyr[c]
+                sumG += gc
+                sumGX += gc * (xr[c] - m) * inv
+            }
+            let meanG = sumG * invC, meanGX = sumGX * invC
+            for c in 0..<C {
+                let xhat = (xr[c] - m) * inv
+                dxr[c] = inv * (gamma[c] * dyr[c] - meanG - xhat * meanGX)
+            }
+        }
+        return UnsafePointer(g)
+    }
+}

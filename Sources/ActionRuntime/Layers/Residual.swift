@@ -1,0 +1,69 @@
+import PoseCore
+
+/// A residual block: `y = body(x) + shortcut(x)`, where body and shortcut are layer lists
+/// over the same input and an empty list is the identity. Both must give the same shape
+/// (checked by `makeLayer`).
+///
+/// Shapes: B = batch, N = values per window of the output.
+/// Backward: `dy` flows through both branches; `dx = dx_body + dx_shortcut`.
+/// Parameters are the body's then the shortcut's, named `body.<j>.<name>` and
+/// `shortcut.<j>.<name>` (the network prefixes `layers.<i>.`).
+final class Residual: Layer {
+    let body: [Layer], shortcut: [Layer]
+    private let bodyChain: LayerChain, shortcutChain: LayerChain
+    let inputShape: Shape, outputShape: Shape
+    var spec: LayerSpec { .residual(body: body.map(\.spec), shortcut: shortcut.map(\.spec)) }
+    private let y = Buffer(), dx = Buffer()  // [B, N], [B, inputShape]
+
+    init(body: [Layer], shortcut: [Layer], input: Shape, output: Shape) {
+        self.body = body
+        self.shortcut = shortcut
+        bodyChain = LayerChain(body)
+        shortcutChain = LayerChain(shortcut)
+        self.inputShape = input
+        self.outputShape = output
+    }
+
+    var parameterShapes: [ParameterShape] {
+        var shapes: [ParameterShape] = []
+        for (branch, layers) in [("body", body), ("shortcut", shortcut)] {
+            for (j, layer) in layers.enumerated() {
+                for p in layer.parameterShapes { shapes.append(ParameterShape("\(branch).\(j).\(p.name)", p.shape, layout: p.layout)) }
+            }
+        }
+        return shapes
+    }
+
+    func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
+        var offset = 0
+        for layer in body + shortcut {
+            layer.bind(parameters: parameters + offset, gradients: gradients + offset)
+            offset += layer.parameterCount
+        }
+    }
+
+    func initialize(using g: inout SeededGenerator) {
+        for layer in body + shortcut { layer.initialize(using: &g) }
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let a = bodyChain.forward(x, batch: batch, mode: &mode)
+        let s = shortcutChain.forward(x, batch: batch, mode: &mode)
+        let n = batch * outputShape.count
+        y.reserve(n)
+        let out = y.pointer
+        for i in 0..<n { out[i] = a[i] + s[i] }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        let gBody = bodyChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
+        let gShortcut = shortcutChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
+        guard needInputGradient, let gBody, let gShortcut else { return nil }
+        let n = batch * inputShape.count
+        dx.reserve(n)
+        let out = dx.pointer
+        for i in 0..<n { out[i] = gBody[i] + gShortcut[i] }
+        return UnsafePointer(out)
+    }
+}

@@ -1,0 +1,189 @@
+import ActionRuntime
+import Foundation
+import PoseCore
+
+/// Forward + backward of the two reference networks of ../shared/bench (the temporal convnet
+/// and the MLP), per step at batch 64 and 256 with 1 and 2 threads, and batch-1 inference
+/// latency. A step here is `zeroGradients + forward (training) + backward` — no loss and no
+/// optimiser (the trainer's benchmark times whole training runs).
+///
+/// The GEMM share comes from replaying the exact GEMM calls of one step (same shapes, same
+/// transposes, β as in the layers) on their own buffers: `gemm` is that time, `other` is the
+/// step minus it (im2col, col2im, bias, ReLU, pooling, dbias, ...). The sgemm-bound ceilings
+/// are RESULTS.md's (batch-64 shapes, environment as set: Haswell kernel), and `gemm-bound`
+/// is `batch / replayed GEMM time` measured in this run.
+enum LayersBench {
+    struct Model {
+        let name: String
+        let layers: [LayerSpec]
+        let input = Shape(time: 45, channels: 57)
+        let ceiling: [Int: Double]  // RESULTS.md sgemm-bound training ceiling, windows/s by threads
+        let torchTrain: [Int: Double]  // PyTorch training windows/s (whole step with Adam)
+        let torchLatency: [Int: Double]  // PyTorch batch-1 latency µs
+    }
+
+    static let conv = Model(
+        name: "conv",
+        layers: [
+            .conv1d(inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+            .conv1d(inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+            .globalAveragePool, .linear(inputs: 128, outputs: 6),
+        ],
+        ceiling: [1: 8_121, 2: 15_848], torchTrain: [1: 7_811, 2: 11_312], torchLatency: [1: 110.5, 2: 100.6])
+
+    static let mlp = Model(
+        name: "mlp",
+        layers: [
+            .flatten, .linear(inputs: 2565, outputs: 256), .relu, .linear(inputs: 256, outputs: 128), .relu,
+            .linear(inputs: 128, outputs: 6),
+        ],
+        ceiling: [1: 42_447, 2: 78_532], torchTrain: [1: 9_943, 2: 15_652], torchLatency: [1: 53.7, 2: 54.2])
+
+    /// One GEMM call of a step: `c[m, n] (+)= op(a)[m, k] · op(b)[k, n]`.
+    struct Gemm {
+        let m: Int, n: Int, k: Int, ta: Bool, tb: Bool, beta: Float
+    }
+
+    /// The GEMMs a training step of `layers` runs (forward, then backward in reverse order;
+    /// the first layer with parameters computes no input gradient).
+    static func gemms(_ layers: [LayerSpec], input: Shape, batch: Int) -> [Gemm] {
+        var shape = input, forward: [Gemm] = [], backward: [[Gemm]] = [], first = true
+        for spec in layers {
+            switch spec {
+            case .linear(let i, let o):
+                let r = batch * shape.time
+                forward.append(Gemm(m: r, n: o, k: i, ta: false, tb: true, beta: 1))
+                var b = [Gemm(m: o, n: i, k: r, ta: true, tb: false, beta: 1)]
+                if !first { b.append(Gemm(m: r, n: i, k: o, ta: false, tb: false, beta: 0)) }
+                backward.append(b)
+                shape = Shape(time: shape.time, channels: o)
+                first = false
+            case .conv1d(let i, let o, let k, let s, let d, let p):
+                let t = (shape.time + 2 * p - d * (k - 1) - 1) / s + 1, r = batch * t
+                forward.append(Gemm(m: r, n: o, k: k * i, ta: false, tb: true, beta: 1))
+                var b = [Gemm(m: o, n: k * i, k: r, ta: true, tb: false, beta: 1)]
+                if !first { b.append(Gemm(m: r, n: k * i, k: o, ta: false, tb: false, beta: 0)) }
+                backward.append(b)
+                shape = Shape(time: t, channels: o)
+                first = false
+            case .flatten: shape = Shape(time: 1, channels: shape.count)
+            case .globalAveragePool, .globalMaxPool: shape = Shape(time: 1, channels: shape.channels)
+            default: break
+            }
+        }
+        return forward + backward.reversed().flatMap { $0 }
+    }
+
+    static func row(_ cells: [String], _ widths: [Int]) -> String {
+        zip(cells, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined()
+    }
+
+    /// Options: `conv` or `mlp` (one model), `--batch N`, `--threads N`, `--steps-only`,
+    /// `--latency-only` (to profile one configuration).
+    static func run(_ args: [String]) throws {
+        func value(_ flag: String) throws -> Int? {
+            guard let i = args.firstIndex(of: flag) else { return nil }
+            guard i + 1 < args.count, let v = Int(args[i + 1]), v > 0 else { throw BenchError.usage("\(flag) needs a positive integer") }
+            return v
+        }
+        let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
+        let batches = try value("--batch").map { [$0] } ?? [64, 256]
+        let threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
+        let load = ForeignLoad()
+        print("Layers forward+backward, OpenBLAS core \(BLAS.coreName); anchors: ../shared/bench/RESULTS.md (env as set)")
+        print("step = zeroGradients + forward(training) + backward; no loss, no optimiser. Medians of 5 reps of >= 0.1 s.")
+        print("ceiling = RESULTS.md sgemm-bound training ceiling (batch-64 GEMM shapes); torch = PyTorch whole training step.\n")
+        let widths = [6, 7, 5, 10, 11, 9, 10, 11, 9, 9, 9, 8]
+        print(row(["model", "batch", "thr", "ms/step", "windows/s", "gemm %", "other ms", "gemm-bound", "ceiling", "ratio", "torch", "ratio"], widths))
+        for model in models where !args.contains("--latency-only") {
+            for batch in batches {
+                for threads in threadCounts {
+                    BLAS.threads = threads
+                    let net = try Network(layers: model.layers, input: model.input)
+                    net.initialize(seed: 1)
+                    var g = SeededGenerator(seed: 2)
+                    let x = (0..<(batch * model.input.count)).map { _ in g.nextSymmetric(1) }
+                    let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
+                    var mode = ForwardMode.training(seed: 3)
+                    let step = x.withUnsafeBufferPointer { xp in
+                        dlogits.withUnsafeBufferPointer { dp in
+                            Clock.median {
+                                net.zeroGradients()
+                                _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
+                                net.backward(dp.baseAddress!, batch: batch)
+                            }
+                        }
+                    }
+                    let gemmTime = replay(gemms(model.layers, input: model.input, batch: batch))
+                    let wps = Double(batch) / step
+                    let ceiling = model.ceiling[threads]!, torch = model.torchTrain[threads]!
+                    print(
+                        row(
+                            [
+                                model.name, "\(batch)", "\(threads)", format(step * 1e3, 3), format(wps, 0),
+                                format(100 * gemmTime / step, 1), format((step - gemmTime) * 1e3, 3),
+                                format(Double(batch) / gemmTime, 0), format(ceiling, 0), format(wps / ceiling, 2),
+                                format(torch, 0), format(wps / torch, 2),
+                            ], widths))
+                }
+            }
+        }
+        if args.contains("--steps-only") { return }
+        print("\nBatch-1 inference latency (forward only, logits), median of 2000 calls after 100 warm-up calls")
+        let lw = [6, 5, 12, 12, 8]
+        print(row(["model", "thr", "µs median", "torch µs", "ratio"], lw))
+        for model in models {
+            for threads in threadCounts {
+                BLAS.threads = threads
+                let net = try Network(layers: model.layers, input: model.input)
+                net.initialize(seed: 1)
+                var g = SeededGenerator(seed: 4)
+                let windows = 64, V = model.input.count
+                let x = (0..<(windows * V)).map { _ in g.nextSymmetric(1) }
+                var times: [Double] = []
+                x.withUnsafeBufferPointer { xp in
+                    for i in 0..<2100 {
+                        let start = Clock.now()
+                        _ = net.forward(xp.baseAddress! + (i % windows) * V, batch: 1)
+                        if i >= 100 { times.append(Double(Clock.now() - start) / 1e3) }
+                    }
+                }
+                let median = times.sorted()[times.count / 2], torch = model.torchLatency[threads]!
+                print(row([model.name, "\(threads)", format(median, 1), format(torch, 1), format(median / torch, 2)], lw))
+            }
+        }
+        if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") }
+    }
+
+    enum BenchError: Error, CustomStringConvertible {
+        case usage(String)
+        var description: String {
+            switch self { case .usage(let m): return m }
+        }
+    }
+
+    /// Median seconds for one replay of `calls` on buffers of the right sizes.
+    static func replay(_ calls: [Gemm]) -> Double {
+        let buffers = calls.map { c in
+            (
+                [Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n),
+                [Float](repeating: 0, count: c.m * c.n)
+            )
+        }
+        var cs = buffers.map(\.2)
+        return Clock.median {
+            for (j, c) in calls.enumerated() {
+                buffers[j].0.withUnsafeBufferPointer { a in
+                    buffers[j].1.withUnsafeBufferPointer { b in
+                        cs[j].withUnsafeMutableBufferPointer { out in
+                            BLAS.gemm(
+                                transposeA: c.ta, transposeB: c.tb, m: c.m, n: c.n, k: c.k, a: a.baseAddress!,
+                                lda: c.ta ? c.m : c.k, b: b.baseAddress!, ldb: c.tb ? c.k : c.n, beta: c.beta,
+                                c: out.baseAddress!, ldc: c.n)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

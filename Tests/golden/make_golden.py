@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Golden values for the conv1d, layerNorm and GELU forwards of actiontrain.
+
+Writes Tests/ActionRuntimeTests/GoldenValues.swift (committed; re-run this script only when a case changes):
+
+    python3 Tests/golden/make_golden.py
+
+Inputs and parameters are float32 drawn from a seeded NumPy generator and written out in
+full (9 significant digits round-trip float32), so the Swift test reads exactly the values
+used here. Expected outputs are computed in float64 from those float32 values with NumPy
+only, by the defining formulas of Sources/ActionRuntime/LayerSpec.swift:
+
+- conv1d: out[b, t, o] = bias[o] + sum_k sum_i W[o, k, i] x[b, t*stride + k*dilation - padding, i]
+  (zeros outside), activations channels-last [batch, time, channels], W [outputs, kernel, inputs];
+- layerNorm over channels: (x - mean) / sqrt(biased variance + eps) * gamma + beta;
+- GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+If PyTorch is importable, every case is also checked against torch.nn.functional (conv1d on
+the transposed layout, layer_norm, gelu(approximate="tanh")) in float64 and the script fails
+on a disagreement above 1e-9. That is how the committed file was produced (torch 2.13.0+cpu).
+"""
+import math
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "ActionRuntimeTests", "GoldenValues.swift")
+rng = np.random.default_rng(20261130)
+
+
+def f32(shape, scale=1.0):
+    return (rng.uniform(-1, 1, size=shape) * scale).astype(np.float32)
+
+
+def conv1d(x, w, b, stride, dilation, padding):
+    x, w, b = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    B, T, I = x.shape
+    O, K, _ = w.shape
+    To = (T + 2 * padding - dilation * (K - 1) - 1) // stride + 1
+    y = np.zeros((B, To, O))
+    for bi in range(B):
+        for t in range(To):
+            acc = b.copy()
+            for k in range(K):
+                s = t * stride + k * dilation - padding
+                if 0 <= s < T:
+                    acc += w[:, k, :] @ x[bi, s, :]
+            y[bi, t] = acc
+    return y
+
+
+def layer_norm(x, gamma, beta, eps):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + float(eps)) * gamma.astype(np.float64) + beta.astype(np.float64)
+
+
+def gelu(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+conv_cases = []
+for B, T, I, O, K, S, D, P in [
+    (2, 6, 3, 4, 5, 1, 1, 2),  # the reference geometry (k5, pad 2), tiny
+    (2, 7, 3, 2, 3, 2, 2, 1),  # stride 2, dilation 2, padding 1
+    (1, 2, 2, 3, 3, 1, 2, 2),  # sequence shorter than the dilated kernel, padded
+]:
+    bound = 1 / math.sqrt(I * K)
+    x, w, b = f32((B, T, I)), f32((O, K, I), bound), f32((O,), bound)
+    conv_cases.append(dict(batch=B, time=T, inputs=I, outputs=O, kernel=K, stride=S, dilation=D, padding=P,
+                           x=x, weight=w, bias=b, y=conv1d(x, w, b, S, D, P)))
+
+norm_cases = []
+for B, T, C, eps in [(2, 3, 5, 1e-5), (1, 2, 7, 0.1)]:
+    x = f32((B, T, C), 2.0) + np.float32(0.5)
+    x[0, 0, :] = np.float32(1.25)  # a constant row: variance 0, the output is beta
+    gamma, beta = f32((C,)) + np.float32(1), f32((C,))
+    norm_cases.append(dict(batch=B, time=T, channels=C, epsilon=np.float32(eps), x=x, gamma=gamma, beta=beta,
+                           y=layer_norm(x, gamma, beta, np.float32(eps))))
+
+gelu_x = np.linspace(-5, 5, 21).astype(np.float32)
+gelu_y = gelu(gelu_x)
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+if torch is not None:
+    for c in conv_cases:
+        xt = torch.from_numpy(c["x"].astype(np.float64)).permute(0, 2, 1)  # [B, I, T]
+        wt = torch.from_numpy(c["weight"].astype(np.float64)).permute(0, 2, 1)  # [O, I, K]
+        yt = F.conv1d(xt, wt, torch.from_numpy(c["bias"].astype(np.float64)), stride=c["stride"],
+                      padding=c["padding"], dilation=c["dilation"]).permute(0, 2, 1).numpy()
+        assert yt.shape == c["y"].shape and np.abs(yt - c["y"]).max() < 1e-9, "conv1d disagrees with torch"
+    for c in norm_cases:
+        yt = F.layer_norm(torch.from_numpy(c["x"].astype(np.float64)), (c["channels"],),
+                          torch.from_numpy(c["gamma"].astype(np.float64)), torch.from_numpy(c["beta"].astype(np.float64)),
+                          eps=float(c["epsilon"])).numpy()
+        assert np.abs(yt - c["y"]).max() < 1e-9, "layer_norm disagrees with torch"
+    yt = F.gelu(torch.from_numpy(gelu_x.astype(np.float64)), approximate="tanh").numpy()
+    assert np.abs(yt - gelu_y).max() < 1e-9, "gelu disagrees with torch"
+    checked = f"cross-checked against PyTorch {torch.__version__}"
+else:
+    checked = "PyTorch not available: NumPy only"
+print(checked, file=sys.stderr)
+
+
+def floats(a):
+    vals = np.asarray(a).ravel()
+    parts = ["%.9g" % float(v) for v in vals]
+    lines, line = [], "        "
+    for p in parts:
+        if len(line) + len(p) + 2 > 110:
+            lines.append(line.rstrip())
+            line = "        "
+        line += p + ", "
+    lines.append(line.rstrip())
+    return "[\n" + "\n".join(lines) + "\n    ]"
+
+
+out = [
+    "// Generated by Tests/golden/make_golden.py (NumPy, float64 reference; %s). Do not edit." % checked,
+    "",
+    "struct GoldenConv {",
+    "    var batch: Int, time: Int, inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int",
+    "    var x: [Float], weight: [Float], bias: [Float], y: [Float]",
+    "}",
+    "",
+    "struct GoldenLayerNorm {",
+    "    var batch: Int, time: Int, channels: Int, epsilon: Float",
+    "    var x: [Float], gamma: [Float], beta: [Float], y: [Float]",
+    "}",
+    "",
+    "enum Golden {",
+]
+out.append("    static let conv: [GoldenConv] = [")
+for c in conv_cases:
+    out.append("        GoldenConv(")
+    out.append("            batch: %d, time: %d, inputs: %d, outputs: %d, kernel: %d, stride: %d, dilation: %d, padding: %d," % (
+        c["batch"], c["time"], c["inputs"], c["outputs"], c["kernel"], c["stride"], c["dilation"], c["padding"]))
+    for key in ["x", "weight", "bias", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let layerNorm: [GoldenLayerNorm] = [")
+for c in norm_cases:
+    out.append("        GoldenLayerNorm(")
+    out.append("            batch: %d, time: %d, channels: %d, epsilon: %.9g," % (c["batch"], c["time"], c["channels"], float(c["epsilon"])))
+    for key in ["x", "gamma", "beta", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let geluX: [Float] = %s" % floats(gelu_x))
+out.append("    static let geluY: [Float] = %s" % floats(gelu_y))
+out.append("}")
+with open(OUT, "w") as f:
+    f.write("\n".join(out) + "\n")
+print("wrote", os.path.normpath(OUT), file=sys.stderr)
