@@ -108,6 +108,58 @@ final class TrainerTests: XCTestCase {
         }
     }
 
+    /// A residual TCN with dropout (whose random stream must be saved mid-epoch), layer norm
+    /// and GELU, stopped inside epochs 1 and 2.
+    func testResumeOfATCNWithDropoutInsideAnEpochIsBitIdentical() throws {
+        var c = Toy.config(epochs: 2)
+        c.architecture = .tcn
+        c.widths = [4, 5]
+        c.kernel = 3
+        c.dropout = 0.3
+        c.normalization = .layerNorm
+        c.activation = .gelu
+        let specs = c.layers(input: Toy.shape, classes: 3)
+        XCTAssertTrue(specs.contains(.dropout(rate: 0.3)))
+        let straight = try Toy.trainer(c)
+        try straight.fit(train: Toy.train, validation: Toy.validation)
+        for k in [5, 12] {
+            let resumed = try trainWithRestart(c, stopAfterBatches: k)
+            XCTAssertEqual(Toy.parameters(resumed), Toy.parameters(straight), "stopped after \(k) batches")
+        }
+    }
+
+    func testModelFamiliesBuildTheDocumentedLayers() throws {
+        let mlp = TrainingConfig.reference("mlp")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
+        XCTAssertEqual(mlp, [.flatten, .linear(inputs: 2565, outputs: 256), .relu, .linear(inputs: 256, outputs: 128), .relu, .linear(inputs: 128, outputs: 6)])
+        let conv = TrainingConfig.reference("conv")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
+        XCTAssertEqual(
+            conv,
+            [
+                .conv1d(inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+                .conv1d(inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu,
+                .globalAveragePool, .linear(inputs: 128, outputs: 6),
+            ])
+        XCTAssertEqual(try Network(layers: mlp, input: Shape(time: 45, channels: 57)).parameterCount, 690_566)
+        XCTAssertEqual(try Network(layers: conv, input: Shape(time: 45, channels: 57)).parameterCount, 60_166)
+        var c = TrainingConfig()
+        c.architecture = .tcn
+        c.widths = [8, 8, 16]
+        c.kernel = 3
+        c.dilationBase = 2
+        let tcn = c.layers(input: Shape(time: 20, channels: 6), classes: 4)
+        func block(_ i: Int, _ o: Int, _ d: Int) -> [LayerSpec] {
+            let body: [LayerSpec] = [
+                .conv1d(inputs: i, outputs: o, kernel: 3, stride: 1, dilation: d, padding: d), .relu,
+                .conv1d(inputs: o, outputs: o, kernel: 3, stride: 1, dilation: d, padding: d),
+            ]
+            let shortcut: [LayerSpec] = i == o ? [] : [.conv1d(inputs: i, outputs: o, kernel: 1, stride: 1, dilation: 1, padding: 0)]
+            return [.residual(body: body, shortcut: shortcut), .relu]
+        }
+        XCTAssertEqual(tcn, block(6, 8, 1) + block(8, 8, 2) + block(8, 16, 4) + [.globalAveragePool, .linear(inputs: 16, outputs: 4)])
+        let net = try Network(layers: tcn, input: Shape(time: 20, channels: 6))
+        XCTAssertEqual(net.outputShape, Shape(time: 1, channels: 4))
+    }
+
     func testSameSeedGivesIdenticalBytesAndAnotherSeedDoesNot() throws {
         func run(_ seed: UInt64) throws -> [UInt8] {
             var c = Toy.config(epochs: 2)
