@@ -53,28 +53,45 @@ public final class Adam: Optimizer {
             v.withUnsafeMutableBufferPointer { vb in
                 let m = mb.baseAddress!, v = vb.baseAddress!
                 Parallel.chunks(n, threads: threads) { r in
-                    if l2 == 0 && decay == 1 {
-                        // The common case, kept branch-free so that it vectorises.
-                        for i in r {
-                            let gi = g[i]
-                            let mi = m[i] + w1 * (gi - m[i])
-                            let vi = b2 * v[i] + w2 * gi * gi
-                            m[i] = mi
-                            v[i] = vi
-                            p[i] = p[i] - stepSize * (mi / (vi.squareRoot() / bc2Sqrt + eps))
-                        }
-                    } else {
-                        for i in r {
-                            let pi = p[i] * decay
-                            let gi = g[i] + l2 * pi
-                            let mi = m[i] + w1 * (gi - m[i])
-                            let vi = b2 * v[i] + w2 * gi * gi
-                            m[i] = mi
-                            v[i] = vi
-                            p[i] = pi - stepSize * (mi / (vi.squareRoot() / bc2Sqrt + eps))
-                        }
-                    }
+                    Adam.kernel(
+                        p: p, g: g, m: m, v: v, range: r, decay: decay, l2: l2, w1: w1, b2: b2, w2: w2, bc2Sqrt: bc2Sqrt,
+                        eps: eps, stepSize: stepSize)
                 }
+            }
+        }
+    }
+
+    /// The elementwise update over `range`. Written so that the compiler vectorises it: `v` is
+    /// never negative, and saying so (`v ≥ 0 ? v : 0`) lets the square root compile to a packed
+    /// instruction instead of a libm call that may set errno. Each element gets exactly the
+    /// scalar operations above, in the same order, so any vector width or partition gives the
+    /// same bits.
+    @inline(__always)
+    static func kernel(
+        p: UnsafeMutablePointer<Float>, g: UnsafePointer<Float>, m: UnsafeMutablePointer<Float>,
+        v: UnsafeMutablePointer<Float>, range: Range<Int>, decay: Float, l2: Float, w1: Float, b2: Float, w2: Float,
+        bc2Sqrt: Float, eps: Float, stepSize: Float
+    ) {
+        if decay == 1 && l2 == 0 {
+            for i in range {
+                let gi = g[i]
+                let mi = m[i] + w1 * (gi - m[i])
+                let vi = b2 * v[i] + w2 * gi * gi
+                m[i] = mi
+                v[i] = vi
+                let root = (vi >= 0 ? vi : 0).squareRoot()
+                p[i] = p[i] - stepSize * (mi / (root / bc2Sqrt + eps))
+            }
+        } else {
+            for i in range {
+                let pi = p[i] * decay
+                let gi = g[i] + l2 * pi
+                let mi = m[i] + w1 * (gi - m[i])
+                let vi = b2 * v[i] + w2 * gi * gi
+                m[i] = mi
+                v[i] = vi
+                let root = (vi >= 0 ? vi : 0).squareRoot()
+                p[i] = pi - stepSize * (mi / (root / bc2Sqrt + eps))
             }
         }
     }

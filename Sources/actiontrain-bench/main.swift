@@ -15,6 +15,7 @@ struct Benchmark {
 
 let benchmarks: [Benchmark] = [
     Benchmark(name: "gemm", summary: "BLAS.gemm GFLOP/s on the reference training shapes vs cblas_sgemm anchors", run: GemmBench.run),
+    Benchmark(name: "train", summary: "a whole training run of a reference model on ../shared/bench's synthetic data: one JSON line", run: TrainBench.run),
     Benchmark(name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency", run: LayersBench.run),
 ]
 
