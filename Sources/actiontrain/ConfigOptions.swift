@@ -57,7 +57,7 @@ enum ConfigOptions {
         // Data
         Entry(key: "windowFrames", kind: .int, value: "N", help: "Window length in frames (default 45)."),
         Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),
-        Entry(key: "windowMode", kind: .string, value: "MODE", help: "sliding (fixed windows, short sequences padded) or fit (each sequence resampled to one window).", choices: names(WindowSpec.Mode.self)),
+        Entry(key: "windowMode", kind: .string, value: "MODE", help: "sliding (fixed windows, short sequences padded) or fit (each sequence resampled to one window) (default sliding).", choices: names(WindowSpec.Mode.self)),
         Entry(key: "frameRate", kind: .number, value: "FPS", help: "Resample sequences to this frame rate first (default: keep recorded frames)."),
         Entry(key: "channels", kind: .stringList, value: "LIST", help: "Per-frame feature blocks: coordinates, confidence, mask, motion, bones (default coordinates,mask).", choices: names(ChannelBlock.self)),
         Entry(key: "validationFraction", kind: .number, value: "F", help: "Share of training sequences held out for validation when the data gives no validation split, in [0, 1) (default 0.2)."),

@@ -41,6 +41,17 @@ final class FitCLITests: XCTestCase {
         XCTAssertTrue(ConfigOptions.resumable.isSubset(of: Set(keys.keys)))
     }
 
+    func testTheDocsDescribeEveryOption() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs")
+        let cli = try String(contentsOf: docs.appendingPathComponent("cli.md"), encoding: .utf8)
+        let training = try String(contentsOf: docs.appendingPathComponent("training.md"), encoding: .utf8)
+        for e in ConfigOptions.entries {
+            XCTAssertTrue(cli.contains("`--\(e.flag)"), "docs/cli.md lacks --\(e.flag)")
+            XCTAssertTrue(training.contains("`\(e.key)`"), "docs/training.md lacks \(e.key)")
+        }
+    }
+
     func testConfigFileErrorsAreOneLineNamingTheKey() throws {
         let dir = try folder()
         let cases: [(String, String)] = [
