@@ -181,7 +181,8 @@ public struct Checkpoint: Equatable, Sendable {
     public static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let url = URL(fileURLWithPath: path)
         let dir = url.deletingLastPathComponent().path
-        let temp = "\(dir)/.\(url.lastPathComponent).\(getpid()).tmp"
+        // A fixed name: a temporary file left by a killed process is replaced by the next save.
+        let temp = "\(dir)/.\(url.lastPathComponent).tmp"
         let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw CheckpointError.io(path, "cannot create \(temp): \(errnoText())") }
         var ok = true
