@@ -48,7 +48,7 @@ public enum TrainingCurves {
                 }
                 e += xStep
             }
-            out += "<text x=\"\(fmt(x0 + panelW / 2))\" y=\"\(fmt(y0 + panelH + 34))\" text-anchor=\"middle\">epoch</text>\n"
+            out += "<text x=\"\(fmt(x0 + panelW))\" y=\"\(fmt(y0 + panelH + 38))\" text-anchor=\"end\">epoch</text>\n"
             if let bestEpoch, Double(bestEpoch) >= xMin, Double(bestEpoch) <= xMax {
                 let x = px(Double(bestEpoch))
                 out += "<line x1=\"\(fmt(x))\" y1=\"\(fmt(y0))\" x2=\"\(fmt(x))\" y2=\"\(fmt(y0 + panelH))\" stroke=\"#2a2\" stroke-dasharray=\"2 3\"/>"
@@ -64,7 +64,8 @@ public enum TrainingCurves {
                 for (e, v) in points where points.count <= 60 {
                     out += "<circle cx=\"\(fmt(px(e)))\" cy=\"\(fmt(py(v)))\" r=\"2.5\" fill=\"\(colour)\"/>"
                 }
-                let ly = y0 + 14 + Double(s) * 16, lx = x0 + panelW - 110
+                // Legend under the axis, on the left (the axis label is on the right).
+                let ly = y0 + panelH + 38, lx = x0 + Double(s) * 100
                 out += "\n<line x1=\"\(fmt(lx))\" y1=\"\(fmt(ly - 4))\" x2=\"\(fmt(lx + 24))\" y2=\"\(fmt(ly - 4))\" stroke=\"\(colour)\" stroke-width=\"2\"\(dash)/>"
                 out += "<text x=\"\(fmt(lx + 30))\" y=\"\(fmt(ly))\">\(series.0)</text>\n"
             }
