@@ -142,6 +142,11 @@ public final class Trainer {
         state.parameters.withUnsafeBufferPointer { network.load(parameters: $0) }
         progress = state.progress
         bestParameters = state.bestParameters
+        // The early-stopping decision is re-evaluated with this trainer's config, so that a
+        // resumed run given a larger patience (or none) continues.
+        if progress.stoppedEarly && (config.patience == 0 || progress.epochsWithoutImprovement < config.patience) {
+            progress.stoppedEarly = false
+        }
     }
 
     /// Trains until `config.epochs` epochs are done, early stopping ends the run, or

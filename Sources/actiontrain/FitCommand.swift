@@ -138,7 +138,7 @@ enum FitCommand {
         let configData = try encoder.encode(config)
         try write(configData, to: "\(runDir)/config.json")
         let metadata = [
-            "dataset": run.dataPath, "datasetHash": run.dataset.contentHash, "datasetName": run.dataset.name,
+            "dataset": URL(fileURLWithPath: run.dataPath).standardizedFileURL.path, "datasetHash": run.dataset.contentHash, "datasetName": run.dataset.name,
             "classes": run.dataset.classes.joined(separator: ","),
         ]
         // The log is rewritten from the checkpoint's records, so that epochs logged after the
@@ -150,7 +150,12 @@ enum FitCommand {
 
         let interrupt = InterruptFlag()
         let signals = interrupt.watchSIGINT()
-        defer { InterruptFlag.stopWatching(signals) }
+        var watching = true
+        func stopWatching() {
+            if watching { InterruptFlag.stopWatching(signals) }
+            watching = false
+        }
+        defer { stopWatching() }
         var display = ProgressDisplay(terminal: out.isTerminal)
         var lastGoodEpoch: Int? = trainer.progress.records.last?.epoch
         let started = Date()
@@ -183,6 +188,7 @@ enum FitCommand {
             throw CLIError.failure(e.description)
         }
         display.finish(&out)
+        stopWatching()  // from here on Ctrl-C ends the process as usual
         if case .interrupted(let epoch, let batch) = outcome {
             try saveCheckpoint(trainer, config: config, metadata: metadata, to: checkpointPath)
             throw CLIError.interrupted(

@@ -196,6 +196,24 @@ final class TrainerTests: XCTestCase {
         XCTAssertNotEqual(t.state().optimizer.step, 0)
     }
 
+    func testARunStoppedEarlyContinuesWhenResumedWithMorePatience() throws {
+        var c = Toy.config(epochs: 6)
+        c.learningRate = 1e-9
+        c.monitor = .validationLoss
+        c.patience = 1
+        c.minDelta = 0.5
+        let t = try Toy.trainer(c)
+        XCTAssertEqual(try t.fit(train: Toy.train, validation: Toy.validation), .stoppedEarly(epoch: 2))
+        let same = try Toy.trainer(c)
+        try same.restore(t.state())
+        XCTAssertTrue(same.isFinished)
+        c.patience = 3
+        let patient = try Toy.trainer(c)
+        try patient.restore(t.state())
+        XCTAssertFalse(patient.isFinished)
+        XCTAssertEqual(try patient.fit(train: Toy.train, validation: Toy.validation), .stoppedEarly(epoch: 4))
+    }
+
     func testKeepsTheParametersOfTheBestValidationAccuracy() throws {
         let c = Toy.config(epochs: 5)
         let t = try Toy.trainer(c)
