@@ -10,7 +10,7 @@ import PoseCore
 /// the last epoch, peak RSS. Prints one JSON line.
 ///
 ///     actiontrain-bench train --model mlp|conv [--data DIR] [--epochs 5] [--batch 64]
-///                             [--threads 2] [--seed 0] [--ceiling]
+///                             [--threads 2] [--seed 0] [--ceiling] [--optimizer-threads N]
 ///
 /// `--data` is the folder holding make_synth.py's raw files (default .build/bench). Models,
 /// initialisation (PyTorch's default) and optimiser (Adam, lr 1e-3) are
@@ -48,6 +48,10 @@ enum TrainBench {
         let network = try Network(layers: layers, input: input)
         network.initialize(seed: config.seed)
         let trainer = Trainer(network: network, config: config)
+        if let t = value("--optimizer-threads").flatMap(Int.init) {
+            (trainer.optimizer as? Adam)?.threads = t
+            (trainer.optimizer as? SGD)?.threads = t
+        }
         var epochSeconds: [Double] = [], epochLoss: [Double] = []
         try trainer.fit(train: train, validation: nil) { r in
             epochSeconds.append(r.seconds)
@@ -123,6 +127,30 @@ enum TrainBench {
             }
             rows.append("clip norm threads \(threads): \(format(clip * 1e6)) µs")
         }
+        // For comparison: Adam with one division (θ −= (lr·c/(1−β1ᵗ))·m/(√v + ε·c), c = √(1−β2ᵗ)),
+        // the same formula rounded differently; not what the library runs.
+        var m1 = [Float](repeating: 0, count: n), v1 = [Float](repeating: 0, count: n)
+        let oneDivision = p.withUnsafeMutableBufferPointer { pp in
+            m1.withUnsafeMutableBufferPointer { mb in
+                v1.withUnsafeMutableBufferPointer { vb in
+                    grad.withUnsafeBufferPointer { gb in
+                        let p = pp.baseAddress!, m = mb.baseAddress!, v = vb.baseAddress!, g = gb.baseAddress!
+                        return fastest {
+                            let a: Float = 1e-4, ec: Float = 1e-8 * 0.03
+                            for i in 0..<n {
+                                let gi = g[i]
+                                let mi = m[i] + 0.1 * (gi - m[i])
+                                let vi = 0.999 * v[i] + 0.001 * gi * gi
+                                m[i] = mi
+                                v[i] = vi
+                                p[i] = p[i] - a * mi / ((vi >= 0 ? vi : 0).squareRoot() + ec)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        rows.append("adam, one division (not used) threads 1: \(format(oneDivision * 1e6)) µs")
         let zero = p.withUnsafeMutableBufferPointer { pp in fastest { pp.update(repeating: 0) } }
         rows.append("zero \(n) gradients: \(format(zero * 1e6)) µs")
         let set = TensorSet(features: [Float](repeating: 1, count: 16_000 * 2565), labels: [Int32](repeating: 0, count: 16_000), valuesPerWindow: 2565)
