@@ -12,6 +12,8 @@
 ///     θ ← θ − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + ε)
 ///
 /// The bias corrections are computed in Double, as Python does, then rounded to Float.
+/// Moments below the least normal float are stored as 0 (see `kernel`: it never changes θ and
+/// avoids slow subnormal arithmetic).
 /// The update is split across `threads` threads in fixed chunks; it is elementwise, so the
 /// result does not depend on the thread count.
 public final class Adam: Optimizer {
@@ -61,22 +63,31 @@ public final class Adam: Optimizer {
         }
     }
 
-    /// The elementwise update over `range`. Written so that the compiler vectorises it: `v` is
-    /// never negative, and saying so (`v ≥ 0 ? v : 0`) lets the square root compile to a packed
-    /// instruction instead of a libm call that may set errno. Each element gets exactly the
-    /// scalar operations above, in the same order, so any vector width or partition gives the
-    /// same bits.
+    /// The elementwise update over `range`, written so that the compiler vectorises it:
+    /// - `v` is never negative, and saying so (`v ≥ 0 ? v : 0`) lets the square root compile to
+    ///   a packed instruction instead of a libm call that may set errno;
+    /// - moments smaller than the least normal float (1.2e-38) are stored as 0 (NaN stays NaN).
+    ///   For a parameter whose gradient has become 0 (a dead ReLU unit), m decays by β1 every
+    ///   step and turns subnormal after about 800 steps; arithmetic on subnormal numbers is many
+    ///   times slower on x86, and it made a third of the MLP's state subnormal by epoch 4. Such
+    ///   a moment changes θ by less than 1e-30·lr — below half an ulp of any parameter not
+    ///   itself that small — so the parameters are the same as without the flush.
+    /// Each element gets exactly the scalar operations above, in the same order, so any vector
+    /// width or partition gives the same bits.
     @inline(__always)
     static func kernel(
         p: UnsafeMutablePointer<Float>, g: UnsafePointer<Float>, m: UnsafeMutablePointer<Float>,
         v: UnsafeMutablePointer<Float>, range: Range<Int>, decay: Float, l2: Float, w1: Float, b2: Float, w2: Float,
         bc2Sqrt: Float, eps: Float, stepSize: Float
     ) {
+        let tiny = Float.leastNormalMagnitude
         if decay == 1 && l2 == 0 {
             for i in range {
                 let gi = g[i]
-                let mi = m[i] + w1 * (gi - m[i])
-                let vi = b2 * v[i] + w2 * gi * gi
+                var mi = m[i] + w1 * (gi - m[i])
+                var vi = b2 * v[i] + w2 * gi * gi
+                mi = mi.magnitude < tiny ? 0 : mi
+                vi = vi < tiny ? 0 : vi
                 m[i] = mi
                 v[i] = vi
                 let root = (vi >= 0 ? vi : 0).squareRoot()
@@ -86,8 +97,10 @@ public final class Adam: Optimizer {
             for i in range {
                 let pi = p[i] * decay
                 let gi = g[i] + l2 * pi
-                let mi = m[i] + w1 * (gi - m[i])
-                let vi = b2 * v[i] + w2 * gi * gi
+                var mi = m[i] + w1 * (gi - m[i])
+                var vi = b2 * v[i] + w2 * gi * gi
+                mi = mi.magnitude < tiny ? 0 : mi
+                vi = vi < tiny ? 0 : vi
                 m[i] = mi
                 v[i] = vi
                 let root = (vi >= 0 ? vi : 0).squareRoot()

@@ -1,6 +1,12 @@
 import ActionRuntime
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a run stands: the position inside the epoch loop and everything the trainer keeps
 /// between epochs except the large vectors (which `TrainerState` carries). JSON inside the
 /// checkpoint header.
@@ -189,7 +195,7 @@ public struct Checkpoint: Equatable, Sendable {
         bytes.withUnsafeBytes { raw in
             var done = 0
             while done < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + done, raw.count - done)
+                let n = posixWrite(fd, raw.baseAddress! + done, raw.count - done)
                 if n <= 0 {
                     if n < 0 && errno == EINTR { continue }
                     ok = false
@@ -220,6 +226,14 @@ public struct Checkpoint: Equatable, Sendable {
 }
 
 private func errnoText() -> String { String(cString: strerror(errno)) }
+
+private func posixWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int {
+    #if canImport(Glibc)
+        return Glibc.write(fd, p, n)
+    #else
+        return Darwin.write(fd, p, n)
+    #endif
+}
 
 /// Float32 values as little-endian bytes (a plain copy on little-endian machines).
 func appendLittleEndian(_ values: [Float], to out: inout [UInt8]) {

@@ -40,7 +40,10 @@ public final class SGD: Optimizer {
         precondition(n == count, "parameter count changed")
         step += 1
         let lr = learningRate, wd = weightDecay, mu = momentum, nesterov = nesterov
-        // One loop per case, without branches inside, so that each vectorises.
+        // One loop per case, without branches inside, so that each vectorises. A momentum below
+        // the least normal float is stored as 0 (as in Adam: it cannot change θ, and subnormal
+        // arithmetic is slow).
+        let tiny = Float.leastNormalMagnitude
         if mu == 0 {
             Parallel.chunks(n, threads: threads) { r in
                 if wd == 0 {
@@ -57,27 +60,31 @@ public final class SGD: Optimizer {
                 switch (wd == 0, nesterov) {
                 case (true, false):
                     for i in r {
-                        let bi = mu * b[i] + g[i]
+                        var bi = mu * b[i] + g[i]
+                        bi = bi.magnitude < tiny ? 0 : bi
                         b[i] = bi
                         p[i] = p[i] - lr * bi
                     }
                 case (true, true):
                     for i in r {
                         let gi = g[i]
-                        let bi = mu * b[i] + gi
+                        var bi = mu * b[i] + gi
+                        bi = bi.magnitude < tiny ? 0 : bi
                         b[i] = bi
                         p[i] = p[i] - lr * (gi + mu * bi)
                     }
                 case (false, false):
                     for i in r {
-                        let bi = mu * b[i] + (g[i] + wd * p[i])
+                        var bi = mu * b[i] + (g[i] + wd * p[i])
+                        bi = bi.magnitude < tiny ? 0 : bi
                         b[i] = bi
                         p[i] = p[i] - lr * bi
                     }
                 case (false, true):
                     for i in r {
                         let gi = g[i] + wd * p[i]
-                        let bi = mu * b[i] + gi
+                        var bi = mu * b[i] + gi
+                        bi = bi.magnitude < tiny ? 0 : bi
                         b[i] = bi
                         p[i] = p[i] - lr * (gi + mu * bi)
                     }

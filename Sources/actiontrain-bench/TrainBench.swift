@@ -76,6 +76,11 @@ enum TrainBench {
             "dataset_mib": round4(Double(side.n * side.frames * side.joints * side.channels * 4) / 1_048_576),
             "rss_start_mib": round4(rssStart), "rss_after_data_mib": round4(rssData), "peak_rss_mib": round4(peakRSS()),
         ]
+        if let adam = trainer.optimizer as? Adam {
+            // Subnormal optimiser state is slow to compute with; count it.
+            let subnormal = adam.m.filter(\.isSubnormal).count + adam.v.filter(\.isSubnormal).count
+            out["subnormal_state_share"] = Double(subnormal) / Double(2 * adam.m.count)
+        }
         if args.contains("--ceiling") {
             let gemm = LayersBench.replay(LayersBench.gemms(layers, input: input, batch: config.batchSize))
             out["gemm_bound_windows_per_s"] = (Double(config.batchSize) / gemm).rounded()
