@@ -29,8 +29,8 @@ def run(make, steps=3):
     return p.detach().tolist()
 
 
-def show(name, values):
-    print(f"    static let {name}: [Float] = [{', '.join(repr(float(v)) for v in values)}]")
+def show(name, values, kind="Float"):
+    print(f"    static let {name}: [{kind}] = [{', '.join(repr(float(v)) for v in values)}]")
 
 
 show("sgdMomentumL2", run(lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, foreach=False)))
@@ -63,8 +63,8 @@ S, E, W = 2, 6, 4  # steps per epoch, epochs, warm-up steps (2 epochs)
 T = E * S - W
 show("warmupCosine", schedule(lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
     torch.optim.lr_scheduler.LinearLR(o, start_factor=1 / W, end_factor=1.0, total_iters=W - 1),
-    torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=T, eta_min=0.001)], milestones=[W]), E * S))
+    torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=T, eta_min=0.001)], milestones=[W]), E * S), "Double")
 show("warmupStep", schedule(lambda o: torch.optim.lr_scheduler.SequentialLR(o, [
     torch.optim.lr_scheduler.LinearLR(o, start_factor=1 / W, end_factor=1.0, total_iters=W - 1),
-    torch.optim.lr_scheduler.StepLR(o, step_size=3 * S, gamma=0.5)], milestones=[W]), E * S))
-show("cosine", schedule(lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=E * S, eta_min=0.0), E * S))
+    torch.optim.lr_scheduler.StepLR(o, step_size=3 * S, gamma=0.5)], milestones=[W]), E * S), "Double")
+show("cosine", schedule(lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=E * S, eta_min=0.0), E * S), "Double")

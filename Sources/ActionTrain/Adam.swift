@@ -11,16 +11,18 @@
 ///     v ← β2·v + (1 − β2)·g·g
 ///     θ ← θ − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + ε)
 ///
-/// The bias corrections are computed in Double, as Python does, then rounded to Float.
+/// The hyperparameters are Double (Python floats); every constant derived from them (1 − β1,
+/// the bias corrections, lr/(1 − β1ᵗ), 1 − lr·λ) is computed in Double, as Python does, and
+/// rounded to Float once, as PyTorch's kernels do.
 /// Moments below the least normal float are stored as 0 (see `kernel`: it never changes θ and
 /// avoids slow subnormal arithmetic).
 /// The update is split across `threads` threads in fixed chunks; it is elementwise, so the
 /// result does not depend on the thread count.
 public final class Adam: Optimizer {
     public var name: String { decoupled ? "adamw" : "adam" }
-    public var learningRate: Float
-    public let beta1: Float, beta2: Float, epsilon: Float
-    public let weightDecay: Float
+    public var learningRate: Double
+    public let beta1: Double, beta2: Double, epsilon: Double
+    public let weightDecay: Double
     public let decoupled: Bool
     public var threads: Int
     public private(set) var step = 0
@@ -28,8 +30,8 @@ public final class Adam: Optimizer {
     public private(set) var m: [Float], v: [Float]
 
     public init(
-        parameterCount: Int, learningRate: Float = 1e-3, beta1: Float = 0.9, beta2: Float = 0.999,
-        epsilon: Float = 1e-8, weightDecay: Float = 0, decoupled: Bool = false, threads: Int = 1
+        parameterCount: Int, learningRate: Double = 1e-3, beta1: Double = 0.9, beta2: Double = 0.999,
+        epsilon: Double = 1e-8, weightDecay: Double = 0, decoupled: Bool = false, threads: Int = 1
     ) {
         self.learningRate = learningRate
         self.beta1 = beta1
@@ -46,11 +48,11 @@ public final class Adam: Optimizer {
         precondition(n == m.count, "parameter count changed")
         step += 1
         let t = Double(step)
-        let bc1 = 1 - pow(Double(beta1), t), bc2 = 1 - pow(Double(beta2), t)
-        let stepSize = Float(Double(learningRate) / bc1), bc2Sqrt = Float(bc2.squareRoot())
-        let w1 = Float(1 - Double(beta1)), b2 = beta2, w2 = Float(1 - Double(beta2)), eps = epsilon
-        let decay: Float = decoupled && weightDecay != 0 ? Float(1 - Double(learningRate) * Double(weightDecay)) : 1
-        let l2: Float = decoupled ? 0 : weightDecay
+        let bc1 = 1 - pow(beta1, t), bc2 = 1 - pow(beta2, t)
+        let stepSize = Float(learningRate / bc1), bc2Sqrt = Float(bc2.squareRoot())
+        let w1 = Float(1 - beta1), b2 = Float(beta2), w2 = Float(1 - beta2), eps = Float(epsilon)
+        let decay: Float = decoupled && weightDecay != 0 ? Float(1 - learningRate * weightDecay) : 1
+        let l2: Float = decoupled ? 0 : Float(weightDecay)
         m.withUnsafeMutableBufferPointer { mb in
             v.withUnsafeMutableBufferPointer { vb in
                 let m = mb.baseAddress!, v = vb.baseAddress!

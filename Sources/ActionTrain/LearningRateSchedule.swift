@@ -24,16 +24,16 @@ public struct LearningRateSchedule: Equatable, Sendable {
     }
 
     public var kind: Kind
-    public var base: Float
+    public var base: Double
     public var warmupSteps: Int
     public var totalSteps: Int
     public var stepSize: Int
-    public var gamma: Float
-    public var minimum: Float
+    public var gamma: Double
+    public var minimum: Double
 
     public init(
-        kind: Kind, base: Float, warmupSteps: Int = 0, totalSteps: Int, stepSize: Int = 1, gamma: Float = 0.1,
-        minimum: Float = 0
+        kind: Kind, base: Double, warmupSteps: Int = 0, totalSteps: Int, stepSize: Int = 1, gamma: Double = 0.1,
+        minimum: Double = 0
     ) {
         self.kind = kind
         self.base = base
@@ -53,19 +53,19 @@ public struct LearningRateSchedule: Equatable, Sendable {
     }
 
     /// The learning rate of step `s` (0-based).
-    public func rate(step s: Int) -> Float {
+    public func rate(step s: Int) -> Double {
         let W = warmupSteps
-        if s < W { return Float(Double(base) * Double(s + 1) / Double(W)) }
+        if s < W { return base * Double(s + 1) / Double(W) }
         let t = s - W
         switch kind {
         case .constant:
             return base
         case .step:
-            return Float(Double(base) * pow(Double(gamma), Double(t / stepSize)))
+            return base * pow(gamma, Double(t / stepSize))
         case .cosine:
             let T = max(1, totalSteps - W)
             let progress = Double(min(t, T)) / Double(T)
-            return Float(Double(minimum) + (Double(base) - Double(minimum)) * (1 + cos(Double.pi * progress)) / 2)
+            return minimum + (base - minimum) * (1 + cos(Double.pi * progress)) / 2
         }
     }
 }

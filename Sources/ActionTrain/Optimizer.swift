@@ -10,7 +10,7 @@ public protocol Optimizer: AnyObject {
     /// `sgd`, `adam` or `adamw`, as in the config.
     var name: String { get }
     /// Learning rate of the next `update` (the trainer sets it from the schedule every step).
-    var learningRate: Float { get set }
+    var learningRate: Double { get set }
     /// Updates taken so far.
     var step: Int { get }
     /// One step: reads `gradients [count]`, updates `parameters [count]` in place.
@@ -118,7 +118,7 @@ public enum GradientClipping {
     public static let blockSize = 4096
 
     @discardableResult
-    public static func clip(_ g: UnsafeMutablePointer<Float>, count n: Int, maxNorm: Float, threads: Int = 1) -> Double {
+    public static func clip(_ g: UnsafeMutablePointer<Float>, count n: Int, maxNorm: Double, threads: Int = 1) -> Double {
         let blocks = (n + blockSize - 1) / blockSize
         var partial = [Double](repeating: 0, count: blocks)
         let useThreads = n >= 2 * Parallel.minimumPerThread ? threads : 1
@@ -145,7 +145,7 @@ public enum GradientClipping {
             }
         }
         let total = partial.reduce(0, +).squareRoot()
-        let coefficient = Double(maxNorm) / (total + 1e-6)
+        let coefficient = maxNorm / (total + 1e-6)
         if coefficient < 1 {
             let c = Float(coefficient)
             Parallel.chunks(n, threads: threads) { range in

@@ -12,10 +12,10 @@
 ///     θ ← θ − lr·g
 public final class SGD: Optimizer {
     public var name: String { "sgd" }
-    public var learningRate: Float
-    public let momentum: Float
+    public var learningRate: Double
+    public let momentum: Double
     public let nesterov: Bool
-    public let weightDecay: Float
+    public let weightDecay: Double
     /// Threads for the elementwise update.
     public var threads: Int
     public private(set) var step = 0
@@ -24,7 +24,7 @@ public final class SGD: Optimizer {
     let count: Int
 
     public init(
-        parameterCount: Int, learningRate: Float, momentum: Float = 0, nesterov: Bool = false, weightDecay: Float = 0,
+        parameterCount: Int, learningRate: Double, momentum: Double = 0, nesterov: Bool = false, weightDecay: Double = 0,
         threads: Int = 1
     ) {
         self.learningRate = learningRate
@@ -39,7 +39,8 @@ public final class SGD: Optimizer {
     public func update(parameters p: UnsafeMutablePointer<Float>, gradients g: UnsafePointer<Float>, count n: Int) {
         precondition(n == count, "parameter count changed")
         step += 1
-        let lr = learningRate, wd = weightDecay, mu = momentum, nesterov = nesterov
+        // The hyperparameters rounded to Float once, as PyTorch's kernels do with Python floats.
+        let lr = Float(learningRate), wd = Float(weightDecay), mu = Float(momentum), nesterov = nesterov
         // One loop per case, without branches inside, so that each vectorises. A momentum below
         // the least normal float is stored as 0 (as in Adam: it cannot change θ, and subnormal
         // arithmetic is slow).

@@ -248,7 +248,7 @@ public final class Trainer {
             var record = EpochRecord(
                 epoch: epoch, trainLoss: progress.lossSum / Double(N), trainAccuracy: Double(progress.correct) / Double(N),
                 validationLoss: nil, validationAccuracy: nil, seconds: seconds, windowsPerSecond: Double(N) / seconds,
-                learningRate: Double(schedule.rate(step: max(0, progress.globalStep - 1))))
+                learningRate: schedule.rate(step: max(0, progress.globalStep - 1)))
             if let validation, hasValidation {
                 let (vl, va) = evaluate(validation)
                 record.validationLoss = vl

@@ -100,28 +100,29 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Share of training sequences held out for validation when the data gives no split.
     public var validationFraction: Double = 0.2
 
-    // Optimisation
+    // Optimisation. Hyperparameters are Double, as Python floats are in PyTorch: the
+    // optimisers derive their constants in double precision and round them to Float once.
     public var epochs: Int = 30
     public var batchSize: Int = 64
     public var optimizer: OptimizerKind = .adamw
-    public var learningRate: Float = 1e-3
-    public var momentum: Float = 0
+    public var learningRate: Double = 1e-3
+    public var momentum: Double = 0
     public var nesterov: Bool = false
-    public var beta1: Float = 0.9
-    public var beta2: Float = 0.999
-    public var epsilon: Float = 1e-8
+    public var beta1: Double = 0.9
+    public var beta2: Double = 0.999
+    public var epsilon: Double = 1e-8
     /// L2 penalty for sgd and adam, decoupled decay for adamw.
-    public var weightDecay: Float = 0
+    public var weightDecay: Double = 0
     /// Clip the global gradient norm to this value; 0 turns clipping off.
-    public var gradientClipNorm: Float = 0
+    public var gradientClipNorm: Double = 0
     public var schedule: LearningRateSchedule.Kind = .constant
     public var warmupEpochs: Int = 0
     /// Epochs between decays of the step schedule.
     public var stepEpochs: Int = 10
     /// Decay factor of the step schedule.
-    public var gamma: Float = 0.1
+    public var gamma: Double = 0.1
     /// Final learning rate of the cosine schedule.
-    public var minLearningRate: Float = 0
+    public var minLearningRate: Double = 0
 
     // Loss
     public var labelSmoothing: Float = 0
@@ -145,7 +146,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
         func positive(_ field: String, _ v: Int) throws { guard v > 0 else { throw bad(field, "must be positive, got \(v)") } }
-        func rate(_ field: String, _ v: Float, _ range: String, _ ok: Bool) throws {
+        func rate<T: BinaryFloatingPoint>(_ field: String, _ v: T, _ range: String, _ ok: Bool) throws {
             guard ok, v.isFinite else { throw bad(field, "must be in \(range), got \(v)") }
         }
         try positive("windowFrames", windowFrames)
