@@ -43,13 +43,16 @@ final class LossTests: XCTestCase {
         }
     }
 
-    func testWeightedSmoothedLossValue() {
-        // Two samples, K = 2, hand-computed: logits (0, 0) label 0 and (ln 3, 0) label 1.
-        // p = (1/2, 1/2) and (3/4, 1/4); q with ε = 0.2: on 0.9, off 0.1.
+    func testWeightedSmoothedLossValueIsPyTorchs() {
+        // Two windows, K = 2, w = (1, 3), ε = 0.2: logits (0, 0) label 0 and (ln 3, 0) label 1,
+        // so p = (1/2, 1/2) and (3/4, 1/4). PyTorch weights the smoothing term by each class's
+        // weight: ℓ = 0.8·w_y·(−log p_y) + 0.1·Σ_k w_k·(−log p_k); L = (ℓ1 + ℓ2) / (1 + 3).
+        // torch.nn.functional.cross_entropy gives 1.1508848667144775 on these inputs.
         let f = SoftmaxCrossEntropy(labelSmoothing: 0.2, classWeights: [1, 3])
-        let l1 = -(0.9 * log(0.5) + 0.1 * log(0.5)), l2 = -(0.1 * log(0.75) + 0.9 * log(0.25))
-        let expected = (1 * l1 + 3 * l2) / 4
-        XCTAssertEqual(Double(loss(f, [0, 0, Float(log(3.0)), 0], [0, 1], 2)), expected, accuracy: 1e-6)
+        let l1 = 1.2 * log(2.0)
+        let l2 = 0.8 * 3 * -log(0.25) + 0.1 * (-log(0.75) + 3 * -log(0.25))
+        XCTAssertEqual(Double(loss(f, [0, 0, Float(log(3.0)), 0], [0, 1], 2)), (l1 + l2) / 4, accuracy: 1e-6)
+        XCTAssertEqual(Double(loss(f, [0, 0, Float(log(3.0)), 0], [0, 1], 2)), 1.1508848667144775, accuracy: 1e-6)
     }
 
     func testBalancedClassWeightsFollowScikitLearn() throws {

@@ -160,6 +160,36 @@ final class TrainerTests: XCTestCase {
         XCTAssertEqual(net.outputShape, Shape(time: 1, channels: 4))
     }
 
+    /// Three full-batch training steps of an MLP 6-5-3 — forward, smoothed and class-weighted
+    /// cross-entropy, backward, optimiser — against PyTorch on the same weights and data
+    /// (scripts/optimizer-golden.py, `mlp_steps`). The trainer shuffles the 4 rows of the batch,
+    /// which changes the summation order of the gradients, hence a tolerance of a few ulps.
+    func testWholeTrainingStepsMatchPyTorch() throws {
+        func formula(_ n: Int, _ a: Double, _ b: Double) -> [Float] { (0..<n).map { Float(0.4 * sin(a * Double($0) + b)) } }
+        let initial = formula(30, 0.7, 0.1) + formula(5, 1.3, 0.2) + formula(15, 0.9, 0.3) + formula(3, 1.1, 0.4)
+        let x = (0..<24).map { Float(2.5 * (0.4 * sin(0.37 * Double($0) + 0.5))) }
+        let data = TensorSet(features: x, labels: [0, 2, 1, 2], valuesPerWindow: 6)
+        for (kind, golden) in [(TrainingConfig.OptimizerKind.adam, Golden.mlpAdam), (.sgd, Golden.mlpSGD)] {
+            var c = TrainingConfig()
+            c.optimizer = kind
+            c.learningRate = kind == .adam ? 0.01 : 0.1
+            if kind == .sgd {
+                c.momentum = 0.9
+                c.nesterov = true
+            }
+            c.labelSmoothing = 0.1
+            c.batchSize = 4
+            c.epochs = 3
+            c.threads = 1
+            let net = try Network(
+                layers: [.linear(inputs: 6, outputs: 5), .relu, .linear(inputs: 5, outputs: 3)], input: Shape(time: 1, channels: 6))
+            initial.withUnsafeBufferPointer { net.load(parameters: $0) }
+            let t = Trainer(network: net, config: c, classWeights: [1, 2, 0.5])
+            try t.fit(train: data, validation: nil)
+            assertClose(Toy.parameters(t), golden, absolute: 1e-6, relative: 1e-5, "\(kind)")
+        }
+    }
+
     func testSameSeedGivesIdenticalBytesAndAnotherSeedDoesNot() throws {
         func run(_ seed: UInt64) throws -> [UInt8] {
             var c = Toy.config(epochs: 2)
