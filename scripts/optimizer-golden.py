@@ -4,7 +4,9 @@
     /root/.venvs/bench/bin/python scripts/optimizer-golden.py
 
 Runs torch.optim.SGD / Adam / AdamW (foreach=False), clip_grad_norm_ and the learning-rate
-schedulers on tiny fixed inputs and prints the results as Swift array literals. The tests
+schedulers on tiny fixed inputs, and three whole training steps of a small MLP (forward,
+cross-entropy with label smoothing and class weights, backward, optimiser), and prints the
+results as Swift array literals (Tests/ActionTrainTests/OptimizerTests.swift, `Golden`). The tests
 compare actiontrain's optimisers with these numbers; re-run this script only to regenerate
 them (they do not change unless PyTorch's formulas do).
 """
