@@ -59,10 +59,16 @@ enum LayersBench {
                 shape = Shape(time: shape.time, channels: o)
                 first = false
             case .conv1d(let i, let o, let k, let s, let d, let p):
-                let t = (shape.time + 2 * p - d * (k - 1) - 1) / s + 1, r = batch * t
-                forward.append(Gemm(m: r, n: o, k: k * i, ta: false, tb: true, beta: 1))
-                var b = [Gemm(m: o, n: k * i, k: r, ta: true, tb: false, beta: 1)]
-                if !first { b.append(Gemm(m: r, n: k * i, k: o, ta: false, tb: false, beta: 0)) }
+                // Conv1d runs its GEMMs per chunk of batch elements whose im2col matrix fits in
+                // 2^20 floats (Conv1d.chunk).
+                let t = (shape.time + 2 * p - d * (k - 1) - 1) / s + 1, chunk = max(1, (1 << 20) / (t * k * i))
+                var b: [Gemm] = []
+                for b0 in stride(from: 0, to: batch, by: chunk) {
+                    let r = min(chunk, batch - b0) * t
+                    forward.append(Gemm(m: r, n: o, k: k * i, ta: false, tb: true, beta: 1))
+                    b.append(Gemm(m: o, n: k * i, k: r, ta: true, tb: false, beta: 1))
+                    if !first { b.append(Gemm(m: r, n: k * i, k: o, ta: false, tb: false, beta: 0)) }
+                }
                 backward.append(b)
                 shape = Shape(time: t, channels: o)
                 first = false
@@ -79,7 +85,9 @@ enum LayersBench {
     }
 
     /// Options: `conv` or `mlp` (one model), `--batch N`, `--threads N`, `--steps-only`,
-    /// `--latency-only` (to profile one configuration).
+    /// `--latency-only` (to profile one configuration), and `--cpu` (with `--threads 1`):
+    /// time steps with this thread's CPU clock, which other processes' load barely affects —
+    /// for comparing the non-GEMM cost of two versions on a busy machine, not for windows/s.
     static func run(_ args: [String]) throws {
         func value(_ flag: String) throws -> Int? {
             guard let i = args.firstIndex(of: flag) else { return nil }
@@ -89,6 +97,8 @@ enum LayersBench {
         let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
         let batches = try value("--batch").map { [$0] } ?? [64, 256]
         let threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
+        let cpu = args.contains("--cpu")
+        if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         let load = ForeignLoad()
         print("Layers forward+backward, OpenBLAS core \(BLAS.coreName); anchors: ../shared/bench/RESULTS.md (env as set)")
         print("step = zeroGradients + forward(training) + backward; no loss, no optimiser. Medians of 5 reps of >= 0.1 s.")
@@ -105,16 +115,19 @@ enum LayersBench {
                     let x = (0..<(batch * model.input.count)).map { _ in g.nextSymmetric(1) }
                     let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
                     var mode = ForwardMode.training(seed: 3)
-                    let step = x.withUnsafeBufferPointer { xp in
-                        dlogits.withUnsafeBufferPointer { dp in
-                            Clock.median {
-                                net.zeroGradients()
-                                _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
-                                net.backward(dp.baseAddress!, batch: batch)
+                    func measure() -> Double {
+                        x.withUnsafeBufferPointer { xp in
+                            dlogits.withUnsafeBufferPointer { dp in
+                                median(cpu: cpu) {
+                                    net.zeroGradients()
+                                    _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
+                                    net.backward(dp.baseAddress!, batch: batch)
+                                }
                             }
                         }
                     }
-                    let gemmTime = replay(gemms(model.layers, input: model.input, batch: batch))
+                    let step = measure()
+                    let gemmTime = replay(gemms(model.layers, input: model.input, batch: batch), cpu: cpu)
                     let wps = Double(batch) / step
                     let ceiling = model.ceiling[threads]!, torch = model.torchTrain[threads]!
                     print(
@@ -128,6 +141,7 @@ enum LayersBench {
                 }
             }
         }
+        if !args.contains("--latency-only") { try threadComparison(models) }
         if args.contains("--steps-only") { return }
         print("\nBatch-1 inference latency (forward only, logits), median of 2000 calls after 100 warm-up calls")
         let lw = [6, 5, 12, 12, 8]
@@ -155,6 +169,56 @@ enum LayersBench {
         if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") }
     }
 
+    /// Whether one training step's logits and gradients at batch 64 are bit-identical with
+    /// 1 and 2 BLAS threads (the layers' own loops are single-threaded; only OpenBLAS splits).
+    static func threadComparison(_ models: [Model]) throws {
+        print("\nLogits and gradients of one step at batch 64 (same weights and inputs):")
+        for model in models {
+            let net = try Network(layers: model.layers, input: model.input)
+            var g = SeededGenerator(seed: 7)
+            let x = (0..<(64 * model.input.count)).map { _ in g.nextSymmetric(1) }
+            let dlogits = (0..<(64 * net.classCount)).map { _ in g.nextSymmetric(1) / 64 }
+            func step(_ threads: Int) -> [Float] {
+                BLAS.threads = threads
+                net.initialize(seed: 1)
+                net.zeroGradients()
+                var mode = ForwardMode.training(seed: 3)
+                let logits = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: net.forward($0.baseAddress!, batch: 64, mode: &mode), count: 64 * net.classCount)) }
+                dlogits.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: 64) }
+                return logits + Array(UnsafeBufferPointer(start: net.gradients, count: net.parameterCount))
+            }
+            func compare(_ a: [Float], _ b: [Float]) -> String {
+                let differing = zip(a, b).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+                let worst = zip(a, b).map { abs($0.0 - $0.1) / max(abs($0.0), 1e-30) }.max() ?? 0
+                return differing == 0 ? "bit-identical" : "\(differing) of \(a.count) values differ (max relative difference \(worst))"
+            }
+            let a = step(1), b = step(2), c = step(2), d = step(1)
+            print("  \(model.name): 1 vs 2 threads \(compare(a, b)); 2 threads twice \(compare(b, c)); 1 thread twice \(compare(a, d))")
+        }
+    }
+
+    /// `Clock.median`, or the same on this thread's CPU-time clock.
+    static func median(cpu: Bool, _ body: () -> Void) -> Double {
+        guard cpu else { return Clock.median(body) }
+        func now() -> Double {
+            var ts = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
+        body()
+        var perCall: [Double] = []
+        for _ in 0..<5 {
+            var calls = 0
+            let start = now()
+            repeat {
+                body()
+                calls += 1
+            } while now() - start < 0.1
+            perCall.append((now() - start) / Double(calls))
+        }
+        return perCall.sorted()[2]
+    }
+
     enum BenchError: Error, CustomStringConvertible {
         case usage(String)
         var description: String {
@@ -163,16 +227,23 @@ enum LayersBench {
     }
 
     /// Median seconds for one replay of `calls` on buffers of the right sizes.
-    static func replay(_ calls: [Gemm]) -> Double {
-        let buffers = calls.map { c in
-            (
-                [Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n),
-                [Float](repeating: 0, count: c.m * c.n)
-            )
+    static func replay(_ calls: [Gemm], cpu: Bool) -> Double {
+        // Calls of the same shape share buffers, as a chunked convolution reuses its im2col
+        // buffer (separate buffers per chunk would make the replay slower than the step).
+        var index: [String: Int] = [:], slot: [Int] = []
+        var buffers: [([Float], [Float])] = [], cs: [[Float]] = []
+        for c in calls {
+            let key = "\(c.m) \(c.n) \(c.k) \(c.ta) \(c.tb)"
+            if index[key] == nil {
+                index[key] = buffers.count
+                buffers.append(([Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n)))
+                cs.append([Float](repeating: 0, count: c.m * c.n))
+            }
+            slot.append(index[key]!)
         }
-        var cs = buffers.map(\.2)
-        return Clock.median {
-            for (j, c) in calls.enumerated() {
+        return median(cpu: cpu) {
+            for (call, c) in calls.enumerated() {
+                let j = slot[call]
                 buffers[j].0.withUnsafeBufferPointer { a in
                     buffers[j].1.withUnsafeBufferPointer { b in
                         cs[j].withUnsafeMutableBufferPointer { out in

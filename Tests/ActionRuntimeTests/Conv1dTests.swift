@@ -24,11 +24,14 @@ final class Conv1dTests: XCTestCase {
     ]
 
     func testFastPathMatchesDirectLoops() throws {
+        // Each case whole, then in chunks of 1 and 2 batch elements (as large batches run).
         for c in Self.cases {
+          for chunk in [0, 1, 2] where chunk < c.batch {
             let spec = LayerSpec.conv1d(
                 inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, stride: c.stride, dilation: c.dilation, padding: c.padding)
-            let label = "\(c)"
             let layer = try XCTUnwrap(try makeLayer(spec, input: Shape(time: c.time, channels: c.inputs), path: "0") as? Conv1d)
+            if chunk > 0 { layer.chunk = chunk }
+            let label = "\(c), chunk \(layer.chunk)"
             let P = layer.parameterCount
             var params = [Float](repeating: 0, count: P), grads = [Float](repeating: 0, count: P)
             var g = SeededGenerator(seed: 11)
@@ -60,6 +63,7 @@ final class Conv1dTests: XCTestCase {
                     }
                 }
             }
+          }
         }
     }
 

@@ -139,6 +139,31 @@ final class LayerTests: XCTestCase {
         XCTAssertTrue(with.contains { $0 != 0 })
     }
 
+    func testTrainingStepIsBitIdenticalForTheSameSeed() throws {
+        // Every layer type in one network; two fresh instances, same seeds: same logits and
+        // gradients bit for bit (nothing reads uninitialised memory or unseeded randomness).
+        let layers: [LayerSpec] = [
+            conv(3, 4, k: 3, s: 1, d: 2, p: 2), .gelu, .layerNorm(channels: 4, epsilon: 1e-5), .dropout(rate: 0.3),
+            .residual(body: [conv(4, 4, k: 3, p: 1), .relu], shortcut: []), .globalMaxPool, .linear(inputs: 4, outputs: 3),
+        ]
+        func run() throws -> ([Float], [Float]) {
+            let net = try build(layers, 6, 3)
+            net.initialize(seed: 21)
+            let x: [Float] = (0..<90).map { i in Float((i * 37) % 23) / 11 - 1 }
+            let r: [Float] = (0..<15).map { i in Float(i % 4) - 1.5 }
+            var mode = ForwardMode.training(seed: 5)
+            return x.withUnsafeBufferPointer { xp in
+                let y = Array(UnsafeBufferPointer(start: net.forward(xp.baseAddress!, batch: 5, mode: &mode), count: 15))
+                r.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: 5) }
+                return (y, Array(UnsafeBufferPointer(start: net.gradients, count: net.parameterCount)))
+            }
+        }
+        let (y1, g1) = try run(), (y2, g2) = try run()
+        XCTAssertEqual(y1.map(\.bitPattern), y2.map(\.bitPattern))
+        XCTAssertEqual(g1.map(\.bitPattern), g2.map(\.bitPattern))
+        XCTAssertTrue(g1.contains { $0 != 0 })
+    }
+
     // MARK: Dropout
 
     func dropoutOutput(_ net: Network, _ x: [Float], seed: UInt64?) -> [Float] {

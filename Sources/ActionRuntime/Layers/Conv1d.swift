@@ -18,6 +18,9 @@ import PoseCore
 /// - `dW[O, KI] += dyᵀ[O, R] · cols[R, KI]`, `dbias[o] += Σ_r dy[r, o]`;
 /// - `dcols[R, KI] = dy[R, O] · W[O, KI]`, then col2im scatter-adds `dcols` back onto `dx`.
 /// A pointwise convolution (K = 1, S = 1, P = 0) uses `x` itself as `cols`.
+/// Batches larger than `chunk` run chunk by chunk (one im2col buffer of at most 2^20 floats,
+/// reused); backward then rebuilds the columns of every chunk but the last, which forward
+/// left in the buffer. For the reference convnet at batch 64 that is a single chunk.
 final class Conv1d: Layer {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
@@ -36,10 +39,16 @@ final class Conv1d: Layer {
 
     private var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
     private var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
-    private var cols: UnsafePointer<Float>?  // the im2col matrix of the last forward [R, KI]
-    private let colsBuffer = Buffer()  // [R, KI]
-    private let y = Buffer()  // [R, O]
-    private let dcols = Buffer()  // [R, KI]
+    /// Batch elements per GEMM: the im2col matrix of one chunk stays within about 4 MB, so
+    /// that it is still in cache when the GEMM reads it (large batches are processed in
+    /// several chunks; the chunking depends only on the shapes, never on the thread count).
+    /// Tests set it small to exercise the chunked path.
+    var chunk: Int
+    private var x: UnsafePointer<Float>?  // cached input [B, T, I]
+    private var lastChunk = -1  // first batch element of the chunk whose columns are in colsBuffer
+    private let colsBuffer = Buffer()  // [min(B, chunk)·To, KI]
+    private let y = Buffer()  // [B·To, O]
+    private let dcols = Buffer()  // [min(B, chunk)·To, KI]
     private let dx = Buffer()  // [B, T, I]
 
     init(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int, inputTime: Int) {
@@ -51,6 +60,7 @@ final class Conv1d: Layer {
         self.padding = padding
         self.inputTime = inputTime
         outputTime = (inputTime + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1
+        chunk = max(1, (1 << 20) / (outputTime * kernel * inputs))
     }
 
     func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
@@ -67,52 +77,75 @@ final class Conv1d: Layer {
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
-        let R = batch * outputTime, KI = kernel * inputs, O = outputs
-        let c: UnsafePointer<Float>
-        if isPointwise {
-            c = x
-        } else {
-            colsBuffer.reserve(R * KI)
-            im2col(x, colsBuffer.pointer, batches: 0..<batch)
-            c = UnsafePointer(colsBuffer.pointer)
+        let KI = kernel * inputs, O = outputs, To = outputTime
+        self.x = x
+        y.reserve(batch * To * O)
+        colsBuffer.reserve(min(batch, chunk) * To * KI)
+        for b0 in Swift.stride(from: 0, to: batch, by: chunk) {
+            let n = min(chunk, batch - b0), R = n * To
+            let c = columns(x, from: b0, count: n)
+            let out = y.pointer + b0 * To * O
+            for r in 0..<R { (out + r * O).update(from: bias, count: O) }
+            BLAS.gemm(transposeB: true, m: R, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: out, ldc: O)
         }
-        cols = c
-        y.reserve(R * O)
-        let out = y.pointer
-        for r in 0..<R { (out + r * O).update(from: bias, count: O) }
-        BLAS.gemm(transposeB: true, m: R, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: out, ldc: O)
-        return UnsafePointer(out)
+        lastChunk = (batch - 1) / chunk * chunk
+        return UnsafePointer(y.pointer)
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
-        let R = batch * outputTime, KI = kernel * inputs, O = outputs
-        guard let cols else { preconditionFailure("Conv1d.backward before forward") }
-        // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
-        BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: dy, lda: O, b: cols, ldb: KI, beta: 1, c: dWeight, ldc: KI)
-        // dbias[O] += Σ_r dy[r, :]
-        for r in 0..<R {
-            let row = dy + r * O
-            for o in 0..<O { dBias[o] += row[o] }
+        let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime
+        guard let x else { preconditionFailure("Conv1d.backward before forward") }
+        guard batch > 0 else { return needInputGradient ? UnsafePointer(dx.pointer) : nil }
+        if needInputGradient {
+            dx.reserve(batch * T * I)
+            dcols.reserve(min(batch, chunk) * To * KI)
         }
-        guard needInputGradient else { return nil }
-        dx.reserve(batch * inputTime * inputs)
-        if isPointwise {
-            // dx[R, I] = dy[R, O] · W[O, I]
-            BLAS.gemm(m: R, n: inputs, k: O, a: dy, lda: O, b: weight, ldb: inputs, c: dx.pointer, ldc: inputs)
-        } else {
-            // dcols[R, KI] = dy[R, O] · W[O, KI], then scatter-add onto dx
-            dcols.reserve(R * KI)
-            BLAS.gemm(m: R, n: KI, k: O, a: dy, lda: O, b: weight, ldb: KI, c: dcols.pointer, ldc: KI)
-            col2im(dcols.pointer, dx.pointer, batches: 0..<batch)
+        // Chunks in reverse order: the last one's columns are still in the buffer from forward.
+        for b0 in Swift.stride(from: (batch - 1) / chunk * chunk, through: 0, by: -chunk) {
+            let n = min(chunk, batch - b0), R = n * To
+            let c = b0 == lastChunk ? columnsOfLastForward(x, from: b0) : columns(x, from: b0, count: n)
+            lastChunk = -1
+            let g = dy + b0 * To * O
+            // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
+            BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: g, lda: O, b: c, ldb: KI, beta: 1, c: dWeight, ldc: KI)
+            // dbias[O] += Σ_r dy[r, :]
+            let db = dBias!  // a local copy, so that the loop vectorises
+            for r in 0..<R {
+                let row = g + r * O
+                for o in 0..<O { db[o] += row[o] }
+            }
+            guard needInputGradient else { continue }
+            let d = dx.pointer + b0 * T * I
+            if isPointwise {
+                // dx[R, I] = dy[R, O] · W[O, I]
+                BLAS.gemm(m: R, n: I, k: O, a: g, lda: O, b: weight, ldb: I, c: d, ldc: I)
+            } else {
+                // dcols[R, KI] = dy[R, O] · W[O, KI], then scatter-add onto dx
+                BLAS.gemm(m: R, n: KI, k: O, a: g, lda: O, b: weight, ldb: KI, c: dcols.pointer, ldc: KI)
+                col2im(dcols.pointer, d, count: n)
+            }
         }
-        return UnsafePointer(dx.pointer)
+        return needInputGradient ? UnsafePointer(dx.pointer) : nil
     }
 
-    /// `cols[b·To + t, k·I + i] = x[b, t·S + k·D − P, i]`, zeros outside `[0, T)`.
-    func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, batches: Range<Int>) {
+    /// The im2col matrix `[count·To, KI]` of batch elements `from ..< from + count`: `x` itself
+    /// for a pointwise convolution, else written into `colsBuffer`.
+    private func columns(_ x: UnsafePointer<Float>, from b0: Int, count: Int) -> UnsafePointer<Float> {
+        let xb = x + b0 * inputTime * inputs
+        if isPointwise { return xb }
+        im2col(xb, colsBuffer.pointer, count: count)
+        return UnsafePointer(colsBuffer.pointer)
+    }
+
+    private func columnsOfLastForward(_ x: UnsafePointer<Float>, from b0: Int) -> UnsafePointer<Float> {
+        isPointwise ? x + b0 * inputTime * inputs : UnsafePointer(colsBuffer.pointer)
+    }
+
+    /// `cols[b·To + t, k·I + i] = x[b, t·S + k·D − P, i]` for `b < count`, zeros outside `[0, T)`.
+    func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, count: Int) {
         let T = inputTime, I = inputs, K = kernel, S = stride, D = dilation, P = padding, To = outputTime
         let KI = K * I
-        for b in batches {
+        for b in 0..<count {
             let xb = x + b * T * I
             for t in 0..<To {
                 let row = cols + (b * To + t) * KI
@@ -133,13 +166,12 @@ final class Conv1d: Layer {
         }
     }
 
-    /// The adjoint of `im2col`: `dx[b, t·S + k·D − P, i] += dcols[b·To + t, k·I + i]` over all
-    /// (t, k) in range, after zeroing `dx[b]`. Each batch element only touches its own slice,
-    /// summed in a fixed (t, k) order.
-    func col2im(_ dcols: UnsafePointer<Float>, _ dx: UnsafeMutablePointer<Float>, batches: Range<Int>) {
+    /// The adjoint of `im2col`: `dx[b, t·S + k·D − P, i] = Σ dcols[b·To + t, k·I + i]` over all
+    /// (t, k) in range, for `b < count`, summed in a fixed (t, k) order.
+    func col2im(_ dcols: UnsafePointer<Float>, _ dx: UnsafeMutablePointer<Float>, count: Int) {
         let T = inputTime, I = inputs, K = kernel, S = stride, D = dilation, P = padding, To = outputTime
         let KI = K * I
-        for b in batches {
+        for b in 0..<count {
             let dxb = dx + b * T * I
             dxb.update(repeating: 0, count: T * I)
             for t in 0..<To {

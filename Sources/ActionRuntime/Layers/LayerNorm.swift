@@ -52,6 +52,7 @@ final class LayerNorm: Layer {
         mean.reserve(R)
         rstd.reserve(R)
         let out = y.pointer, mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
+        let gamma = gamma!, beta = beta!  // local copies, so that the loops vectorise
         for r in 0..<R {
             let xr = x + r * C, yr = out + r * C
             var s: Float = 0
@@ -74,6 +75,7 @@ final class LayerNorm: Layer {
         let R = batch * shape.time, C = shape.channels
         guard let x else { preconditionFailure("LayerNorm.backward before forward") }
         let mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
+        let gamma = gamma!, dGamma = dGamma!, dBeta = dBeta!  // local copies, so that the loops vectorise
         for r in 0..<R {
             let xr = x + r * C, dyr = dy + r * C, m = mu[r], inv = rs[r]
             for c in 0..<C {
