@@ -82,7 +82,7 @@ enum TrainBench {
             out["subnormal_state_share"] = Double(subnormal) / Double(2 * adam.m.count)
         }
         if args.contains("--ceiling") {
-            let gemm = LayersBench.replay(LayersBench.gemms(layers, input: input, batch: config.batchSize))
+            let gemm = LayersBench.replay(LayersBench.gemms(layers, input: input, batch: config.batchSize), cpu: false)
             out["gemm_bound_windows_per_s"] = (Double(config.batchSize) / gemm).rounded()
         }
         if let share = load.share() { out["foreign_load"] = round4(share) }
