@@ -1,12 +1,24 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import Foundation
 
-/// Softmax cross-entropy over logits `[B, K]` with optional label smoothing ε and class
-/// weights w.
+/// Softmax cross-entropy over logits `[B, K]` with label smoothing ε and class weights w,
+/// exactly as PyTorch's `F.cross_entropy(z, y, weight=w, label_smoothing=ε)` (mean reduction).
 ///
-/// Target distribution `q = (1 − ε)·onehot(y) + ε/K`. Per-sample loss
-/// `ℓ_b = −Σ_k q_k log softmax(z_b)_k`. The batch loss is the weighted mean
-/// `L = Σ_b w[y_b] ℓ_b / Σ_b w[y_b]` (PyTorch's convention for weighted cross-entropy),
-/// and `∂L/∂z_b = w[y_b] (softmax(z_b) − q) / Σ_b w[y_b]`.
+/// With `p = softmax(z_b)` and `W = Σ_k w_k`, the loss of window b is
+///
+///     ℓ_b = (1 − ε)·w[y_b]·(−log p_{y_b}) + (ε/K)·Σ_k w_k·(−log p_k)
+///
+/// (PyTorch weights the smoothing term by each class's own weight), and the batch loss is
+/// `L = Σ_b ℓ_b / Σ_b w[y_b]`. Its gradient:
+///
+///     ∂L/∂z_{b,j} = [(1 − ε)·w[y_b]·(p_j − [j = y_b]) + (ε/K)·(W·p_j − w_j)] / Σ_b w[y_b]
+///
+/// Without weights (w = 1) this is the usual `(p − q)/B` with `q = (1 − ε)·onehot(y) + ε/K`.
+/// Sums are accumulated in Double.
 public struct SoftmaxCrossEntropy {
     public var labelSmoothing: Float
     /// Per-class weights `[K]`, or nil for 1.
@@ -22,10 +34,13 @@ public struct SoftmaxCrossEntropy {
         logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch B: Int, classes K: Int,
         dlogits: UnsafeMutablePointer<Float>
     ) -> Float {
+        func w(_ k: Int) -> Double { Double(classWeights?[k] ?? 1) }
         var totalWeight: Double = 0
-        for b in 0..<B { totalWeight += Double(classWeights?[Int(labels[b])] ?? 1) }
+        for b in 0..<B { totalWeight += w(Int(labels[b])) }
+        var W: Double = 0
+        for k in 0..<K { W += w(k) }
         let invTotal = totalWeight > 0 ? 1 / totalWeight : 0
-        let eps = labelSmoothing, off = eps / Float(K), on = 1 - eps + off
+        let eps = Double(labelSmoothing), smooth = eps / Double(K)
         var loss: Double = 0
         for b in 0..<B {
             let z = logits + b * K, g = dlogits + b * K
@@ -35,15 +50,12 @@ public struct SoftmaxCrossEntropy {
             var sum: Double = 0
             for k in 0..<K { sum += Double(expf(z[k] - m)) }
             let logSum = Double(m) + log(sum)
-            let w = Double(classWeights?[y] ?? 1)
-            var sampleLoss: Double = 0
+            let wy = w(y)
             for k in 0..<K {
-                let logp = Double(z[k]) - logSum
-                let q = Double(k == y ? on : off)
-                sampleLoss -= q * logp
-                g[k] = Float(w * invTotal * (exp(logp) - q))
+                let logp = Double(z[k]) - logSum, p = exp(logp)
+                loss -= (k == y ? (1 - eps) * wy * logp : 0) + smooth * w(k) * logp
+                g[k] = Float(((1 - eps) * wy * (p - (k == y ? 1 : 0)) + smooth * (W * p - w(k))) * invTotal)
             }
-            loss += w * sampleLoss
         }
         return Float(loss * invTotal)
     }

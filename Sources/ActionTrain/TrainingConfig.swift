@@ -1,17 +1,94 @@
 import ActionRuntime
 import PoseCore
 
-/// Every option of a training run. Saved as `config.json` in the run folder; a JSON config
-/// file supplies it and CLI flags override single fields.
+/// Every option of a training run. Saved as `config.json` in the run folder and inside each
+/// checkpoint; a JSON config file supplies it and CLI flags override single fields. The keys,
+/// their defaults and ranges are documented in docs/training.md.
 public struct TrainingConfig: Codable, Hashable, Sendable {
     public enum Architecture: String, Codable, Hashable, Sendable, CaseIterable {
         /// MLP over the flattened window.
         case mlp
+        /// Temporal-convolution network: conv blocks over time, global average pooling, linear.
+        case tcn
     }
 
+    public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
+    public enum Normalization: String, Codable, Hashable, Sendable, CaseIterable { case none, layerNorm }
+    public enum OptimizerKind: String, Codable, Hashable, Sendable, CaseIterable { case sgd, adam, adamw }
+    /// The validation metric that picks the best epoch and drives early stopping.
+    public enum Metric: String, Codable, Hashable, Sendable, CaseIterable { case validationLoss, validationAccuracy }
+
+    /// Per-class loss weights: none, `"balanced"` (n / (K · count_k) over the training windows,
+    /// as scikit-learn's `class_weight="balanced"`), or an explicit list, one per class.
+    public enum ClassWeights: Codable, Hashable, Sendable {
+        case none
+        case balanced
+        case explicit([Float])
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) {
+                switch s {
+                case "none": self = .none
+                case "balanced": self = .balanced
+                default:
+                    throw DecodingError.dataCorruptedError(
+                        in: c, debugDescription: "expects \"none\", \"balanced\" or a list of numbers, got \"\(s)\"")
+                }
+            } else if let list = try? c.decode([Float].self) {
+                self = .explicit(list)
+            } else {
+                throw DecodingError.dataCorruptedError(
+                    in: c, debugDescription: "expects \"none\", \"balanced\" or a list of numbers")
+            }
+        }
+
+        public func encode(to encoder: Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .none: try c.encode("none")
+            case .balanced: try c.encode("balanced")
+            case .explicit(let w): try c.encode(w)
+            }
+        }
+
+        /// The weights `[classes]` for training windows with `labels`, or nil for none.
+        public func weights(labels: [Int32], classes K: Int) throws -> [Float]? {
+            switch self {
+            case .none:
+                return nil
+            case .balanced:
+                var counts = [Int](repeating: 0, count: K)
+                for y in labels where Int(y) < K { counts[Int(y)] += 1 }
+                // A class without training windows never weighs in the loss; give it 1.
+                return counts.map { $0 == 0 ? 1 : Float(Double(labels.count) / (Double(K) * Double($0))) }
+            case .explicit(let w):
+                guard w.count == K else {
+                    throw TrainingError.invalidConfig(field: "classWeights", reason: "has \(w.count) weights for \(K) classes")
+                }
+                return w
+            }
+        }
+    }
+
+    // Model
     public var architecture: Architecture = .mlp
     /// Hidden widths of the MLP.
     public var hidden: [Int] = [256, 128]
+    /// Output channels of the TCN's blocks; the depth is their count.
+    public var widths: [Int] = [64, 64, 64]
+    /// TCN kernel size (odd, so that "same" padding keeps the length).
+    public var kernel: Int = 5
+    /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
+    public var dilationBase: Int = 2
+    /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
+    public var residual: Bool = true
+    public var activation: Activation = .relu
+    public var normalization: Normalization = .none
+    /// Dropout rate after each hidden activation (and before the TCN's head).
+    public var dropout: Float = 0
+
+    // Data
     /// Window length in frames.
     public var windowFrames: Int = 45
     /// Frames between window starts when cutting training windows.
@@ -20,61 +97,201 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Resample sequences to this rate first (frames per second); nil keeps recorded frames.
     public var frameRate: Double? = nil
     public var channels: [ChannelBlock] = [.coordinates, .mask]
-    public var epochs: Int = 30
-    public var batchSize: Int = 64
-    public var learningRate: Float = 1e-3
-    public var weightDecay: Float = 0
-    public var labelSmoothing: Float = 0
     /// Share of training sequences held out for validation when the data gives no split.
     public var validationFraction: Double = 0.2
+
+    // Optimisation. Hyperparameters are Double, as Python floats are in PyTorch: the
+    // optimisers derive their constants in double precision and round them to Float once.
+    public var epochs: Int = 30
+    public var batchSize: Int = 64
+    public var optimizer: OptimizerKind = .adamw
+    public var learningRate: Double = 1e-3
+    public var momentum: Double = 0
+    public var nesterov: Bool = false
+    public var beta1: Double = 0.9
+    public var beta2: Double = 0.999
+    public var epsilon: Double = 1e-8
+    /// L2 penalty for sgd and adam, decoupled decay for adamw.
+    public var weightDecay: Double = 0
+    /// Clip the global gradient norm to this value; 0 turns clipping off.
+    public var gradientClipNorm: Double = 0
+    public var schedule: LearningRateSchedule.Kind = .constant
+    public var warmupEpochs: Int = 0
+    /// Epochs between decays of the step schedule.
+    public var stepEpochs: Int = 10
+    /// Decay factor of the step schedule.
+    public var gamma: Double = 0.1
+    /// Final learning rate of the cosine schedule.
+    public var minLearningRate: Double = 0
+
+    // Loss
+    public var labelSmoothing: Float = 0
+    public var classWeights: ClassWeights = .none
+
+    // Validation and early stopping
+    public var monitor: Metric = .validationAccuracy
+    /// Stop after this many epochs without improvement of `monitor`; 0 never stops early.
+    public var patience: Int = 0
+    /// The least change of `monitor` that counts as an improvement.
+    public var minDelta: Double = 0
+
+    // Reproducibility
     public var seed: UInt64 = 0
-    /// OpenBLAS threads.
+    /// Threads for OpenBLAS and for the optimiser's elementwise update.
     public var threads: Int = 2
 
     public init() {}
 
-    /// Checks ranges; the message says which field to fix.
+    /// Checks ranges; the message says which field to fix and what is allowed.
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
-        guard windowFrames > 0 else { throw bad("windowFrames", "must be positive") }
-        guard windowStride > 0 else { throw bad("windowStride", "must be positive") }
-        guard epochs > 0 else { throw bad("epochs", "must be positive") }
-        guard batchSize > 0 else { throw bad("batchSize", "must be positive") }
-        guard learningRate > 0 && learningRate.isFinite else { throw bad("learningRate", "must be a positive number") }
-        guard hidden.allSatisfy({ $0 > 0 }) else { throw bad("hidden", "widths must be positive") }
-        guard (0..<1).contains(validationFraction) else { throw bad("validationFraction", "must be in [0, 1)") }
-        guard (0..<1).contains(labelSmoothing) else { throw bad("labelSmoothing", "must be in [0, 1)") }
-        guard threads > 0 else { throw bad("threads", "must be positive") }
+        func positive(_ field: String, _ v: Int) throws { guard v > 0 else { throw bad(field, "must be positive, got \(v)") } }
+        func rate<T: BinaryFloatingPoint>(_ field: String, _ v: T, _ range: String, _ ok: Bool) throws {
+            guard ok, v.isFinite else { throw bad(field, "must be in \(range), got \(v)") }
+        }
+        try positive("windowFrames", windowFrames)
+        try positive("windowStride", windowStride)
+        try positive("epochs", epochs)
+        try positive("batchSize", batchSize)
+        try positive("threads", threads)
+        try positive("kernel", kernel)
+        try positive("dilationBase", dilationBase)
+        try positive("stepEpochs", stepEpochs)
+        guard hidden.allSatisfy({ $0 > 0 }) else { throw bad("hidden", "widths must be positive, got \(hidden)") }
+        guard !widths.isEmpty, widths.allSatisfy({ $0 > 0 }) else {
+            throw bad("widths", "needs at least one positive width, got \(widths)")
+        }
+        if architecture == .tcn {
+            guard kernel % 2 == 1 else { throw bad("kernel", "must be odd so that padding keeps the window length, got \(kernel)") }
+            let largest = (0..<widths.count).reduce(1) { d, _ in d.multipliedReportingOverflow(by: dilationBase).partialValue }
+            guard largest <= 1 << 16 else { throw bad("dilationBase", "gives dilations too large for \(widths.count) blocks") }
+        }
+        try rate("dropout", dropout, "[0, 1)", dropout >= 0 && dropout < 1)
+        try rate("learningRate", learningRate, "(0, ∞)", learningRate > 0)
+        try rate("momentum", momentum, "[0, 1)", momentum >= 0 && momentum < 1)
+        guard !nesterov || (optimizer == .sgd && momentum > 0) else {
+            throw bad("nesterov", "needs optimizer sgd with momentum > 0")
+        }
+        try rate("beta1", beta1, "[0, 1)", beta1 >= 0 && beta1 < 1)
+        try rate("beta2", beta2, "[0, 1)", beta2 >= 0 && beta2 < 1)
+        try rate("epsilon", epsilon, "(0, ∞)", epsilon > 0)
+        try rate("weightDecay", weightDecay, "[0, ∞)", weightDecay >= 0)
+        try rate("gradientClipNorm", gradientClipNorm, "[0, ∞) (0 = off)", gradientClipNorm >= 0)
+        guard warmupEpochs >= 0 && warmupEpochs < epochs else {
+            throw bad("warmupEpochs", "must be in [0, epochs) = [0, \(epochs)), got \(warmupEpochs)")
+        }
+        try rate("gamma", gamma, "(0, 1]", gamma > 0 && gamma <= 1)
+        try rate("minLearningRate", minLearningRate, "[0, learningRate]", minLearningRate >= 0 && minLearningRate <= learningRate)
+        try rate("labelSmoothing", labelSmoothing, "[0, 1)", labelSmoothing >= 0 && labelSmoothing < 1)
+        if case .explicit(let w) = classWeights {
+            guard w.allSatisfy({ $0.isFinite && $0 >= 0 }), w.contains(where: { $0 > 0 }) else {
+                throw bad("classWeights", "must be non-negative numbers, not all zero, got \(w)")
+            }
+        }
+        guard (0..<1).contains(validationFraction) else {
+            throw bad("validationFraction", "must be in [0, 1), got \(validationFraction)")
+        }
+        guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
+        guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
+        if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
     }
 
-    /// The layer list for an input of `inputShape` and `classes` outputs.
+    /// The layer list for an input of `input` shape and `classes` outputs.
+    ///
+    /// - mlp: `flatten`, then per hidden width `linear, [layerNorm], activation, [dropout]`,
+    ///   then `linear` to the classes.
+    /// - tcn: per block i (width `widths[i]`, dilation `d = dilationBase^i`, padding
+    ///   `d·(kernel − 1)/2` so the length is kept):
+    ///   plain: `conv1d, [layerNorm], activation, [dropout]`;
+    ///   residual: `residual(body: conv1d, [layerNorm], activation, [dropout], conv1d, [layerNorm];
+    ///   shortcut: identity, or a kernel-1 conv1d when the width changes), activation, [dropout]`
+    ///   (Bai, Kolter & Koltun, 2018, "An Empirical Evaluation of Generic Convolutional and
+    ///   Recurrent Networks for Sequence Modeling", with non-causal padding); then
+    ///   `globalAveragePool` and `linear` to the classes.
     public func layers(input: Shape, classes: Int) -> [LayerSpec] {
+        let act: LayerSpec = activation == .relu ? .relu : .gelu
+        func norm(_ c: Int) -> [LayerSpec] { normalization == .layerNorm ? [.layerNorm(channels: c, epsilon: 1e-5)] : [] }
+        let drop: [LayerSpec] = dropout > 0 ? [.dropout(rate: dropout)] : []
         switch architecture {
         case .mlp:
             var specs: [LayerSpec] = [.flatten]
             var width = input.count
             for h in hidden {
-                specs += [.linear(inputs: width, outputs: h), .relu]
+                specs += [.linear(inputs: width, outputs: h)] + norm(h) + [act] + drop
                 width = h
             }
             specs.append(.linear(inputs: width, outputs: classes))
             return specs
+        case .tcn:
+            var specs: [LayerSpec] = []
+            var width = input.channels
+            var dilation = 1
+            for w in widths {
+                let pad = dilation * (kernel - 1) / 2
+                func conv(_ i: Int) -> LayerSpec {
+                    .conv1d(inputs: i, outputs: w, kernel: kernel, stride: 1, dilation: dilation, padding: pad)
+                }
+                if residual {
+                    let body = [conv(width)] + norm(w) + [act] + drop + [conv(w)] + norm(w)
+                    let shortcut: [LayerSpec] =
+                        width == w ? [] : [.conv1d(inputs: width, outputs: w, kernel: 1, stride: 1, dilation: 1, padding: 0)]
+                    specs += [.residual(body: body, shortcut: shortcut), act] + drop
+                } else {
+                    specs += [conv(width)] + norm(w) + [act] + drop
+                }
+                width = w
+                dilation *= dilationBase
+            }
+            specs += [.globalAveragePool, .linear(inputs: width, outputs: classes)]
+            return specs
         }
+    }
+
+    /// The reference models of ../shared/bench (README "What is measured"), for an input of
+    /// `[45, 57]` and 6 classes: the MLP 2565-256-128-6 and the temporal convnet
+    /// 57→64→128 (kernel 5, padding 2, ReLU), mean over time, linear to 6. Adam, lr 1e-3,
+    /// batch 64.
+    public static func reference(_ model: String) -> TrainingConfig? {
+        var c = TrainingConfig()
+        c.optimizer = .adam
+        c.learningRate = 1e-3
+        c.batchSize = 64
+        switch model {
+        case "mlp":
+            c.architecture = .mlp
+            c.hidden = [256, 128]
+        case "conv":
+            c.architecture = .tcn
+            c.widths = [64, 128]
+            c.kernel = 5
+            c.dilationBase = 1
+            c.residual = false
+        default:
+            return nil
+        }
+        return c
     }
 }
 
 public enum TrainingError: Error, Equatable, CustomStringConvertible {
     case invalidConfig(field: String, reason: String)
-    case diverged(epoch: Int, step: Int)
+    /// The loss became NaN or infinite at this epoch and batch (1-based).
+    case diverged(epoch: Int, batch: Int, loss: Float)
     case noTrainingData(String)
+    /// Early stopping or keep-best need validation data.
+    case needsValidation(String)
+    /// A checkpoint or optimiser state does not fit the run.
+    case incompatibleState(String)
 
     public var description: String {
         switch self {
         case .invalidConfig(let field, let reason): return "config field '\(field)' \(reason)"
-        case .diverged(let epoch, let step):
-            return "training diverged (loss is NaN or infinite) at epoch \(epoch), step \(step); lower the learning rate"
+        case .diverged(let epoch, let batch, let loss):
+            return "training diverged: the loss is \(loss) at epoch \(epoch), batch \(batch); lower the learning rate or set gradientClipNorm"
         case .noTrainingData(let why): return why
+        case .needsValidation(let why): return why
+        case .incompatibleState(let why): return "the checkpoint does not fit this run: \(why)"
         }
     }
 }

@@ -86,8 +86,9 @@ enum AugmentBench {
             for (k, (_, source)) in sources.enumerated() {
                 let network = try Network(layers: config.layers(input: input, classes: 6), input: input)
                 network.initialize(seed: 1)
-                let records = try Trainer(network: network, config: config).fit(train: source, validation: nil)
-                seconds[k].append(records[0].seconds)
+                let trainer = Trainer(network: network, config: config)
+                try trainer.fit(train: source, validation: nil)
+                seconds[k].append(trainer.progress.records[0].seconds)
             }
         }
         let base = seconds[0].sorted()[1]

@@ -82,7 +82,7 @@ enum ActionTrainCLI {
             try command.run(args, &out)
             return 0
         } catch let e as CLIError {
-            out.note("error: \(e.description)\n")
+            if case .interrupted = e { out.note("\(e.description)\n") } else { out.note("error: \(e.description)\n") }
             return e.exitCode
         } catch {
             out.note("error: \(describe(error))\n")

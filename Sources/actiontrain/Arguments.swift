@@ -195,10 +195,12 @@ enum CLIError: Error, CustomStringConvertible {
     case usage(String)
     case failure(String)
     case gateFailed(String)
+    /// Stopped by Ctrl-C after saving its state (exit 130, as a shell reports SIGINT).
+    case interrupted(String)
 
     var description: String {
         switch self {
-        case .usage(let s), .failure(let s), .gateFailed(let s): return s
+        case .usage(let s), .failure(let s), .gateFailed(let s), .interrupted(let s): return s
         }
     }
 
@@ -207,6 +209,7 @@ enum CLIError: Error, CustomStringConvertible {
         case .usage: return 2
         case .failure: return 1
         case .gateFailed: return 3
+        case .interrupted: return 130
         }
     }
 }

@@ -9,87 +9,237 @@ enum FitCommand {
     static let spec = CommandSpec(
         name: "fit",
         summary: "Train a classifier on a dataset and write a model file and a run folder.",
-        positionals: [Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA).")],
+        positionals: [Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA). Optional with --resume.", optional: true)],
         options: [
             Option("config", value: "FILE", help: "JSON config file; flags override its keys."),
             Option("out", value: "DIR", help: "Run folder (default runs/<dataset>). It must not exist unless --force."),
             Option("force", help: "Replace the files of an existing run folder."),
+            Option(
+                "resume", value: "RUN",
+                help: "Continue the run in folder RUN from its checkpoint, exactly where it stopped. Only --epochs, --learning-rate, --gradient-clip-norm, --patience, --min-delta and --threads may change."),
         ] + ConfigOptions.options,
         discussion: """
             Training uses the sequences whose split is "train" (all sequences when the data gives no
             split; "test" sequences are never used). Validation uses the "validation" split when there
             is one, otherwise a seeded stratified share of the training sequences (group-aware).
-            The run folder gets config.json, log.jsonl, model.atm and report.txt / report.json
-            (the validation report).
+            The run folder gets config.json, log.jsonl, curves.svg and checkpoint.atc after every
+            epoch, then model.atm and report.txt / report.json (the validation report). Ctrl-C saves
+            a checkpoint and tells how to resume. Every option is described in docs/training.md.
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let dataPath = args.positionals[0]
-        let config = try ConfigOptions.resolve(file: args.value("config"), args: args)
-        let dataset = try DatasetLoader.load(dataPath)
-        let runDir = args.value("out") ?? "runs/\(dataset.name)"
-        try prepareRunFolder(runDir, force: args.has("force"))
+    static let checkpointName = "checkpoint.atc"
 
+    /// Everything a run needs, built the same way for a new run and a resumed one.
+    struct Run {
+        var dataPath: String
+        var dataset: Dataset
+        var runDir: String
+        var config: TrainingConfig
+        var input: InputSpec
+        var train: TensorSet
+        var validation: TensorSet?
+        var network: Network
+        var trainer: Trainer
+    }
+
+    static func run(_ args: ParsedArguments, out: inout Output) throws {
+        let run: Run
+        if let resumeDir = args.value("resume") {
+            run = try resume(resumeDir, args: args, out: &out)
+        } else {
+            guard let dataPath = args.positionals.first else {
+                throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
+            }
+            let config = try ConfigOptions.resolve(file: args.value("config"), args: args)
+            let dataset = try DatasetLoader.load(dataPath)
+            let runDir = args.value("out") ?? "runs/\(dataset.name)"
+            try prepareRunFolder(runDir, force: args.has("force"))
+            run = try build(dataPath: dataPath, dataset: dataset, runDir: runDir, config: config, out: &out)
+            run.network.initialize(seed: config.seed)
+        }
+        try train(run, out: &out)
+    }
+
+    /// Reads RUN's checkpoint, checks the dataset and the allowed overrides, and restores the
+    /// trainer.
+    static func resume(_ runDir: String, args: ParsedArguments, out: inout Output) throws -> Run {
+        if args.value("config") != nil { throw CLIError.usage("--config cannot be combined with --resume; the run keeps its config") }
+        if args.value("out") != nil { throw CLIError.usage("--out cannot be combined with --resume; the run folder is RUN") }
+        for e in ConfigOptions.entries where args.value(e.flag) != nil && !ConfigOptions.resumable.contains(e.key) {
+            throw CLIError.usage(
+                "--\(e.flag) cannot change when resuming (it changes the model or the data); start a new run instead")
+        }
+        let path = "\(runDir)/\(checkpointName)"
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CLIError.failure("\(runDir): no \(checkpointName) to resume from; was it written by 'actiontrain fit'?")
+        }
+        let checkpoint: Checkpoint
+        do { checkpoint = try Checkpoint.read(path) } catch let e as CheckpointError { throw CLIError.failure(e.description) }
+        let config = try ConfigOptions.resolve(base: checkpoint.config, values: [:], args: args)
+        guard let dataPath = args.positionals.first ?? checkpoint.metadata["dataset"] else {
+            throw CLIError.failure("\(path): the checkpoint does not name its dataset; pass DATA")
+        }
+        let dataset = try DatasetLoader.load(dataPath)
+        if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
+            throw CLIError.failure(
+                "\(dataPath): the dataset changed since the run started (content hash \(dataset.contentHash), the checkpoint has \(hash)); resume with the original data or start a new run")
+        }
+        let run = try build(dataPath: dataPath, dataset: dataset, runDir: runDir, config: config, out: &out)
+        do { try run.trainer.restore(checkpoint.state) } catch let e as TrainingError { throw CLIError.failure("\(path): \(e)") }
+        let p = run.trainer.progress
+        if run.trainer.isFinished {
+            out.line("fit: the run already finished (\(p.records.count) epochs\(p.stoppedEarly ? ", stopped early" : "")); writing the model again")
+        } else {
+            out.line("fit: resuming \(runDir) at epoch \(p.epoch), batch \(p.batch)")
+        }
+        return run
+    }
+
+    /// Windows, tensors, network and trainer for `config` (parameters not initialised).
+    static func build(dataPath: String, dataset: Dataset, runDir: String, config: TrainingConfig, out: inout Output) throws -> Run {
         BLAS.threads = config.threads
         let (trainIdx, validIdx) = try trainingSplit(dataset, config: config)
-        var spec = InputSpec.standard(for: dataset.skeleton, frames: config.windowFrames)
-        spec.window.mode = config.windowMode
-        spec.window.frameRate = config.frameRate
-        spec.channels = config.channels
-        let train = try tensors(dataset, trainIdx, spec: spec, stride: config.windowStride)
-        let validation = validIdx.isEmpty ? nil : try tensors(dataset, validIdx, spec: spec, stride: config.windowStride)
+        var input = InputSpec.standard(for: dataset.skeleton, frames: config.windowFrames)
+        input.window.mode = config.windowMode
+        input.window.frameRate = config.frameRate
+        input.channels = config.channels
+        let train = try tensors(dataset, trainIdx, spec: input, stride: config.windowStride)
+        let validation = validIdx.isEmpty ? nil : try tensors(dataset, validIdx, spec: input, stride: config.windowStride)
         out.line(
             "fit: \(dataset.name): \(trainIdx.count) training sequences (\(train.count) windows), "
                 + "\(validIdx.count) validation sequences (\(validation?.count ?? 0) windows), \(dataset.classes.count) classes")
+        guard train.count > 0 else { throw CLIError.failure("\(dataPath): no training windows; check windowFrames and the data") }
+        let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
+        let network: Network
+        do {
+            network = try Network(layers: config.layers(input: shape, classes: dataset.classes.count), input: shape)
+        } catch let e as ModelError {
+            throw CLIError.failure("the \(config.architecture.rawValue) model does not fit the input \(shape): \(e)")
+        }
+        let weights: [Float]?
+        do {
+            weights = try config.classWeights.weights(labels: train.labels, classes: dataset.classes.count)
+        } catch let e as TrainingError { throw CLIError.failure("\(e)") }
+        let trainer = Trainer(network: network, config: config, classWeights: weights)
+        out.line(
+            "fit: \(config.architecture.rawValue), \(network.parameterCount) parameters, \(config.optimizer.rawValue), "
+                + "OpenBLAS \(BLAS.coreName) x\(config.threads)")
+        return Run(
+            dataPath: dataPath, dataset: dataset, runDir: runDir, config: config, input: input, train: train,
+            validation: validation, network: network, trainer: trainer)
+    }
 
-        let input = Shape(time: spec.window.frames, channels: spec.channelsPerFrame)
-        let network = try Network(layers: config.layers(input: input, classes: dataset.classes.count), input: input)
-        network.initialize(seed: config.seed)
-        out.line("fit: \(config.architecture.rawValue), \(network.parameterCount) parameters, OpenBLAS \(BLAS.coreName) x\(config.threads)")
-
+    /// Trains, checkpointing after every epoch, then writes the model and the reports.
+    static func train(_ run: Run, out: inout Output) throws {
+        let runDir = run.runDir, config = run.config, trainer = run.trainer
+        let checkpointPath = "\(runDir)/\(checkpointName)"
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let configData = try encoder.encode(config)
         try write(configData, to: "\(runDir)/config.json")
+        let metadata = [
+            "dataset": URL(fileURLWithPath: run.dataPath).standardizedFileURL.path, "datasetHash": run.dataset.contentHash, "datasetName": run.dataset.name,
+            "classes": run.dataset.classes.joined(separator: ","),
+        ]
+        // The log is rewritten from the checkpoint's records, so that epochs logged after the
+        // last checkpoint (before a crash) do not appear twice.
         let log = try LineWriter(path: "\(runDir)/log.jsonl")
-        let trainer = Trainer(network: network, config: config)
-        let started = Date()
         let lineEncoder = JSONEncoder()
         lineEncoder.outputFormatting = [.sortedKeys]
-        var records: [EpochRecord] = []
-        var logError: Error?
-        try trainer.fit(train: train, validation: validation) { r in
-            records.append(r)
-            do { try log.append(String(decoding: lineEncoder.encode(r), as: UTF8.self)) } catch { logError = error }
-            let v = r.validationAccuracy.map { String(format: "  val loss %.4f  val acc %.3f", r.validationLoss!, $0) } ?? ""
-            out.line(
-                String(format: "epoch %3d  loss %.4f  acc %.3f", r.epoch, r.trainLoss, r.trainAccuracy) + v
-                    + String(format: "  %.0f windows/s", r.windowsPerSecond))
-        }
-        if let logError { throw logError }
-        let seconds = Date().timeIntervalSince(started)
+        for r in trainer.progress.records { try log.append(String(decoding: try lineEncoder.encode(r), as: UTF8.self)) }
 
+        let interrupt = InterruptFlag()
+        let signals = interrupt.watchSIGINT()
+        var watching = true
+        func stopWatching() {
+            if watching { InterruptFlag.stopWatching(signals) }
+            watching = false
+        }
+        defer { stopWatching() }
+        var display = ProgressDisplay(terminal: out.isTerminal)
+        var lastGoodEpoch: Int? = trainer.progress.records.last?.epoch
+        let started = Date()
+        var outcome: TrainingOutcome
+        do {
+            outcome = try trainer.fit(
+                train: run.train, validation: run.validation, shouldStop: { interrupt.isRaised },
+                onBatch: { p in display.batch(p, &out) },
+                onEpoch: { r in
+                    try log.append(String(decoding: try lineEncoder.encode(r), as: UTF8.self))
+                    try write(
+                        Data(
+                            TrainingCurves.svg(
+                                trainer.progress.records, title: "\(run.dataset.name): \(config.architecture.rawValue)",
+                                bestEpoch: trainer.progress.bestEpoch
+                            ).utf8), to: "\(runDir)/curves.svg")
+                    try saveCheckpoint(trainer, config: config, metadata: metadata, to: checkpointPath)
+                    lastGoodEpoch = r.epoch
+                    display.epoch(r, epochs: config.epochs, &out)
+                })
+        } catch let e as TrainingError {
+            display.finish(&out)
+            if case .diverged = e {
+                let saved =
+                    lastGoodEpoch.map {
+                        "the last good checkpoint (end of epoch \($0)) is intact in \(checkpointPath); resume from it with a lower rate: actiontrain fit --resume \(runDir) --learning-rate LR"
+                    } ?? "no checkpoint was written (it diverged in the first epoch); start again with a lower learning rate"
+                throw CLIError.failure("\(e.description); \(saved)")
+            }
+            throw CLIError.failure(e.description)
+        }
+        display.finish(&out)
+        stopWatching()  // from here on Ctrl-C ends the process as usual
+        if case .interrupted(let epoch, let batch) = outcome {
+            try saveCheckpoint(trainer, config: config, metadata: metadata, to: checkpointPath)
+            throw CLIError.interrupted(
+                "interrupted at epoch \(epoch), batch \(batch); saved \(checkpointPath). Resume with: actiontrain fit --resume \(runDir)")
+        }
+        if case .stoppedEarly(let epoch) = outcome {
+            out.line(
+                "fit: early stopping after epoch \(epoch): \(config.monitor.rawValue) has not improved for \(config.patience) epochs")
+        }
+        if let best = trainer.progress.bestEpoch, run.validation != nil {
+            out.line("fit: keeping the parameters of epoch \(best) (best \(config.monitor.rawValue))")
+        }
+        let seconds = Date().timeIntervalSince(started)
+        try writeResults(run, configData: configData, seconds: seconds, out: &out)
+    }
+
+    static func saveCheckpoint(_ trainer: Trainer, config: TrainingConfig, metadata: [String: String], to path: String) throws {
+        do {
+            try Checkpoint(config: config, state: trainer.state(), metadata: metadata).write(to: path)
+        } catch let e as CheckpointError {
+            throw CLIError.failure(e.description)
+        }
+    }
+
+    /// model.atm and the validation reports.
+    static func writeResults(_ run: Run, configData: Data, seconds: Double, out: inout Output) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         var metrics: [String: Double] = [:]  // deterministic only: identical runs give identical model files
+        if let last = run.trainer.progress.records.last { metrics["epochs"] = Double(last.epoch) }
         var reportText = ""
-        if let validation {
-            let (vl, va) = trainer.evaluate(validation)
+        if let validation = run.validation {
+            let (vl, va) = run.trainer.evaluate(validation)
             metrics["validationAccuracy"] = va
             metrics["validationLoss"] = vl
-            let predicted = Inference.probabilities(network, features: validation.features, count: validation.count)
+            let predicted = Inference.probabilities(run.network, features: validation.features, count: validation.count)
             let report = try Reports.classification(
-                classes: dataset.classes, truth: validation.labels, probabilities: predicted)
+                classes: run.dataset.classes, truth: validation.labels, probabilities: predicted)
             reportText = report.render()
-            try write(try encoder.encode(report), to: "\(runDir)/report.json")
-            try write(Data(reportText.utf8), to: "\(runDir)/report.txt")
+            try write(try encoder.encode(report), to: "\(run.runDir)/report.json")
+            try write(Data(reportText.utf8), to: "\(run.runDir)/report.txt")
         }
         let provenance = ModelHeader.Provenance(
-            datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed,
-            metrics: metrics, notes: ["dataset": dataset.name])
+            datasetHash: run.dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: run.config.seed,
+            metrics: metrics, notes: ["dataset": run.dataset.name])
         let modelBytes = try ModelFile.encode(
-            classes: dataset.classes, input: spec, network: network, provenance: provenance, trainingFrameRate: dataset.frameRate)
-        try write(Data(modelBytes), to: "\(runDir)/model.atm")
+            classes: run.dataset.classes, input: run.input, network: run.network, provenance: provenance,
+            trainingFrameRate: run.dataset.frameRate)
+        try write(Data(modelBytes), to: "\(run.runDir)/model.atm")
         if !reportText.isEmpty { out.write("\nvalidation report\n" + reportText) }
-        out.line(String(format: "fit: trained in %.1f s; wrote %@/model.atm", seconds, runDir))
+        out.line(String(format: "fit: trained in %.1f s; wrote %@/model.atm", seconds, run.runDir))
     }
 
     /// Training and validation sequence indices: the data's own split when it has one.
@@ -120,14 +270,111 @@ enum FitCommand {
             guard isDir.boolValue else { throw CLIError.failure("\(dir) exists and is not a folder; choose another --out") }
             let contents = (try? fm.contentsOfDirectory(atPath: dir)) ?? []
             if !contents.isEmpty && !force {
-                throw CLIError.failure("\(dir) already holds a run; pass --force to replace it or choose another --out")
+                throw CLIError.failure(
+                    "\(dir) already holds a run; pass --force to replace it, --resume \(dir) to continue it, or choose another --out")
             }
+            if force { try? fm.removeItem(atPath: "\(dir)/\(checkpointName)") }
         }
         do {
             try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
         } catch {
             throw CLIError.failure("\(dir): cannot create the run folder: \(error.localizedDescription)")
         }
+    }
+}
+
+/// Set from a SIGINT handler, read by the training loop between batches.
+final class InterruptFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+
+    var isRaised: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return raised
+    }
+
+    /// Returns true if it was already raised.
+    func raise() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let was = raised
+        raised = true
+        return was
+    }
+
+    /// Routes SIGINT to this flag through a dispatch source until `stopWatching`. A second
+    /// Ctrl-C exits at once (the last checkpoint on disk is complete: writes are atomic).
+    func watchSIGINT() -> SignalWatch {
+        let previous = signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler { [self] in
+            if self.raise() {
+                FileHandle.standardError.write(Data("\nactiontrain: second Ctrl-C, exiting without a new checkpoint\n".utf8))
+                _exit(130)
+            }
+            FileHandle.standardError.write(Data("\nactiontrain: Ctrl-C, saving a checkpoint after this batch...\n".utf8))
+        }
+        source.resume()
+        return SignalWatch(source: source, previous: previous)
+    }
+
+    struct SignalWatch {
+        let source: DispatchSourceSignal
+        let previous: (@convention(c) (Int32) -> Void)?
+    }
+
+    /// Stops the dispatch source and puts back the SIGINT handler found before.
+    static func stopWatching(_ watch: SignalWatch) {
+        watch.source.cancel()
+        signal(SIGINT, watch.previous)
+    }
+}
+
+/// The progress display: on a terminal a bar redrawn in place (at most 10 times a second) and
+/// one line per epoch; otherwise one plain line per epoch.
+struct ProgressDisplay {
+    let terminal: Bool
+    private var lastDraw: UInt64 = 0
+    private var drawn = false
+    private var epochSeconds: [Double] = []
+
+    init(terminal: Bool) { self.terminal = terminal }
+
+    mutating func batch(_ p: BatchProgress, _ out: inout Output) {
+        guard terminal else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now - lastDraw > 100_000_000 || p.batch == p.batches else { return }
+        lastDraw = now
+        let width = 24, filled = p.batches > 0 ? p.batch * width / p.batches : 0
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let rate = p.seconds > 0 ? Double(p.seen) / p.seconds : 0
+        let perBatch = p.batch > 0 ? p.seconds / Double(p.batch) : 0
+        let remaining = Double((p.epochs - p.epoch) * p.batches + (p.batches - p.batch)) * perBatch
+        let line = String(
+            format: "epoch %d/%d [%@] %d/%d  %.0f win/s  loss %.4f  acc %.3f  ETA %@", p.epoch, p.epochs, bar, p.batch,
+            p.batches, rate, p.loss, p.accuracy, duration(remaining))
+        out.write("\r\u{1B}[2K" + line)
+        drawn = true
+    }
+
+    mutating func epoch(_ r: EpochRecord, epochs: Int, _ out: inout Output) {
+        finish(&out)
+        let v = r.validationAccuracy.map { String(format: "  val loss %.4f  val acc %.3f", r.validationLoss!, $0) } ?? ""
+        out.line(
+            String(format: "epoch %3d/%d  loss %.4f  acc %.3f", r.epoch, epochs, r.trainLoss, r.trainAccuracy) + v
+                + String(format: "  %.0f windows/s  lr %.3g", r.windowsPerSecond, r.learningRate ?? 0))
+    }
+
+    /// Clears the bar line.
+    mutating func finish(_ out: inout Output) {
+        if drawn { out.write("\r\u{1B}[2K") }
+        drawn = false
+    }
+
+    func duration(_ s: Double) -> String {
+        let t = Int(s.rounded())
+        return t >= 3600 ? String(format: "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60) : String(format: "%d:%02d", t / 60, t % 60)
     }
 }
 
@@ -140,7 +387,7 @@ func write(_ data: Data, to path: String) throws {
     }
 }
 
-/// Appends lines to a file, flushing each (the per-epoch log survives a crash).
+/// Appends lines to a file (created empty), flushing each (the per-epoch log survives a crash).
 final class LineWriter {
     let handle: FileHandle
     let path: String

@@ -1,0 +1,246 @@
+@testable import ActionRuntime
+@testable import ActionTrain
+@testable import actiontrain
+import TestSupport
+import XCTest
+
+/// `actiontrain fit`: the config table, config errors, checkpoints and --resume, end to end on
+/// the tiny fixture (Tests/Fixtures/tiny-natops.jsonl, 24 sequences of 10 frames).
+final class FitCLITests: XCTestCase {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/tiny-natops.jsonl").path
+    /// Small, fast settings for the fixture.
+    static let quick = ["--window-frames", "10", "--hidden", "16", "--batch-size", "4", "--seed", "3", "--threads", "1"]
+
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        let code = ActionTrainCLI.run(args, out: &output)
+        return (code, stdout, stderr)
+    }
+
+    func folder() throws -> String {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir.path
+    }
+
+    func parameters(_ runDir: String) throws -> [Float] {
+        let model = try ActionModel(contentsOf: "\(runDir)/model.atm")
+        return Array(UnsafeBufferPointer(start: model.network.parameters, count: model.network.parameterCount))
+    }
+
+    // MARK: config
+
+    func testTheTableHasEveryConfigKeyAndNothingElse() throws {
+        var c = TrainingConfig()
+        c.frameRate = 30  // optional keys are only encoded when set
+        let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
+        XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
+        XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)
+        XCTAssertTrue(ConfigOptions.resumable.isSubset(of: Set(keys.keys)))
+    }
+
+    func testTheDocsDescribeEveryOption() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs")
+        let cli = try String(contentsOf: docs.appendingPathComponent("cli.md"), encoding: .utf8)
+        let training = try String(contentsOf: docs.appendingPathComponent("training.md"), encoding: .utf8)
+        for e in ConfigOptions.entries {
+            XCTAssertTrue(cli.contains("`--\(e.flag)"), "docs/cli.md lacks --\(e.flag)")
+            XCTAssertTrue(training.contains("`\(e.key)`"), "docs/training.md lacks \(e.key)")
+        }
+    }
+
+    func testConfigFileErrorsAreOneLineNamingTheKey() throws {
+        let dir = try folder()
+        let cases: [(String, String)] = [
+            (#"{"epohcs": 3}"#, "unknown config key 'epohcs'; did you mean 'epochs'?"),
+            (#"{"epochs": "3"}"#, "config key 'epochs' expects an integer, got \"3\""),
+            (#"{"epochs": 2.5}"#, "config key 'epochs' expects an integer, got 2.5"),
+            (#"{"nesterov": 1}"#, "config key 'nesterov' expects true or false, got 1"),
+            (#"{"architecture": "cnn"}"#, "config key 'architecture' must be one of mlp, tcn, got \"cnn\""),
+            (#"{"channels": ["coordinates", "speed"]}"#, "config key 'channels' must be one of coordinates, confidence, mask, motion, bones, got \"speed\""),
+            (#"{"classWeights": "balancd"}"#, "config key 'classWeights' expects \"none\", \"balanced\" or a list of numbers, got \"balancd\""),
+            (#"{"hidden": [256, "x"]}"#, "config key 'hidden' expects a list of integers, got a list"),
+        ]
+        for (i, (json, message)) in cases.enumerated() {
+            let path = "\(dir)/c\(i).json"
+            try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+            let r = run(["fit", Self.fixture, "--config", path, "--out", "\(dir)/never"])
+            XCTAssertEqual(r.code, 1, json)
+            XCTAssertEqual(r.err, "error: \(path): \(message)\n")
+        }
+        let ranges: [(String, String)] = [
+            (#"{"dropout": 1.5}"#, "config field 'dropout' must be in [0, 1), got 1.5"),
+            (#"{"learningRate": 0}"#, "config field 'learningRate' must be in (0, ∞), got 0.0"),
+            (#"{"architecture": "tcn", "kernel": 4}"#, "config field 'kernel' must be odd so that padding keeps the window length, got 4"),
+            (#"{"epochs": 5, "warmupEpochs": 5}"#, "config field 'warmupEpochs' must be in [0, epochs) = [0, 5), got 5"),
+            (#"{"nesterov": true}"#, "config field 'nesterov' needs optimizer sgd with momentum > 0"),
+            (#"{"classWeights": [1, -1, 1]}"#, "config field 'classWeights' must be non-negative numbers, not all zero, got [1.0, -1.0, 1.0]"),
+        ]
+        for (i, (json, message)) in ranges.enumerated() {
+            let path = "\(dir)/r\(i).json"
+            try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+            let r = run(["fit", Self.fixture, "--config", path, "--out", "\(dir)/never"])
+            XCTAssertEqual(r.code, 1, json)
+            XCTAssertEqual(r.err, "error: \(message)\n")
+        }
+        let notJSON = "\(dir)/bad.json"
+        try Data("{epochs: 3}".utf8).write(to: URL(fileURLWithPath: notJSON))
+        let r = run(["fit", Self.fixture, "--config", notJSON])
+        XCTAssertEqual(r.code, 1)
+        XCTAssertTrue(r.err.hasPrefix("error: \(notJSON): not a JSON object of config keys"), r.err)
+        XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/never"))
+    }
+
+    func testFlagErrorsAreUsageErrors() {
+        let cases: [([String], String)] = [
+            (["--epochs", "three"], "--epochs expects an integer, got 'three'"),
+            (["--residual", "maybe"], "--residual expects true or false, got 'maybe'"),
+            (["--optimizer", "rmsprop"], "--optimizer must be one of sgd, adam, adamw, got \"rmsprop\""),
+            (["--class-weights", "1,x"], "--class-weights expects \"none\", \"balanced\" or a list of numbers, got '1,x'"),
+        ]
+        for (flags, message) in cases {
+            let r = run(["fit", Self.fixture] + flags)
+            XCTAssertEqual(r.code, 2, "\(flags)")
+            XCTAssertEqual(r.err, "error: \(message)\n")
+        }
+    }
+
+    func testFlagsOverrideTheConfigFileAndTheResolvedConfigIsSaved() throws {
+        let dir = try folder()
+        let path = "\(dir)/c.json"
+        try Data(#"{"epochs": 1, "learningRate": 0.5, "classWeights": "balanced", "seed": 18446744073709551615}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let r = run(["fit", Self.fixture, "--config", path, "--learning-rate", "0.01", "--out", "\(dir)/run"] + Self.quick.dropLast(6))
+        XCTAssertEqual(r.code, 0, r.err)
+        let saved = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/run/config.json")))
+        XCTAssertEqual(saved.epochs, 1)
+        XCTAssertEqual(saved.learningRate, 0.01)
+        XCTAssertEqual(saved.classWeights, .balanced)
+        XCTAssertEqual(saved.seed, UInt64.max)
+        XCTAssertEqual(saved.hidden, [16])
+    }
+
+    // MARK: runs, checkpoints, resume
+
+    func testFitThenResumeEqualsAnUninterruptedRun() throws {
+        let dir = try folder()
+        let straight = run(["fit", Self.fixture, "--out", "\(dir)/a", "--epochs", "4"] + Self.quick)
+        XCTAssertEqual(straight.code, 0, straight.err)
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/b", "--epochs", "2"] + Self.quick).code, 0)
+        let resumed = run(["fit", "--resume", "\(dir)/b", "--epochs", "4"])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertTrue(resumed.out.contains("fit: resuming \(dir)/b at epoch 3, batch 0"), resumed.out)
+        XCTAssertEqual(try parameters("\(dir)/b"), try parameters("\(dir)/a"))
+        let log = try String(contentsOfFile: "\(dir)/b/log.jsonl", encoding: .utf8)
+        XCTAssertEqual(log.split(separator: "\n").count, 4)
+        for name in ["curves.svg", "checkpoint.atc", "config.json", "report.txt"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/b/\(name)"), name)
+        }
+        // A finished run resumed again has nothing to train and writes the same model.
+        let again = run(["fit", "--resume", "\(dir)/b"])
+        XCTAssertEqual(again.code, 0, again.err)
+        XCTAssertTrue(again.out.contains("the run already finished (4 epochs)"), again.out)
+        XCTAssertEqual(try parameters("\(dir)/b"), try parameters("\(dir)/a"))
+    }
+
+    func testResumeRefusesChangesToTheModelAndDamagedCheckpoints() throws {
+        let dir = try folder()
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/b", "--epochs", "1"] + Self.quick).code, 0)
+        let change = run(["fit", "--resume", "\(dir)/b", "--hidden", "8"])
+        XCTAssertEqual(change.code, 2)
+        XCTAssertEqual(change.err, "error: --hidden cannot change when resuming (it changes the model or the data); start a new run instead\n")
+        let path = "\(dir)/b/checkpoint.atc"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes = bytes.prefix(bytes.count - 100)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let torn = run(["fit", "--resume", "\(dir)/b"])
+        XCTAssertEqual(torn.code, 1)
+        XCTAssertTrue(torn.err.hasPrefix("error: \(path): the checkpoint is truncated or torn"), torn.err)
+        let none = run(["fit", "--resume", "\(dir)/nothing"])
+        XCTAssertEqual(none.code, 1)
+        XCTAssertEqual(none.err, "error: \(dir)/nothing: no checkpoint.atc to resume from; was it written by 'actiontrain fit'?\n")
+        let existing = run(["fit", Self.fixture, "--out", "\(dir)/b"])
+        XCTAssertEqual(existing.code, 1)
+        XCTAssertTrue(existing.err.contains("pass --force to replace it, --resume \(dir)/b to continue it"), existing.err)
+    }
+
+    func testDivergenceNamesTheLastGoodCheckpointAndLeavesItIntact() throws {
+        let dir = try folder()
+        let first = run(["fit", Self.fixture, "--out", "\(dir)/f", "--epochs", "30", "--learning-rate", "1e30"] + Self.quick)
+        XCTAssertEqual(first.code, 1)
+        XCTAssertTrue(first.err.hasPrefix("error: training diverged: the loss is "), first.err)
+        XCTAssertTrue(first.err.hasSuffix("at epoch 1, batch 2; lower the learning rate or set gradientClipNorm; no checkpoint was written (it diverged in the first epoch); start again with a lower learning rate\n"), first.err)
+
+        // A healthy epoch, then a resume with an absurd rate: epoch 2 diverges, epoch 1's
+        // checkpoint stays as it was.
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/d", "--epochs", "1"] + Self.quick).code, 0)
+        let path = "\(dir)/d/checkpoint.atc"
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let r = run(["fit", "--resume", "\(dir)/d", "--epochs", "5", "--learning-rate", "1e30"])
+        XCTAssertEqual(r.code, 1)
+        XCTAssertTrue(r.err.contains("at epoch 2, batch "), r.err)
+        XCTAssertTrue(
+            r.err.hasSuffix("the last good checkpoint (end of epoch 1) is intact in \(path); resume from it with a lower rate: actiontrain fit --resume \(dir)/d --learning-rate LR\n"),
+            r.err)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), before)
+        XCTAssertEqual(try Checkpoint.read(path).state.progress.epoch, 2)
+        XCTAssertEqual(run(["fit", "--resume", "\(dir)/d", "--epochs", "2"]).code, 0)
+    }
+
+    /// Ctrl-C while training: SIGINT to this process reaches the run's dispatch source, the run
+    /// saves a checkpoint and exits with 130 and a resume hint, and resuming gives the same
+    /// weights as an uninterrupted run.
+    func testCtrlCSavesACheckpointAndResumeCompletesTheSameRun() throws {
+        let dir = try folder()
+        let args = ["--epochs", "150"] + Self.quick
+        let previous = signal(SIGINT, SIG_IGN)  // a late signal must not kill the test runner
+        defer { signal(SIGINT, previous) }
+        final class Box: @unchecked Sendable { var result: (code: Int32, out: String, err: String)? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            box.result = run(["fit", Self.fixture, "--out", "\(dir)/c"] + args)
+            done.signal()
+        }
+        thread.start()
+        var sent = false
+        for _ in 0..<3000 {
+            let log = (try? String(contentsOfFile: "\(dir)/c/log.jsonl", encoding: .utf8)) ?? ""
+            if log.split(separator: "\n").count >= 2 {
+                kill(getpid(), SIGINT)
+                sent = true
+                break
+            }
+            usleep(10_000)
+        }
+        XCTAssertTrue(sent, "the run never logged two epochs")
+        done.wait()
+        let r = try XCTUnwrap(box.result)
+        XCTAssertEqual(r.code, 130, r.err)
+        XCTAssertTrue(r.err.contains("Resume with: actiontrain fit --resume \(dir)/c\n"), r.err)
+        XCTAssertTrue(r.err.contains("interrupted at epoch "), r.err)
+        XCTAssertFalse(r.err.contains("error:"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/c/model.atm"))
+        let resumed = run(["fit", "--resume", "\(dir)/c"])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/straight"] + args).code, 0)
+        XCTAssertEqual(try parameters("\(dir)/c"), try parameters("\(dir)/straight"))
+    }
+
+    func testTerminalProgressBarAndPlainLines() throws {
+        let dir = try folder()
+        var stdout = ""
+        var output = Output(write: { stdout += $0 }, note: { _ in }, isTerminal: true)
+        XCTAssertEqual(ActionTrainCLI.run(["fit", Self.fixture, "--out", "\(dir)/t", "--epochs", "2"] + Self.quick, out: &output), 0)
+        XCTAssertTrue(stdout.contains("\r\u{1B}[2Kepoch 1/2 ["), stdout)  // the bar, redrawn in place
+        XCTAssertTrue(stdout.contains("win/s  loss "), stdout)
+        XCTAssertTrue(stdout.contains("ETA "), stdout)
+        let plain = run(["fit", Self.fixture, "--out", "\(dir)/p", "--epochs", "2"] + Self.quick)
+        XCTAssertFalse(plain.out.contains("\r"))
+        XCTAssertEqual(plain.out.split(separator: "\n").filter { $0.hasPrefix("epoch ") }.count, 2)
+    }
+}
