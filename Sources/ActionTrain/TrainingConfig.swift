@@ -1,4 +1,5 @@
 import ActionRuntime
+import Datasets
 import PoseCore
 
 /// Every option of a training run. Saved as `config.json` in the run folder and inside each
@@ -97,6 +98,24 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Resample sequences to this rate first (frames per second); nil keeps recorded frames.
     public var frameRate: Double? = nil
     public var channels: [ChannelBlock] = [.coordinates, .mask]
+    /// How windows of short sequences are padded: empty poses or the nearest real frame.
+    public var windowPadding: WindowSpec.Padding = .empty
+    /// Sequences with labeled events give one window centred on each event (Apple's throw
+    /// classifier: 45 frames around the throw) instead of sliding windows.
+    public var useEvents: Bool = false
+    /// Where coordinates are centred: the skeleton's centre joints over the window, per frame,
+    /// or not at all.
+    public var centring: InputSpec.Centring = .window
+    /// How coordinates are scaled: auto (torso length for 2D, metres kept for 3D), torso,
+    /// image (2D, needs the dataset's image size) or none.
+    public var scaling: InputSpec.Scaling = .auto
+    /// 3D only: rotate each window about the vertical axis so that the body faces one way
+    /// (the `alignFacing` step on the skeleton's hip and shoulder pairs).
+    public var alignFacing: Bool = false
+    /// The vertical axis of 3D data (0 x, 1 y, 2 z) for alignFacing; Vision 3D and Kinect are y up.
+    public var verticalAxis: Int = 1
+    /// Training-time augmentation (all off by default; docs/preprocessing.md).
+    public var augmentation = AugmentationConfig()
     /// Share of training sequences held out for validation when the data gives no split.
     public var validationFraction: Double = 0.2
 
@@ -195,6 +214,34 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
         if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
+        guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
+        do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
+    }
+
+    /// The input description for a dataset's skeleton: window, preprocessing steps and channels.
+    /// Errors name the config key to change.
+    public func inputSpec(for skeleton: Skeleton, imageSize: [Double]?) throws -> InputSpec {
+        let window = WindowSpec(frames: windowFrames, mode: windowMode, padding: windowPadding, frameRate: frameRate)
+        var spec: InputSpec
+        do {
+            spec = try InputSpec.standard(
+                for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels)
+        } catch let e as InputSpecError {
+            throw TrainingError.invalidConfig(field: "centring/scaling/channels", reason: "do not fit skeleton '\(skeleton.name)': \(e)")
+        }
+        if alignFacing {
+            guard skeleton.dimensions == 3 else {
+                throw TrainingError.invalidConfig(field: "alignFacing", reason: "is for 3D skeletons; '\(skeleton.name)' is 2D")
+            }
+            let (left, right) = skeleton.sideJoints
+            guard !left.isEmpty else {
+                throw TrainingError.invalidConfig(
+                    field: "alignFacing", reason: "needs left/right joint pairs (mirrorPairs) in skeleton '\(skeleton.name)'")
+            }
+            spec.steps.append(.alignFacing(left: left, right: right, verticalAxis: verticalAxis))
+            try spec.validate()
+        }
+        return spec
     }
 
     /// The layer list for an input of `input` shape and `classes` outputs.

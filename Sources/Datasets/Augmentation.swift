@@ -81,6 +81,9 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
         init?(intValue: Int) { nil }
     }
 
+    /// The JSON keys, sorted.
+    public static var keyNames: [String] { keys.keys.sorted() }
+
     private static let keys: [String: WritableKeyPath<AugmentationConfig, Double>] = [
         "flipProbability": \.flipProbability, "rotationProbability": \.rotationProbability,
         "maxRotationDegrees": \.maxRotationDegrees, "scaleProbability": \.scaleProbability,

@@ -103,6 +103,19 @@ public struct Skeleton: Codable, Hashable, Sendable {
         return out
     }
 
+    /// The left and right members of the mirror pairs that define the body's sides: the hip
+    /// and shoulder pairs when there are any (they move least with the action), otherwise
+    /// every pair. In a pair, the joint whose name contains "right" (any case) is the right one
+    /// when exactly one does; otherwise the pair is taken as `[left, right]`. Used by the
+    /// `alignFacing` preprocessing step.
+    public var sideJoints: (left: [String], right: [String]) {
+        let trunk = mirrorPairs.filter { p in p.allSatisfy { $0.lowercased().contains("hip") || $0.lowercased().contains("shoulder") } }
+        let pairs = (trunk.isEmpty ? mirrorPairs : trunk).filter { $0.count == 2 }.map { p -> [String] in
+            p[0].lowercased().contains("right") && !p[1].lowercased().contains("right") ? [p[1], p[0]] : p
+        }
+        return (pairs.map { $0[0] }, pairs.map { $0[1] })
+    }
+
     /// For each joint index, the index of its mirror (itself when unpaired).
     public var mirrorPermutation: [Int] {
         var perm = Array(0..<joints.count)

@@ -1,4 +1,5 @@
 import ActionTrain
+import Datasets
 import Foundation
 import PoseCore
 
@@ -11,6 +12,9 @@ enum ConfigOptions {
         case int, number, string, bool, intList, stringList
         /// `none`, `balanced` or a list of numbers.
         case classWeights
+        /// An object of augmentation keys and numbers (docs/preprocessing.md); on the command
+        /// line `key=value,key=value`.
+        case augmentation
 
         var expectation: String {
             switch self {
@@ -21,6 +25,7 @@ enum ConfigOptions {
             case .intList: return "a list of integers"
             case .stringList: return "a list of strings"
             case .classWeights: return "\"none\", \"balanced\" or a list of numbers"
+            case .augmentation: return "an object of augmentation keys and numbers (key=value,... on the command line)"
             }
         }
     }
@@ -60,6 +65,13 @@ enum ConfigOptions {
         Entry(key: "windowMode", kind: .string, value: "MODE", help: "sliding (fixed windows, short sequences padded) or fit (each sequence resampled to one window) (default sliding).", choices: names(WindowSpec.Mode.self)),
         Entry(key: "frameRate", kind: .number, value: "FPS", help: "Resample sequences to this frame rate first (default: keep recorded frames)."),
         Entry(key: "channels", kind: .stringList, value: "LIST", help: "Per-frame feature blocks: coordinates, confidence, mask, motion, bones (default coordinates,mask).", choices: names(ChannelBlock.self)),
+        Entry(key: "windowPadding", kind: .string, value: "NAME", help: "Padding of short sequences: empty (poses with nobody in view) or edge (the nearest real frame) (default empty).", choices: names(WindowSpec.Padding.self)),
+        Entry(key: "useEvents", kind: .bool, value: "BOOL", help: "Sequences with labeled events give one window centred on each event instead of sliding windows (default false)."),
+        Entry(key: "centring", kind: .string, value: "NAME", help: "Centre coordinates on the skeleton's centre joints over the window, per frame, or not: window, frame or none (default window).", choices: names(InputSpec.Centring.self)),
+        Entry(key: "scaling", kind: .string, value: "NAME", help: "Scale coordinates: auto (torso length for 2D, metres kept for 3D), torso, image (needs the image size) or none (default auto).", choices: names(InputSpec.Scaling.self)),
+        Entry(key: "alignFacing", kind: .bool, value: "BOOL", help: "3D: rotate each window about the vertical axis so the body faces one way (default false)."),
+        Entry(key: "verticalAxis", kind: .int, value: "N", help: "Vertical axis of 3D data for alignFacing: 0 x, 1 y, 2 z (default 1)."),
+        Entry(key: "augmentation", kind: .augmentation, value: "K=V,...", help: "Training augmentation, e.g. flipProbability=0.5,rotationProbability=0.5,maxRotationDegrees=15 (default none; keys in docs/preprocessing.md)."),
         Entry(key: "validationFraction", kind: .number, value: "F", help: "Share of training sequences held out for validation when the data gives no validation split, in [0, 1) (default 0.2)."),
         // Optimisation
         Entry(key: "epochs", kind: .int, value: "N", help: "Training epochs (default 30)."),
@@ -175,6 +187,16 @@ enum ConfigOptions {
             return nil
         case (.classWeights, .string(let s)):
             return s == "none" || s == "balanced" ? nil : wrong
+        case (.augmentation, .object(let fields)):
+            let known = Set(AugmentationConfig.keyNames)
+            for (k, v) in fields.sorted(by: { $0.key < $1.key }) {
+                guard known.contains(k) else {
+                    let hint = ArgumentParser.suggestion(for: k, among: Array(known)).map { "; did you mean '\($0)'?" } ?? ""
+                    return "has an unknown key '\(k)'\(hint)"
+                }
+                guard v.number != nil else { return "key '\(k)' expects a number, got \(v)" }
+            }
+            return nil
         case (.classWeights, .array(let items)):
             return items.allSatisfy { if case .string = $0 { return false } else { return $0.number != nil } } ? nil : wrong
         default:
@@ -203,6 +225,19 @@ enum ConfigOptions {
             value = .array(v.map { .int($0) })
         case .stringList:
             value = .array(items.map { .string($0) })
+        case .augmentation:
+            if raw.hasPrefix("{") {
+                guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(raw.utf8)) else { throw bad() }
+                value = v
+            } else {
+                var fields: [String: JSONValue] = [:]
+                for item in items where !item.isEmpty {
+                    let kv = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    guard kv.count == 2, let v = Double(kv[1]), v.isFinite else { throw bad() }
+                    fields[kv[0]] = .double(v)
+                }
+                value = .object(fields)
+            }
         case .classWeights:
             if raw == "none" || raw == "balanced" {
                 value = .string(raw)

@@ -36,7 +36,8 @@ enum FitCommand {
         var runDir: String
         var config: TrainingConfig
         var input: InputSpec
-        var train: TensorSet
+        /// Precomputed features, or windows augmented afresh every epoch.
+        var train: BatchSource
         var validation: TensorSet?
         var network: Network
         var trainer: Trainer
@@ -98,15 +99,31 @@ enum FitCommand {
     /// Windows, tensors, network and trainer for `config` (parameters not initialised).
     static func build(dataPath: String, dataset: Dataset, runDir: String, config: TrainingConfig, out: inout Output) throws -> Run {
         BLAS.threads = config.threads
-        let (trainIdx, validIdx) = try trainingSplit(dataset, config: config)
-        var input = InputSpec.standard(for: dataset.skeleton, frames: config.windowFrames)
-        input.window.mode = config.windowMode
-        input.window.frameRate = config.frameRate
-        input.channels = config.channels
-        let train = try tensors(dataset, trainIdx, spec: input, stride: config.windowStride)
-        let validation = validIdx.isEmpty ? nil : try tensors(dataset, validIdx, spec: input, stride: config.windowStride)
+        for w in Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: config.windowFrames)) {
+            out.note("warning: [\(w.code)] \(w)\n")
+        }
+        let (trainIdx, validIdx) = try trainingSplit(dataset, config: config, out: &out)
+        let input: InputSpec
+        do { input = try config.inputSpec(for: dataset.skeleton, imageSize: dataset.imageSize) } catch let e as TrainingError {
+            throw CLIError.failure("\(e)")
+        }
+        let trainWindows = try WindowSet(
+            dataset: dataset, indices: trainIdx, spec: input, stride: config.windowStride, classes: dataset.classes,
+            useEvents: config.useEvents)
+        let train: BatchSource
+        if config.augmentation.isEnabled {
+            train = try AugmentedBatches(
+                windows: trainWindows, augmentation: config.augmentation, seed: config.seed, threads: config.threads,
+                imageWidth: dataset.imageSize?.first)
+        } else {
+            train = TensorSet(features: try trainWindows.features(), labels: trainWindows.labels, valuesPerWindow: input.valuesPerWindow)
+        }
+        let validation = try validIdx.isEmpty
+            ? nil
+            : tensors(dataset, validIdx, spec: input, stride: config.windowStride, useEvents: config.useEvents)
         out.line(
-            "fit: \(dataset.name): \(trainIdx.count) training sequences (\(train.count) windows), "
+            "fit: \(dataset.name): \(trainIdx.count) training sequences (\(train.count) windows"
+                + (config.augmentation.isEnabled ? ", augmented" : "") + "), "
                 + "\(validIdx.count) validation sequences (\(validation?.count ?? 0) windows), \(dataset.classes.count) classes")
         guard train.count > 0 else { throw CLIError.failure("\(dataPath): no training windows; check windowFrames and the data") }
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
@@ -118,7 +135,7 @@ enum FitCommand {
         }
         let weights: [Float]?
         do {
-            weights = try config.classWeights.weights(labels: train.labels, classes: dataset.classes.count)
+            weights = try config.classWeights.weights(labels: trainWindows.labels, classes: dataset.classes.count)
         } catch let e as TrainingError { throw CLIError.failure("\(e)") }
         let trainer = Trainer(network: network, config: config, classWeights: weights)
         out.line(
@@ -243,7 +260,7 @@ enum FitCommand {
     }
 
     /// Training and validation sequence indices: the data's own split when it has one.
-    static func trainingSplit(_ d: Dataset, config: TrainingConfig) throws -> (train: [Int], validation: [Int]) {
+    static func trainingSplit(_ d: Dataset, config: TrainingConfig, out: inout Output) throws -> (train: [Int], validation: [Int]) {
         let splits = Set(d.sequences.compactMap(\.split))
         let usable = d.sequences.indices.filter { d.sequences[$0].split != "test" }
         if splits.contains("validation") {
@@ -253,12 +270,13 @@ enum FitCommand {
             throw CLIError.failure("\(d.name): no training sequences (every sequence is in the test split)")
         }
         if config.validationFraction == 0 { return (usable, []) }
-        let (train, valid) = Splits.stratified(d, indices: usable, fraction: config.validationFraction, seed: config.seed)
-        return (train, valid)
+        let split = try Splits.split(d, indices: usable, fraction: config.validationFraction, seed: config.seed)
+        for w in split.warnings { out.note("warning: \(w)\n") }
+        return (split.first, split.second)
     }
 
-    static func tensors(_ d: Dataset, _ indices: [Int], spec: InputSpec, stride: Int) throws -> TensorSet {
-        let windows = try WindowSet(dataset: d, indices: indices, spec: spec, stride: stride, classes: d.classes)
+    static func tensors(_ d: Dataset, _ indices: [Int], spec: InputSpec, stride: Int, useEvents: Bool) throws -> TensorSet {
+        let windows = try WindowSet(dataset: d, indices: indices, spec: spec, stride: stride, classes: d.classes, useEvents: useEvents)
         return TensorSet(features: try windows.features(), labels: windows.labels, valuesPerWindow: spec.valuesPerWindow)
     }
 
@@ -284,51 +302,42 @@ enum FitCommand {
 }
 
 /// Set from a SIGINT handler, read by the training loop between batches.
+///
+/// The handler is a plain C signal handler that only counts (async-signal-safe: a store to a
+/// global, `write`, `_exit`). A dispatch signal source is not used: libdispatch installs its
+/// own handler once per process, and restoring the previous disposition after a run left later
+/// runs in the same process deaf to Ctrl-C.
 final class InterruptFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var raised = false
+    var isRaised: Bool { sigintCount > 0 }
 
-    var isRaised: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return raised
-    }
-
-    /// Returns true if it was already raised.
-    func raise() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let was = raised
-        raised = true
-        return was
-    }
-
-    /// Routes SIGINT to this flag through a dispatch source until `stopWatching`. A second
-    /// Ctrl-C exits at once (the last checkpoint on disk is complete: writes are atomic).
+    /// Routes SIGINT to this flag until `stopWatching`. A second Ctrl-C exits at once (the
+    /// last checkpoint on disk is complete: writes are atomic).
     func watchSIGINT() -> SignalWatch {
-        let previous = signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { [self] in
-            if self.raise() {
-                FileHandle.standardError.write(Data("\nactiontrain: second Ctrl-C, exiting without a new checkpoint\n".utf8))
-                _exit(130)
-            }
-            FileHandle.standardError.write(Data("\nactiontrain: Ctrl-C, saving a checkpoint after this batch...\n".utf8))
-        }
-        source.resume()
-        return SignalWatch(source: source, previous: previous)
+        sigintCount = 0
+        return SignalWatch(previous: signal(SIGINT, handleSIGINT))
     }
 
     struct SignalWatch {
-        let source: DispatchSourceSignal
         let previous: (@convention(c) (Int32) -> Void)?
     }
 
-    /// Stops the dispatch source and puts back the SIGINT handler found before.
+    /// Puts back the SIGINT handler found before.
     static func stopWatching(_ watch: SignalWatch) {
-        watch.source.cancel()
         signal(SIGINT, watch.previous)
     }
+}
+
+/// SIGINTs received while a run watches; written only by `handleSIGINT`.
+nonisolated(unsafe) private var sigintCount: Int32 = 0
+
+private func handleSIGINT(_: Int32) {
+    sigintCount &+= 1
+    let message: StaticString =
+        sigintCount > 1
+        ? "\nactiontrain: second Ctrl-C, exiting without a new checkpoint\n"
+        : "\nactiontrain: Ctrl-C, saving a checkpoint after this batch...\n"
+    _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
+    if sigintCount > 1 { _exit(130) }
 }
 
 /// The progress display: on a terminal a bar redrawn in place (at most 10 times a second) and

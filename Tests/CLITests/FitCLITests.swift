@@ -147,6 +147,44 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(try parameters("\(dir)/b"), try parameters("\(dir)/a"))
     }
 
+    func testAugmentedRunsAreReproducibleAndResumeBitIdentically() throws {
+        let dir = try folder()
+        let augment = [
+            "--augmentation", "flipProbability=0.5,jitterProbability=1,jitterStandardDeviation=0.05,rotationProbability=0.5,maxRotationDegrees=20",
+            "--align-facing", "true",
+        ]
+        let a = run(["fit", Self.fixture, "--out", "\(dir)/a", "--epochs", "3"] + Self.quick + augment)
+        XCTAssertEqual(a.code, 0, a.err)
+        XCTAssertTrue(a.out.contains("windows, augmented)"), a.out)
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/b", "--epochs", "1"] + Self.quick + augment).code, 0)
+        XCTAssertEqual(run(["fit", "--resume", "\(dir)/b", "--epochs", "3"]).code, 0)
+        XCTAssertEqual(try parameters("\(dir)/b"), try parameters("\(dir)/a"))
+        // Augmentation changes the training: a run without it ends elsewhere.
+        XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/c", "--epochs", "3", "--align-facing", "true"] + Self.quick).code, 0)
+        XCTAssertNotEqual(try parameters("\(dir)/c"), try parameters("\(dir)/a"))
+        // The model file carries the alignment step, so the runtime reproduces it.
+        let model = try ActionModel(contentsOf: "\(dir)/a/model.atm")
+        XCTAssertEqual(
+            model.input.steps.last,
+            .alignFacing(
+                left: ["leftHandTip", "leftElbow", "leftWrist", "leftThumb"],
+                right: ["rightHandTip", "rightElbow", "rightWrist", "rightThumb"], verticalAxis: 1))
+    }
+
+    func testPreprocessingAndAugmentationErrorsNameTheKey() {
+        let dir = NSTemporaryDirectory() + "never-\(UUID().uuidString)"
+        let typo = run(["fit", Self.fixture, "--out", dir, "--augmentation", "flipProbabilty=0.5"] + Self.quick)
+        XCTAssertEqual(typo.code, 2)
+        XCTAssertTrue(typo.err.contains("unknown key 'flipProbabilty'; did you mean 'flipProbability'?"), typo.err)
+        let range = run(["fit", Self.fixture, "--out", dir, "--augmentation", "maxScaleChange=1.5,scaleProbability=1"] + Self.quick)
+        XCTAssertEqual(range.code, 1)
+        XCTAssertTrue(range.err.contains("augmentation 'maxScaleChange' must be in [0, 1)"), range.err)
+        let axis = run(["fit", Self.fixture, "--out", dir, "--vertical-axis", "3"] + Self.quick)
+        XCTAssertEqual(axis.code, 1)
+        XCTAssertTrue(axis.err.contains("config field 'verticalAxis' must be 0, 1 or 2, got 3"), axis.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir), "a refused run leaves nothing behind")
+    }
+
     func testResumeRefusesChangesToTheModelAndDamagedCheckpoints() throws {
         let dir = try folder()
         XCTAssertEqual(run(["fit", Self.fixture, "--out", "\(dir)/b", "--epochs", "1"] + Self.quick).code, 0)
