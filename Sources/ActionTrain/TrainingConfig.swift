@@ -73,7 +73,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     // Model
-    public var architecture: Architecture = .mlp
+    public var architecture: Architecture = .tcn
     /// Hidden widths of the MLP.
     public var hidden: [Int] = [256, 128]
     /// Output channels of the TCN's blocks; the depth is their count.
@@ -85,9 +85,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
     public var residual: Bool = true
     public var activation: Activation = .relu
-    public var normalization: Normalization = .none
+    public var normalization: Normalization = .layerNorm
     /// Dropout rate after each hidden activation (and before the TCN's head).
-    public var dropout: Float = 0
+    public var dropout: Float = 0.1
 
     // Data
     /// Window length in frames.
@@ -121,7 +121,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
 
     // Optimisation. Hyperparameters are Double, as Python floats are in PyTorch: the
     // optimisers derive their constants in double precision and round them to Float once.
-    public var epochs: Int = 30
+    public var epochs: Int = 60
     public var batchSize: Int = 64
     public var optimizer: OptimizerKind = .adamw
     public var learningRate: Double = 1e-3
@@ -304,6 +304,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         c.optimizer = .adam
         c.learningRate = 1e-3
         c.batchSize = 64
+        c.normalization = .none
+        c.dropout = 0
         switch model {
         case "mlp":
             c.architecture = .mlp

@@ -50,15 +50,15 @@ enum ConfigOptions {
 
     static let entries: [Entry] = [
         // Model
-        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window) or tcn (temporal convolution) (default mlp).", choices: names(TrainingConfig.Architecture.self)),
+        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window) or tcn (temporal convolution) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
         Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),
         Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN block widths; the depth is their count (default 64,64,64)."),
         Entry(key: "kernel", kind: .int, value: "N", help: "TCN kernel size in frames, odd (default 5)."),
         Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
         Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),
         Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),
-        Entry(key: "normalization", kind: .string, value: "NAME", help: "none or layerNorm after each linear/convolution (default none).", choices: names(TrainingConfig.Normalization.self)),
-        Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0)."),
+        Entry(key: "normalization", kind: .string, value: "NAME", help: "none or layerNorm after each linear/convolution (default layerNorm).", choices: names(TrainingConfig.Normalization.self)),
+        Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0.1)."),
         // Data
         Entry(key: "windowFrames", kind: .int, value: "N", help: "Window length in frames (default 45)."),
         Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),
@@ -74,7 +74,7 @@ enum ConfigOptions {
         Entry(key: "augmentation", kind: .augmentation, value: "K=V,...", help: "Training augmentation, e.g. flipProbability=0.5,rotationProbability=0.5,maxRotationDegrees=15 (default none; keys in docs/preprocessing.md)."),
         Entry(key: "validationFraction", kind: .number, value: "F", help: "Share of training sequences held out for validation when the data gives no validation split, in [0, 1) (default 0.2)."),
         // Optimisation
-        Entry(key: "epochs", kind: .int, value: "N", help: "Training epochs (default 30)."),
+        Entry(key: "epochs", kind: .int, value: "N", help: "Training epochs (default 60)."),
         Entry(key: "batchSize", kind: .int, value: "N", help: "Windows per mini-batch (default 64)."),
         Entry(key: "optimizer", kind: .string, value: "NAME", help: "sgd, adam or adamw (default adamw; with weightDecay 0 it is Adam).", choices: names(TrainingConfig.OptimizerKind.self)),
         Entry(key: "learningRate", kind: .number, value: "LR", help: "Base learning rate (default 0.001)."),

@@ -25,6 +25,9 @@ enum Toy {
 
     static func config(epochs: Int = 4) -> TrainingConfig {
         var c = TrainingConfig()
+        c.architecture = .mlp
+        c.normalization = .none
+        c.dropout = 0
         c.hidden = [8]
         c.epochs = epochs
         c.batchSize = 8  // 8 batches per epoch, the last one of 4 windows
@@ -143,6 +146,8 @@ final class TrainerTests: XCTestCase {
         XCTAssertEqual(try Network(layers: conv, input: Shape(time: 45, channels: 57)).parameterCount, 60_166)
         var c = TrainingConfig()
         c.architecture = .tcn
+        c.normalization = .none
+        c.dropout = 0
         c.widths = [8, 8, 16]
         c.kernel = 3
         c.dilationBase = 2

@@ -10,7 +10,7 @@ final class FitCLITests: XCTestCase {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tiny-natops.jsonl").path
     /// Small, fast settings for the fixture.
-    static let quick = ["--window-frames", "10", "--hidden", "16", "--batch-size", "4", "--seed", "3", "--threads", "1"]
+    static let quick = ["--architecture", "mlp", "--window-frames", "10", "--hidden", "16", "--batch-size", "4", "--seed", "3", "--threads", "1"]
 
     func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
         var stdout = "", stderr = ""

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Run a published evaluation protocol with actiontrain and summarise it.
+
+    scripts/protocols/run.py natops      [--source DIR] [--seeds 0,1,2] [--out runs/protocols]
+    scripts/protocols/run.py penn-action [--source DIR] ...
+    scripts/protocols/run.py utkinect    [--source DIR] ... [--loso]
+
+Each protocol imports the dataset from ../shared/datasets/<name> (or --source) with its official
+split, trains with the committed config (configs/<protocol>.json) once per seed on the whole
+official training split, evaluates on the official test split (`actiontrain eval --report`),
+and prints accuracy per seed, mean and standard deviation, training time and model size.
+`--loso` (UTKinect) adds leave-one-subject-out over all 10 subjects (seed 0). Settings were
+chosen by cross-validation on the training split (scripts/protocols/sweep.py), never on the
+test split. Penn Action and UTKinect data stay outside the repository (their terms).
+"""
+import argparse, json, os, re, statistics, subprocess, sys, time
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+shared = os.path.join(os.path.dirname(root), "shared", "datasets")
+DATASETS = {  # protocol: (importer kind, folder under ../shared/datasets, config)
+    "natops": ("natops", "natops", "configs/natops.json"),
+    "penn-action": ("penn-action", "penn_action", "configs/penn-action.json"),
+    "utkinect": ("utkinect", "utkinect_action3d", "configs/utkinect.json"),
+}
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("protocol", choices=sorted(DATASETS))
+ap.add_argument("--source", help="dataset folder (default ../shared/datasets/<name>)")
+ap.add_argument("--seeds", default="0,1,2")
+ap.add_argument("--out", default="runs/protocols")
+ap.add_argument("--loso", action="store_true", help="UTKinect: also leave-one-subject-out over all subjects")
+args = ap.parse_args()
+kind, folder, config = DATASETS[args.protocol]
+source = args.source or os.path.join(shared, folder)
+out = os.path.join(root, args.out, args.protocol)
+os.makedirs(out, exist_ok=True)
+
+
+def sh(*cmd):
+    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}\n{r.stderr.strip()}")
+    return r.stdout
+
+
+sh("swift", "build", "-c", "release", "--product", "actiontrain")
+binary = sh("swift", "build", "-c", "release", "--show-bin-path").strip() + "/actiontrain"
+data = os.path.join(out, "data.jsonl")
+print(sh(binary, "import", kind, source, "--out", data, "--force").strip())
+
+
+def train_and_eval(data, run, seed):
+    t = time.time()
+    log = sh(binary, "fit", data, "--config", os.path.join(root, config), "--seed", str(seed), "--out", run, "--force")
+    seconds = float(re.search(r"trained in ([0-9.]+) s", log).group(1)) if "trained in" in log else time.time() - t
+    sh(binary, "eval", f"{run}/model.atm", data, "--split", "test", "--report", f"{run}/test-report", "--force")
+    report = json.load(open(f"{run}/test-report/report.json"))
+    level = report[report["headline"]]
+    return level["accuracy"], level["macroF1"], seconds, os.path.getsize(f"{run}/model.atm")
+
+
+def summary(name, rows):
+    accs = [r[0] for r in rows]
+    sd = statistics.stdev(accs) if len(accs) > 1 else 0.0
+    print(f"{name}: accuracy {statistics.mean(accs):.4f} ± {sd:.4f} (per run: {', '.join(f'{a:.4f}' for a in accs)}), "
+          f"macro-F1 {statistics.mean(r[1] for r in rows):.4f}, training {statistics.mean(r[2] for r in rows):.1f} s "
+          f"(max {max(r[2] for r in rows):.1f}), model {rows[0][3] / 1024:.0f} KiB")
+
+
+rows = []
+for seed in [int(s) for s in args.seeds.split(",")]:
+    rows.append(train_and_eval(data, os.path.join(out, f"seed{seed}"), seed))
+    print(f"  seed {seed}: accuracy {rows[-1][0]:.4f}, {rows[-1][2]:.1f} s", flush=True)
+summary(f"{args.protocol} official split", rows)
+
+if args.loso:
+    lines = open(data).read().splitlines()
+    seqs = [json.loads(l) for l in lines[1:] if l.strip()]
+    folds = []
+    for subject in sorted({q["group"] for q in seqs}):
+        path = os.path.join(out, f"loso-{subject}.jsonl")
+        with open(path, "w") as f:
+            f.write(lines[0] + "\n")
+            for q in seqs:
+                f.write(json.dumps(dict(q, split="test" if q["group"] == subject else "train")) + "\n")
+        folds.append(train_and_eval(path, os.path.join(out, f"loso-{subject}"), 0))
+        print(f"  test subject {subject}: accuracy {folds[-1][0]:.4f}", flush=True)
+    total = sum(len([q for q in seqs if q["group"] == s]) for s in sorted({q["group"] for q in seqs}))
+    pooled = sum(a * len([q for q in seqs if q["group"] == s]) for a, s in zip([r[0] for r in folds], sorted({q["group"] for q in seqs}))) / total
+    summary("leave-one-subject-out (mean over subjects)", folds)
+    print(f"leave-one-subject-out, pooled over all {total} sequences: accuracy {pooled:.4f}")
