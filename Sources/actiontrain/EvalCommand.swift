@@ -17,6 +17,7 @@ enum EvalCommand {
             Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
             Option("report", value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
             Option("json", value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
+            Option("use-events", help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
             Option("force", help: "Replace output files that actiontrain did not write."),
             Option("bootstrap", value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
             Option("seed", value: "N", help: "Seed of the bootstrap (default 0)."),
@@ -72,25 +73,9 @@ enum EvalCommand {
         }
         let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
         guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
-        let windows = try WindowSet(dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes)
-        let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
-
-        let ids = sequenceIDs(dataset, indices)
-        let table = try PredictionTable(
-            sequence: windows.sources.map { ids[$0.sequence]! }, start: windows.sources.map(\.start), truth: windows.labels,
-            probabilities: probabilities, classes: model.classes.count)
-        let data = DataInfo(
-            name: dataset.name, path: dataPath, hash: dataset.contentHash, split: split,
-            windowFrames: model.input.window.frames, stride: stride)
-        let report: EvalReport
-        do {
-            report = try EvalReport.evaluate(
-                classes: model.classes, windows: table, model: modelInfo(model.header, path: modelPath), data: data,
-                settings: settings, tool: ActionRuntimeInfo.tool)
-        } catch let e as EvalError {
-            throw CLIError.failure("\(dataPath) (split \(split ?? "all")): \(e)")
-        }
-
+        let report = try evaluate(
+            model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
+            stride: stride, useEvents: args.has("use-events"), settings: settings)
         out.write(TextReport.render(report))
         if let path = args.value("json") { try write(try ReportJSON.encode(report), to: path) }
         if let dir = reportDir {
@@ -110,6 +95,31 @@ enum EvalCommand {
             }
             out.line("")
             try GateOptions.gate(comparison, policy: policy, args: args, out: &out)
+        }
+    }
+
+    /// Cuts the sequences at `indices` into the model's windows, runs the model and scores
+    /// them at the window and sequence level (`fit` uses it for its validation report).
+    static func evaluate(
+        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, indices: [Int], split: String?,
+        stride: Int, useEvents: Bool, settings: EvalSettings
+    ) throws -> EvalReport {
+        let windows = try WindowSet(
+            dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes, useEvents: useEvents)
+        let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
+        let ids = sequenceIDs(dataset, indices)
+        let table = try PredictionTable(
+            sequence: windows.sources.map { ids[$0.sequence]! }, start: windows.sources.map(\.start), truth: windows.labels,
+            probabilities: probabilities, classes: model.classes.count)
+        let data = DataInfo(
+            name: dataset.name, path: dataPath, hash: dataset.contentHash, split: split,
+            windowFrames: model.input.window.frames, stride: stride)
+        do {
+            return try EvalReport.evaluate(
+                classes: model.classes, windows: table, model: modelInfo(model.header, path: modelPath), data: data,
+                settings: settings, tool: ActionRuntimeInfo.tool)
+        } catch let e as EvalError {
+            throw CLIError.failure("\(dataPath) (split \(split ?? "all")): \(e)")
         }
     }
 

@@ -39,6 +39,8 @@ enum FitCommand {
         /// Precomputed features, or windows augmented afresh every epoch.
         var train: BatchSource
         var validation: TensorSet?
+        /// Dataset indices of the validation sequences (for the sequence-level report).
+        var validationIndices: [Int]
         var network: Network
         var trainer: Trainer
     }
@@ -143,7 +145,7 @@ enum FitCommand {
                 + "OpenBLAS \(BLAS.coreName) x\(config.threads)")
         return Run(
             dataPath: dataPath, dataset: dataset, runDir: runDir, config: config, input: input, train: train,
-            validation: validation, network: network, trainer: trainer)
+            validation: validation, validationIndices: validIdx, network: network, trainer: trainer)
     }
 
     /// Trains, checkpointing after every epoch, then writes the model and the reports.
@@ -236,17 +238,10 @@ enum FitCommand {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         var metrics: [String: Double] = [:]  // deterministic only: identical runs give identical model files
         if let last = run.trainer.progress.records.last { metrics["epochs"] = Double(last.epoch) }
-        var reportText = ""
         if let validation = run.validation {
             let (vl, va) = run.trainer.evaluate(validation)
             metrics["validationAccuracy"] = va
             metrics["validationLoss"] = vl
-            let predicted = Inference.probabilities(run.network, features: validation.features, count: validation.count)
-            let report = try Reports.classification(
-                classes: run.dataset.classes, truth: validation.labels, probabilities: predicted)
-            reportText = report.render()
-            try write(try encoder.encode(report), to: "\(run.runDir)/report.json")
-            try write(Data(reportText.utf8), to: "\(run.runDir)/report.txt")
         }
         let provenance = ModelHeader.Provenance(
             datasetHash: run.dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: run.config.seed,
@@ -254,9 +249,28 @@ enum FitCommand {
         let modelBytes = try ModelFile.encode(
             classes: run.dataset.classes, input: run.input, network: run.network, provenance: provenance,
             trainingFrameRate: run.dataset.frameRate)
-        try write(Data(modelBytes), to: "\(run.runDir)/model.atm")
-        if !reportText.isEmpty { out.write("\nvalidation report\n" + reportText) }
-        out.line(String(format: "fit: trained in %.1f s; wrote %@/model.atm", seconds, run.runDir))
+        let modelPath = "\(run.runDir)/model.atm"
+        try write(Data(modelBytes), to: modelPath)
+        if !run.validationIndices.isEmpty {
+            // The validation report comes from the file just written, through eval's own path:
+            // what it shows is what `actiontrain eval` and the runtime will see.
+            let model = try ActionModel(bytes: modelBytes)
+            do {
+                let report = try EvalCommand.evaluate(
+                    model: model, modelPath: modelPath, dataset: run.dataset, dataPath: run.dataPath,
+                    indices: run.validationIndices, split: "validation", stride: run.config.windowStride,
+                    useEvents: run.config.useEvents, settings: EvalSettings())
+                let text = TextReport.render(report)
+                try write(try ReportJSON.encode(report), to: "\(run.runDir)/report.json")
+                try write(Data(text.utf8), to: "\(run.runDir)/report.txt")
+                out.write("\nvalidation report\n" + text)
+            } catch let e as CLIError {
+                // The model is written; a validation set the report cannot score (e.g. one class)
+                // only costs the report.
+                out.note("warning: no validation report: \(e)\n")
+            }
+        }
+        out.line(String(format: "fit: trained in %.1f s; wrote %@", seconds, modelPath))
     }
 
     /// Training and validation sequence indices: the data's own split when it has one.

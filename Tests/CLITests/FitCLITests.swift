@@ -1,6 +1,7 @@
 @testable import ActionRuntime
 @testable import ActionTrain
 @testable import actiontrain
+import Eval
 import TestSupport
 import XCTest
 
@@ -140,6 +141,11 @@ final class FitCLITests: XCTestCase {
         for name in ["curves.svg", "checkpoint.atc", "config.json", "report.txt"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/b/\(name)"), name)
         }
+        // The validation report is eval's own report of the written model on the held-out sequences.
+        let report = try ReportJSON.read("\(dir)/b/report.json")
+        XCTAssertEqual(report.data.split, "validation")
+        let held = try XCTUnwrap(straight.out.firstMatch(of: try Regex(#", (\d+) validation sequences"#))?.output[1].substring)
+        XCTAssertEqual(report.sequence?.samples, Int(held))
         // A finished run resumed again has nothing to train and writes the same model.
         let again = run(["fit", "--resume", "\(dir)/b"])
         XCTAssertEqual(again.code, 0, again.err)
