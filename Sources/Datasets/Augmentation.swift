@@ -395,19 +395,7 @@ public struct Augmenter: Sendable {
             }
         }
         if count > 0 {
-            // Insertion sort of at most F values, then the median.
-            let v = ws.lengths
-            for i in 1..<count {
-                let x = v[i]
-                var k = i - 1
-                while k >= 0 && v[k] > x {
-                    v[k + 1] = v[k]
-                    k -= 1
-                }
-                v[k + 1] = x
-            }
-            let m = count / 2
-            let median = count % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
+            let median = FeatureExtractor.median(ws.lengths, count)
             if median > 0 { return median }
         }
         var ss: Float = 0, n = 0

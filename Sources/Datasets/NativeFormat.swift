@@ -97,21 +97,7 @@ public enum NativeFormat {
         }
     }
 
-    static func jsonString(_ s: String) -> String {
-        var r = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": r += "\\\""
-            case "\\": r += "\\\\"
-            case "\n": r += "\\n"
-            case "\r": r += "\\r"
-            case "\t": r += "\\t"
-            default:
-                if u.value < 0x20 { r += String(format: "\\u%04x", u.value) } else { r.unicodeScalars.append(u) }
-            }
-        }
-        return r + "\""
-    }
+    static func jsonString(_ s: String) -> String { JSONText.quote(s) }
 }
 
 /// Joint names as bytes for allocation-free lookup of JSON keys and CSV headers.

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// Formatting and escaping shared by the report writers.
 enum Text {
@@ -89,23 +90,5 @@ enum Text {
     }
 
     /// A JSON string literal with quotes.
-    static func json(_ s: String) -> String {
-        var out = "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if c.value < 0x20 {
-                    out += String(format: "\\u%04x", c.value)
-                } else {
-                    out.unicodeScalars.append(c)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func json(_ s: String) -> String { JSONText.quote(s) }
 }

@@ -344,7 +344,7 @@ public struct FeatureExtractor: Sendable {
     }
 
     /// Median of `v[0..<n]` (mean of the two middle values for even n); sorts in place.
-    static func median(_ v: UnsafeMutablePointer<Float>, _ n: Int) -> Float {
+    public static func median(_ v: UnsafeMutablePointer<Float>, _ n: Int) -> Float {
         if n <= 64 {
             for i in 1..<max(n, 1) {
                 let x = v[i]

@@ -158,19 +158,5 @@ enum PredictCommand {
     }
 
     /// A JSON string literal.
-    static func json(_ s: String) -> String {
-        var r = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": r += "\\\""
-            case "\\": r += "\\\\"
-            case "\n": r += "\\n"
-            case "\r": r += "\\r"
-            case "\t": r += "\\t"
-            default:
-                if u.value < 0x20 { r += String(format: "\\u%04x", u.value) } else { r.unicodeScalars.append(u) }
-            }
-        }
-        return r + "\""
-    }
+    static func json(_ s: String) -> String { JSONText.quote(s) }
 }
