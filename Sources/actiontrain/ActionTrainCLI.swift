@@ -21,15 +21,16 @@ struct Output {
 
 @main
 enum ActionTrainCLI {
+    /// In workflow order: get data in, look at it, train, evaluate, use the model.
     static let commands: [Command] = [
+        Command(spec: ImportCommand.spec, run: ImportCommand.run),
+        Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
+        Command(spec: InspectCommand.spec, run: InspectCommand.run),
         Command(spec: FitCommand.spec, run: FitCommand.run),
         Command(spec: EvalCommand.spec, run: EvalCommand.run),
         Command(spec: CompareCommand.spec, run: CompareCommand.run),
-        Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
         Command(spec: PredictCommand.spec, run: PredictCommand.run),
         Command(spec: ExportCommand.spec, run: ExportCommand.run),
-        Command(spec: InspectCommand.spec, run: InspectCommand.run),
-        Command(spec: ImportCommand.spec, run: ImportCommand.run),
     ]
 
     static var help: String {
