@@ -15,7 +15,7 @@ MAGIC = b"\x89ATM\r\n\x1a\n"
 
 
 class ModelFileError(Exception):
-    pass
+    """A file this reader must reject (docs/format.md section 2)."""
 
 
 def read_model(path):
@@ -24,7 +24,7 @@ def read_model(path):
     if b[:8] != MAGIC[:len(b[:8])] or not b:
         raise ModelFileError("not an actiontrain model file")
     if len(b) < 64:
-        raise ModelFileError("truncated")
+        raise ModelFileError("truncated")  # the preamble is 64 bytes
     major, minor, _flags, H, D, hcrc, dcrc, total = struct.unpack_from("<HHIQQIIQ", b, 8)
     if major != 1:
         raise ModelFileError(f"unsupported major version {major}")
@@ -50,10 +50,6 @@ def read_model(path):
 
 # ---- layers (section 4): activations are [B, T, C] float32 ----
 
-def gelu(x):
-    return (0.5 * x * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x ** 3)))).astype(np.float32)
-
-
 def conv1d(x, w, b, stride, dilation, padding):
     B, T, I = x.shape
     O, K, _ = w.shape
@@ -76,7 +72,7 @@ def layer_norm(x, L, g, b):
 LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name)
     "linear": lambda x, L, t: x @ t("weight").T + t("bias"),
     "relu": lambda x, L, t: np.maximum(x, 0),
-    "gelu": lambda x, L, t: gelu(x),
+    "gelu": lambda x, L, t: 0.5 * x * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x ** 3))),
     "dropout": lambda x, L, t: x,
     "layerNorm": lambda x, L, t: layer_norm(x, L, t("gamma"), t("beta")),
     "conv1d": lambda x, L, t: conv1d(x, t("weight"), t("bias"), L["stride"], L["dilation"], L["padding"]),
@@ -97,11 +93,6 @@ def forward(layers, x, tensors, prefix):
             raise ModelFileError(f"unknown layer type {L['type']}")
         x = x.astype(np.float32)
     return x
-
-
-def logits(h, tensors, x):
-    """x: [N, T, C] -> logits [N, K]."""
-    return forward(h["layers"], x.astype(np.float32), tensors, "layers.")[:, 0, :]
 
 
 # ---- input (section 5): one window of poses -> [T, C] ----
@@ -162,11 +153,10 @@ def features(inp, coords, present, conf):
         if bones else np.zeros((F, 0, D), np.float32)
     make = {"coordinates": xyz.reshape(F, J * D), "confidence": np.where(pres, conf, 0), "mask": pres.astype(np.float32),
             "motion": motion.reshape(F, J * D), "bones": bone.reshape(F, len(bones) * D)}
-    unknown = [b for b in inp["channels"] if b not in make]
-    if unknown:
-        raise ModelFileError(f"unknown channel block {unknown[0]}")
-    blocks = [make[b] for b in inp["channels"]]
-    return np.concatenate(blocks, 1).astype(np.float32)
+    for b in inp["channels"]:
+        if b not in make:
+            raise ModelFileError(f"unknown channel block {b}")
+    return np.concatenate([make[b] for b in inp["channels"]], 1).astype(np.float32)
 
 
 def main():
@@ -195,7 +185,7 @@ def main():
         print(f"{a.model}: {len(h['layers'])} layers, input [{T}, {C}], classes {h['classes']}, "
               f"{sum(int(np.prod(t.shape)) for t in tensors.values())} parameters")
         return
-    z = logits(h, tensors, x)
+    z = forward(h["layers"], x.astype(np.float32), tensors, "layers.")[:, 0, :]  # [N, 1, K] -> [N, K]
     json.dump({"features": x.reshape(len(x), -1).tolist(), "logits": z.tolist()}, sys.stdout)
 
 
