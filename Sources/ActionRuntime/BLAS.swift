@@ -1,4 +1,5 @@
 import CBLAS
+import Dispatch
 
 /// The only place that calls into OpenBLAS. Matrices are row-major. A single-row product
 /// (m = 1) goes to `cblas_sgemv`, the rest to `cblas_sgemm`.
@@ -16,6 +17,7 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         guard m > 0 && n > 0 else { return }
+        if let r = recording { r.add(m, n, k, transposeA, transposeB, beta, lda, ldb, ldc) }
         if k == 0 {
             // BLAS leaves C untouched for k == 0 only when beta == 1; be explicit.
             for i in 0..<m { for j in 0..<n { c[i * ldc + j] *= beta } }
@@ -34,10 +36,82 @@ public enum BLAS {
             Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
     }
 
-    /// Threads OpenBLAS uses for one GEMM.
+    /// Threads OpenBLAS uses for one GEMM, and the most threads a layer splits its own work
+    /// over (`parallel`). Inside `parallel` it reads 1.
     public static var threads: Int {
         get { Int(openblas_get_num_threads()) }
         set { openblas_set_num_threads(Int32(max(1, newValue))) }
+    }
+
+    /// Runs `body(part)` for every `part` in `0..<parts`, concurrently on up to `parts` threads,
+    /// with OpenBLAS limited to one thread per call meanwhile (restored afterwards): independent
+    /// single-threaded GEMM streams, one per core. Each part must write only its own outputs.
+    /// Which thread runs a part never changes its result, so a fixed `parts` gives the same
+    /// bits every time. The threads are `WorkerTeam`'s (Dispatch's before macOS 15).
+    ///
+    /// OpenBLAS 0.3.21's pthread build runs a one-thread call entirely in the calling thread
+    /// (its buffer allocator is locked), so concurrent one-thread calls are safe (the tests
+    /// and `actiontrain-bench layers` compare them with serial ones); calls that use its own
+    /// worker threads would be serialised by a lock. Nested calls run their parts one after
+    /// another (`threads` reads 1 inside).
+    public static func parallel(_ parts: Int, _ body: (Int) -> Void) {
+        guard parts > 1 else {
+            if parts == 1 { body(0) }
+            return
+        }
+        let saved = openblas_get_num_threads()
+        openblas_set_num_threads(1)
+        if let r = recording {
+            r.inParallel = true
+            for p in 0..<parts {
+                r.part = p
+                body(p)
+            }
+            (r.inParallel, r.part) = (false, 0)
+            r.region += 1
+        } else if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
+            WorkerTeam.shared.run(parts, body)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: parts, execute: body)
+        }
+        openblas_set_num_threads(saved)
+    }
+
+    /// The shapes of the GEMMs run while it is set, and how `parallel` grouped them, so that a
+    /// benchmark can replay a step's exact GEMMs alone. While recording, `parallel` runs its
+    /// parts one after another on the calling thread.
+    public final class Recording {
+        public struct Call: Sendable {
+            public let m: Int, n: Int, k: Int, transposeA: Bool, transposeB: Bool, beta: Float
+            public let lda: Int, ldb: Int, ldc: Int
+            /// Calls with the same region ran in one `parallel` (or alone); `part` is theirs.
+            public let region: Int, part: Int
+        }
+        public private(set) var calls: [Call] = []
+        var region = 0, part = 0, inParallel = false
+        public init() {}
+        func add(_ m: Int, _ n: Int, _ k: Int, _ ta: Bool, _ tb: Bool, _ beta: Float, _ lda: Int, _ ldb: Int, _ ldc: Int) {
+            calls.append(Call(m: m, n: n, k: k, transposeA: ta, transposeB: tb, beta: beta, lda: lda, ldb: ldb, ldc: ldc, region: region, part: part))
+            if !inParallel { region += 1 }  // a call outside `parallel` is a region of its own
+        }
+    }
+    nonisolated(unsafe) public static var recording: Recording?
+
+    /// Splits `0..<count` into up to `threads` contiguous ranges of at least `minimum` items
+    /// each, with boundaries on multiples of `alignment` (16 floats: parts never share a cache
+    /// line of a 64-byte-aligned buffer), and runs `body` on them with `parallel`. For
+    /// elementwise loops over large activations.
+    public static func parallelRanges(_ count: Int, minimum: Int, alignment: Int = 16, _ body: (Range<Int>) -> Void) {
+        let parts = max(1, min(threads, count / max(1, minimum)))
+        guard parts > 1 else {
+            body(0..<count)
+            return
+        }
+        let step = ((count + parts - 1) / parts + alignment - 1) / alignment * alignment
+        parallel(parts) { p in
+            let lo = min(count, p * step), hi = min(count, lo + step)
+            if lo < hi { body(lo..<hi) }
+        }
     }
 
     /// The OpenBLAS kernel in use (e.g. `Haswell`).
@@ -68,3 +142,4 @@ public enum BLAS {
         }
     }
 }
+

@@ -39,45 +39,21 @@ enum LayersBench {
         ],
         ceiling: [1: 42_447, 2: 78_532], torchTrain: [1: 9_943, 2: 15_652], torchLatency: [1: 53.7, 2: 54.2])
 
-    /// One GEMM call of a step: `c[m, n] (+)= op(a)[m, k] · op(b)[k, n]`.
-    struct Gemm {
-        let m: Int, n: Int, k: Int, ta: Bool, tb: Bool, beta: Float
-    }
-
-    /// The GEMMs a training step of `layers` runs (forward, then backward in reverse order;
-    /// the first layer with parameters computes no input gradient).
-    static func gemms(_ layers: [LayerSpec], input: Shape, batch: Int) -> [Gemm] {
-        var shape = input, forward: [Gemm] = [], backward: [[Gemm]] = [], first = true
-        for spec in layers {
-            switch spec {
-            case .linear(let i, let o):
-                let r = batch * shape.time
-                forward.append(Gemm(m: r, n: o, k: i, ta: false, tb: true, beta: 1))
-                var b = [Gemm(m: o, n: i, k: r, ta: true, tb: false, beta: 1)]
-                if !first { b.append(Gemm(m: r, n: i, k: o, ta: false, tb: false, beta: 0)) }
-                backward.append(b)
-                shape = Shape(time: shape.time, channels: o)
-                first = false
-            case .conv1d(let i, let o, let k, let s, let d, let p):
-                // Conv1d runs its GEMMs per chunk of batch elements whose im2col matrix fits in
-                // 2^20 floats (Conv1d.chunk).
-                let t = (shape.time + 2 * p - d * (k - 1) - 1) / s + 1, chunk = max(1, (1 << 20) / (t * k * i))
-                var b: [Gemm] = []
-                for b0 in stride(from: 0, to: batch, by: chunk) {
-                    let r = min(chunk, batch - b0) * t
-                    forward.append(Gemm(m: r, n: o, k: k * i, ta: false, tb: true, beta: 1))
-                    b.append(Gemm(m: o, n: k * i, k: r, ta: true, tb: false, beta: 1))
-                    if !first { b.append(Gemm(m: r, n: k * i, k: o, ta: false, tb: false, beta: 0)) }
-                }
-                backward.append(b)
-                shape = Shape(time: t, channels: o)
-                first = false
-            case .flatten: shape = Shape(time: 1, channels: shape.count)
-            case .globalAveragePool, .globalMaxPool: shape = Shape(time: 1, channels: shape.channels)
-            default: break
-            }
-        }
-        return forward + backward.reversed().flatMap { $0 }
+    /// The GEMM calls of one training step of `network` at `batch` (zeroGradients, forward in
+    /// training mode, backward), exactly as its layers make them, grouped as they run
+    /// (`BLAS.Recording`).
+    static func stepGEMMs(_ network: Network, batch: Int) -> [BLAS.Recording.Call] {
+        var g = SeededGenerator(seed: 9)
+        let x = (0..<(batch * network.inputShape.count)).map { _ in g.nextSymmetric(1) }
+        let dlogits = (0..<(batch * network.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
+        let recording = BLAS.Recording()
+        BLAS.recording = recording
+        defer { BLAS.recording = nil }
+        var mode = ForwardMode.training(seed: 3)
+        network.zeroGradients()
+        x.withUnsafeBufferPointer { _ = network.forward($0.baseAddress!, batch: batch, mode: &mode) }
+        dlogits.withUnsafeBufferPointer { _ = network.backward($0.baseAddress!, batch: batch) }
+        return recording.calls
     }
 
     static func row(_ cells: [String], _ widths: [Int]) -> String {
@@ -127,7 +103,7 @@ enum LayersBench {
                         }
                     }
                     let step = measure()
-                    let gemmTime = replay(gemms(model.layers, input: model.input, batch: batch), cpu: cpu)
+                    let gemmTime = replay(stepGEMMs(net, batch: batch), cpu: cpu)
                     let wps = Double(batch) / step
                     let ceiling = model.ceiling[threads]!, torch = model.torchTrain[threads]!
                     print(
@@ -226,33 +202,57 @@ enum LayersBench {
         }
     }
 
-    /// Median seconds for one replay of `calls` on buffers of the right sizes.
-    static func replay(_ calls: [Gemm], cpu: Bool) -> Double {
-        // Calls of the same shape share buffers, as a chunked convolution reuses its im2col
-        // buffer (separate buffers per chunk would make the replay slower than the step).
+    /// Median seconds for one replay of `calls` (`stepGEMMs`) on buffers of the right sizes:
+    /// each region's parts at once with `BLAS.parallel`, as the layers ran them.
+    static func replay(_ calls: [BLAS.Recording.Call], cpu: Bool) -> Double {
+        // Calls of the same shape and part share buffers, as a layer reuses its buffers for
+        // every chunk (separate buffers per call would make the replay slower than the step).
+        typealias Call = BLAS.Recording.Call
         var index: [String: Int] = [:], slot: [Int] = []
-        var buffers: [([Float], [Float])] = [], cs: [[Float]] = []
+        var buffers: [(a: [Float], b: [Float], c: [Float])] = []
         for c in calls {
-            let key = "\(c.m) \(c.n) \(c.k) \(c.ta) \(c.tb)"
+            let key = "\(c.m) \(c.n) \(c.k) \(c.transposeA) \(c.transposeB) \(c.lda) \(c.ldb) \(c.ldc) \(c.part)"
             if index[key] == nil {
                 index[key] = buffers.count
-                buffers.append(([Float](repeating: 0.01, count: c.m * c.k), [Float](repeating: 0.01, count: c.k * c.n)))
-                cs.append([Float](repeating: 0, count: c.m * c.n))
+                let aRows = c.transposeA ? c.k : c.m, bRows = c.transposeB ? c.n : c.k
+                buffers.append(
+                    ([Float](repeating: 0.01, count: aRows * c.lda), [Float](repeating: 0.01, count: bRows * c.ldb),
+                     [Float](repeating: 0, count: c.m * c.ldc)))
             }
             slot.append(index[key]!)
         }
+        // Regions in order: [(parts, calls of each part)].
+        var regions: [[[Int]]] = []
+        var last = -1
+        for (i, c) in calls.enumerated() {
+            if c.region != last {
+                regions.append([])
+                last = c.region
+            }
+            while regions[regions.count - 1].count <= c.part { regions[regions.count - 1].append([]) }
+            regions[regions.count - 1][c.part].append(i)
+        }
+        let pointers = buffers.map { b -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) in
+            func copy(_ v: [Float]) -> UnsafeMutablePointer<Float> {
+                let p = UnsafeMutablePointer<Float>.allocate(capacity: v.count)
+                p.initialize(from: v, count: v.count)
+                return p
+            }
+            return (copy(b.a), copy(b.b), copy(b.c))
+        }
+        defer { for p in pointers { p.0.deallocate(); p.1.deallocate(); p.2.deallocate() } }
+        func run(_ i: Int) {
+            let c = calls[i], (a, b, out) = pointers[slot[i]]
+            BLAS.gemm(
+                transposeA: c.transposeA, transposeB: c.transposeB, m: c.m, n: c.n, k: c.k, a: a, lda: c.lda, b: b,
+                ldb: c.ldb, beta: c.beta, c: out, ldc: c.ldc)
+        }
         return median(cpu: cpu) {
-            for (call, c) in calls.enumerated() {
-                let j = slot[call]
-                buffers[j].0.withUnsafeBufferPointer { a in
-                    buffers[j].1.withUnsafeBufferPointer { b in
-                        cs[j].withUnsafeMutableBufferPointer { out in
-                            BLAS.gemm(
-                                transposeA: c.ta, transposeB: c.tb, m: c.m, n: c.n, k: c.k, a: a.baseAddress!,
-                                lda: c.ta ? c.m : c.k, b: b.baseAddress!, ldb: c.tb ? c.k : c.n, beta: c.beta,
-                                c: out.baseAddress!, ldc: c.n)
-                        }
-                    }
+            for region in regions {
+                if region.count == 1 {
+                    for i in region[0] { run(i) }
+                } else {
+                    BLAS.parallel(region.count) { p in for i in region[p] { run(i) } }
                 }
             }
         }

@@ -53,10 +53,10 @@ enum TrainBench {
             (trainer.optimizer as? SGD)?.threads = t
         }
         var epochSeconds: [Double] = [], epochLoss: [Double] = []
-        try trainer.fit(train: train, validation: nil) { r in
+        try trainer.fit(train: train, validation: nil, onEpoch: { r in
             epochSeconds.append(r.seconds)
             epochLoss.append(r.trainLoss)
-        }
+        })
         let timed = epochSeconds.count >= 4 ? Array(epochSeconds[1..<4]) : Array(epochSeconds.dropFirst())
         let wps = Double(train.count) / (timed.reduce(0, +) / Double(max(1, timed.count)))
         let trainAccuracy = trainer.evaluate(train).accuracy
@@ -82,7 +82,7 @@ enum TrainBench {
             out["subnormal_state_share"] = Double(subnormal) / Double(2 * adam.m.count)
         }
         if args.contains("--ceiling") {
-            let gemm = LayersBench.replay(LayersBench.gemms(layers, input: input, batch: config.batchSize), cpu: false)
+            let gemm = LayersBench.replay(LayersBench.stepGEMMs(network, batch: config.batchSize), cpu: false)
             out["gemm_bound_windows_per_s"] = (Double(config.batchSize) / gemm).rounded()
         }
         if let share = load.share() { out["foreign_load"] = round4(share) }

@@ -23,47 +23,167 @@ final class Conv1dTests: XCTestCase {
         Case(batch: 3, time: 45, inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2),  // reference conv1
     ]
 
-    func testFastPathMatchesDirectLoops() throws {
-        // Each case whole, then in chunks of 1 and 2 batch elements (as large batches run).
-        for c in Self.cases {
-          for chunk in [0, 1, 2] where chunk < c.batch {
-            let spec = LayerSpec.conv1d(
-                inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, stride: c.stride, dilation: c.dilation, padding: c.padding)
-            let layer = try XCTUnwrap(try makeLayer(spec, input: Shape(time: c.time, channels: c.inputs), path: "0") as? Conv1d)
-            if chunk > 0 { layer.chunk = chunk }
-            let label = "\(c), chunk \(layer.chunk)"
-            let P = layer.parameterCount
-            var params = [Float](repeating: 0, count: P), grads = [Float](repeating: 0, count: P)
-            var g = SeededGenerator(seed: 11)
-            // Start the gradients at known values to check that backward accumulates.
-            for i in 0..<P { grads[i] = g.nextSymmetric(1) }
-            let before = grads
-            let x = (0..<(c.batch * c.time * c.inputs)).map { _ in g.nextSymmetric(1) }
-            let dy = (0..<(c.batch * layer.outputTime * c.outputs)).map { _ in g.nextSymmetric(1) }
-            try params.withUnsafeMutableBufferPointer { p in
-                try grads.withUnsafeMutableBufferPointer { d in
-                    layer.bind(parameters: p.baseAddress!, gradients: d.baseAddress!)
-                    var initG = SeededGenerator(seed: 12)
-                    layer.initialize(using: &initG)
-                    try x.withUnsafeBufferPointer { xp in
-                        var mode = ForwardMode.training(seed: 1)
-                        let y = layer.forward(xp.baseAddress!, batch: c.batch, mode: &mode)
-                        let yFast = Array(UnsafeBufferPointer(start: y, count: dy.count))
-                        assertClose(yFast, layer.referenceForward(xp.baseAddress!, batch: c.batch), absolute: 1e-5, relative: 1e-5, "forward \(label)")
-                        let dxFast = try dy.withUnsafeBufferPointer { dyp in
-                            let dx = try XCTUnwrap(layer.backward(dyp.baseAddress!, batch: c.batch, needInputGradient: true))
-                            return Array(UnsafeBufferPointer(start: dx, count: x.count))
-                        }
-                        let ref = dy.withUnsafeBufferPointer { layer.referenceBackward(xp.baseAddress!, $0.baseAddress!, batch: c.batch) }
-                        assertClose(dxFast, ref.dx, absolute: 1e-5, relative: 1e-5, "dx \(label)")
-                        let W = c.outputs * c.kernel * c.inputs
-                        let dW = (0..<W).map { d[$0] - before[$0] }, db = (W..<P).map { d[$0] - before[$0] }
-                        assertClose(dW, ref.dWeight, absolute: 1e-5, relative: 1e-5, "dW \(label)")
-                        assertClose(db, ref.dBias, absolute: 1e-5, relative: 1e-5, "dbias \(label)")
+    /// Runs one forward and backward of `layer` on seeded data and compares output, dx, dW and
+    /// dbias with the direct loops (backward must accumulate onto gradients that start at
+    /// known values). Returns output and gradients for bit comparisons.
+    @discardableResult
+    func checkAgainstDirectLoops(
+        _ layer: Conv1d, batch: Int, _ label: String, tolerance: Float = 1e-5, weightTolerance: Float = 1e-5
+    ) throws -> [Float] {
+        let P = layer.parameterCount
+        var params = [Float](repeating: 0, count: P), grads = [Float](repeating: 0, count: P)
+        var g = SeededGenerator(seed: 11)
+        for i in 0..<P { grads[i] = g.nextSymmetric(1) }
+        let before = grads
+        let x = (0..<(batch * layer.inputTime * layer.inputs)).map { _ in g.nextSymmetric(1) }
+        let dy = (0..<(batch * layer.outputTime * layer.outputs)).map { _ in g.nextSymmetric(1) }
+        var result: [Float] = []
+        try params.withUnsafeMutableBufferPointer { p in
+            try grads.withUnsafeMutableBufferPointer { d in
+                layer.bind(parameters: p.baseAddress!, gradients: d.baseAddress!)
+                var initG = SeededGenerator(seed: 12)
+                layer.initialize(using: &initG)
+                try x.withUnsafeBufferPointer { xp in
+                    var mode = ForwardMode.training(seed: 1)
+                    let y = layer.forward(xp.baseAddress!, batch: batch, mode: &mode)
+                    let yFast = Array(UnsafeBufferPointer(start: y, count: dy.count))
+                    let t = tolerance
+                    assertClose(yFast, layer.referenceForward(xp.baseAddress!, batch: batch), absolute: t, relative: t, "forward \(label)")
+                    let dxFast = try dy.withUnsafeBufferPointer { dyp in
+                        let dx = try XCTUnwrap(layer.backward(dyp.baseAddress!, batch: batch, needInputGradient: true))
+                        return Array(UnsafeBufferPointer(start: dx, count: x.count))
                     }
+                    let ref = dy.withUnsafeBufferPointer { layer.referenceBackward(xp.baseAddress!, $0.baseAddress!, batch: batch) }
+                    assertClose(dxFast, ref.dx, absolute: t, relative: t, "dx \(label)")
+                    let W = layer.outputs * layer.kernel * layer.inputs
+                    let dW = (0..<W).map { d[$0] - before[$0] }, db = (W..<P).map { d[$0] - before[$0] }
+                    assertClose(dW, ref.dWeight, absolute: weightTolerance, relative: t, "dW \(label)")
+                    assertClose(db, ref.dBias, absolute: t, relative: t, "dbias \(label)")
+                    result = yFast + dxFast + Array(d)
                 }
             }
-          }
+        }
+        return result
+    }
+
+    func makeConv(_ c: Case) throws -> Conv1d {
+        let spec = LayerSpec.conv1d(
+            inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, stride: c.stride, dilation: c.dilation, padding: c.padding)
+        return try XCTUnwrap(try makeLayer(spec, input: Shape(time: c.time, channels: c.inputs), path: "0") as? Conv1d)
+    }
+
+    func testIm2colMatchesDirectLoops() throws {
+        // Each case whole, then in chunks of 1 and 2 batch elements (as large batches run), in
+        // one part and split into 2 and 3 parts (as with 2 and 3 threads).
+        for c in Self.cases {
+            for chunk in [0, 1, 2] where chunk < c.batch {
+                for parts in [1, 2, 3] {
+                    let layer = try makeConv(c)
+                    layer.winogradMinimumBatch = .max
+                    if chunk > 0 { layer.chunk = chunk }
+                    layer.maxParts = parts
+                    try checkAgainstDirectLoops(layer, batch: c.batch, "\(c), chunk \(layer.chunk), parts \(parts)")
+                }
+            }
+        }
+    }
+
+    /// Stride-1 undilated geometries for Winograd: every kernel size it takes (2-7), output
+    /// times that are not multiples of the tile, T < K, no/odd/large padding, channel counts
+    /// below and not multiples of 8 (the transforms' vector width).
+    static let winogradCases: [Case] = [
+        Case(batch: 2, time: 7, inputs: 3, outputs: 4, kernel: 2, stride: 1, dilation: 1, padding: 0),
+        Case(batch: 3, time: 11, inputs: 9, outputs: 5, kernel: 3, stride: 1, dilation: 1, padding: 1),
+        Case(batch: 2, time: 9, inputs: 17, outputs: 10, kernel: 4, stride: 1, dilation: 1, padding: 3),
+        Case(batch: 3, time: 13, inputs: 7, outputs: 19, kernel: 5, stride: 1, dilation: 1, padding: 2),  // reference geometry
+        Case(batch: 2, time: 3, inputs: 8, outputs: 8, kernel: 5, stride: 1, dilation: 1, padding: 2),  // T < K
+        Case(batch: 2, time: 10, inputs: 5, outputs: 6, kernel: 6, stride: 1, dilation: 1, padding: 0),
+        Case(batch: 2, time: 12, inputs: 11, outputs: 3, kernel: 7, stride: 1, dilation: 1, padding: 4),  // P > K/2
+        Case(batch: 3, time: 45, inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2),  // reference conv1
+    ]
+
+    func testWinogradMatchesDirectLoops() throws {
+        for c in Self.winogradCases {
+            let probe = try makeConv(c)
+            let w = try XCTUnwrap(probe.winograd, "\(c) should have a Winograd transform")
+            // The tile size the layer picks, and every other one its kernel allows.
+            let sizes = [w.m] + (2...(Winograd.maxAlpha - c.kernel + 1)).filter { $0 != w.m }
+            for m in sizes {
+                for (chunk, parts) in [(0, 1), (1, 1), (0, 2), (1, 3), (2, 2)] where chunk < c.batch {
+                    let layer = try makeConv(c)
+                    layer.winograd = Winograd(m: m, r: c.kernel)
+                    layer.winogradMinimumBatch = 1
+                    if chunk > 0 { layer.chunk = chunk }
+                    layer.maxParts = parts
+                    // dW sums B·To products; Winograd's transforms (coefficients up to 16 for
+                    // K = 5) make its rounding error a few times the direct sum's: 2.3e-5 vs
+                    // 5.7e-6 at most for the reference conv1 case (values around 3, absolute
+                    // sums around 30). The bound grows with the number of summed products.
+                    let dWTolerance = max(1e-5, 3e-7 * Float(c.batch * layer.outputTime))
+                    try checkAgainstDirectLoops(
+                        layer, batch: c.batch, "\(c), F(\(m), \(c.kernel)), chunk \(chunk), parts \(parts)",
+                        weightTolerance: dWTolerance)
+                }
+            }
+        }
+    }
+
+    func testFormulationChoice() throws {
+        // The reference layers: Winograd F(4, 5) (α = 8: 12 tiles of 4 outputs for To = 45)
+        // from batch 8, im2col below; strided, dilated and 1-tap layers have no transform.
+        let conv2 = try makeConv(Case(batch: 1, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2))
+        XCTAssertEqual(conv2.winograd?.m, 4)
+        XCTAssertEqual(conv2.winograd?.alpha, 8)
+        XCTAssertEqual(conv2.winogradMinimumBatch, 8)
+        for c in Self.cases where c.stride != 1 || c.dilation != 1 || c.kernel == 1 {
+            XCTAssertNil(try makeConv(c).winograd, "\(c)")
+        }
+        XCTAssertEqual(Winograd.tileSize(kernel: 3, outputTime: 45), 5)  // 7·9 = 63 < 8·8 = 64
+        XCTAssertEqual(Winograd.tileSize(kernel: 7, outputTime: 20), 2)  // only α = 8 fits
+        XCTAssertNil(Winograd.tileSize(kernel: 8, outputTime: 20))
+        XCTAssertNil(Winograd.tileSize(kernel: 3, outputTime: 1))
+    }
+
+    func testWinogradTransformsComputeTheCorrelation() throws {
+        // y = Aᵀ((G·g) ⊙ (Bᵀ·d)) against y[p] = Σ_k g[k]·d[p + k], for every F(m, r) with α ≤ 8.
+        var rng = SeededGenerator(seed: 3)
+        for r in 1...7 {
+            for m in 1...(Winograd.maxAlpha - r + 1) {
+                let w = Winograd(m: m, r: r), a = w.alpha
+                let d = (0..<a).map { _ in Double(rng.nextSymmetric(1)) }, g = (0..<r).map { _ in Double(rng.nextSymmetric(1)) }
+                let Gg = (0..<a).map { i in (0..<r).reduce(0.0) { $0 + Double(w.G[i, $1]) * g[$1] } }
+                let Bd = (0..<a).map { i in (0..<a).reduce(0.0) { $0 + Double(w.BT[i, $1]) * d[$1] } }
+                for p in 0..<m {
+                    let y = (0..<a).reduce(0.0) { $0 + Double(w.AT[p, $1]) * Gg[$1] * Bd[$1] }
+                    let direct = (0..<r).reduce(0.0) { $0 + g[$1] * d[p + $1] }
+                    XCTAssertEqual(y, direct, accuracy: 1e-5, "F(\(m), \(r)) output \(p)")
+                }
+                // The adjoints are the transposes.
+                for i in 0..<a {
+                    for j in 0..<a { XCTAssertEqual(w.B[j, i], w.BT[i, j]) }
+                    for j in 0..<m { XCTAssertEqual(w.A[i, j], w.AT[j, i]) }
+                    for j in 0..<r { XCTAssertEqual(w.GT[j, i], w.G[i, j]) }
+                }
+            }
+        }
+    }
+
+    func testSplitsAreDeterministicAndAgree() throws {
+        // The same split twice gives the same bits; 1, 2 and 3 parts agree to rounding.
+        let c = Case(batch: 9, time: 20, inputs: 12, outputs: 16, kernel: 5, stride: 1, dilation: 1, padding: 2)
+        for winograd in [false, true] {
+            var runs: [Int: [Float]] = [:]
+            for parts in [1, 2, 3, 2] {
+                let layer = try makeConv(c)
+                layer.winogradMinimumBatch = winograd ? 1 : .max
+                layer.maxParts = parts
+                let out = try checkAgainstDirectLoops(layer, batch: c.batch, "parts \(parts), winograd \(winograd)")
+                if let earlier = runs[parts] {
+                    XCTAssertEqual(out.map(\.bitPattern), earlier.map(\.bitPattern), "parts \(parts) twice")
+                }
+                if let one = runs[1] { assertClose(out, one, absolute: 1e-5, relative: 1e-5, "parts \(parts) vs 1") }
+                runs[parts] = out
+            }
         }
     }
 

@@ -1,7 +1,6 @@
 import PoseCore
 
-/// 1D convolution over time (PyTorch `nn.Conv1d` semantics on channels-last activations),
-/// computed as im2col + one GEMM.
+/// 1D convolution over time (PyTorch `nn.Conv1d` semantics on channels-last activations).
 ///
 /// Shapes: B = batch, T = input time, I = inputs, O = outputs, K = kernel, S = stride,
 /// D = dilation, P = padding, To = output time = (T + 2P − D(K − 1) − 1)/S + 1;
@@ -10,17 +9,46 @@ import PoseCore
 /// kaiming_uniform(a = √5) works out to that bound, and the bias uses the same fan-in).
 ///
 /// Forward: `y[b, t, o] = bias[o] + Σ_k Σ_i W[o, k, i] · x[b, t·S + k·D − P, i]` (zeros outside).
-/// - im2col: `cols[b·To + t, k·I + i] = x[b, t·S + k·D − P, i]`, so each (row, k) slice is a
-///   contiguous copy of one input time step (or zeros), and when D = 1 a whole interior row is
-///   one contiguous copy of K time steps;
-/// - `y[R, O] = cols[R, KI] · W[O, KI]ᵀ + bias` (bias pre-filled, GEMM with β = 1).
-/// Backward:
-/// - `dW[O, KI] += dyᵀ[O, R] · cols[R, KI]`, `dbias[o] += Σ_r dy[r, o]`;
-/// - `dcols[R, KI] = dy[R, O] · W[O, KI]`, then col2im scatter-adds `dcols` back onto `dx`.
-/// A pointwise convolution (K = 1, S = 1, P = 0) uses `x` itself as `cols`.
-/// Batches larger than `chunk` run chunk by chunk (one im2col buffer of at most 2^20 floats,
-/// reused); backward then rebuilds the columns of every chunk but the last, which forward
-/// left in the buffer. For the reference convnet at batch 64 that is a single chunk.
+/// Backward: `dW += Σ dy ⊗ x` over the same index pairs, `dbias[o] += Σ_r dy[r, o]`, and
+/// `dx[b, s, i] = Σ dy[b, t, o] · W[o, k, i]` over the (t, k) with `t·S + k·D − P = s`.
+///
+/// Two exact formulations; which one runs depends only on the geometry and the batch size:
+///
+/// **im2col** (any geometry; batches under `winogradMinimumBatch`):
+/// - `cols[b·To + t, k·I + i] = x[b, t·S + k·D − P, i]`, so each (row, k) slice is a contiguous
+///   copy of one input time step (or zeros), and when D = 1 a whole interior row is one
+///   contiguous copy of K time steps; a pointwise convolution (K = 1, S = 1, P = 0) uses `x`;
+/// - `y[R, O] = cols[R, KI] · W[O, KI]ᵀ + bias` (bias pre-filled, GEMM with β = 1);
+/// - `dW[O, KI] += dyᵀ[O, R] · cols[R, KI]`; `dcols[R, KI] = dy[R, O] · W[O, KI]`, then col2im
+///   scatter-adds `dcols` back onto `dx`.
+///
+/// **Winograd F(m, K)** (S = 1, D = 1, 2 ≤ K ≤ 7; see `Winograd`): the output time is cut into
+/// tiles of m steps (NT = ⌈To/m⌉ per window, the last one partly unused), each computed from
+/// the α = m + K − 1 input steps starting at `j·m − P`:
+/// - `U[ξ, o, i] = Σ_k G[ξ, k]·W[o, k, i]` (once per forward), `V[tile, ξ, i] = Σ_q Bᵀ[ξ, q]·
+///   x[b, j·m − P + q, i]`;
+/// - α GEMMs `M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ` (rows = tiles, K = I), then
+///   `y[b, j·m + p, o] = bias[o] + Σ_ξ Aᵀ[p, ξ]·M[tile, ξ, o]`;
+/// - backward: `dM[tile, ξ, o] = Σ_p A[ξ, p]·dy[b, j·m + p, o]`, α GEMMs
+///   `dU[ξ] = dM[:, ξ, :]ᵀ · V[:, ξ, :]` and `dV[:, ξ, :] = dM[:, ξ, :] · U[ξ]`, then
+///   `dW[o, k, i] += Σ_ξ Gᵀ[k, ξ]·dU[ξ, o, i]` and `dx[b, j·m − P + q, i] += Σ_ξ B[q, ξ]·
+///   dV[tile, ξ, i]`.
+/// For the reference convnet (K = 5, To = 45: F(4, 5), α = 8, 12 tiles) that is 96 products per
+/// window and channel pair instead of 225: 0.43 of im2col's multiply-adds, with float32
+/// results within about 2× the rounding error of the direct sum. The weight transform costs
+/// α·K·O·I multiply-adds per forward, which small batches (batch-1 inference) do not repay.
+///
+/// Threads: with `BLAS.threads` = n > 1 and enough work, the batch is split into n contiguous
+/// parts that run at once (`BLAS.parallel`), each with its own buffers and one-thread GEMMs:
+/// one independent GEMM stream per core, with the transforms (im2col, col2im, Winograd's) in
+/// parallel too. (OpenBLAS's own two-thread split of these shapes runs at 1.5-1.9x one thread;
+/// two streams reach 1.9x.) A part accumulates its weight gradient (dU for Winograd) and
+/// dbias into a private buffer (part 0 its im2col dW and dbias directly); they are added in
+/// part order afterwards, so a fixed thread count gives the same bits every time. Within a
+/// part, elements run in chunks of at most `chunk`, whose buffers stay within a few MB so that
+/// they are still in cache when the next step reads them; backward rebuilds the columns (V)
+/// of every chunk but the last, which forward left in the buffer. For the reference convnet
+/// at batch 64 each part is one chunk. The chunking depends only on the shapes.
 final class Conv1d: Layer {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
@@ -37,19 +65,36 @@ final class Conv1d: Layer {
     }
     var isPointwise: Bool { kernel == 1 && stride == 1 && padding == 0 }
 
+    /// The Winograd transform for this geometry, nil when it has none (stride or dilation ≠ 1,
+    /// K = 1 or K > 7). Tests may replace it to exercise other tile sizes.
+    var winograd: Winograd?
+    /// Batches of at least this many windows use Winograd (when `winograd` is set).
+    var winogradMinimumBatch = 8
+    /// Batch elements per chunk (see above); tests set it small to exercise chunking.
+    var chunk: Int
+    /// Most parts a batch is split into; nil: `BLAS.threads`. Tests set it to exercise splits.
+    var maxParts: Int?
+    /// Smallest GEMM work (multiply-adds) worth a part of its own.
+    static let minimumPartWork = 1 << 19
+
     private var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
     private var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
-    /// Batch elements per GEMM: the im2col matrix of one chunk stays within about 4 MB, so
-    /// that it is still in cache when the GEMM reads it (large batches are processed in
-    /// several chunks; the chunking depends only on the shapes, never on the thread count).
-    /// Tests set it small to exercise the chunked path.
-    var chunk: Int
     private var x: UnsafePointer<Float>?  // cached input [B, T, I]
-    private var lastChunk = -1  // first batch element of the chunk whose columns are in colsBuffer
-    private let colsBuffer = Buffer()  // [min(B, chunk)·To, KI]
+    private var parts = 1  // of the last forward
+    private var usedWinograd = false  // by the last forward
+    private var workspaces: [Workspace] = []  // one per part
     private let y = Buffer()  // [B·To, O]
-    private let dcols = Buffer()  // [min(B, chunk)·To, KI]
     private let dx = Buffer()  // [B, T, I]
+    private let U = Buffer()  // [α, O, I], Winograd's transformed weights of the last forward
+
+    /// What one part owns.
+    final class Workspace {
+        let cols = Buffer()  // im2col [n·To, KI], or Winograd's V [n·NT, α, I]
+        let dcols = Buffer()  // im2col [n·To, KI], or Winograd's dV [n·NT, α, I]
+        let products = Buffer()  // Winograd's M, then dM [n·NT, α, O]
+        let gradients = Buffer()  // im2col: dW [O·KI] + dbias [O]; Winograd: dU [α·O·I] + dbias [O]
+        var lastChunk = -1  // first batch element of the chunk whose columns (V) are in cols
+    }
 
     init(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int, inputTime: Int) {
         self.inputs = inputs
@@ -59,8 +104,17 @@ final class Conv1d: Layer {
         self.dilation = dilation
         self.padding = padding
         self.inputTime = inputTime
-        outputTime = (inputTime + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1
-        chunk = max(1, (1 << 20) / (outputTime * kernel * inputs))
+        let To = (inputTime + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1
+        outputTime = To
+        if stride == 1 && dilation == 1, let m = Winograd.tileSize(kernel: kernel, outputTime: To) {
+            let w = Winograd(m: m, r: kernel)
+            winograd = w
+            // M, the largest buffer, within 2^19 floats (2 MB) per chunk.
+            chunk = max(1, (1 << 19) / ((To + m - 1) / m * w.alpha * max(inputs, outputs)))
+        } else {
+            // The im2col matrix within 2^20 floats (4 MB) per chunk.
+            chunk = max(1, (1 << 20) / (To * kernel * inputs))
+        }
     }
 
     func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
@@ -76,69 +130,279 @@ final class Conv1d: Layer {
         for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
     }
 
+    /// Parts for a batch: one per thread, each at least `minimumPartWork` of forward GEMM.
+    func partCount(batch: Int) -> Int {
+        let work = batch * outputTime * kernel * inputs * outputs
+        return max(1, min(maxParts ?? BLAS.threads, batch, work / Conv1d.minimumPartWork))
+    }
+
+    /// Batch elements `lo ..< hi` of part `p` of `parts`.
+    @inline(__always)
+    func range(_ p: Int, of parts: Int, batch: Int) -> (lo: Int, hi: Int) { (p * batch / parts, (p + 1) * batch / parts) }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
-        let KI = kernel * inputs, O = outputs, To = outputTime
         self.x = x
-        y.reserve(batch * To * O)
-        colsBuffer.reserve(min(batch, chunk) * To * KI)
-        for b0 in Swift.stride(from: 0, to: batch, by: chunk) {
-            let n = min(chunk, batch - b0), R = n * To
-            let c = columns(x, from: b0, count: n)
-            let out = y.pointer + b0 * To * O
-            for r in 0..<R { (out + r * O).update(from: bias, count: O) }
-            BLAS.gemm(transposeB: true, m: R, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: out, ldc: O)
+        y.reserve(batch * outputTime * outputs)
+        parts = partCount(batch: batch)
+        while workspaces.count < parts { workspaces.append(Workspace()) }
+        if let w = winograd, batch >= winogradMinimumBatch {
+            usedWinograd = true
+            forwardWinograd(x, batch: batch, w)
+        } else {
+            usedWinograd = false
+            forwardIm2col(x, batch: batch)
         }
-        lastChunk = (batch - 1) / chunk * chunk
         return UnsafePointer(y.pointer)
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
-        let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime
         guard let x else { preconditionFailure("Conv1d.backward before forward") }
         guard batch > 0 else { return needInputGradient ? UnsafePointer(dx.pointer) : nil }
-        if needInputGradient {
-            dx.reserve(batch * T * I)
-            dcols.reserve(min(batch, chunk) * To * KI)
-        }
-        // Chunks in reverse order: the last one's columns are still in the buffer from forward.
-        for b0 in Swift.stride(from: (batch - 1) / chunk * chunk, through: 0, by: -chunk) {
-            let n = min(chunk, batch - b0), R = n * To
-            let c = b0 == lastChunk ? columnsOfLastForward(x, from: b0) : columns(x, from: b0, count: n)
-            lastChunk = -1
-            let g = dy + b0 * To * O
-            // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
-            BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: g, lda: O, b: c, ldb: KI, beta: 1, c: dWeight, ldc: KI)
-            // dbias[O] += Σ_r dy[r, :]
-            let db = dBias!  // a local copy, so that the loop vectorises
-            for r in 0..<R {
-                let row = g + r * O
-                for o in 0..<O { db[o] += row[o] }
-            }
-            guard needInputGradient else { continue }
-            let d = dx.pointer + b0 * T * I
-            if isPointwise {
-                // dx[R, I] = dy[R, O] · W[O, I]
-                BLAS.gemm(m: R, n: I, k: O, a: g, lda: O, b: weight, ldb: I, c: d, ldc: I)
-            } else {
-                // dcols[R, KI] = dy[R, O] · W[O, KI], then scatter-add onto dx
-                BLAS.gemm(m: R, n: KI, k: O, a: g, lda: O, b: weight, ldb: KI, c: dcols.pointer, ldc: KI)
-                col2im(dcols.pointer, d, count: n)
-            }
+        if needInputGradient { dx.reserve(batch * inputTime * inputs) }
+        if usedWinograd, let w = winograd {
+            backwardWinograd(x, dy, batch: batch, needInputGradient: needInputGradient, w)
+        } else {
+            backwardIm2col(x, dy, batch: batch, needInputGradient: needInputGradient)
         }
         return needInputGradient ? UnsafePointer(dx.pointer) : nil
     }
 
-    /// The im2col matrix `[count·To, KI]` of batch elements `from ..< from + count`: `x` itself
-    /// for a pointwise convolution, else written into `colsBuffer`.
-    private func columns(_ x: UnsafePointer<Float>, from b0: Int, count: Int) -> UnsafePointer<Float> {
-        let xb = x + b0 * inputTime * inputs
-        if isPointwise { return xb }
-        im2col(xb, colsBuffer.pointer, count: count)
-        return UnsafePointer(colsBuffer.pointer)
+    // MARK: im2col
+
+    private func forwardIm2col(_ x: UnsafePointer<Float>, batch: Int) {
+        let KI = kernel * inputs, O = outputs, To = outputTime
+        let parts = self.parts, out = y.pointer, bias = self.bias!, weight = self.weight!
+        BLAS.parallel(parts) { p in
+            let (lo, hi) = range(p, of: parts, batch: batch), w = workspaces[p]
+            w.cols.reserve(min(hi - lo, chunk) * To * KI)
+            for b0 in Swift.stride(from: lo, to: hi, by: chunk) {
+                let n = min(chunk, hi - b0), R = n * To
+                let c = columns(x, from: b0, count: n, into: w.cols)
+                let o = out + b0 * To * O
+                for r in 0..<R { (o + r * O).update(from: bias, count: O) }
+                BLAS.gemm(transposeB: true, m: R, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
+            }
+            w.lastChunk = hi > lo ? lo + (hi - lo - 1) / chunk * chunk : -1
+        }
     }
 
-    private func columnsOfLastForward(_ x: UnsafePointer<Float>, from b0: Int) -> UnsafePointer<Float> {
-        isPointwise ? x + b0 * inputTime * inputs : UnsafePointer(colsBuffer.pointer)
+    private func backwardIm2col(_ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) {
+        let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime
+        let parts = self.parts, dxp = dx.pointer, weight = self.weight!
+        BLAS.parallel(parts) { p in
+            let (lo, hi) = range(p, of: parts, batch: batch), w = workspaces[p]
+            guard hi > lo else { return }
+            if needInputGradient && !isPointwise { w.dcols.reserve(min(hi - lo, chunk) * To * KI) }
+            // Part 0 accumulates into the network's gradients, the others into their own.
+            let (dW, db) = gradientTargets(p, w, count: O * KI)
+            // Chunks in reverse order: the last one's columns are still in the buffer from forward.
+            for b0 in Swift.stride(from: lo + (hi - lo - 1) / chunk * chunk, through: lo, by: -chunk) {
+                let n = min(chunk, hi - b0), R = n * To
+                let c = b0 == w.lastChunk ? columnsOfLastForward(x, from: b0, in: w.cols) : columns(x, from: b0, count: n, into: w.cols)
+                w.lastChunk = -1
+                let g = dy + b0 * To * O
+                // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
+                BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: g, lda: O, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
+                addRows(g, rows: R, into: db)
+                guard needInputGradient else { continue }
+                let d = dxp + b0 * T * I
+                if isPointwise {
+                    // dx[R, I] = dy[R, O] · W[O, I]
+                    BLAS.gemm(m: R, n: I, k: O, a: g, lda: O, b: weight, ldb: I, c: d, ldc: I)
+                } else {
+                    // dcols[R, KI] = dy[R, O] · W[O, KI], then scatter-add onto dx
+                    BLAS.gemm(m: R, n: KI, k: O, a: g, lda: O, b: weight, ldb: KI, c: w.dcols.pointer, ldc: KI)
+                    col2im(w.dcols.pointer, d, count: n)
+                }
+            }
+        }
+        // The other parts' gradients, added in part order.
+        let n = O * KI + O, dst = dWeight!
+        for p in 1..<parts {
+            let src = workspaces[p].gradients.pointer
+            for i in 0..<n { dst[i] += src[i] }
+        }
+    }
+
+    /// Where part `p` accumulates its weight gradient (`count` values) and dbias: the
+    /// network's gradients for part 0 of im2col, else the part's own zeroed buffer.
+    private func gradientTargets(_ p: Int, _ w: Workspace, count: Int, allPrivate all: Bool = false)
+        -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+    {
+        if p == 0 && !all { return (dWeight, dBias) }
+        w.gradients.reserve(count + outputs)
+        w.gradients.pointer.update(repeating: 0, count: count + outputs)
+        return (w.gradients.pointer, p == 0 ? dBias : w.gradients.pointer + count)
+    }
+
+    /// `db[o] += Σ_r g[r, o]` over `rows` rows of `outputs` values.
+    @inline(__always)
+    private func addRows(_ g: UnsafePointer<Float>, rows: Int, into db: UnsafeMutablePointer<Float>) {
+        let O = outputs
+        for r in 0..<rows {
+            let row = g + r * O
+            for o in 0..<O { db[o] += row[o] }
+        }
+    }
+
+    // MARK: Winograd
+
+    /// Tiles per window.
+    private func tiles(_ w: Winograd) -> Int { (outputTime + w.m - 1) / w.m }
+
+    private func forwardWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
+        let I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let parts = self.parts, out = y.pointer, bias = self.bias!, weight = self.weight!
+        U.reserve(a * O * I)
+        let u = U.pointer
+        // U[ξ, o, :] = Σ_k G[ξ, k]·W[o, k, :], split over o.
+        BLAS.parallel(parts) { p in
+            for o in range(p, of: parts, batch: O).lo..<range(p, of: parts, batch: O).hi {
+                Winograd.apply(
+                    w.G, rows: 0..<a, columns: 0..<K, src: weight + o * K * I, srcStride: I, dst: u + o * I, dstStride: O * I,
+                    channels: I, mode: .assign)
+            }
+        }
+        BLAS.parallel(parts) { p in
+            let (lo, hi) = range(p, of: parts, batch: batch), ws = workspaces[p]
+            let n0 = min(hi - lo, chunk)
+            ws.cols.reserve(n0 * NT * a * I)
+            ws.products.reserve(n0 * NT * a * O)
+            let V = ws.cols.pointer, M = ws.products.pointer
+            for b0 in Swift.stride(from: lo, to: hi, by: chunk) {
+                let n = min(chunk, hi - b0)
+                transformInput(x, from: b0, count: n, into: V, w)
+                // M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ
+                for xi in 0..<a {
+                    BLAS.gemm(
+                        transposeB: true, m: n * NT, n: O, k: I, a: V + xi * I, lda: a * I, b: u + xi * O * I, ldb: I,
+                        c: M + xi * O, ldc: a * O)
+                }
+                // y[b, j·m + p, :] = bias + Σ_ξ Aᵀ[p, ξ]·M[tile, ξ, :]
+                for b in 0..<n {
+                    for j in 0..<NT {
+                        let t0 = j * m, tile = b * NT + j
+                        Winograd.apply(
+                            w.AT, rows: 0..<min(m, To - t0), columns: 0..<a, src: M + tile * a * O, srcStride: O,
+                            dst: out + ((b0 + b) * To + t0) * O, dstStride: O, channels: O, mode: .start(bias))
+                    }
+                }
+            }
+            ws.lastChunk = hi > lo ? lo + (hi - lo - 1) / chunk * chunk : -1
+        }
+    }
+
+    /// `V[tile, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :]` for the tiles of batch elements
+    /// `b0 ..< b0 + count` (tile = (b − b0)·NT + j), input steps outside `[0, T)` being zeros.
+    private func transformInput(_ x: UnsafePointer<Float>, from b0: Int, count: Int, into V: UnsafeMutablePointer<Float>, _ w: Winograd) {
+        let T = inputTime, I = inputs, a = w.alpha, m = w.m, NT = tiles(w)
+        for b in 0..<count {
+            let xb = x + (b0 + b) * T * I
+            for j in 0..<NT {
+                let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
+                let dst = V + (b * NT + j) * a * I
+                if qlo >= qhi {
+                    dst.update(repeating: 0, count: a * I)
+                } else {
+                    Winograd.apply(
+                        w.BT, rows: 0..<a, columns: qlo..<qhi, src: xb + (s0 + qlo) * I, srcStride: I, dst: dst, dstStride: I,
+                        channels: I, mode: .assign)
+                }
+            }
+        }
+    }
+
+    private func backwardWinograd(
+        _ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool, _ w: Winograd
+    ) {
+        let T = inputTime, I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let parts = self.parts, dxp = dx.pointer, u = U.pointer
+        BLAS.parallel(parts) { p in
+            let (lo, hi) = range(p, of: parts, batch: batch), ws = workspaces[p]
+            guard hi > lo else { return }
+            let n0 = min(hi - lo, chunk)
+            if needInputGradient { ws.dcols.reserve(n0 * NT * a * I) }
+            let (dU, db) = gradientTargets(p, ws, count: a * O * I, allPrivate: true)
+            let V = ws.cols.pointer, dM = ws.products.pointer, dV = ws.dcols.pointer
+            var first = true
+            // Chunks in reverse order: the last one's V is still in the buffer from forward.
+            for b0 in Swift.stride(from: lo + (hi - lo - 1) / chunk * chunk, through: lo, by: -chunk) {
+                let n = min(chunk, hi - b0)
+                if b0 != ws.lastChunk { transformInput(x, from: b0, count: n, into: V, w) }
+                ws.lastChunk = -1
+                // dM[tile, ξ, :] = Σ_p A[ξ, p]·dy[b, j·m + p, :]
+                for b in 0..<n {
+                    for j in 0..<NT {
+                        let t0 = j * m, tile = b * NT + j
+                        Winograd.apply(
+                            w.A, rows: 0..<a, columns: 0..<min(m, To - t0), src: dy + ((b0 + b) * To + t0) * O, srcStride: O,
+                            dst: dM + tile * a * O, dstStride: O, channels: O, mode: .assign)
+                    }
+                }
+                addRows(dy + b0 * To * O, rows: n * To, into: db)
+                // dU[ξ] (+)= dM[:, ξ, :]ᵀ · V[:, ξ, :]
+                for xi in 0..<a {
+                    BLAS.gemm(
+                        transposeA: true, m: O, n: I, k: n * NT, a: dM + xi * O, lda: a * O, b: V + xi * I, ldb: a * I,
+                        beta: first ? 0 : 1, c: dU + xi * O * I, ldc: I)
+                }
+                first = false
+                guard needInputGradient else { continue }
+                // dV[:, ξ, :] = dM[:, ξ, :] · U[ξ], then dx[b, j·m − P + q, :] += Σ_ξ B[q, ξ]·dV[tile, ξ, :]
+                for xi in 0..<a {
+                    BLAS.gemm(
+                        m: n * NT, n: I, k: O, a: dM + xi * O, lda: a * O, b: u + xi * O * I, ldb: I, c: dV + xi * I, ldc: a * I)
+                }
+                for b in 0..<n {
+                    let dxb = dxp + (b0 + b) * T * I
+                    dxb.update(repeating: 0, count: T * I)
+                    for j in 0..<NT {
+                        let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
+                        guard qlo < qhi else { continue }
+                        Winograd.apply(
+                            w.B, rows: qlo..<qhi, columns: 0..<a, src: dV + (b * NT + j) * a * I, srcStride: I,
+                            dst: dxb + (s0 + qlo) * I, dstStride: I, channels: I, mode: .accumulate)
+                    }
+                }
+            }
+        }
+        // dU summed over the parts in part order, then dW[o, k, :] += Σ_ξ Gᵀ[k, ξ]·dU[ξ, o, :];
+        // split over o.
+        let dU0 = workspaces[0].gradients.pointer, dW = dWeight!
+        BLAS.parallel(parts) { p in
+            let (olo, ohi) = range(p, of: parts, batch: O)
+            guard olo < ohi else { return }
+            for q in 1..<parts {
+                let src = workspaces[q].gradients.pointer
+                for xi in 0..<a {
+                    let d = dU0 + (xi * O + olo) * I, s = src + (xi * O + olo) * I
+                    for i in 0..<((ohi - olo) * I) { d[i] += s[i] }
+                }
+            }
+            for o in olo..<ohi {
+                Winograd.apply(
+                    w.GT, rows: 0..<K, columns: 0..<a, src: dU0 + o * I, srcStride: O * I, dst: dW + o * K * I, dstStride: I,
+                    channels: I, mode: .accumulate)
+            }
+        }
+        let db = dBias!
+        for q in 1..<parts {
+            let src = workspaces[q].gradients.pointer + a * O * I
+            for o in 0..<O { db[o] += src[o] }
+        }
+    }
+
+    /// The im2col matrix `[count·To, KI]` of batch elements `from ..< from + count`: `x` itself
+    /// for a pointwise convolution, else written into `buffer`.
+    private func columns(_ x: UnsafePointer<Float>, from b0: Int, count: Int, into buffer: Buffer) -> UnsafePointer<Float> {
+        let xb = x + b0 * inputTime * inputs
+        if isPointwise { return xb }
+        im2col(xb, buffer.pointer, count: count)
+        return UnsafePointer(buffer.pointer)
+    }
+
+    private func columnsOfLastForward(_ x: UnsafePointer<Float>, from b0: Int, in buffer: Buffer) -> UnsafePointer<Float> {
+        isPointwise ? x + b0 * inputTime * inputs : UnsafePointer(buffer.pointer)
     }
 
     /// `cols[b·To + t, k·I + i] = x[b, t·S + k·D − P, i]` for `b < count`, zeros outside `[0, T)`.

@@ -1,10 +1,13 @@
-/// `y = max(x, 0)`; `dx = dy · [x > 0]` (the gradient at exactly 0 is 0).
+/// `y = max(x, 0)`; `dx = dy · [x > 0]` (the gradient at exactly 0 is 0). Large activations
+/// are split over `BLAS.threads` (`BLAS.parallelRanges`).
 final class ReLU: Layer {
     let shape: Shape
     var spec: LayerSpec { .relu }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
     private let y = Buffer(), dx = Buffer()  // [B, T, C] each
+    /// Below this many values per part a second thread costs more than it saves.
+    static let minimumPerPart = 1 << 15
 
     init(shape: Shape) { self.shape = shape }
 
@@ -12,7 +15,9 @@ final class ReLU: Layer {
         let n = batch * shape.count
         y.reserve(n)
         let out = y.pointer
-        for i in 0..<n { out[i] = max(x[i], 0) }
+        BLAS.parallelRanges(n, minimum: ReLU.minimumPerPart) { r in
+            for i in r { out[i] = max(x[i], 0) }
+        }
         return UnsafePointer(out)
     }
 
@@ -23,9 +28,11 @@ final class ReLU: Layer {
         let out = y.pointer, g = dx.pointer
         // y > 0 exactly where x > 0, so the cached output serves as the mask. Both loads are
         // unconditional so that the select vectorises (a conditional load would not).
-        for i in 0..<n {
-            let d = dy[i]
-            g[i] = out[i] > 0 ? d : 0
+        BLAS.parallelRanges(n, minimum: ReLU.minimumPerPart) { r in
+            for i in r {
+                let d = dy[i]
+                g[i] = out[i] > 0 ? d : 0
+            }
         }
         return UnsafePointer(g)
     }
