@@ -21,6 +21,7 @@ final class Conv1dTests: XCTestCase {
         Case(batch: 2, time: 6, inputs: 9, outputs: 33, kernel: 1, stride: 1, dilation: 1, padding: 0),  // pointwise, B > 1
         Case(batch: 2, time: 5, inputs: 3, outputs: 4, kernel: 2, stride: 2, dilation: 3, padding: 3),  // padding > span/2
         Case(batch: 3, time: 45, inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2),  // reference conv1
+        Case(batch: 1, time: 45, inputs: 57, outputs: 64, kernel: 5, stride: 1, dilation: 1, padding: 2),  // one window: 45 rows padded to 48
     ]
 
     /// Runs one forward and backward of `layer` on seeded data and compares output, dx, dW and
