@@ -3,17 +3,18 @@
 
     scripts/protocols/run.py natops      [--source DIR] [--seeds 0,1,2] [--out runs/protocols]
     scripts/protocols/run.py penn-action [--source DIR] ...
-    scripts/protocols/run.py utkinect    [--source DIR] ... [--loso]
+    scripts/protocols/run.py utkinect    [--source DIR] ... [--loso] [--half-splits 10]
 
 Each protocol imports the dataset from ../shared/datasets/<name> (or --source) with its official
 split, trains with the committed config (configs/<protocol>.json) once per seed on the whole
 official training split, evaluates on the official test split (`actiontrain eval --report`),
 and prints accuracy per seed, mean and standard deviation, training time and model size.
-`--loso` (UTKinect) adds leave-one-subject-out over all 10 subjects (seed 0). Settings were
+`--loso` (UTKinect) adds leave-one-subject-out over all 10 subjects (seed 0); `--half-splits N`
+adds N random 5/5 subject splits (the protocol of Vemulapalli et al. 2014; seed 0). Settings were
 chosen by cross-validation on the training split (scripts/protocols/sweep.py), never on the
 test split. Penn Action and UTKinect data stay outside the repository (their terms).
 """
-import argparse, json, os, re, statistics, subprocess, sys, time
+import argparse, json, os, random, re, statistics, subprocess, sys, time
 
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 shared = os.path.join(os.path.dirname(root), "shared", "datasets")
@@ -28,6 +29,8 @@ ap.add_argument("--source", help="dataset folder (default ../shared/datasets/<na
 ap.add_argument("--seeds", default="0,1,2")
 ap.add_argument("--out", default="runs/protocols")
 ap.add_argument("--loso", action="store_true", help="UTKinect: also leave-one-subject-out over all subjects")
+ap.add_argument("--half-splits", type=int, default=0, metavar="N",
+                help="UTKinect: also N random half/half subject splits (seed 0), as Vemulapalli et al. 2014 report")
 args = ap.parse_args()
 kind, folder, config = DATASETS[args.protocol]
 source = args.source or os.path.join(shared, folder)
@@ -72,19 +75,35 @@ for seed in [int(s) for s in args.seeds.split(",")]:
     print(f"  seed {seed}: accuracy {rows[-1][0]:.4f}, {rows[-1][2]:.1f} s", flush=True)
 summary(f"{args.protocol} official split", rows)
 
+lines = open(data).read().splitlines()
+seqs = [json.loads(l) for l in lines[1:] if l.strip()]
+subjects = sorted({q["group"] for q in seqs if q.get("group") is not None})
+
+
+def with_test_subjects(name, test):
+    """Trains (seed 0) on the other subjects and evaluates on `test`."""
+    path = os.path.join(out, f"{name}.jsonl")
+    with open(path, "w") as f:
+        f.write(lines[0] + "\n")
+        for q in seqs:
+            f.write(json.dumps(dict(q, split="test" if q["group"] in test else "train")) + "\n")
+    return train_and_eval(path, os.path.join(out, name), 0)
+
+
 if args.loso:
-    lines = open(data).read().splitlines()
-    seqs = [json.loads(l) for l in lines[1:] if l.strip()]
     folds = []
-    for subject in sorted({q["group"] for q in seqs}):
-        path = os.path.join(out, f"loso-{subject}.jsonl")
-        with open(path, "w") as f:
-            f.write(lines[0] + "\n")
-            for q in seqs:
-                f.write(json.dumps(dict(q, split="test" if q["group"] == subject else "train")) + "\n")
-        folds.append(train_and_eval(path, os.path.join(out, f"loso-{subject}"), 0))
+    for subject in subjects:
+        folds.append(with_test_subjects(f"loso-{subject}", {subject}))
         print(f"  test subject {subject}: accuracy {folds[-1][0]:.4f}", flush=True)
-    total = sum(len([q for q in seqs if q["group"] == s]) for s in sorted({q["group"] for q in seqs}))
-    pooled = sum(a * len([q for q in seqs if q["group"] == s]) for a, s in zip([r[0] for r in folds], sorted({q["group"] for q in seqs}))) / total
+    sizes = [len([q for q in seqs if q["group"] == s]) for s in subjects]
+    pooled = sum(r[0] * n for r, n in zip(folds, sizes)) / sum(sizes)
     summary("leave-one-subject-out (mean over subjects)", folds)
-    print(f"leave-one-subject-out, pooled over all {total} sequences: accuracy {pooled:.4f}")
+    print(f"leave-one-subject-out, pooled over all {sum(sizes)} sequences: accuracy {pooled:.4f}")
+
+if args.half_splits:
+    rng, splits = random.Random(0), []
+    for k in range(args.half_splits):
+        test = set(rng.sample(subjects, len(subjects) // 2))
+        splits.append(with_test_subjects(f"half-{k}", test))
+        print(f"  split {k}, test subjects {' '.join(sorted(test))}: accuracy {splits[-1][0]:.4f}", flush=True)
+    summary(f"{args.half_splits} random half/half subject splits", splits)
