@@ -1,6 +1,12 @@
 import CBLAS
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The only place that calls into OpenBLAS. Matrices are row-major. A single-row product
 /// (m = 1) goes to `cblas_sgemv`, the rest to `cblas_sgemm`.
 ///
@@ -37,10 +43,10 @@ public enum BLAS {
     }
 
     /// Threads OpenBLAS uses for one GEMM, and the most threads a layer splits its own work
-    /// over (`parallel`). Inside `parallel` it reads 1.
+    /// over (`parallel`). Inside a part of `parallel` it reads 1 (so parts do not split again).
     public static var threads: Int {
-        get { Int(openblas_get_num_threads()) }
-        set { openblas_set_num_threads(Int32(max(1, newValue))) }
+        get { ThreadCount.shared.threads }
+        set { ThreadCount.shared.configure(max(1, newValue)) }
     }
 
     /// Runs `body(part)` for every `part` in `0..<parts`, concurrently on up to `parts` threads,
@@ -54,27 +60,87 @@ public enum BLAS {
     /// and `actiontrain-bench layers` compare them with serial ones); calls that use its own
     /// worker threads would be serialised by a lock. Nested calls run their parts one after
     /// another (`threads` reads 1 inside).
+    ///
+    /// Several threads may run regions at once (one model per thread in a service). OpenBLAS's
+    /// thread count is one setting for the process, so it is 1 while any region runs anywhere
+    /// and back to `threads` when the last one ends; meanwhile other threads' GEMMs run on one
+    /// thread, which for large GEMMs can change the last bits, as a different `threads` does.
     public static func parallel(_ parts: Int, _ body: (Int) -> Void) {
         guard parts > 1 else {
             if parts == 1 { body(0) }
             return
         }
-        let saved = openblas_get_num_threads()
-        openblas_set_num_threads(1)
+        let count = ThreadCount.shared
+        count.enterRegion()
+        defer { count.leaveRegion() }
+        func part(_ p: Int) {
+            let outer = count.insidePart
+            count.insidePart = true
+            body(p)
+            count.insidePart = outer
+        }
         if let r = recording {
             r.inParallel = true
             for p in 0..<parts {
                 r.part = p
-                body(p)
+                part(p)
             }
             (r.inParallel, r.part) = (false, 0)
             r.region += 1
         } else if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
-            WorkerTeam.shared.run(parts, body)
+            WorkerTeam.shared.run(parts, part)
         } else {
-            DispatchQueue.concurrentPerform(iterations: parts, execute: body)
+            DispatchQueue.concurrentPerform(iterations: parts, execute: part)
         }
-        openblas_set_num_threads(saved)
+    }
+
+    /// The configured thread count, the parallel regions running (process-wide) and whether
+    /// the current thread is running a part (thread-local).
+    private final class ThreadCount: @unchecked Sendable {
+        static let shared = ThreadCount()
+        private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        private var configured: Int  // guarded by lock
+        private var regions = 0  // guarded by lock
+        private var key = pthread_key_t()
+
+        private init() {
+            pthread_mutex_init(lock, nil)
+            pthread_key_create(&key, nil)
+            configured = Int(openblas_get_num_threads())
+        }
+
+        var insidePart: Bool {
+            get { pthread_getspecific(key) != nil }
+            set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+        }
+
+        var threads: Int {
+            if insidePart { return 1 }
+            pthread_mutex_lock(lock)
+            defer { pthread_mutex_unlock(lock) }
+            return configured
+        }
+
+        func configure(_ n: Int) {
+            pthread_mutex_lock(lock)
+            configured = n
+            if regions == 0 { openblas_set_num_threads(Int32(n)) }
+            pthread_mutex_unlock(lock)
+        }
+
+        func enterRegion() {
+            pthread_mutex_lock(lock)
+            if regions == 0 { openblas_set_num_threads(1) }
+            regions += 1
+            pthread_mutex_unlock(lock)
+        }
+
+        func leaveRegion() {
+            pthread_mutex_lock(lock)
+            regions -= 1
+            if regions == 0 { openblas_set_num_threads(Int32(configured)) }
+            pthread_mutex_unlock(lock)
+        }
     }
 
     /// The shapes of the GEMMs run while it is set, and how `parallel` grouped them, so that a
@@ -113,6 +179,9 @@ public enum BLAS {
             if lo < hi { body(lo..<hi) }
         }
     }
+
+    /// OpenBLAS's own setting (`threads` reads 1 inside `parallel`; this reads the library).
+    static var openBLASThreads: Int { Int(openblas_get_num_threads()) }
 
     /// The OpenBLAS kernel in use (e.g. `Haswell`).
     public static var coreName: String {
