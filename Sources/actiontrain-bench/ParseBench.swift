@@ -9,9 +9,14 @@ import PoseCore
 /// - `.npy` load time beside a raw `read()` of the same file (the disk/page-cache anchor),
 ///   for the array alone and for the whole dataset conversion;
 /// - peak RSS of a child process that loads each file, against the float32 size of the data
-///   (`frames · joints · 3 · 4` bytes), minus the RSS of a child that loads nothing.
+///   (`frames · joints · 3 · 4` bytes), minus the RSS of a child that loads nothing;
+/// - a deflated `.npz` (written by python3's `numpy.savez_compressed`, skipped without numpy):
+///   MB/s of decompressed output for `NumpyFormat.read` and for `Inflate.decompress` of the
+///   entry's raw deflate stream alone, beside python3's `numpy.load(...)["X"]` of the same file.
 ///
-///     swift run -c release actiontrain-bench parse [--sequences N] [--keep]
+///     swift run -c release actiontrain-bench parse [--sequences N] [--keep] [--only-npz]
+///
+/// `--only-npz` skips the text formats and the memory figures (the `.npz` rows only).
 enum ParseBench {
     static func run(_ args: [String]) throws {
         if args.first == "--child" { return try child(Array(args.dropFirst())) }
@@ -20,15 +25,24 @@ enum ParseBench {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-parse-bench").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let native = dir + "/synth.jsonl", csv = dir + "/synth.csv", npy = dir + "/synth.npy", npz = dir + "/synth.npz"
+        let onlyNPZ = args.contains("--only-npz")
         let T = 45, J = 19
         print("generating \(n) sequences x \(T) frames x \(J) joints (x, y, confidence) in \(dir) ...")
         let data = synthetic(n: n, frames: T)
-        try NativeFormat.write(data, to: native)
-        try writeCSV(data, to: csv)
+        if !onlyNPZ {
+            try NativeFormat.write(data, to: native)
+            try writeCSV(data, to: csv)
+        }
         try writeNPY(data, to: npy)
         try writeStoredNPZ(npyPath: npy, to: npz)
         let floatBytes = Double(n * T * J * 3 * 4)
         let load = ForeignLoad()
+        defer { if !args.contains("--keep") { try? FileManager.default.removeItem(atPath: dir) } }
+        if onlyNPZ {
+            try compressedNPZ(dir: dir, npy: npy)
+            if let share = load.share() { print("\nother processes used \(format(share * 100))% of the machine during the run") }
+            return
+        }
 
         print("\nformat        file MB   median s   MB/s   (target >= 150 MB/s on one core)")
         for (name, path, body) in [
@@ -50,6 +64,7 @@ enum ParseBench {
         print("  NPYArray.read (X only)     \(format(array, 3)) s  \(format(npyMB / array)) MB/s   ratio to raw \(format(raw / array, 2))")
         print("  NumpyFormat.read (.npy)    \(format(full, 3)) s  \(format(npyMB / full)) MB/s   ratio to raw \(format(raw / full, 2))")
         print("  NumpyFormat.read (.npz)    \(format(fullNPZ, 3)) s  \(format(npyMB / fullNPZ)) MB/s   (stored zip, CRC-32 checked)")
+        try compressedNPZ(dir: dir, npy: npy)
 
         print("\npeak RSS while loading (child process) vs float32 size of the data \(format(floatBytes / 1e6)) MB")
         print("  target: peak - baseline < 1.5 x float32 + 100 MB = \(format((1.5 * floatBytes + 100e6) / 1e6)) MB")
@@ -61,7 +76,66 @@ enum ParseBench {
             print("  " + kind.padding(toLength: 27, withPad: " ", startingAt: 0) + "\(format(peak / 1e6)) MB = \(format(peak / floatBytes, 2)) x float32")
         }
         if let share = load.share() { print("\nother processes used \(format(share * 100))% of the machine during the run") }
-        if !args.contains("--keep") { try? FileManager.default.removeItem(atPath: dir) }
+    }
+
+    /// The deflated `.npz` rows: python3 writes `synth_z.npz` with `numpy.savez_compressed`
+    /// and the entry's raw deflate stream to `synth_z.deflate` (the exact bytes inside the
+    /// zip), then times `numpy.load(path)["X"]` (warm-up + median of 3) as the anchor.
+    static func compressedNPZ(dir: String, npy: String) throws {
+        let npz = dir + "/synth_z.npz", raw = dir + "/synth_z.deflate"
+        let script = """
+            import sys, time, struct, zipfile
+            import numpy as np
+            npy, npz, raw = sys.argv[1:4]
+            np.savez_compressed(npz, X=np.load(npy))
+            with zipfile.ZipFile(npz) as z:
+                info = z.getinfo("X.npy")
+            with open(npz, "rb") as f:
+                f.seek(info.header_offset)
+                h = f.read(30)
+                n, m = struct.unpack("<HH", h[26:30])
+                f.seek(info.header_offset + 30 + n + m)
+                open(raw, "wb").write(f.read(info.compress_size))
+            def load():
+                with np.load(npz) as d:
+                    return d["X"]
+            load()
+            times = []
+            for _ in range(3):
+                t = time.perf_counter(); load(); times.append(time.perf_counter() - t)
+            print(sorted(times)[1])
+            """
+        print("\n.npz deflated (numpy.savez_compressed), MB/s of decompressed output (page cache warm)")
+        guard let out = runPython(script, [npy, npz, raw]), let python = Double(out) else {
+            print("  skipped: python3 with numpy is not available")
+            return
+        }
+        let outMB = Double(try size(npy)) / 1e6
+        let stream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: raw)))
+        var produced = 0
+        let inflate = try median { produced = try Inflate.decompress(stream).count }
+        guard produced == (try size(npy)) else { throw DatasetError.parse(file: raw, line: 0, reason: "inflated to \(produced) bytes") }
+        let full = try median { _ = try NumpyFormat.read(npz, options: .init(skeleton: .visionBody2D)) }
+        print("  file \(format(Double(try size(npz)) / 1e6)) MB, X.npy \(format(outMB)) MB (ratio \(format(outMB * 1e6 / Double(stream.count), 2)))")
+        print("  numpy.load(...)[\"X\"] (python3)  \(format(python, 3)) s  \(format(outMB / python)) MB/s   (anchor)")
+        print("  Inflate.decompress (X.npy entry) \(format(inflate, 3)) s  \(format(outMB / inflate)) MB/s   ratio to numpy \(format(python / inflate, 2))")
+        print("  NumpyFormat.read (.npz deflated) \(format(full, 3)) s  \(format(outMB / full)) MB/s   ratio to numpy \(format(python / full, 2))")
+    }
+
+    /// Runs `python3 -c script args`; its last output line, or nil if python3 or a module is
+    /// missing or the script fails.
+    static func runPython(_ script: String, _ args: [String]) -> String? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", script] + args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init)
     }
 
     static func pad(_ s: String, _ n: Int = 10) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
