@@ -351,10 +351,31 @@ final class InflateStreamTests: XCTestCase {
         for b in Array("dynamic ".utf8) { w.literal(b, lit) }
         w.match(length: 6, distance: 8, lit, dist)
         w.symbol(256, lit)
-        let stream = w.bytes
-        XCTAssertEqual(try Inflate.decompress(stream), w.expected)
-        for n in 0..<stream.count {
-            XCTAssertEqual(reason(Array(stream.prefix(n))), "the stream ends early", "prefix of \(n) of \(stream.count) bytes")
+        // A block whose all-zero code is a length and whose all-zero distance code is the
+        // largest one: the zero padding past a cut decodes as a back-reference far before the
+        // start, which must still be reported as the truncation it is.
+        var zeroLit = [Int](repeating: 0, count: 258)
+        zeroLit[257] = 1  // code 0: length 3
+        zeroLit[97] = 2
+        zeroLit[256] = 2
+        var zeroDist = [Int](repeating: 0, count: 30)
+        zeroDist[29] = 1  // code 0: distance 24,577 + 13 extra bits
+        zeroDist[0] = 2
+        zeroDist[1] = 2
+        var z = DeflateWriter()
+        z.dynamicHeader(final: true, lit: zeroLit, dist: zeroDist)
+        for _ in 0..<5 { z.literal(97, zeroLit) }
+        for _ in 0..<5 { z.match(length: 3, distance: 1, zeroLit, zeroDist) }
+        z.symbol(256, zeroLit)
+        var padded = z.bytes
+        padded.insert(contentsOf: [0, 0, 0, 0], at: padded.count - 2)
+        XCTAssertEqual(reason(padded), "a back-reference points before the start of the output", "zeros decode as a far back-reference")
+        for s in [w, z] {
+            let stream = s.bytes
+            XCTAssertEqual(try Inflate.decompress(stream), s.expected)
+            for n in 0..<stream.count {
+                XCTAssertEqual(reason(Array(stream.prefix(n))), "the stream ends early", "prefix of \(n) of \(stream.count) bytes")
+            }
         }
     }
 
