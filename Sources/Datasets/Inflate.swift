@@ -103,48 +103,53 @@ public enum Inflate {
                 sorted[offsets[Int(l)]] = symbol
                 offsets[Int(l)] += 1
             }
+            /// The `len`-bit code with its bits in reverse order.
             func reversed(_ code: Int, _ len: Int) -> Int {
-                var r = 0
-                for k in 0..<len where code >> k & 1 != 0 { r |= 1 << (len - 1 - k) }
-                return r
+                var v = UInt16(truncatingIfNeeded: code << (16 - len))
+                v = (v >> 1 & 0x5555) | (v & 0x5555) << 1
+                v = (v >> 2 & 0x3333) | (v & 0x3333) << 2
+                v = (v >> 4 & 0x0F0F) | (v & 0x0F0F) << 4
+                return Int(v.byteSwapped)
             }
-            // Pass 1: the longest code behind each primary index that needs a sub-table.
+            // Pass 1: the sub-table size behind each primary index (from its longest code; the
+            // codes are visited by increasing length) and the sub-tables' offsets.
             let rootSize = 1 << rootBits
-            var longest = [Int](repeating: 0, count: rootSize)
-            var code = 0, k = 0
+            var subBits = [Int](repeating: 0, count: rootSize)
+            var code = 0
             for len in 1...15 {
                 for _ in 0..<counts[len] {
-                    if len > rootBits { longest[reversed(code, len) & (rootSize - 1)] = len }
+                    if len > rootBits { subBits[reversed(code, len) & (rootSize - 1)] = len - rootBits }
                     code += 1
-                    k += 1
                 }
                 code <<= 1
             }
+            var table = [UInt32](repeating: Table.invalidCode, count: rootSize)
+            var size = rootSize
+            for prefix in 0..<rootSize where subBits[prefix] > 0 {
+                table[prefix] = Table.link | UInt32(subBits[prefix]) << 8 | UInt32(size) << 16
+                size += 1 << subBits[prefix]
+            }
+            table += [UInt32](repeating: Table.invalidCode, count: size - rootSize)
             // Pass 2: fill the entries.
-            entries = [UInt32](repeating: Table.invalidCode, count: rootSize)
             code = 0
-            k = 0
+            var k = 0
             for len in 1...15 {
                 for _ in 0..<counts[len] {
                     let entry = meaning[sorted[k]] | UInt32(len)
                     let r = reversed(code, len)
                     if len <= rootBits {
-                        for i in stride(from: r, to: rootSize, by: 1 << len) { entries[i] = entry }
+                        for i in stride(from: r, to: rootSize, by: 1 << len) { table[i] = entry }
                     } else {
-                        let prefix = r & (rootSize - 1)
-                        if entries[prefix] & Table.kindMask != Table.link {
-                            let subBits = longest[prefix] - rootBits
-                            entries[prefix] = Table.link | UInt32(subBits) << 8 | UInt32(entries.count) << 16
-                            entries += [UInt32](repeating: Table.invalidCode, count: 1 << subBits)
-                        }
-                        let offset = Int(entries[prefix] >> 16), subSize = 1 << Int(entries[prefix] >> 8 & 15)
-                        for i in stride(from: r >> rootBits, to: subSize, by: 1 << (len - rootBits)) { entries[offset + i] = entry }
+                        let link = table[r & (rootSize - 1)]
+                        let offset = Int(link >> 16), subSize = 1 << Int(link >> 8 & 15)
+                        for i in stride(from: r >> rootBits, to: subSize, by: 1 << (len - rootBits)) { table[offset + i] = entry }
                     }
                     code += 1
                     k += 1
                 }
                 code <<= 1
             }
+            entries = table
         }
     }
 
@@ -221,11 +226,17 @@ public enum Inflate {
         /// Bits taken from the stream so far; beyond `inputBits` they were padding.
         var consumed: Int { pos * 8 - bitCount }
 
-        /// `reason`, unless bits beyond the input were used: then the stream ended early.
-        func fail(_ reason: String) -> InflateError { consumed > inputBits ? State.endsEarly : InflateError(reason: reason) }
+        /// `reason`, unless bits beyond the input were used (`consumed` of them so far): then
+        /// the stream ended early.
+        func fail(_ reason: String, at consumed: Int) -> InflateError {
+            consumed > inputBits ? State.endsEarly : InflateError(reason: reason)
+        }
 
-        /// An unused code of an incomplete set: a bit-by-bit reader tries all 15 bits first.
-        func invalidCode() -> InflateError { consumed + 15 > inputBits ? State.endsEarly : InflateError(reason: "invalid Huffman code") }
+        /// An unused code of an incomplete set met after `consumed` bits: a bit-by-bit reader
+        /// tries all 15 bits before giving up.
+        func invalidCode(at consumed: Int) -> InflateError {
+            consumed + 15 > inputBits ? State.endsEarly : InflateError(reason: "invalid Huffman code")
+        }
 
         /// Tops the buffer up to at least 56 valid bits.
         @inline(__always)
@@ -272,7 +283,7 @@ public enum Inflate {
         mutating func decodeSymbol(_ t: Table) throws -> Int {
             if bitCount < t.rootBits { try refill() }
             let e = t.entries[Int(truncatingIfNeeded: bitBuffer) & ((1 << t.rootBits) - 1)]
-            guard e & Table.kindMask == Table.symbol else { throw invalidCode() }
+            guard e & Table.kindMask == Table.symbol else { throw invalidCode(at: consumed) }
             let n = Int(e & 15)
             guard consumed + n <= inputBits else { throw State.endsEarly }
             _ = take(n)
@@ -371,61 +382,105 @@ public enum Inflate {
         mutating func codes(_ lit: Table, _ dist: Table, _ sink: Sink) throws {
             try lit.entries.withUnsafeBufferPointer { l in
                 try dist.entries.withUnsafeBufferPointer { d in
-                    try codes(l.baseAddress!, lit.rootBits, d.baseAddress!, dist.rootBits, sink)
+                    try codes(l.baseAddress!, d.baseAddress!, sink)
                 }
             }
         }
 
-        /// Looks up the entry for the bits at the bottom of `bitBuffer`, following a link.
-        /// Indices stay inside the table: the primary index is masked to rootBits bits and a
-        /// link's offset and index bits describe a sub-table the builder appended.
+        /// The entry of `t` for the low bits of `buffer`, following a link. Indices stay inside
+        /// the table: the primary index is masked to `rootBits` bits, and a link's offset and
+        /// index bits describe a sub-table the builder appended.
         @inline(__always)
-        func entry(_ t: UnsafePointer<UInt32>, _ rootBits: Int) -> UInt32 {
-            let e = t[Int(truncatingIfNeeded: bitBuffer) & ((1 << rootBits) - 1)]
+        static func entry(_ t: UnsafePointer<UInt32>, _ rootBits: Int, _ buffer: UInt64) -> UInt32 {
+            let e = t[Int(truncatingIfNeeded: buffer) & ((1 &<< rootBits) &- 1)]
             guard e & Table.kindMask == Table.link else { return e }
-            let sub = Int(truncatingIfNeeded: bitBuffer &>> UInt64(rootBits)) & ((1 << Int(e >> 8 & 15)) - 1)
-            return t[Int(e >> 16) + sub]
+            let sub = Int(truncatingIfNeeded: buffer &>> UInt64(rootBits)) & ((1 &<< Int(e >> 8 & 15)) &- 1)
+            return t[Int(e >> 16) &+ sub]
         }
 
         /// Decodes literal/length and distance codes up to the end of the block. Each round
         /// starts with at least 48 bits in the buffer (a whole length/distance pair) and at
-        /// least 258 + 8 bytes of room in `out`.
-        mutating func codes(
-            _ lit: UnsafePointer<UInt32>, _ litRoot: Int, _ dist: UnsafePointer<UInt32>, _ distRoot: Int, _ sink: Sink
-        ) throws {
+        /// least 258 + 8 bytes of room in `out`. The bit buffer, input position and output
+        /// count live in locals here (stores through `out` could otherwise alias them) and are
+        /// written back before anything else reads them: a flush, a tail refill, an error.
+        mutating func codes(_ lit: UnsafePointer<UInt32>, _ dist: UnsafePointer<UInt32>, _ sink: Sink) throws {
+            let litRoot = Inflate.literalRootBits, distRoot = Inflate.distanceRootBits
+            let out = self.out
+            let flushLimit = State.window + State.flushAt
+            let lastWord = input.count - 8  // a word refill may read input[pos ..< pos + 8]
+            var buffer = bitBuffer, count = bitCount, p = pos, o = outCount
+            defer { (bitBuffer, bitCount, pos, outCount) = (buffer, count, p, o) }
+            @inline(__always) func take(_ n: UInt32) -> Int {
+                let v = Int(truncatingIfNeeded: buffer & ((1 &<< UInt64(n)) &- 1))
+                buffer &>>= UInt64(n)
+                count &-= Int(n)
+                return v
+            }
             while true {
-                if outCount >= State.window + State.flushAt { try flush(sink, keep: State.window) }
-                if bitCount < 48 { try refill() }
-                let e = entry(lit, litRoot)
-                let kind = e & Table.kindMask
-                if kind == Table.symbol {
-                    _ = take(Int(e & 15))
-                    out[outCount] = UInt8(truncatingIfNeeded: e >> 16)
-                    outCount += 1
+                if o >= flushLimit {
+                    (bitBuffer, bitCount, pos, outCount) = (buffer, count, p, o)
+                    try flush(sink, keep: State.window)
+                    o = outCount
+                }
+                if count < 48 {
+                    if p <= lastWord {
+                        let word = UInt64(littleEndian: UnsafeRawPointer(input.baseAddress! + p).loadUnaligned(as: UInt64.self))
+                        buffer |= word &<< UInt64(count)
+                        p &+= 7 &- (count &>> 3)
+                        count |= 56
+                    } else {
+                        (bitBuffer, bitCount, pos, outCount) = (buffer, count, p, o)
+                        try refillTail()
+                        (buffer, count, p) = (bitBuffer, bitCount, pos)
+                    }
+                }
+                var e = State.entry(lit, litRoot, buffer)
+                if e & Table.kindMask == Table.symbol {
+                    // Up to three literals from the 48 bits (3 x 15 = 45).
+                    _ = take(e & 15)
+                    out[o] = UInt8(truncatingIfNeeded: e >> 16)
+                    e = State.entry(lit, litRoot, buffer)
+                    guard e & Table.kindMask == Table.symbol else {
+                        o &+= 1
+                        continue
+                    }
+                    _ = take(e & 15)
+                    out[o &+ 1] = UInt8(truncatingIfNeeded: e >> 16)
+                    e = State.entry(lit, litRoot, buffer)
+                    guard e & Table.kindMask == Table.symbol else {
+                        o &+= 2
+                        continue
+                    }
+                    _ = take(e & 15)
+                    out[o &+ 2] = UInt8(truncatingIfNeeded: e >> 16)
+                    o &+= 3
                     continue
                 }
+                let kind = e & Table.kindMask
                 if kind == Table.endOfBlock {
-                    _ = take(Int(e & 15))
+                    _ = take(e & 15)
                     return
                 }
                 if kind != Table.baseExtra {
-                    if kind == Table.invalidCode { throw invalidCode() }
-                    _ = take(Int(e & 15))
-                    throw fail("invalid length symbol")
+                    if kind == Table.invalidCode { throw invalidCode(at: p &* 8 &- count) }
+                    _ = take(e & 15)
+                    throw fail("invalid length symbol", at: p &* 8 &- count)
                 }
-                _ = take(Int(e & 15))
-                let length = Int(e >> 16) + take(Int(e >> 8 & 15))
-                let d = entry(dist, distRoot)
+                _ = take(e & 15)
+                let length = Int(e >> 16) &+ take(e >> 8 & 15)
+                let d = State.entry(dist, distRoot, buffer)
                 if d & Table.kindMask != Table.baseExtra {
-                    if d & Table.kindMask == Table.invalidCode { throw invalidCode() }
-                    _ = take(Int(d & 15))
-                    throw fail("invalid distance symbol")
+                    if d & Table.kindMask == Table.invalidCode { throw invalidCode(at: p &* 8 &- count) }
+                    _ = take(d & 15)
+                    throw fail("invalid distance symbol", at: p &* 8 &- count)
                 }
-                _ = take(Int(d & 15))
-                let distance = Int(d >> 16) + take(Int(d >> 8 & 15))
-                guard distance <= dropped + outCount else { throw fail("a back-reference points before the start of the output") }
-                copyMatch(to: out + outCount, distance: distance, length: length)
-                outCount += length
+                _ = take(d & 15)
+                let distance = Int(d >> 16) &+ take(d >> 8 & 15)
+                guard distance <= dropped &+ o else {
+                    throw fail("a back-reference points before the start of the output", at: p &* 8 &- count)
+                }
+                State.copyMatch(to: out + o, distance: distance, length: length)
+                o &+= length
             }
         }
 
@@ -435,7 +490,7 @@ public enum Inflate {
         /// is first written byte by byte up to its smallest multiple >= 8, which then serves
         /// as the distance. Writes up to 7 bytes past `dst + length` (inside `capacity`).
         @inline(__always)
-        func copyMatch(to dst: UnsafeMutablePointer<UInt8>, distance: Int, length: Int) {
+        static func copyMatch(to dst: UnsafeMutablePointer<UInt8>, distance: Int, length: Int) {
             var step = distance
             var k = 0
             if distance < 8 {
