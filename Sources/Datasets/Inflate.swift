@@ -21,9 +21,10 @@ import Foundation
 /// so the decoder never reads or writes out of bounds and its work is bounded by the input
 /// and `maxOutput`.
 ///
-/// Output is streamed: the decoder keeps a 32 KiB history window plus a 1 MiB buffer and hands
-/// full buffers to `sink`, so a large entry is never held in memory twice. `maxOutput` is
-/// checked at each hand-over, so at most 1 MiB more than `maxOutput` is ever decoded.
+/// Output is streamed: the decoder keeps a 32 KiB history window plus a buffer of 1 MiB (less
+/// for an input too short to expand that far) and hands full buffers to `sink`, so a large
+/// entry is never held in memory twice. `maxOutput` is checked at each hand-over, so at most
+/// 1 MiB more than `maxOutput` is ever decoded.
 public enum Inflate {
     public struct InflateError: Error, Equatable {
         public let reason: String
@@ -35,9 +36,13 @@ public enum Inflate {
         _ input: UnsafeBufferPointer<UInt8>, maxOutput: Int = Int.max,
         sink: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
-        var buffer = [UInt8](repeating: 0, count: State.capacity)
+        // A stream of n bytes yields at most 1032 n bytes (a 258-byte match takes at least 2
+        // bits), so a small stream gets a small buffer; any chunk size works the same way.
+        let bound = input.count < Int.max / 2048 ? (input.count + 16) * 1032 : Int.max
+        let chunk = min(State.flushAt, max(4096, min(bound, maxOutput)))
+        var buffer = [UInt8](repeating: 0, count: State.window + chunk + State.slack)
         try buffer.withUnsafeMutableBufferPointer { out in
-            var s = State(input: input, out: out.baseAddress!, maxOutput: maxOutput)
+            var s = State(input: input, out: out.baseAddress!, flushLimit: State.window + chunk, maxOutput: maxOutput)
             try s.run(sink)
         }
     }
@@ -194,10 +199,11 @@ public enum Inflate {
 
     struct State {
         static let window = 32768
+        /// The most output handed to the sink at once (less for a stream that cannot make that much).
         static let flushAt = 1 << 20
-        /// The output buffer: history window + flush size + one match (258) + 8 bytes that a
-        /// word copy may write past a match's end, rounded up.
-        static let capacity = window + flushAt + 320
+        /// Room in the output buffer after `flushLimit`: one match (258) + 8 bytes that a word
+        /// copy may write past its end, rounded up.
+        static let slack = 320
 
         let input: UnsafeBufferPointer<UInt8>
         let inputBits: Int
@@ -208,16 +214,21 @@ public enum Inflate {
         var bitBuffer: UInt64 = 0
         var bitCount = 0
         let maxOutput: Int
+        /// The output buffer, of `flushLimit + slack` bytes; it is handed over when it holds
+        /// `flushLimit` (= window + chunk) bytes, keeping the window.
         let out: UnsafeMutablePointer<UInt8>
+        let flushLimit: Int
         /// Bytes in `out`; the last min(window, total) of them are the history.
         var outCount = 0
         /// Bytes already handed to the sink and dropped from `out` (total output = dropped + outCount).
         var dropped = 0
 
-        init(input: UnsafeBufferPointer<UInt8>, out: UnsafeMutablePointer<UInt8>, maxOutput: Int) {
+        init(input: UnsafeBufferPointer<UInt8>, out: UnsafeMutablePointer<UInt8>, flushLimit: Int, maxOutput: Int) {
+            precondition(flushLimit > State.window, "a hand-over must free room")
             self.input = input
             inputBits = input.count * 8
             self.out = out
+            self.flushLimit = flushLimit
             self.maxOutput = maxOutput
         }
 
@@ -328,14 +339,14 @@ public enum Inflate {
             guard len <= input.count - pos else { throw State.endsEarly }
             var done = 0
             while done < len {
-                if outCount >= State.window + State.flushAt { try flush(sink, keep: State.window) }
-                let n = min(len - done, State.window + State.flushAt - outCount)
+                if outCount >= flushLimit { try flush(sink, keep: State.window) }
+                let n = min(len - done, flushLimit - outCount)
                 (out + outCount).update(from: input.baseAddress! + pos + done, count: n)
                 outCount += n
                 done += n
             }
             pos += len
-            if outCount >= State.window + State.flushAt { try flush(sink, keep: State.window) }
+            if outCount >= flushLimit { try flush(sink, keep: State.window) }
         }
 
         mutating func dynamic(_ sink: Sink) throws {
@@ -400,13 +411,13 @@ public enum Inflate {
 
         /// Decodes literal/length and distance codes up to the end of the block. Each round
         /// starts with at least 48 bits in the buffer (a whole length/distance pair) and at
-        /// least 258 + 8 bytes of room in `out`. The bit buffer, input position and output
+        /// least `slack` = 258 + 8 bytes of room in `out`. The bit buffer, input position and output
         /// count live in locals here (stores through `out` could otherwise alias them) and are
         /// written back before anything else reads them: a flush, a tail refill, an error.
         mutating func codes(_ lit: UnsafePointer<UInt32>, _ dist: UnsafePointer<UInt32>, _ sink: Sink) throws {
             let litRoot = Inflate.literalRootBits, distRoot = Inflate.distanceRootBits
             let out = self.out
-            let flushLimit = State.window + State.flushAt
+            let flushLimit = self.flushLimit
             let lastWord = input.count - 8  // a word refill may read input[pos ..< pos + 8]
             var buffer = bitBuffer, count = bitCount, p = pos, o = outCount
             defer { (bitBuffer, bitCount, pos, outCount) = (buffer, count, p, o) }
@@ -488,7 +499,7 @@ public enum Inflate {
         /// `for k in 0..<length { dst[k] = dst[k - distance] }`. Copies 8-byte words, which is
         /// exact once the words do not overlap their source (distance >= 8); a shorter period
         /// is first written byte by byte up to its smallest multiple >= 8, which then serves
-        /// as the distance. Writes up to 7 bytes past `dst + length` (inside `capacity`).
+        /// as the distance. Writes up to 7 bytes past `dst + length` (inside `slack`).
         @inline(__always)
         static func copyMatch(to dst: UnsafeMutablePointer<UInt8>, distance: Int, length: Int) {
             var step = distance
