@@ -521,17 +521,19 @@ public enum Inflate {
     }
 }
 
-/// CRC-32 (IEEE, reflected 0xEDB88320) as zip uses it; slicing-by-4 tables.
+/// CRC-32 (IEEE, reflected 0xEDB88320) as zip uses it; slicing-by-8: `tables[k][b]` is the
+/// CRC of byte b followed by k zero bytes, so 8 input bytes take 8 independent lookups.
 struct CRC32 {
-    static let tables: [[UInt32]] = {
-        var t = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 4)
+    /// 8 tables of 256 entries, one after another.
+    static let tables: [UInt32] = {
+        var t = [UInt32](repeating: 0, count: 8 * 256)
         for i in 0..<256 {
             var c = UInt32(i)
             for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-            t[0][i] = c
+            t[i] = c
         }
-        for i in 0..<256 {
-            for k in 1..<4 { t[k][i] = (t[k - 1][i] >> 8) ^ t[0][Int(t[k - 1][i] & 0xFF)] }
+        for k in 1..<8 {
+            for i in 0..<256 { t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)] }
         }
         return t
     }()
@@ -543,21 +545,18 @@ struct CRC32 {
         var c = state
         let n = b.count
         var i = 0
-        CRC32.tables[0].withUnsafeBufferPointer { t0 in
-            CRC32.tables[1].withUnsafeBufferPointer { t1 in
-                CRC32.tables[2].withUnsafeBufferPointer { t2 in
-                    CRC32.tables[3].withUnsafeBufferPointer { t3 in
-                        while i + 4 <= n {
-                            c ^= UInt32(b[i]) | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2]) << 16 | UInt32(b[i + 3]) << 24
-                            c = t3[Int(c & 0xFF)] ^ t2[Int((c >> 8) & 0xFF)] ^ t1[Int((c >> 16) & 0xFF)] ^ t0[Int(c >> 24)]
-                            i += 4
-                        }
-                        while i < n {
-                            c = t0[Int((c ^ UInt32(b[i])) & 0xFF)] ^ (c >> 8)
-                            i += 1
-                        }
-                    }
-                }
+        CRC32.tables.withUnsafeBufferPointer { t in
+            while i + 8 <= n {
+                let word = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                let lo = c ^ UInt32(truncatingIfNeeded: word), hi = UInt32(truncatingIfNeeded: word >> 32)
+                c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
+                    ^ t[4 * 256 + Int(lo >> 24)] ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int(hi >> 8 & 0xFF)]
+                    ^ t[256 + Int(hi >> 16 & 0xFF)] ^ t[Int(hi >> 24)]
+                i += 8
+            }
+            while i < n {
+                c = t[Int((c ^ UInt32(b[i])) & 0xFF)] ^ (c >> 8)
+                i += 1
             }
         }
         state = c
