@@ -1,5 +1,6 @@
 import ActionRuntime
 import Foundation
+import PoseCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// DEFLATE decompression (RFC 1951), written here so that `.npz` files made by
 /// `numpy.savez_compressed` load without zlib.
@@ -518,48 +519,5 @@ public enum Inflate {
                 k += 8
             }
         }
-    }
-}
-
-/// CRC-32 (IEEE, reflected 0xEDB88320) as zip uses it; slicing-by-8: `tables[k][b]` is the
-/// CRC of byte b followed by k zero bytes, so 8 input bytes take 8 independent lookups.
-struct CRC32 {
-    /// 8 tables of 256 entries, one after another.
-    static let tables: [UInt32] = {
-        var t = [UInt32](repeating: 0, count: 8 * 256)
-        for i in 0..<256 {
-            var c = UInt32(i)
-            for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-            t[i] = c
-        }
-        for k in 1..<8 {
-            for i in 0..<256 { t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)] }
-        }
-        return t
-    }()
-
-    private(set) var value: UInt32 = 0
-    private var state: UInt32 = 0xFFFF_FFFF
-
-    mutating func update(_ b: UnsafeRawBufferPointer) {
-        var c = state
-        let n = b.count
-        var i = 0
-        CRC32.tables.withUnsafeBufferPointer { t in
-            while i + 8 <= n {
-                let word = UInt64(littleEndian: b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
-                let lo = c ^ UInt32(truncatingIfNeeded: word), hi = UInt32(truncatingIfNeeded: word >> 32)
-                c = t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int(lo >> 8 & 0xFF)] ^ t[5 * 256 + Int(lo >> 16 & 0xFF)]
-                    ^ t[4 * 256 + Int(lo >> 24)] ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int(hi >> 8 & 0xFF)]
-                    ^ t[256 + Int(hi >> 16 & 0xFF)] ^ t[Int(hi >> 24)]
-                i += 8
-            }
-            while i < n {
-                c = t[Int((c ^ UInt32(b[i])) & 0xFF)] ^ (c >> 8)
-                i += 1
-            }
-        }
-        state = c
-        value = ~c
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// The subset of the zip format that `numpy.savez` / `savez_compressed` write: a central
 /// directory (ZIP64 when large: numpy forces ZIP64 entries), entries stored (method 0) or
@@ -116,11 +117,11 @@ struct ZipArchive {
         guard entry.compressedSize >= 0, dataStart <= handle.size, entry.compressedSize <= handle.size - dataStart else {
             throw corrupt("the entry's data runs past the end of the file (truncated?)")
         }
-        var crc = CRC32()
+        var crc: UInt32 = 0
         var total = 0
         try withoutActuallyEscaping(sink) { sink in
         let checkedSink: (UnsafeBufferPointer<UInt8>) throws -> Void = { chunk in
-            crc.update(UnsafeRawBufferPointer(chunk))
+            crc = CRC32.checksum(UnsafeRawBufferPointer(chunk), continuing: crc)
             total += chunk.count
             try sink(chunk)
         }
@@ -143,7 +144,7 @@ struct ZipArchive {
         }
         }
         guard total == entry.size else { throw corrupt("the entry has \(total) bytes, the directory says \(entry.size)") }
-        guard crc.value == entry.crc else { throw corrupt("CRC-32 mismatch (the data is damaged)") }
+        guard crc == entry.crc else { throw corrupt("CRC-32 mismatch (the data is damaged)") }
     }
 }
 

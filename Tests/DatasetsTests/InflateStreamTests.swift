@@ -550,36 +550,6 @@ final class InflateStreamTests: XCTestCase {
         XCTAssertEqual(try Inflate.decompress(w.bytes), [UInt8](repeating: 7, count: 32_771))
     }
 
-    /// Slicing-by-8 CRC-32 against the bit-by-bit definition, at every alignment and length
-    /// up to 40 bytes, and in pieces (the zip reader updates it chunk by chunk).
-    func testCRC32MatchesBitwiseDefinition() {
-        func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-            var c: UInt32 = 0xFFFF_FFFF
-            for b in bytes {
-                c ^= UInt32(b)
-                for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-            }
-            return ~c
-        }
-        var g = SeededGenerator(seed: 5)
-        let data = (0..<5000).map { _ in UInt8(truncatingIfNeeded: g.next()) }
-        for start in 0..<8 {
-            for count in 0...40 {
-                var c = CRC32()
-                data[start..<(start + count)].withUnsafeBytes { c.update($0) }
-                XCTAssertEqual(c.value, bitwise(data[start..<(start + count)]), "start \(start), \(count) bytes")
-            }
-        }
-        var pieces = CRC32()
-        var k = 0
-        for size in [1, 7, 8, 9, 100, 1000, 3875] {
-            data[k..<(k + size)].withUnsafeBytes { pieces.update($0) }
-            k += size
-        }
-        XCTAssertEqual(k, data.count)
-        XCTAssertEqual(pieces.value, bitwise(data[...]), "in pieces")
-    }
-
     /// `maxOutput` bounds the work of a stream that expands a lot (a "zip bomb").
     func testMaxOutput() throws {
         var w = DeflateWriter()

@@ -1,4 +1,5 @@
 import ActionRuntime
+import PoseCore
 
 /// Any bytes: the model-file reader must throw or return, never crash, hang or allocate
 /// without bound. Each input is decoded twice: as given, and with its preamble repaired

@@ -1,5 +1,4 @@
-@testable import ActionRuntime
-import PoseCore
+@testable import PoseCore
 import XCTest
 
 final class CRC32Tests: XCTestCase {
@@ -59,5 +58,34 @@ final class CRC32Tests: XCTestCase {
             let b = (0..<nb).map { _ in UInt8(truncatingIfNeeded: g.next()) }
             XCTAssertEqual(CRC32.combine(CRC32.checksum(a), CRC32.checksum(b), lengthB: nb), reference(a + b), "\(na) + \(nb)")
         }
+    }
+
+    /// Slicing-by-8 CRC-32 against the bit-by-bit definition, at every alignment and length
+    /// up to 40 bytes, and in pieces (the zip reader continues it chunk by chunk).
+    func testCRC32MatchesBitwiseDefinition() {
+        func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var c: UInt32 = 0xFFFF_FFFF
+            for b in bytes {
+                c ^= UInt32(b)
+                for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            }
+            return ~c
+        }
+        var g = SeededGenerator(seed: 5)
+        let data = (0..<5000).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+        for start in 0..<8 {
+            for count in 0...40 {
+                let c = data[start..<(start + count)].withUnsafeBytes { CRC32.checksum($0) }
+                XCTAssertEqual(c, bitwise(data[start..<(start + count)]), "start \(start), \(count) bytes")
+            }
+        }
+        var pieces: UInt32 = 0
+        var k = 0
+        for size in [1, 7, 8, 9, 100, 1000, 3875] {
+            pieces = data[k..<(k + size)].withUnsafeBytes { CRC32.checksum($0, continuing: pieces) }
+            k += size
+        }
+        XCTAssertEqual(k, data.count)
+        XCTAssertEqual(pieces, bitwise(data[...]), "in pieces")
     }
 }
