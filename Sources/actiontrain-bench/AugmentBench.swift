@@ -73,7 +73,7 @@ enum AugmentBench {
         print("")
         print("training the reference MLP 2565-256-128-6, batch 64, OpenBLAS \(BLAS.coreName) x2; seconds per epoch (median of 3)")
         BLAS.threads = 2
-        var config = TrainingConfig()
+        var config = TrainingConfig.reference("mlp")!  // not the defaults: those are a TCN
         config.epochs = 1
         let input = Shape(time: 45, channels: windows.spec.channelsPerFrame)
         let sources: [(String, BatchSource)] = [
