@@ -18,7 +18,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
     public var scaleProbability: Double = 0
     public var maxScaleChange: Double = 0
     /// Independent noise on each coordinate of each present joint, standard deviation
-    /// `jitterStandardDeviation` × the window's body scale (median torso length).
+    /// `jitterStandardDeviation` × the window's body scale (`FeatureExtractor.torsoScale`).
     public var jitterProbability: Double = 0
     public var jitterStandardDeviation: Double = 0
     /// Playback speed factor uniform in `1 ± maxSpeedChange` (< 1): above 1 the action runs
@@ -341,7 +341,7 @@ public struct Augmenter: Sendable {
 
         // 4. Jitter, scaled by the body size.
         if c.jitterStandardDeviation > 0 && coin(c.jitterProbability) {
-            let sigma = Float(c.jitterStandardDeviation) * bodyScale(Dim.self, centre: centre, ws: ws)
+            let sigma = Float(c.jitterStandardDeviation) * bodyScale(ws: ws, dimensions: D)
             if sigma > 0 && sigma.isFinite {
                 var local = g  // a local copy keeps the state in registers
                 for i in 0..<FJ where present[i] != 0 {
@@ -368,45 +368,15 @@ public struct Augmenter: Sendable {
         }
     }
 
-    /// The body scale of the window in the workspace: the median over frames of the torso
-    /// length (as `scaleByTorso` measures it); without a torso, the RMS distance of the
-    /// present joints from `centre`.
-    @inline(__always)
-    private func bodyScale<Dim: AugmentDimensions>(_: Dim.Type, centre: (Float, Float, Float), ws: Workspace) -> Float {
-        let F = ws.frames, J = skeleton.jointCount, D = Dim.count
-        let xyz = ws.coordinates, present = ws.present
-        var count = 0
-        if !torsoUpper.isEmpty && !torsoLower.isEmpty {
-            for f in 0..<F {
-                var u: (Float, Float, Float, Int) = (0, 0, 0, 0), l: (Float, Float, Float, Int) = (0, 0, 0, 0)
-                for j in torsoUpper where present[f &* J &+ j] != 0 {
-                    let v = xyz + (f &* J &+ j) &* D
-                    u = (u.0 + v[0], u.1 + v[1], D == 3 ? u.2 + v[2] : 0, u.3 + 1)
-                }
-                for j in torsoLower where present[f &* J &+ j] != 0 {
-                    let v = xyz + (f &* J &+ j) &* D
-                    l = (l.0 + v[0], l.1 + v[1], D == 3 ? l.2 + v[2] : 0, l.3 + 1)
-                }
-                guard u.3 > 0 && l.3 > 0 else { continue }
-                let nu = Float(u.3), nl = Float(l.3)
-                let dx = u.0 / nu - l.0 / nl, dy = u.1 / nu - l.1 / nl, dz = u.2 / nu - l.2 / nl
-                ws.lengths[count] = (dx * dx + dy * dy + dz * dz).squareRoot()
-                count += 1
+    /// The body scale of the window in the workspace, as `scaleByTorso` measures it.
+    private func bodyScale(ws: Workspace, dimensions D: Int) -> Float {
+        torsoUpper.withUnsafeBufferPointer { u in
+            torsoLower.withUnsafeBufferPointer { l in
+                FeatureExtractor.torsoScale(
+                    ws.coordinates, ws.present, frames: ws.frames, joints: skeleton.jointCount, dimensions: D, upper: u, lower: l,
+                    lengths: ws.lengths)
             }
         }
-        if count > 0 {
-            let median = FeatureExtractor.median(ws.lengths, count)
-            if median > 0 { return median }
-        }
-        var ss: Float = 0, n = 0
-        for i in 0..<(F &* J) where present[i] != 0 {
-            let v = xyz + i &* D
-            let dx = v[0] - centre.0, dy = v[1] - centre.1
-            let dz: Float = D == 3 ? v[2] - centre.2 : 0
-            ss += dx * dx + dy * dy + dz * dz
-            n += 1
-        }
-        return n > 0 ? (ss / Float(n)).squareRoot() : 0
     }
 }
 

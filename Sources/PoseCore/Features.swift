@@ -143,7 +143,9 @@ public struct FeatureExtractor: Sendable {
                 joints.withUnsafeBufferPointer { centre(Dim.self, xyz, present, F: F, J: J, joints: $0, perFrame: perFrame, ws: ws) }
             case .scaleByTorso(let upper, let lower):
                 let s = upper.withUnsafeBufferPointer { u in
-                    lower.withUnsafeBufferPointer { l in torsoScale(Dim.self, xyz, present, F: F, J: J, upper: u, lower: l, ws: ws) }
+                    lower.withUnsafeBufferPointer { l in
+                        Self.torsoScale(Dim.self, xyz, present, F: F, J: J, upper: u, lower: l, ends: ws.windowCentre, lengths: ws.lengths)
+                    }
                 }
                 if s > 0 && s.isFinite {
                     for v in 0..<(FJ &* D) { xyz[v] /= s }  // absent joints are 0 and stay 0
@@ -219,7 +221,7 @@ public struct FeatureExtractor: Sendable {
     /// Mean of the present joints among `joints` at frame f into `mean[0..<D]`; false when
     /// none is present.
     @inline(__always)
-    private func meanOf<Dim: StaticDimensions>(
+    private static func meanOf<Dim: StaticDimensions>(
         _: Dim.Type, _ joints: UnsafeBufferPointer<Int>, frame f: Int, _ xyz: UnsafeMutablePointer<Float>,
         _ present: UnsafePointer<UInt8>, J: Int, into mean: UnsafeMutablePointer<Float>
     ) -> Bool {
@@ -237,7 +239,7 @@ public struct FeatureExtractor: Sendable {
 
     /// Window mean of all present joints into `mean[0..<D]`; the count of present joints.
     @inline(__always)
-    private func meanOfAll<Dim: StaticDimensions>(
+    private static func meanOfAll<Dim: StaticDimensions>(
         _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, count FJ: Int,
         into mean: UnsafeMutablePointer<Float>
     ) -> Int {
@@ -263,7 +265,7 @@ public struct FeatureExtractor: Sendable {
         var seen = 0
         for f in 0..<F {
             let c = ws.centres + f &* D
-            ws.hasCentre[f] = meanOf(Dim.self, joints, frame: f, xyz, present, J: J, into: c)
+            ws.hasCentre[f] = Self.meanOf(Dim.self, joints, frame: f, xyz, present, J: J, into: c)
             if ws.hasCentre[f] {
                 for d in 0..<D { wc[d] += c[d] }
                 seen += 1
@@ -273,7 +275,7 @@ public struct FeatureExtractor: Sendable {
             for d in 0..<D { wc[d] /= Float(seen) }
         } else {
             // No centre joint anywhere in the window: the mean of all present joints.
-            _ = meanOfAll(Dim.self, xyz, present, count: F &* J, into: wc)
+            _ = Self.meanOfAll(Dim.self, xyz, present, count: F &* J, into: wc)
         }
         for f in 0..<F {
             let c = perFrame && ws.hasCentre[f] ? ws.centres + f &* D : wc
@@ -285,13 +287,32 @@ public struct FeatureExtractor: Sendable {
         }
     }
 
+    /// The body scale `scaleByTorso` divides by (docs/preprocessing.md), for others that need
+    /// the same measure (augmentation's jitter): the median over frames of the distance between
+    /// the means of the present `upper` and `lower` joints; without a positive one, the RMS
+    /// distance of the present joints from their mean; 0 without present joints.
+    /// `xyz [frames, joints, dimensions]` (2 or 3), `present [frames, joints]`; `lengths` is
+    /// scratch for `frames` values.
+    public static func torsoScale(
+        _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, frames F: Int, joints J: Int, dimensions D: Int,
+        upper: UnsafeBufferPointer<Int>, lower: UnsafeBufferPointer<Int>, lengths: UnsafeMutablePointer<Float>
+    ) -> Float {
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 6) { ends in
+            D == 3
+                ? torsoScale(Dimensions3.self, xyz, present, F: F, J: J, upper: upper, lower: lower, ends: ends.baseAddress!, lengths: lengths)
+                : torsoScale(Dimensions2.self, xyz, present, F: F, J: J, upper: upper, lower: lower, ends: ends.baseAddress!, lengths: lengths)
+        }
+    }
+
+    /// `ends`: scratch for 6 values.
     @inline(__always)
-    private func torsoScale<Dim: StaticDimensions>(
+    private static func torsoScale<Dim: StaticDimensions>(
         _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>, F: Int, J: Int,
-        upper: UnsafeBufferPointer<Int>, lower: UnsafeBufferPointer<Int>, ws: Workspace
+        upper: UnsafeBufferPointer<Int>, lower: UnsafeBufferPointer<Int>, ends: UnsafeMutablePointer<Float>,
+        lengths: UnsafeMutablePointer<Float>
     ) -> Float {
         let D = Dim.count
-        let u = ws.windowCentre, l = ws.windowCentre + 3
+        let u = ends, l = ends + 3
         var count = 0
         for f in 0..<F {
             guard meanOf(Dim.self, upper, frame: f, xyz, present, J: J, into: u),
@@ -299,11 +320,11 @@ public struct FeatureExtractor: Sendable {
             else { continue }
             var s: Float = 0
             for d in 0..<D { s += (u[d] - l[d]) * (u[d] - l[d]) }
-            ws.lengths[count] = s.squareRoot()
+            lengths[count] = s.squareRoot()
             count += 1
         }
         if count > 0 {
-            let median = Self.median(ws.lengths, count)
+            let median = Self.median(lengths, count)
             if median > 0 && median.isFinite { return median }
         }
         // No torso in the window: RMS distance of the present joints from their mean.
@@ -326,8 +347,8 @@ public struct FeatureExtractor: Sendable {
         let l = ws.windowCentre, r = ws.windowCentre + 3
         var a1: Float = 0, a2: Float = 0
         for f in 0..<F {
-            guard meanOf(Dimensions3.self, left, frame: f, xyz, present, J: J, into: l),
-                meanOf(Dimensions3.self, right, frame: f, xyz, present, J: J, into: r)
+            guard Self.meanOf(Dimensions3.self, left, frame: f, xyz, present, J: J, into: l),
+                Self.meanOf(Dimensions3.self, right, frame: f, xyz, present, J: J, into: r)
             else { continue }
             a1 += r[h1] - l[h1]
             a2 += r[h2] - l[h2]
