@@ -99,7 +99,7 @@ enum ConfigOptions {
         Entry(key: "minDelta", kind: .number, value: "D", help: "Smallest change of the monitored metric that counts as an improvement (default 0)."),
         // Reproducibility
         Entry(key: "seed", kind: .int, value: "N", help: "Seed for initialisation, shuffling, dropout and splits (default 0)."),
-        Entry(key: "threads", kind: .int, value: "N", help: "Threads for OpenBLAS and the optimiser (default 2)."),
+        Entry(key: "threads", kind: .int, value: "N", help: "Threads for OpenBLAS, the layers' batch split and the optimiser (default 2)."),
     ]
 
     /// Keys that `fit --resume` may change: they do not alter the model or the data.
