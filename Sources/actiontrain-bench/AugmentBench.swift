@@ -100,23 +100,8 @@ enum AugmentBench {
         }
     }
 
-    static func fillEpoch(_ source: TensorSet, epoch: Int) {
-        let B = 64, V = source.valuesPerWindow
-        var order = Array(0..<source.count)
-        var g = SeededGenerator(seed: UInt64(epoch))
-        order.seededShuffle(using: &g)
-        var x = [Float](repeating: 0, count: B * V), y = [Int32](repeating: 0, count: B)
-        x.withUnsafeMutableBufferPointer { xp in
-            y.withUnsafeMutableBufferPointer { yp in
-                for s in stride(from: 0, to: order.count, by: B) {
-                    source.fill(indices: order[s..<min(s + B, order.count)], epoch: epoch, features: xp.baseAddress!, labels: yp.baseAddress!)
-                }
-            }
-        }
-    }
-
     /// Fills every batch of one epoch, in a shuffled order, as the trainer does.
-    static func fillEpoch(_ source: AugmentedBatches, epoch: Int) {
+    static func fillEpoch<Source: BatchSource>(_ source: Source, epoch: Int) {
         let B = 64, V = source.valuesPerWindow
         var order = Array(0..<source.count)
         var g = SeededGenerator(seed: UInt64(epoch))
