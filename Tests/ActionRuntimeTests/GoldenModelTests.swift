@@ -1,5 +1,6 @@
 @testable import ActionRuntime
 import Foundation
+@testable import ModelExport
 import PoseCore
 import TestSupport
 import XCTest
@@ -115,12 +116,12 @@ final class GoldenModelTests: XCTestCase {
     }
 
     func runPython(_ args: [String]) throws -> (features: [[Float]], logits: [[Float]]) {
-        let r = try ModelFixtures.run(["python3"] + args)
+        let r = try ONNXParity.run(["python3"] + args)
         guard r.status == 0 else {
             XCTFail("read_model.py failed (\(r.status)): \(r.stderr)")
             return ([], [])
         }
-        let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: r.stdout) as? [String: [[Double]]])
+        let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: [[Double]]])
         return (try XCTUnwrap(o["features"]).map { $0.map(Float.init) }, try XCTUnwrap(o["logits"]).map { $0.map(Float.init) })
     }
 

@@ -1,5 +1,6 @@
 @testable import ActionRuntime
 import Foundation
+@testable import ModelExport
 import PoseCore
 import XCTest
 
@@ -180,21 +181,6 @@ enum ModelFixtures {
 
     /// True when `python3 -c <check>` exits 0.
     static func python(has module: String) -> Bool {
-        (try? run(["python3", "-c", "import \(module)"]).status) == 0
-    }
-
-    /// Runs a command; returns its exit status and stdout.
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, data, String(decoding: errData, as: UTF8.self))
+        (try? ONNXParity.run(["python3", "-c", "import \(module)"]).status) == 0
     }
 }
