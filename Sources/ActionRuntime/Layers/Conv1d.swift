@@ -86,6 +86,10 @@ final class Conv1d: Layer {
     private let y = Buffer()  // [B·To, O]
     private let dx = Buffer()  // [B, T, I]
     private let U = Buffer()  // [α, O, I], Winograd's transformed weights of the last forward
+    private var frozen = false
+    private var packed: Buffer?  // the weight as PackedGEMM's B [K·I, O], while frozen
+    private let padded = Buffer()  // [B, T + 2P, I]: the packed path's zero-padded inputs
+    private var paddedBatch = 0  // windows whose padding rows in `padded` are zero
 
     /// What one part owns.
     final class Workspace {
@@ -130,6 +134,11 @@ final class Conv1d: Layer {
         for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
     }
 
+    func setFrozen(_ frozen: Bool) {
+        self.frozen = frozen
+        packed = nil  // packed again at the next small batch, from the current weights
+    }
+
     /// Parts for a batch: one per thread, each at least `minimumPartWork` of forward GEMM.
     func partCount(batch: Int) -> Int {
         let work = batch * outputTime * kernel * inputs * outputs
@@ -145,7 +154,10 @@ final class Conv1d: Layer {
         y.reserve(batch * outputTime * outputs)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
-        if let w = winograd, batch >= winogradMinimumBatch {
+        if frozen && dilation == 1 && batch < winogradMinimumBatch {
+            usedWinograd = false
+            forwardPacked(x, batch: batch)
+        } else if let w = winograd, batch >= winogradMinimumBatch {
             usedWinograd = true
             forwardWinograd(x, batch: batch, w)
         } else {
@@ -165,6 +177,48 @@ final class Conv1d: Layer {
             backwardIm2col(x, dy, batch: batch, needInputGradient: needInputGradient)
         }
         return needInputGradient ? UnsafePointer(dx.pointer) : nil
+    }
+
+    // MARK: Packed (frozen weights, small batches)
+
+    /// Smallest multiply-add count per thread worth splitting a packed product for.
+    static let minimumPackedPartWork = 1 << 18
+
+    /// `y = bias + conv(x)` with `PackedGEMM`: each window's zero-padded input `[T + 2P, I]`
+    /// read as its im2col matrix (row t starts at step t·S, row stride S·I, K·I values long,
+    /// so consecutive rows overlap) times the weight packed as `[K·I, O]`. The output panels
+    /// (16 channels each) are split over the threads; every output is computed by one thread
+    /// with the same sum, so the thread count never changes a bit. Needs D = 1.
+    private func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
+        let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime, P = padding
+        if packed == nil {
+            let b = Buffer(capacity: PackedGEMM.packedCount(n: O, k: KI))
+            PackedGEMM.pack(transposed: weight, n: O, k: KI, into: b.pointer)
+            packed = b
+        }
+        let rows = T + 2 * P
+        var a = x
+        if P > 0 {
+            if paddedBatch < batch {  // grow, with zero padding rows
+                padded.reserve(batch * rows * I)
+                padded.pointer.update(repeating: 0, count: batch * rows * I)
+                paddedBatch = batch
+            }
+            for b in 0..<batch { (padded.pointer + (b * rows + P) * I).update(from: x + b * T * I, count: T * I) }
+            a = UnsafePointer(padded.pointer)
+        }
+        let aStride = P > 0 ? rows * I : T * I
+        let panels = PackedGEMM.panels(O), work = batch * To * KI * O
+        let parts = max(1, min(BLAS.threads, panels, work / Conv1d.minimumPackedPartWork))
+        let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer), a0 = a
+        BLAS.parallel(parts) { p in
+            let range = (p * panels / parts)..<((p + 1) * panels / parts)
+            for b in 0..<batch {
+                PackedGEMM.multiply(
+                    m: To, n: O, k: KI, a: a0 + b * aStride, lda: stride * I, packed: pk, bias: bias, c: out + b * To * O,
+                    ldc: O, panels: range)
+            }
+        }
     }
 
     // MARK: im2col
