@@ -72,7 +72,8 @@ final class Conv1d: Layer {
     var winogradMinimumBatch = 8
     /// Batch elements per chunk (see above); tests set it small to exercise chunking.
     var chunk: Int
-    /// Most parts a batch is split into; nil: `BLAS.threads`. Tests set it to exercise splits.
+    /// Most parts a batch is split into (the packed path: exactly, up to one per panel);
+    /// nil: `BLAS.threads`. Tests set it to exercise splits.
     var maxParts: Int?
     /// Smallest GEMM work (multiply-adds) worth a part of its own.
     static let minimumPartWork = 1 << 19
@@ -209,7 +210,7 @@ final class Conv1d: Layer {
         }
         let aStride = P > 0 ? rows * I : T * I
         let panels = PackedGEMM.panels(O), work = batch * To * KI * O
-        let parts = max(1, min(BLAS.threads, panels, work / Conv1d.minimumPackedPartWork))
+        let parts = max(1, min(panels, maxParts ?? min(BLAS.threads, work / Conv1d.minimumPackedPartWork)))
         let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer), a0 = a
         BLAS.parallel(parts) { p in
             let range = (p * panels / parts)..<((p + 1) * panels / parts)
