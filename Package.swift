@@ -23,7 +23,8 @@ let package = Package(
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
         ),
         .target(name: "PoseCore"),
-        .target(name: "CKernels"),  // hand-written SIMD kernels (C), chosen at run time
+        // Hand-written SIMD kernels (C: AVX-512, AVX2, portable), chosen at run time.
+        .target(name: "CKernels", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(name: "Datasets", dependencies: ["PoseCore"]),
         .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS", "CKernels"]),
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),

@@ -53,4 +53,16 @@ public enum PackedGEMM {
         atk_gemm_packed(
             Int32(m), Int32(n), Int32(k), a, Int32(lda), packed, bias, c, Int32(ldc), Int32(r.lowerBound), Int32(r.upperBound))
     }
+
+    /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
+    /// across channels: `dst[i·dstStride + c] = s + Σ_j m[i·ldm + j]·src[j·srcStride + c]`,
+    /// s = `start[c]` or 0. A Winograd transform of one tile.
+    public static func transform(
+        rows: Int, cols: Int, m: UnsafePointer<Float>, ldm: Int, src: UnsafePointer<Float>, srcStride: Int,
+        start: UnsafePointer<Float>?, dst: UnsafeMutablePointer<Float>, dstStride: Int, channels: Int
+    ) {
+        precondition(cols <= 8, "at most 8 columns")
+        atk_transform(
+            Int32(rows), Int32(cols), m, Int32(ldm), src, Int32(srcStride), start, dst, Int32(dstStride), Int32(channels))
+    }
 }

@@ -141,6 +141,52 @@ final class PackedGEMMTests: XCTestCase {
         XCTAssertEqual(packed.pointer[(1 * k + 2) * 16 + 2], 0)  // column 18 does not exist
     }
 
+    func testTransformMatchesReference() {
+        // Every column count 1-8, rows 1-8, channel counts around the vector widths (8, 16),
+        // with and without a start row; AVX2 and AVX-512 give the same bits.
+        var results: [PackedGEMM.InstructionSet: [Float]] = [:]
+        for isa in Self.available {
+            PackedGEMM.current = isa
+            var g = SeededGenerator(seed: 9)  // the same data for every kernel
+            var all: [Float] = []
+            for cols in 1...8 {
+                for (rows, channels) in [(1, 1), (8, 7), (4, 16), (8, 57), (3, 33)] {
+                    let ldm = cols + 2, srcStride = channels + 3, dstStride = channels + 1
+                    var mat = (0..<(rows * ldm)).map { _ in g.nextSymmetric(2) }
+                    mat[0] = 0  // a zero coefficient
+                    let src = (0..<(cols * srcStride)).map { _ in g.nextSymmetric(1) }
+                    let start = (0..<channels).map { _ in g.nextSymmetric(1) }
+                    for withStart in [false, true] {
+                        var dst = [Float](repeating: -7777, count: rows * dstStride)
+                        mat.withUnsafeBufferPointer { mp in
+                            src.withUnsafeBufferPointer { sp in
+                                start.withUnsafeBufferPointer { st in
+                                    dst.withUnsafeMutableBufferPointer { dp in
+                                        PackedGEMM.transform(
+                                            rows: rows, cols: cols, m: mp.baseAddress!, ldm: ldm, src: sp.baseAddress!,
+                                            srcStride: srcStride, start: withStart ? st.baseAddress! : nil, dst: dp.baseAddress!,
+                                            dstStride: dstStride, channels: channels)
+                                    }
+                                }
+                            }
+                        }
+                        for i in 0..<rows {
+                            for c in 0..<channels {
+                                var e = withStart ? Double(start[c]) : 0
+                                for j in 0..<cols { e += Double(mat[i * ldm + j]) * Double(src[j * srcStride + c]) }
+                                XCTAssertEqual(Double(dst[i * dstStride + c]), e, accuracy: 1e-5, "\(isa) cols \(cols) (\(i), \(c))")
+                            }
+                            XCTAssertEqual(dst[i * dstStride + channels], -7777, "\(isa) row \(i) overran")
+                        }
+                        all += dst
+                    }
+                }
+            }
+            results[isa] = all
+        }
+        if let a = results[.avx2], let b = results[.avx512] { XCTAssertEqual(a.map(\.bitPattern), b.map(\.bitPattern)) }
+    }
+
     // MARK: - The frozen convolution
 
     func makeConv(_ c: Conv1dTests.Case) throws -> Conv1d {
@@ -150,10 +196,11 @@ final class PackedGEMMTests: XCTestCase {
     }
 
     func testFrozenConvolutionMatchesDirectLoops() throws {
-        // Batches under 8 of a frozen layer take the packed path (dilation 1); a dilated layer
+        // Batches under 8 of a frozen layer take the packed path (dilation 1): Winograd with
+        // packed U for stride 1 and kernels 2-7, the direct product otherwise; a dilated layer
         // keeps im2col. Every kernel, 1-3 parts; the parts give identical bits.
         typealias Case = Conv1dTests.Case
-        let cases = Conv1dTests.cases + [
+        let cases = Conv1dTests.cases + Conv1dTests.winogradCases + [
             Case(batch: 7, time: 12, inputs: 5, outputs: 40, kernel: 3, stride: 2, dilation: 1, padding: 1),
             Case(batch: 2, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2),  // conv2
         ]

@@ -45,6 +45,14 @@ void atk_pack_transposed(const float *bt, int n, int k, float *packed);
 void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed,
                      const float *bias, float *c, int ldc, int panel_lo, int panel_hi);
 
+/// A small matrix applied across channels (a Winograd transform of one tile):
+/// `dst[i·dst_stride + c] = s + Σ_j m[i·ldm + j]·src[j·src_stride + c]` for i < rows,
+/// j < cols ≤ 8, c < channels, summed over j in order, zero coefficients included (they add
+/// exact zeros), where s is `start[c]`, or 0 when `start` is NULL. One fused multiply-add per
+/// term on AVX2 and AVX-512 (the same bits on both).
+void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
+                   float *dst, int dst_stride, int channels);
+
 #ifdef __cplusplus
 }
 #endif
