@@ -2,7 +2,7 @@
 // actiontrain: train and evaluate action classifiers on body-pose windows.
 // Dependency direction (see docs/architecture.md):
 //   PoseCore  <- Datasets
-//   PoseCore, CBLAS <- ActionRuntime  (the importable inference runtime)
+//   PoseCore, CBLAS, CKernels <- ActionRuntime  (the importable inference runtime)
 //   ActionRuntime, Datasets <- ActionTrain
 //   Eval depends on PoseCore only for SeededGenerator (labels, predictions, probabilities only)
 //   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
@@ -23,8 +23,10 @@ let package = Package(
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
         ),
         .target(name: "PoseCore"),
+        // Hand-written SIMD kernels (C: AVX-512, AVX2, portable), chosen at run time.
+        .target(name: "CKernels", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         .target(name: "Datasets", dependencies: ["PoseCore"]),
-        .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS"]),
+        .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS", "CKernels"]),
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
         .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
         .target(name: "Eval", dependencies: ["PoseCore"]),  // PoseCore only for SeededGenerator

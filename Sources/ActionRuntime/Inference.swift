@@ -89,10 +89,12 @@ public final class ActionModel {
         }
     }
 
-    /// Wraps a decoded header and its network, checking that the input description builds.
+    /// Wraps a decoded header and its network, checking that the input description builds,
+    /// and freezes the network (`Network.freeze()`): a model's parameters do not change.
     public init(header: ModelHeader, network: Network) throws {
         self.header = header
         self.network = network
+        network.freeze()
         do {
             extractor = try FeatureExtractor(header.input)
         } catch {

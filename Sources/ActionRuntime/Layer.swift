@@ -101,12 +101,17 @@ public protocol Layer: AnyObject {
     func initialize(using g: inout SeededGenerator)
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float>
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>?
+    /// Told by `Network.freeze()` (true) and `thaw()` (false): while frozen the parameters do
+    /// not change, so the layer may keep derived copies of them (`Conv1d` packs its weight for
+    /// the runtime's own batch-1 kernel) and must drop them when thawed.
+    func setFrozen(_ frozen: Bool)
 }
 
 extension Layer {
     public var parameterShapes: [ParameterShape] { [] }
     public func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {}
     public func initialize(using g: inout SeededGenerator) {}
+    public func setFrozen(_ frozen: Bool) {}
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.count } }
 }
 

@@ -93,12 +93,40 @@ public final class Network {
     public func initialize(seed: UInt64) {
         var g = SeededGenerator(seed: seed)
         for layer in layers { layer.initialize(using: &g) }
+        refreeze()
     }
 
     /// Copies parameters from a flat array (e.g. a model file's data).
     public func load(parameters values: UnsafeBufferPointer<Float>) {
         precondition(values.count == parameterCount, "parameter count")
         if let base = values.baseAddress { parameters.update(from: base, count: parameterCount) }
+        refreeze()
+    }
+
+    // MARK: - Frozen parameters
+
+    /// True between `freeze()` and `thaw()`.
+    public private(set) var isFrozen = false
+
+    /// Promises that `parameters` no longer change (a loaded model; `ActionModel` freezes its
+    /// network), so that layers may keep derived copies of their weights: a convolution then
+    /// packs its weight (at its first small batch) for the runtime's own kernel
+    /// (`PackedGEMM`), which batches under 8 windows use. Writing `parameters` directly while
+    /// frozen leaves those copies stale: call `thaw()` first (and `freeze()` again after).
+    /// `load(parameters:)` and `initialize(seed:)` refresh the copies themselves.
+    public func freeze() {
+        isFrozen = true
+        for layer in layers { layer.setFrozen(true) }
+    }
+
+    /// Ends `freeze()`: the layers drop their derived copies; training may change parameters.
+    public func thaw() {
+        isFrozen = false
+        for layer in layers { layer.setFrozen(false) }
+    }
+
+    private func refreeze() {
+        if isFrozen { freeze() }
     }
 
     /// True once the gradient arena holds defined values (after `zeroGradients`).
@@ -127,6 +155,7 @@ public final class Network {
     public func backward(_ dlogits: UnsafePointer<Float>, batch: Int, needInputGradient: Bool = false)
         -> UnsafePointer<Float>?
     {
+        precondition(!isFrozen, "backward on a frozen network: thaw() it before training")
         if !gradientsDefined { zeroGradients() }
         return chain.backward(dlogits, batch: batch, needInputGradient: needInputGradient)
     }

@@ -181,7 +181,7 @@ enum InferenceBench {
             if json {
                 let fields: [String] = [
                     "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
-                    "\"blas_core\": \"\(BLAS.coreName)\"", "\"file_bytes\": \(bytes.count)",
+                    "\"blas_core\": \"\(BLAS.coreName)\"", "\"kernel\": \"\(PackedGEMM.current)\"", "\"file_bytes\": \(bytes.count)",
                     "\"load_reused_us\": \(format(reused * 1e6, 1))", "\"load_mmap_reused_us\": \(format(mappedReused * 1e6, 1))",
                     "\"load_fresh_us\": \(format(freshMemory * 1e6, 1))",
                     "\"load_new_process_us\": \(format(fresh * 1e6, 1))",

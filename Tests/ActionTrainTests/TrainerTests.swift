@@ -220,9 +220,9 @@ final class TrainerTests: XCTestCase {
         c.minDelta = 0.5
         let t = try Toy.trainer(c)
         var afterFirst: [Float] = []
-        let outcome = try t.fit(train: Toy.train, validation: Toy.validation) { r in
+        let outcome = try t.fit(train: Toy.train, validation: Toy.validation, onEpoch: { r in
             if r.epoch == 1 { afterFirst = Toy.parameters(t) }
-        }
+        })
         XCTAssertEqual(outcome, .stoppedEarly(epoch: 3))
         XCTAssertEqual(t.progress.records.count, 3)
         XCTAssertEqual(t.progress.bestEpoch, 1)
@@ -253,7 +253,7 @@ final class TrainerTests: XCTestCase {
         let c = Toy.config(epochs: 5)
         let t = try Toy.trainer(c)
         var snapshots: [Int: [Float]] = [:]
-        try t.fit(train: Toy.train, validation: Toy.validation) { r in snapshots[r.epoch] = Toy.parameters(t) }
+        try t.fit(train: Toy.train, validation: Toy.validation, onEpoch: { r in snapshots[r.epoch] = Toy.parameters(t) })
         let accuracies = t.progress.records.map { $0.validationAccuracy! }
         let best = accuracies.firstIndex(of: accuracies.max()!)! + 1
         XCTAssertEqual(t.progress.bestEpoch, best)
@@ -276,7 +276,7 @@ final class TrainerTests: XCTestCase {
         let t = try Toy.trainer(c)
         var lastGood: TrainerState?
         do {
-            try t.fit(train: Toy.train, validation: Toy.validation) { _ in lastGood = t.state() }
+            try t.fit(train: Toy.train, validation: Toy.validation, onEpoch: { _ in lastGood = t.state() })
             XCTFail("expected divergence")
         } catch let e as TrainingError {
             guard case .diverged(let epoch, let batch, let loss) = e else { return XCTFail("\(e)") }

@@ -33,11 +33,18 @@ def cpu_sample():
 
 def summarize(path):
     rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    for r in rows:  # the runtime on another OpenBLAS kernel than the environment's Haswell
-        if r["framework"] == "actiontrain" and r.get("blas_core", "Haswell") != "Haswell":
-            r["framework"] = "actiontrain " + r["blas_core"]
+    order = ["portable", "AVX2+FMA", "AVX-512"]  # the runtime's own kernels (CKernels)
+    best = max((order.index(r["kernel"]) for r in rows if r.get("kernel") in order), default=0)
+    for r in rows:  # the runtime on another OpenBLAS kernel than the environment's Haswell, or own kernels held back
+        if r["framework"] != "actiontrain":
+            continue
+        tags = [r["blas_core"]] if r.get("blas_core", "Haswell") != "Haswell" else []
+        if r.get("kernel") in order and order.index(r["kernel"]) < best:
+            tags.append(r["kernel"].split("+")[0] + " kernels")
+        if tags:
+            r["framework"] = "actiontrain " + ", ".join(tags)
     print("median over runs (runs interleaved); ratios are actiontrain / other, lower latency is better\n")
-    print(f"{'model':18}{'thr':>4}  {'b1 µs: ours':>15}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
+    print(f"{'model':28}{'thr':>4}  {'b1 µs: ours':>15}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
           f"  {'b1024 windows/s: actiontrain':>29}{'torch':>10}{'onnxrt':>10}  {'load µs: reused, fresh, new process':>26}  foreign load")
     ours = sorted({r["framework"] for r in rows if r["framework"].startswith("actiontrain")}, key=len)
     for model in ["mlp", "conv"]:
@@ -49,7 +56,7 @@ def summarize(path):
                 lat = {fw: med(fw, "latency_us_median") for fw in [a, "torch", "onnxruntime"]}
                 thr = {fw: med(fw, "infer_batch_windows_per_s") for fw in [a, "torch", "onnxruntime"]}
                 name = model + ("" if a == "actiontrain" else " (" + a.split(" ", 1)[1] + ")")
-                print(f"{name:18}{threads:>4}  {lat[a]:>15.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
+                print(f"{name:28}{threads:>4}  {lat[a]:>15.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
                       f"{lat[a] / lat['torch']:>10.2f}{lat[a] / lat['onnxruntime']:>8.2f}"
                       f"  {thr[a]:>29.0f}{thr['torch']:>10.0f}{thr['onnxruntime']:>10.0f}"
                       f"  {med(a, 'load_reused_us'):>7.0f} {med(a, 'load_fresh_us'):>7.0f} {med(a, 'load_new_process_us'):>9.0f}"

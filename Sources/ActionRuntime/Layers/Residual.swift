@@ -46,6 +46,10 @@ final class Residual: Layer {
         for layer in body + shortcut { layer.initialize(using: &g) }
     }
 
+    func setFrozen(_ frozen: Bool) {
+        for layer in body + shortcut { layer.setFrozen(frozen) }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let a = bodyChain.forward(x, batch: batch, mode: &mode)
         let s = shortcutChain.forward(x, batch: batch, mode: &mode)

@@ -94,10 +94,13 @@ struct Winograd {
     struct Terms {
         let rows: Int, columns: Int
         let start: [Int], column: [Int], coefficient: [Float]
+        /// The matrix, row-major `[rows, columns]`, with the same zeros (for `PackedGEMM.transform`).
+        let dense: [Float]
 
         init(_ matrix: [[Double]]) {
             rows = matrix.count
             columns = matrix[0].count
+            dense = matrix.flatMap { row in row.map { abs($0) > 1e-12 ? Float($0) : 0 } }
             var start = [0], column: [Int] = [], coefficient: [Float] = []
             for row in matrix {
                 for (j, v) in row.enumerated() where abs(v) > 1e-12 {

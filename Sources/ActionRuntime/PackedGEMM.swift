@@ -1,0 +1,68 @@
+import CKernels
+
+/// The runtime's own matrix product for shapes OpenBLAS serves poorly: one window's
+/// convolution, `C[m, n] = bias + A[m, k] · B[k, n]` with the rows of A allowed to overlap
+/// (a padded input read as its im2col matrix, row stride `stride·inputs`, without building it)
+/// and B packed once, ahead of time, in panels of 16 columns (`Sources/CKernels`).
+///
+/// The kernel is chosen at run time from the CPU: AVX-512 (tiles of 12 rows x 32 columns in
+/// registers), AVX2 + FMA (6 x 16), or a portable loop elsewhere (arm64, old x86).
+/// `ACTIONTRAIN_KERNEL=portable|avx2|avx512` lowers the choice (benchmarks, tests). Each output
+/// is `bias + Σ_r a·b` summed over r in order, one fused multiply-add per term on AVX2 and
+/// AVX-512, so those two give identical bits, whatever the panel split across threads.
+public enum PackedGEMM {
+    public enum InstructionSet: Int, CaseIterable, Sendable, CustomStringConvertible {
+        case portable = 0, avx2 = 1, avx512 = 2
+        public var description: String { ["portable", "AVX2+FMA", "AVX-512"][rawValue] }
+    }
+
+    /// The best kernel this CPU runs (after `ACTIONTRAIN_KERNEL`).
+    public static var detected: InstructionSet { InstructionSet(rawValue: Int(atk_detected_isa()))! }
+
+    /// The kernel in use. Setting it (tests, benchmarks) is clamped to `detected`; it is one
+    /// setting for the process, not to be changed while products run.
+    public static var current: InstructionSet {
+        get { InstructionSet(rawValue: Int(atk_isa()))! }
+        set { _ = atk_set_isa(Int32(newValue.rawValue)) }
+    }
+
+    /// Columns per panel.
+    public static let panel = Int(ATK_PANEL)
+
+    /// Panels of a matrix with `n` columns.
+    public static func panels(_ n: Int) -> Int { (n + panel - 1) / panel }
+
+    /// Floats of the packed form of B with `n` columns and `k` rows.
+    public static func packedCount(n: Int, k: Int) -> Int { Int(atk_packed_count(Int32(n), Int32(k))) }
+
+    /// Packs `bt [n, k]` (B transposed, as weights are stored: one row per output) into
+    /// `packed` (64-byte aligned, `packedCount(n:k:)` floats).
+    public static func pack(transposed bt: UnsafePointer<Float>, n: Int, k: Int, into packed: UnsafeMutablePointer<Float>) {
+        precondition(Int(bitPattern: packed) % 64 == 0, "packed must be 64-byte aligned")
+        atk_pack_transposed(bt, Int32(n), Int32(k), packed)
+    }
+
+    /// `c[i·ldc + j] = bias[j] + Σ_r a[i·lda + r] · B[r, j]` for `i < m` and the columns of
+    /// panels `panels` (all by default).
+    public static func multiply(
+        m: Int, n: Int, k: Int, a: UnsafePointer<Float>, lda: Int, packed: UnsafePointer<Float>,
+        bias: UnsafePointer<Float>?, c: UnsafeMutablePointer<Float>, ldc: Int, panels range: Range<Int>? = nil
+    ) {
+        let r = range ?? 0..<panels(n)
+        precondition(r.lowerBound >= 0 && r.upperBound <= panels(n), "panel range")
+        atk_gemm_packed(
+            Int32(m), Int32(n), Int32(k), a, Int32(lda), packed, bias, c, Int32(ldc), Int32(r.lowerBound), Int32(r.upperBound))
+    }
+
+    /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
+    /// across channels: `dst[i·dstStride + c] = s + Σ_j m[i·ldm + j]·src[j·srcStride + c]`,
+    /// s = `start[c]` or 0. A Winograd transform of one tile.
+    public static func transform(
+        rows: Int, cols: Int, m: UnsafePointer<Float>, ldm: Int, src: UnsafePointer<Float>, srcStride: Int,
+        start: UnsafePointer<Float>?, dst: UnsafeMutablePointer<Float>, dstStride: Int, channels: Int
+    ) {
+        precondition(cols <= 8, "at most 8 columns")
+        atk_transform(
+            Int32(rows), Int32(cols), m, Int32(ldm), src, Int32(srcStride), start, dst, Int32(dstStride), Int32(channels))
+    }
+}

@@ -1,0 +1,59 @@
+// CKernels: the few hand-written SIMD kernels of the runtime, for shapes OpenBLAS serves
+// poorly (a single window's convolution). Seen from Swift only through
+// Sources/ActionRuntime/PackedGEMM.swift. Plain C99; x86-64 gets AVX2+FMA and AVX-512
+// variants chosen at run time (cpuid), every other target the portable loop.
+#ifndef ACTIONTRAIN_CKERNELS_H
+#define ACTIONTRAIN_CKERNELS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Columns per panel of a packed matrix.
+#define ATK_PANEL 16
+
+/// Instruction sets a kernel can run with, in increasing order.
+enum atk_isa { ATK_PORTABLE = 0, ATK_AVX2 = 1, ATK_AVX512 = 2 };
+
+/// The best instruction set this CPU and OS support, lowered by the environment variable
+/// ACTIONTRAIN_KERNEL=portable|avx2|avx512 when set (never raised above what the CPU has).
+int atk_detected_isa(void);
+
+/// The instruction set `atk_gemm_packed` uses: `atk_detected_isa()` unless set.
+int atk_isa(void);
+
+/// Uses `isa` from now on, clamped to `atk_detected_isa()`; returns the one in effect.
+/// For tests and benchmarks; not thread-safe with concurrent products.
+int atk_set_isa(int isa);
+
+/// Floats of the packed form of a matrix with `n` columns and `k` rows.
+size_t atk_packed_count(int n, int k);
+
+/// Packs `bt [n, k]` (row-major, row stride `k`: a weight stored output-major, i.e. Bᵀ)
+/// into `packed`, panels of 16 columns of B = btᵀ [k, n]:
+/// `packed[(p·k + r)·16 + j] = bt[(16p + j)·k + r]`, zero where 16p + j ≥ n.
+void atk_pack_transposed(const float *bt, int n, int k, float *packed);
+
+/// `packed` must be 64-byte aligned.
+/// `c[i·ldc + j] = bias[j] + Σ_r a[i·lda + r] · B[r, j]` for i < m and the columns of
+/// panels `panel_lo ..< panel_hi` (j < n), B given packed. `bias` may be NULL (zero).
+/// Rows of `a` may overlap (`lda < k`): a convolution's padded input read as its im2col
+/// matrix without building it. Sums run over r in order, one fused multiply-add per term
+/// on AVX2/AVX-512.
+void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed,
+                     const float *bias, float *c, int ldc, int panel_lo, int panel_hi);
+
+/// A small matrix applied across channels (a Winograd transform of one tile):
+/// `dst[i·dst_stride + c] = s + Σ_j m[i·ldm + j]·src[j·src_stride + c]` for i < rows,
+/// j < cols ≤ 8, c < channels, summed over j in order, zero coefficients included (they add
+/// exact zeros), where s is `start[c]`, or 0 when `start` is NULL. One fused multiply-add per
+/// term on AVX2 and AVX-512 (the same bits on both).
+void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
+                   float *dst, int dst_stride, int channels);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,250 @@
+// The packed GEMM of CKernels.h: C = bias + A·B with B packed in panels of 16 columns.
+//
+// Shapes: A [m, k] with row stride lda (rows may overlap), B [k, n] packed (see
+// atk_pack_transposed), C [m, n] with row stride ldc. A tile is mr rows × one or two panels;
+// its accumulators stay in registers for the whole sum over k:
+//   AVX-512: up to 12 rows × 32 columns (24 zmm), AVX2: up to 6 rows × 16 columns (12 ymm),
+//   portable: 1 row × 16 columns (left to the compiler's vectoriser).
+// Each step r broadcasts a[i·lda + r] and multiplies it into the panel's row r (16 floats).
+// The tile functions are inlined into a switch on mr, so the row loops unroll and the
+// accumulator arrays become registers.
+#include "CKernels.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define ATK_X86 1
+#endif
+
+#define ATK_INLINE static inline __attribute__((always_inline))
+
+size_t atk_packed_count(int n, int k) { return (size_t)((n + ATK_PANEL - 1) / ATK_PANEL) * (size_t)k * ATK_PANEL; }
+
+void atk_pack_transposed(const float *bt, int n, int k, float *packed) {
+    int panels = (n + ATK_PANEL - 1) / ATK_PANEL;
+    for (int p = 0; p < panels; p++) {
+        float *dst = packed + (size_t)p * k * ATK_PANEL;
+        for (int j = 0; j < ATK_PANEL; j++) {
+            int col = p * ATK_PANEL + j;
+            const float *src = bt + (size_t)col * k;
+            for (int r = 0; r < k; r++) dst[r * ATK_PANEL + j] = col < n ? src[r] : 0.0f;
+        }
+    }
+}
+
+// MARK: - Instruction set
+
+#ifdef ATK_X86
+static uint64_t atk_xgetbv(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+static int atk_cpu_isa(void) {
+#ifdef ATK_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return ATK_PORTABLE;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    if (!(fma && osxsave && avx)) return ATK_PORTABLE;
+    uint64_t xcr0 = atk_xgetbv();
+    if ((xcr0 & 0x6) != 0x6) return ATK_PORTABLE;  // the OS saves the ymm state
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return ATK_PORTABLE;
+    int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1;
+    if (!avx2) return ATK_PORTABLE;
+    if (avx512f && (xcr0 & 0xE6) == 0xE6) return ATK_AVX512;  // and the zmm / mask state
+    return ATK_AVX2;
+#else
+    return ATK_PORTABLE;
+#endif
+}
+
+static int atk_detected = -1, atk_current = -1;
+
+int atk_detected_isa(void) {
+    if (atk_detected < 0) {
+        int isa = atk_cpu_isa();
+        const char *want = getenv("ACTIONTRAIN_KERNEL");
+        if (want) {
+            int w = !strcmp(want, "portable") ? ATK_PORTABLE : !strcmp(want, "avx2") ? ATK_AVX2 : ATK_AVX512;
+            if (w < isa) isa = w;
+        }
+        atk_detected = isa;
+    }
+    return atk_detected;
+}
+
+int atk_isa(void) {
+    if (atk_current < 0) atk_current = atk_detected_isa();
+    return atk_current;
+}
+
+int atk_set_isa(int isa) {
+    int best = atk_detected_isa();
+    atk_current = isa < ATK_PORTABLE ? ATK_PORTABLE : isa > best ? best : isa;
+    return atk_current;
+}
+
+// MARK: - Portable
+
+static void gemm_portable(int m, int n, int k, const float *a, int lda, const float *packed, const float *bias,
+                          float *c, int ldc, int plo, int phi) {
+    for (int p = plo; p < phi; p++) {
+        const float *q = packed + (size_t)p * k * ATK_PANEL;
+        int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
+        for (int i = 0; i < m; i++) {
+            float acc[ATK_PANEL];
+            for (int j = 0; j < ATK_PANEL; j++) acc[j] = bias && j < cols ? bias[p * ATK_PANEL + j] : 0.0f;
+            const float *row = a + (size_t)i * lda;
+            for (int r = 0; r < k; r++) {
+                float x = row[r];
+                for (int j = 0; j < ATK_PANEL; j++) acc[j] += x * q[r * ATK_PANEL + j];
+            }
+            memcpy(c + (size_t)i * ldc + p * ATK_PANEL, acc, (size_t)cols * sizeof(float));
+        }
+    }
+}
+
+#ifdef ATK_X86
+
+// MARK: - AVX2 + FMA: mr ≤ 6 rows × 16 columns
+
+#define ATK_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+ATK_AVX2_TARGET ATK_INLINE void tile256(const int mr, int k, const float *a, int lda, const float *q,
+                                        const float *bias16, float *c, int ldc, int cols) {
+    __m256 acc[6][2];
+    __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
+    for (int i = 0; i < mr; i++) acc[i][0] = b0, acc[i][1] = b1;
+    for (int r = 0; r < k; r++) {
+        __m256 w0 = _mm256_load_ps(q + r * 16), w1 = _mm256_load_ps(q + r * 16 + 8);
+        for (int i = 0; i < mr; i++) {
+            __m256 x = _mm256_broadcast_ss(a + (size_t)i * lda + r);
+            acc[i][0] = _mm256_fmadd_ps(x, w0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(x, w1, acc[i][1]);
+        }
+    }
+    if (cols == 16) {
+        for (int i = 0; i < mr; i++) {
+            _mm256_storeu_ps(c + (size_t)i * ldc, acc[i][0]);
+            _mm256_storeu_ps(c + (size_t)i * ldc + 8, acc[i][1]);
+        }
+    } else {
+        float t[16];
+        for (int i = 0; i < mr; i++) {
+            _mm256_storeu_ps(t, acc[i][0]);
+            _mm256_storeu_ps(t + 8, acc[i][1]);
+            memcpy(c + (size_t)i * ldc, t, (size_t)cols * sizeof(float));
+        }
+    }
+}
+
+ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda, const float *packed,
+                                    const float *bias, float *c, int ldc, int plo, int phi) {
+    for (int p = plo; p < phi; p++) {
+        const float *q = packed + (size_t)p * k * ATK_PANEL;
+        int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
+        float b16[16] = {0};
+        if (bias) memcpy(b16, bias + p * ATK_PANEL, (size_t)cols * sizeof(float));
+        float *cp = c + p * ATK_PANEL;
+        for (int i = 0; i < m; i += 6) {
+            const float *ai = a + (size_t)i * lda;
+            float *ci = cp + (size_t)i * ldc;
+            switch (m - i < 6 ? m - i : 6) {
+            case 6: tile256(6, k, ai, lda, q, b16, ci, ldc, cols); break;
+            case 5: tile256(5, k, ai, lda, q, b16, ci, ldc, cols); break;
+            case 4: tile256(4, k, ai, lda, q, b16, ci, ldc, cols); break;
+            case 3: tile256(3, k, ai, lda, q, b16, ci, ldc, cols); break;
+            case 2: tile256(2, k, ai, lda, q, b16, ci, ldc, cols); break;
+            default: tile256(1, k, ai, lda, q, b16, ci, ldc, cols); break;
+            }
+        }
+    }
+}
+
+// MARK: - AVX-512: mr ≤ 12 rows × 1 or 2 panels
+
+#define ATK_AVX512_TARGET __attribute__((target("avx512f")))
+
+ATK_AVX512_TARGET ATK_INLINE void tile512(const int mr, const int np, int k, const float *a, int lda,
+                                          const float *q0, const float *q1, __m512 b0, __m512 b1, float *c,
+                                          int ldc, __mmask16 m0, __mmask16 m1) {
+    __m512 acc[12][2];
+    for (int i = 0; i < mr; i++) {
+        acc[i][0] = b0;
+        if (np == 2) acc[i][1] = b1;
+    }
+    for (int r = 0; r < k; r++) {
+        __m512 w0 = _mm512_load_ps(q0 + r * 16);
+        __m512 w1 = np == 2 ? _mm512_load_ps(q1 + r * 16) : w0;
+        for (int i = 0; i < mr; i++) {
+            __m512 x = _mm512_set1_ps(a[(size_t)i * lda + r]);
+            acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+            if (np == 2) acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+        }
+    }
+    for (int i = 0; i < mr; i++) {
+        _mm512_mask_storeu_ps(c + (size_t)i * ldc, m0, acc[i][0]);
+        if (np == 2) _mm512_mask_storeu_ps(c + (size_t)i * ldc + 16, m1, acc[i][1]);
+    }
+}
+
+#define ATK_TILE512(NP)                                                                                       \
+    switch (m - i < 12 ? m - i : 12) {                                                                        \
+    case 12: tile512(12, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
+    case 11: tile512(11, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
+    case 10: tile512(10, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
+    case 9: tile512(9, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 8: tile512(8, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 7: tile512(7, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 6: tile512(6, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 5: tile512(5, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 4: tile512(4, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 3: tile512(3, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    case 2: tile512(2, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
+    default: tile512(1, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                              \
+    }
+
+ATK_AVX512_TARGET static __mmask16 mask_of(int cols) {
+    return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? (__mmask16)0 : (__mmask16)((1u << cols) - 1);
+}
+
+ATK_AVX512_TARGET static void gemm512(int m, int n, int k, const float *a, int lda, const float *packed,
+                                      const float *bias, float *c, int ldc, int plo, int phi) {
+    for (int p = plo; p < phi; p += 2) {
+        int np = p + 1 < phi ? 2 : 1, col0 = p * ATK_PANEL;
+        __mmask16 m0 = mask_of(n - col0), m1 = np == 2 ? mask_of(n - col0 - 16) : 0;
+        __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias + col0) : _mm512_setzero_ps();
+        __m512 b1 = bias && np == 2 ? _mm512_maskz_loadu_ps(m1, bias + col0 + 16) : _mm512_setzero_ps();
+        const float *q0 = packed + (size_t)p * k * ATK_PANEL, *q1 = q0 + (size_t)k * ATK_PANEL;
+        for (int i = 0; i < m; i += 12) {
+            const float *ai = a + (size_t)i * lda;
+            float *ci = c + (size_t)i * ldc + col0;
+            if (np == 2) {
+                ATK_TILE512(2)
+            } else {
+                ATK_TILE512(1)
+            }
+        }
+    }
+}
+
+#endif  // ATK_X86
+
+void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed, const float *bias, float *c,
+                     int ldc, int panel_lo, int panel_hi) {
+    if (m <= 0 || panel_lo >= panel_hi) return;
+#ifdef ATK_X86
+    switch (atk_isa()) {
+    case ATK_AVX512: gemm512(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi); return;
+    case ATK_AVX2: gemm256(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi); return;
+    default: break;
+    }
+#endif
+    gemm_portable(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi);
+}
