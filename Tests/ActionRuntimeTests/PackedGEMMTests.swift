@@ -234,6 +234,46 @@ final class PackedGEMMTests: XCTestCase {
         }
     }
 
+    func testFrozenLinearMatchesReference() throws {
+        // Rows 1 (panels split), 13 and 40 (rows split in blocks of 12), outputs around the
+        // panel width; 1-3 parts give the same bits.
+        for isa in Self.available {
+            PackedGEMM.current = isa
+            for (rows, inputs, outputs) in [(1, 9, 40), (13, 33, 17), (40, 5, 6), (3, 1, 1)] {
+                var first: [Float]?
+                for parts in [1, 2, 3] {
+                    let layer = try XCTUnwrap(
+                        try makeLayer(.linear(inputs: inputs, outputs: outputs), input: Shape(time: 1, channels: inputs), path: "0")
+                            as? Linear)
+                    layer.maxParts = parts
+                    var g = SeededGenerator(seed: 10)
+                    let params = Buffer(capacity: layer.parameterCount), grads = Buffer(capacity: layer.parameterCount)
+                    layer.bind(parameters: params.pointer, gradients: grads.pointer)
+                    layer.initialize(using: &g)
+                    let x = (0..<(rows * inputs)).map { _ in g.nextSymmetric(2) }
+                    var mode = ForwardMode.inference
+                    let plain = x.withUnsafeBufferPointer {
+                        Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: rows, mode: &mode), count: rows * outputs))
+                    }
+                    layer.setFrozen(true)
+                    let y = x.withUnsafeBufferPointer {
+                        Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: rows, mode: &mode), count: rows * outputs))
+                    }
+                    let W = params.pointer, b = params.pointer + outputs * inputs
+                    let expected = (0..<(rows * outputs)).map { e -> Float in
+                        let r = e / outputs, o = e % outputs
+                        return Float((0..<inputs).reduce(Double(b[o])) { $0 + Double(W[o * inputs + $1]) * Double(x[r * inputs + $1]) })
+                    }
+                    let label = "\(isa) \(rows)x\(inputs)->\(outputs) parts \(parts)"
+                    assertClose(y, expected, absolute: 1e-5, relative: 1e-5, label)
+                    assertClose(y, plain, absolute: 1e-5, relative: 1e-5, label + " vs OpenBLAS")
+                    if let first { XCTAssertEqual(y.map(\.bitPattern), first.map(\.bitPattern), label) }
+                    first = first ?? y
+                }
+            }
+        }
+    }
+
     func testFrozenNetworkFollowsItsParameters() throws {
         // The packed weight is a copy: load(parameters:) and initialize refresh it; thaw drops
         // it (im2col again). Batch 1 and 3 (packed) agree with batch 8 (Winograd) to rounding.
