@@ -58,6 +58,18 @@ public enum PackedGEMM {
             Int32(m), Int32(n), Int32(k), a, Int32(lda), packed, bias, c, Int32(ldc), Int32(r.lowerBound), Int32(r.upperBound))
     }
 
+    /// One row: `c[j] = bias[j] + Σ_r a[r]·B[r, j]` for the columns of panels `panels` (all by
+    /// default), the sum split into four chains (term r in chain r mod 4) so that its
+    /// multiply-adds overlap: a batch-1 linear layer. Its last bits differ from `multiply`'s.
+    public static func multiplyRow(
+        n: Int, k: Int, a: UnsafePointer<Float>, packed: UnsafePointer<Float>, bias: UnsafePointer<Float>?,
+        c: UnsafeMutablePointer<Float>, panels range: Range<Int>? = nil
+    ) {
+        let r = range ?? 0..<panels(n)
+        precondition(r.lowerBound >= 0 && r.upperBound <= panels(n), "panel range")
+        atk_gemv_packed(Int32(n), Int32(k), a, packed, bias, c, Int32(r.lowerBound), Int32(r.upperBound))
+    }
+
     /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
     /// across channels: `dst[i·dstStride + c] = s + Σ_j m[i·ldm + j]·src[j·srcStride + c]`,
     /// s = `start[c]` or 0. A Winograd transform of one tile.

@@ -120,11 +120,29 @@ final class PackedGEMMTests: XCTestCase {
         let m = 45, n = 40, k = 35, lda = 7
         let a = (0..<((m - 1) * lda + k)).map { _ in g.nextSymmetric(1) }, bt = (0..<(n * k)).map { _ in g.nextSymmetric(1) }
         let bias = (0..<n).map { _ in g.nextSymmetric(1) }
+        // And one row in four chains (multiplyRow), k = 35 leaving a tail of 3.
+        let packed = Buffer(capacity: PackedGEMM.packedCount(n: n, k: k))
+        bt.withUnsafeBufferPointer { PackedGEMM.pack(transposed: $0.baseAddress!, n: n, k: k, into: packed.pointer) }
+        func row() -> [Float] {
+            var c = [Float](repeating: 0, count: n)
+            c.withUnsafeMutableBufferPointer { cp in
+                a.withUnsafeBufferPointer { ap in
+                    bias.withUnsafeBufferPointer {
+                        PackedGEMM.multiplyRow(
+                            n: n, k: k, a: ap.baseAddress!, packed: packed.pointer, bias: $0.baseAddress!, c: cp.baseAddress!)
+                    }
+                }
+            }
+            return c
+        }
         PackedGEMM.current = .avx2
-        let avx2 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias)
+        let avx2 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias), row2 = row()
         PackedGEMM.current = .avx512
-        let avx512 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias)
+        let avx512 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias), row512 = row()
         XCTAssertEqual(avx2.map(\.bitPattern), avx512.map(\.bitPattern))
+        XCTAssertEqual(row2.map(\.bitPattern), row512.map(\.bitPattern))
+        let expected = reference(m: 1, n: n, k: k, a: a, lda: k, bt: bt, bias: bias)
+        assertClose(row512, expected, absolute: 1e-5, relative: 1e-5, "multiplyRow")
     }
 
     func testPackLayout() {

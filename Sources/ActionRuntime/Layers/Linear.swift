@@ -8,7 +8,8 @@ import PoseCore
 /// network is frozen (`Network.freeze()`), the runtime's own kernel on the weight packed at the
 /// first forward (`PackedGEMM`: at batch 1024 of the reference MLP 248 GFLOP/s per core with
 /// AVX-512 against OpenBLAS Haswell's 119), the rows (or, for fewer than 12 rows per thread,
-/// the 16-output panels) split over the threads.
+/// the 16-output panels) split over the threads; a single row (batch-1 MLP) with its sum in
+/// four chains (`PackedGEMM.multiplyRow`).
 final class Linear: Layer {
     let inputs: Int, outputs: Int, time: Int
     var spec: LayerSpec { .linear(inputs: inputs, outputs: outputs) }
@@ -75,7 +76,7 @@ final class Linear: Layer {
         let pk = UnsafePointer(packed!.pointer), bias = UnsafePointer(self.bias!)
         let panels = PackedGEMM.panels(O), blocks = (R + 11) / 12  // 12 rows: a whole AVX-512 tile
         var parts = max(1, maxParts ?? min(BLAS.threads, R * I * O / PackedGEMM.minimumPartWork))
-        if blocks >= parts {
+        if R > 1 && blocks >= parts {
             BLAS.parallel(parts) { p in
                 let lo = min(R, p * blocks / parts * 12), hi = min(R, (p + 1) * blocks / parts * 12)
                 guard lo < hi else { return }
@@ -85,9 +86,12 @@ final class Linear: Layer {
         } else {
             parts = min(parts, panels)
             BLAS.parallel(parts) { p in
-                PackedGEMM.multiply(
-                    m: R, n: O, k: I, a: x, lda: I, packed: pk, bias: bias, c: out, ldc: O,
-                    panels: (p * panels / parts)..<((p + 1) * panels / parts))
+                let range = (p * panels / parts)..<((p + 1) * panels / parts)
+                if R == 1 {
+                    PackedGEMM.multiplyRow(n: O, k: I, a: x, packed: pk, bias: bias, c: out, panels: range)
+                } else {
+                    PackedGEMM.multiply(m: R, n: O, k: I, a: x, lda: I, packed: pk, bias: bias, c: out, ldc: O, panels: range)
+                }
             }
         }
     }
