@@ -6,6 +6,7 @@
 //   AVX-512: up to 12 rows × 32 columns (24 zmm), AVX2: up to 6 rows × 16 columns (12 ymm),
 //   portable: 1 row × 16 columns (left to the compiler's vectoriser).
 // Each step r broadcasts a[i·lda + r] and multiplies it into the panel's row r (16 floats).
+// atk_gemv_packed (one row) splits its sum into four chains instead (row256, row512).
 // The tile functions are inlined into a switch on mr, so the row loops unroll and the
 // accumulator arrays become registers.
 #include "CKernels.h"
@@ -144,6 +145,32 @@ ATK_AVX2_TARGET ATK_INLINE void tile256(const int mr, int k, const float *a, int
     }
 }
 
+// One row (m = 1, a matrix-vector product): the sum over r is split into four chains, term r
+// going to chain r mod 4, combined as (c0 + c1) + (c2 + c3) with the bias starting c0, so that
+// four fused multiply-adds are in flight instead of one (the AVX-512 row does the same).
+ATK_AVX2_TARGET static void row256(int k, const float *a, const float *q, const float *bias16, float *c, int cols) {
+    __m256 acc[4][2];
+    for (int j = 0; j < 4; j++) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+    acc[0][0] = _mm256_loadu_ps(bias16), acc[0][1] = _mm256_loadu_ps(bias16 + 8);
+    int r = 0;
+    for (; r + 4 <= k; r += 4) {
+        for (int j = 0; j < 4; j++) {
+            __m256 x = _mm256_broadcast_ss(a + r + j);
+            acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (r + j) * 16), acc[j][0]);
+            acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (r + j) * 16 + 8), acc[j][1]);
+        }
+    }
+    for (int j = 0; r < k; r++, j++) {
+        __m256 x = _mm256_broadcast_ss(a + r);
+        acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + r * 16), acc[j][0]);
+        acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + r * 16 + 8), acc[j][1]);
+    }
+    float t[16];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(acc[0][0], acc[1][0]), _mm256_add_ps(acc[2][0], acc[3][0])));
+    _mm256_storeu_ps(t + 8, _mm256_add_ps(_mm256_add_ps(acc[0][1], acc[1][1]), _mm256_add_ps(acc[2][1], acc[3][1])));
+    memcpy(c, t, (size_t)cols * sizeof(float));
+}
+
 ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda, const float *packed,
                                     const float *bias, float *c, int ldc, int plo, int phi) {
     for (int p = plo; p < phi; p++) {
@@ -214,6 +241,18 @@ ATK_AVX512_TARGET static __mmask16 mask_of(int cols) {
     return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? (__mmask16)0 : (__mmask16)((1u << cols) - 1);
 }
 
+// One row: as row256, per panel (one zmm per chain and panel).
+ATK_AVX512_TARGET static void row512(int k, const float *a, const float *q0, __m512 b0, float *c, __mmask16 m0) {
+    __m512 acc[4];
+    acc[0] = b0, acc[1] = acc[2] = acc[3] = _mm512_setzero_ps();
+    int r = 0;
+    for (; r + 4 <= k; r += 4) {
+        for (int j = 0; j < 4; j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r + j]), _mm512_load_ps(q0 + (r + j) * 16), acc[j]);
+    }
+    for (int j = 0; r < k; r++, j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), _mm512_load_ps(q0 + r * 16), acc[j]);
+    _mm512_mask_storeu_ps(c, m0, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
 ATK_AVX512_TARGET static void gemm512(int m, int n, int k, const float *a, int lda, const float *packed,
                                       const float *bias, float *c, int ldc, int plo, int phi) {
     for (int p = plo; p < phi; p += 2) {
@@ -234,7 +273,39 @@ ATK_AVX512_TARGET static void gemm512(int m, int n, int k, const float *a, int l
     }
 }
 
+ATK_AVX512_TARGET static void gemv512(int n, int k, const float *a, const float *packed, const float *bias, float *c,
+                                      int plo, int phi) {
+    for (int p = plo; p < phi; p++) {
+        __mmask16 m0 = mask_of(n - p * ATK_PANEL);
+        __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias + p * ATK_PANEL) : _mm512_setzero_ps();
+        row512(k, a, packed + (size_t)p * k * ATK_PANEL, b0, c + p * ATK_PANEL, m0);
+    }
+}
+
+ATK_AVX2_TARGET static void gemv256(int n, int k, const float *a, const float *packed, const float *bias, float *c,
+                                    int plo, int phi) {
+    for (int p = plo; p < phi; p++) {
+        int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
+        float b16[16] = {0};
+        if (bias) memcpy(b16, bias + p * ATK_PANEL, (size_t)cols * sizeof(float));
+        row256(k, a, packed + (size_t)p * k * ATK_PANEL, b16, c + p * ATK_PANEL, cols);
+    }
+}
+
 #endif  // ATK_X86
+
+void atk_gemv_packed(int n, int k, const float *a, const float *packed, const float *bias, float *c, int panel_lo,
+                     int panel_hi) {
+    if (panel_lo >= panel_hi) return;
+#ifdef ATK_X86
+    switch (atk_isa()) {
+    case ATK_AVX512: gemv512(n, k, a, packed, bias, c, panel_lo, panel_hi); return;
+    case ATK_AVX2: gemv256(n, k, a, packed, bias, c, panel_lo, panel_hi); return;
+    default: break;
+    }
+#endif
+    gemm_portable(1, n, k, a, k, packed, bias, c, n, panel_lo, panel_hi);
+}
 
 void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed, const float *bias, float *c,
                      int ldc, int panel_lo, int panel_hi) {

@@ -120,11 +120,29 @@ final class PackedGEMMTests: XCTestCase {
         let m = 45, n = 40, k = 35, lda = 7
         let a = (0..<((m - 1) * lda + k)).map { _ in g.nextSymmetric(1) }, bt = (0..<(n * k)).map { _ in g.nextSymmetric(1) }
         let bias = (0..<n).map { _ in g.nextSymmetric(1) }
+        // And one row in four chains (multiplyRow), k = 35 leaving a tail of 3.
+        let packed = Buffer(capacity: PackedGEMM.packedCount(n: n, k: k))
+        bt.withUnsafeBufferPointer { PackedGEMM.pack(transposed: $0.baseAddress!, n: n, k: k, into: packed.pointer) }
+        func row() -> [Float] {
+            var c = [Float](repeating: 0, count: n)
+            c.withUnsafeMutableBufferPointer { cp in
+                a.withUnsafeBufferPointer { ap in
+                    bias.withUnsafeBufferPointer {
+                        PackedGEMM.multiplyRow(
+                            n: n, k: k, a: ap.baseAddress!, packed: packed.pointer, bias: $0.baseAddress!, c: cp.baseAddress!)
+                    }
+                }
+            }
+            return c
+        }
         PackedGEMM.current = .avx2
-        let avx2 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias)
+        let avx2 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias), row2 = row()
         PackedGEMM.current = .avx512
-        let avx512 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias)
+        let avx512 = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias), row512 = row()
         XCTAssertEqual(avx2.map(\.bitPattern), avx512.map(\.bitPattern))
+        XCTAssertEqual(row2.map(\.bitPattern), row512.map(\.bitPattern))
+        let expected = reference(m: 1, n: n, k: k, a: a, lda: k, bt: bt, bias: bias)
+        assertClose(row512, expected, absolute: 1e-5, relative: 1e-5, "multiplyRow")
     }
 
     func testPackLayout() {
@@ -228,6 +246,46 @@ final class PackedGEMMTests: XCTestCase {
                         return y
                     }
                     if let first { XCTAssertEqual(y.map(\.bitPattern), first.map(\.bitPattern), "\(isa) \(c): \(parts) parts vs 1") }
+                    first = first ?? y
+                }
+            }
+        }
+    }
+
+    func testFrozenLinearMatchesReference() throws {
+        // Rows 1 (panels split), 13 and 40 (rows split in blocks of 12), outputs around the
+        // panel width; 1-3 parts give the same bits.
+        for isa in Self.available {
+            PackedGEMM.current = isa
+            for (rows, inputs, outputs) in [(1, 9, 40), (13, 33, 17), (40, 5, 6), (3, 1, 1)] {
+                var first: [Float]?
+                for parts in [1, 2, 3] {
+                    let layer = try XCTUnwrap(
+                        try makeLayer(.linear(inputs: inputs, outputs: outputs), input: Shape(time: 1, channels: inputs), path: "0")
+                            as? Linear)
+                    layer.maxParts = parts
+                    var g = SeededGenerator(seed: 10)
+                    let params = Buffer(capacity: layer.parameterCount), grads = Buffer(capacity: layer.parameterCount)
+                    layer.bind(parameters: params.pointer, gradients: grads.pointer)
+                    layer.initialize(using: &g)
+                    let x = (0..<(rows * inputs)).map { _ in g.nextSymmetric(2) }
+                    var mode = ForwardMode.inference
+                    let plain = x.withUnsafeBufferPointer {
+                        Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: rows, mode: &mode), count: rows * outputs))
+                    }
+                    layer.setFrozen(true)
+                    let y = x.withUnsafeBufferPointer {
+                        Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: rows, mode: &mode), count: rows * outputs))
+                    }
+                    let W = params.pointer, b = params.pointer + outputs * inputs
+                    let expected = (0..<(rows * outputs)).map { e -> Float in
+                        let r = e / outputs, o = e % outputs
+                        return Float((0..<inputs).reduce(Double(b[o])) { $0 + Double(W[o * inputs + $1]) * Double(x[r * inputs + $1]) })
+                    }
+                    let label = "\(isa) \(rows)x\(inputs)->\(outputs) parts \(parts)"
+                    assertClose(y, expected, absolute: 1e-5, relative: 1e-5, label)
+                    assertClose(y, plain, absolute: 1e-5, relative: 1e-5, label + " vs OpenBLAS")
+                    if let first { XCTAssertEqual(y.map(\.bitPattern), first.map(\.bitPattern), label) }
                     first = first ?? y
                 }
             }

@@ -190,10 +190,6 @@ final class Conv1d: Layer {
 
     // MARK: Packed (frozen weights, small batches)
 
-    /// Smallest multiply-add count per thread worth splitting a packed product for (at 2^17
-    /// both reference convolutions split on two threads: 13 µs per window against 14.5 unsplit).
-    static let minimumPackedPartWork = 1 << 17
-
     /// `y = bias + conv(x)` with `PackedGEMM` (a frozen layer, batches under
     /// `winogradMinimumBatch`, D = 1): Winograd geometries go to `forwardPackedWinograd`; the
     /// others read each window's zero-padded input `[T + 2P, I]` as its im2col matrix (row t
@@ -225,7 +221,7 @@ final class Conv1d: Layer {
         }
         let aStride = P > 0 ? rows * I : T * I
         let panels = PackedGEMM.panels(O), work = batch * To * KI * O
-        let parts = max(1, min(panels, maxParts ?? min(BLAS.threads, work / Conv1d.minimumPackedPartWork)))
+        let parts = max(1, min(panels, maxParts ?? min(BLAS.threads, work / PackedGEMM.minimumPartWork)))
         let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer), a0 = a
         BLAS.parallel(parts) { p in
             let range = (p * panels / parts)..<((p + 1) * panels / parts)
@@ -262,7 +258,7 @@ final class Conv1d: Layer {
         ws.products.reserve(total * a * O)
         let V = ws.cols.pointer, M = ws.products.pointer, pu = UnsafePointer(packedU!.pointer)
         let out = y.pointer, bias = UnsafePointer(self.bias!), P = padding
-        let parts = max(1, min(total, maxParts ?? min(BLAS.threads, total * a * I * O / Conv1d.minimumPackedPartWork)))
+        let parts = max(1, min(total, maxParts ?? min(BLAS.threads, total * a * I * O / PackedGEMM.minimumPartWork)))
         w.BT.dense.withUnsafeBufferPointer { bt in
             w.AT.dense.withUnsafeBufferPointer { at in
                 BLAS.parallel(parts) { p in

@@ -41,9 +41,16 @@ void atk_pack_transposed(const float *bt, int n, int k, float *packed);
 /// panels `panel_lo ..< panel_hi` (j < n), B given packed. `bias` may be NULL (zero).
 /// Rows of `a` may overlap (`lda < k`): a convolution's padded input read as its im2col
 /// matrix without building it. Sums run over r in order, one fused multiply-add per term
-/// on AVX2/AVX-512.
+/// on AVX2/AVX-512 (the same bits on both), whatever m and the panel range.
 void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed,
                      const float *bias, float *c, int ldc, int panel_lo, int panel_hi);
+
+/// The product of one row, `c[j] = bias[j] + Σ_r a[r]·B[r, j]` for the columns of panels
+/// `panel_lo ..< panel_hi`: as atk_gemm_packed with m = 1, but the sum runs in four chains
+/// (term r in chain r mod 4, the bias starting chain 0) combined as (c0 + c1) + (c2 + c3), so
+/// that four fused multiply-adds are in flight (the same bits on AVX2 and AVX-512).
+void atk_gemv_packed(int n, int k, const float *a, const float *packed, const float *bias, float *c, int panel_lo,
+                     int panel_hi);
 
 /// A small matrix applied across channels (a Winograd transform of one tile):
 /// `dst[i·dst_stride + c] = s + Σ_j m[i·ldm + j]·src[j·src_stride + c]` for i < rows,
