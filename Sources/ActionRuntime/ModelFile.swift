@@ -307,16 +307,11 @@ public enum ModelFile {
         /// Where the data section starts, once the preamble is checked.
         var dataStart = 0
 
-        /// Maps `size` bytes of `fd` read-only (on Linux with `MAP_POPULATE`: page-cache pages
-        /// are mapped in one call, not faulted in one by one), or nil.
+        /// Maps `size` bytes of `fd` readable and writable, or nil. Pages are faulted in as the
+        /// data checksum reads them (on both of its threads); `MAP_POPULATE` measured slower,
+        /// and on a writable private mapping it would copy every page.
         init?(_ fd: Int32, size: Int) {
-            guard size > 0 else { return nil }
-            #if os(Linux)
-                let flags = MAP_PRIVATE | MAP_POPULATE
-            #else
-                let flags = MAP_PRIVATE
-            #endif
-            guard let p = mmap(nil, size, PROT_READ, flags, fd, 0), p != MAP_FAILED else { return nil }
+            guard size > 0, let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), p != MAP_FAILED else { return nil }
             base = p
             self.size = size
         }
@@ -324,10 +319,6 @@ public enum ModelFile {
         deinit { munmap(base, size) }
 
         var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: size) }
-
-        /// Allows writes (each written page then becomes a private copy). Mapped writable only
-        /// now, because `MAP_POPULATE` on a writable private mapping copies every page.
-        func makeWritable() -> Bool { mprotect(base, size, PROT_READ | PROT_WRITE) == 0 }
 
         var values: UnsafeMutablePointer<Float> { (base + dataStart).assumingMemoryBound(to: Float.self) }
         var count: Int { (size - dataStart) / 4 }
@@ -356,7 +347,7 @@ public enum ModelFile {
         let parsed = Result { () throws -> (ModelHeader, Network?) in
             let header = try parseHeader(headerBytes, pre)
             #if _endian(little)
-                if isPacked(header.tensors), file.makeWritable() {
+                if isPacked(header.tensors) {
                     file.dataStart = pre.dataStart
                     let network = try makeNetwork(header, storage: file)
                     if zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) { return (header, network) }
