@@ -26,11 +26,12 @@ final class BackgroundChecksum: @unchecked Sendable {
     private var frontCRC: UInt32 = 0
     private var stopped = false
 
-    /// Starts the helper on `bytes`.
+    /// Starts the helper on `bytes`, when they are at least two blocks long (below that a
+    /// thread costs more than it saves, and `finish()` computes everything).
     init(_ bytes: UnsafeRawBufferPointer) {
         base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 64)!
         back = bytes.count
-        Self.startThread(self)
+        if bytes.count >= 2 * block { Self.startThread(self) }
     }
 
     /// Runs the helper on a new thread: in a new process its first block starts about 100 µs

@@ -239,15 +239,25 @@ public enum ModelFile {
         try bytes.withUnsafeBytes { try load($0) }
     }
 
-    /// Reads a model file from disk and builds its network. Errors name the file.
+    /// Reads a model file from disk and builds its network. Errors name the file. Both ways
+    /// make every check of docs/format.md section 2 and report the same errors.
     ///
     /// By default the preamble and header are read first and, once they are checked, each
-    /// tensor is read straight into the network's parameter arena, the data checksum computed
-    /// over it as it arrives: no copy of the file is held. With `memoryMapped` the file is
-    /// mapped read-only instead, checked in place and the tensors copied from the mapping
-    /// (falling back to reading when mapping fails). Both end with the file closed and the
-    /// weights in the network's own 64-byte-aligned arena. Measured in `actiontrain-bench
-    /// inference`: reading is the faster of the two for repeated loads (docs/benchmarks.md).
+    /// tensor is read straight into the network's own parameter arena, the data checksum
+    /// computed over it as it arrives: the network does not depend on the file afterwards.
+    ///
+    /// With `memoryMapped` the file is mapped copy-on-write (`MAP_PRIVATE`) and checked in
+    /// place, the data checksum on a helper thread while the header is checked, and the
+    /// network uses the mapped tensors as its parameters when they are laid out as its arena
+    /// (no padding between tensors: every one but the last a multiple of 16 values, as in the
+    /// reference models); otherwise they are copied. Writes through `network.parameters` then
+    /// change private copies of the pages, never the file; the mapping lives as long as the
+    /// network. No arena is allocated and zero-filled, which makes this the fast start (about
+    /// 0.6 ms for the 2.8 MB reference MLP in a new process, against 2.2 ms; docs/benchmarks.md),
+    /// but the file must not be modified in place while the model is loaded (truncating it
+    /// makes the next use of the weights fault with SIGBUS, rewriting it changes them): replace
+    /// model files by renaming a new file over them, as `actiontrain fit` does. Falls back to
+    /// reading when the file cannot be mapped.
     public static func load(contentsOf path: String, memoryMapped: Bool = false) throws -> (header: ModelHeader, network: Network) {
         do {
             let (fd, size) = try openModelFile(path)

@@ -145,13 +145,15 @@ enum InferenceBench {
             print("load µs (ActionModel(contentsOf:)): reused memory, fresh memory, first in a new process (second load there); median of 11 processes")
             print("model  file MB  load read                           load mapped                     latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
         }
+        // The breakdown's networks stay alive to the end, so that the allocator cannot hand
+        // their memory to the loads measured after them as "fresh".
+        var parked: [Network] = []
+        defer { withExtendedLifetime(parked) {} }
         for r in references {
             let path = "\(dir)/\(r.name).atm"
             let bytes = try modelBytes(r)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             let load = ForeignLoad()
-            let read = try LoadFigures(path, mapped: false)
-            let mapped = try LoadFigures(path, mapped: true)
             if breakdown {
                 // Where the load time goes: mapping the file, the data checksum, the whole decode
                 // (checksums + JSON + checks; JSONDecoder's time on the same header for comparison:
@@ -165,16 +167,16 @@ enum InferenceBench {
                 let headerLength = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian) }
                 let headerJSON = Data(bytes[64..<(64 + headerLength)])
                 let codable = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! JSONDecoder().decode(ModelHeader.self, from: headerJSON) }
-                var kept: [Network] = [], builds: [Double] = []
+                var builds: [Double] = []
                 for _ in 0..<15 {  // kept alive, so every build gets fresh pages
                     let t0 = Clock.now()
-                    kept.append(try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame)))
+                    parked.append(try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame)))
                     builds.append(Double(Clock.now() - t0) / 1e9)
                 }
                 let build = builds.sorted()[builds.count / 2]
-                let n = kept[0].parameterCount * 4
+                let n = parked.last!.parameterCount * 4
                 let copy = Clock.median(reps: 9, minSeconds: 0.05) {
-                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(kept[0].parameters).copyMemory(from: $0.baseAddress! + (bytes.count - n), byteCount: n) }
+                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(parked.last!.parameters).copyMemory(from: $0.baseAddress! + (bytes.count - n), byteCount: n) }
                 }
                 print(
                     "  \(r.name) load µs: map \(format(map * 1e6)); data CRC \(format(crc * 1e6)) on 2 threads (\(format(crc1 * 1e6)) on 1); "
@@ -182,6 +184,8 @@ enum InferenceBench {
                         + "build the network in fresh memory \(format(build * 1e6)); "
                         + "copy the weights \(format(copy * 1e6))")
             }
+            let read = try LoadFigures(path, mapped: false)
+            let mapped = try LoadFigures(path, mapped: true)
             let model = try ActionModel(contentsOf: path)
             let V = model.valuesPerWindow
             var g = SeededGenerator(seed: 1)
