@@ -2,8 +2,8 @@ import PoseCore
 
 /// The fast path for a model file's header: a small JSON reader (a value tree from bytes) and
 /// an explicit mapping of its fields to `ModelHeader`, so that a new process does not pay for
-/// Foundation's `JSONDecoder` and the Codable machinery on its first load (about 0.7 ms there:
-/// mostly the Swift runtime's first protocol-conformance lookups and Foundation's code pages;
+/// Foundation's `JSONDecoder` and the Codable machinery on its first load (0.8-1.0 ms there:
+/// mostly the Swift runtime's protocol-conformance lookups and Foundation's code pages;
 /// docs/benchmarks.md).
 ///
 /// It only accepts what the writer produces and what `JSONDecoder` reads the same way: plain
@@ -14,7 +14,8 @@ import PoseCore
 /// Unknown keys are ignored, as `JSONDecoder` ignores them.
 enum HeaderJSON {
     /// A parsed JSON value. A number keeps its text: each field converts it to its own type.
-    indirect enum Value {
+    /// (24 bytes a value; containers hold theirs in arrays.)
+    enum Value {
         case null
         case bool(Bool)
         case number(String)
@@ -43,6 +44,12 @@ enum HeaderJSON {
     struct Parser {
         let bytes: UnsafeRawBufferPointer
         var i = 0
+        /// Values read so far, at most `maxValues`.
+        var values = 0
+        /// Beyond this the header is left to `JSONDecoder`: the value tree stays under about
+        /// 25 MB plus the header's own size however hostile the header (real headers hold a
+        /// few hundred values).
+        static let maxValues = 1 << 20
 
         init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -75,6 +82,8 @@ enum HeaderJSON {
         }
 
         mutating func value(depth: Int) throws -> Value {
+            values += 1
+            guard values <= Self.maxValues else { throw Declined() }
             switch try peek() {
             case UInt8(ascii: "{"):
                 guard depth < ModelFile.Limits.jsonDepth else { throw Declined() }
@@ -326,7 +335,7 @@ enum HeaderJSON {
     /// A finite Double, normal or exactly zero: the correctly rounded value, as both readers
     /// give (out-of-range and subnormal spellings are left to `JSONDecoder`).
     static func double(_ v: Value) throws -> Double {
-        guard case .number(let text) = v, let d = Double(text), d.isFinite, d.isNormal || (d == 0 && isZeroMantissa(text)) else {
+        guard case .number(let text) = v, significantDigits(text) <= 17, let d = Double(text), d.isFinite, d.isNormal || (d == 0 && isZeroMantissa(text)) else {
             throw Declined()
         }
         return d
@@ -340,6 +349,18 @@ enum HeaderJSON {
         let viaDouble = Float(d)
         guard viaDouble.bitPattern == direct.bitPattern, viaDouble.isNormal || d == 0 else { throw Declined() }
         return viaDouble
+    }
+
+    /// Digits before any exponent, leading zeros aside. The writer's shortest round-trip forms
+    /// have at most 17; longer ones are left to `JSONDecoder` (no reliance on both readers
+    /// rounding a long decimal the same way).
+    static func significantDigits(_ text: String) -> Int {
+        var n = 0
+        for b in text.utf8 {
+            if b == UInt8(ascii: "e") || b == UInt8(ascii: "E") { break }
+            if isDigit(b) && (n > 0 || b != UInt8(ascii: "0")) { n += 1 }
+        }
+        return n
     }
 
     /// True when the digits before any exponent are all zeros (the number is exactly 0).

@@ -107,6 +107,7 @@ final class ModelFileLoadTests: XCTestCase {
             ("a float that differs through Double", variant(#""steps":[]"#, #""steps":[{"op":"divide","by":[1.00000005960464477539062500001,1]}]"#)),
             ("a subnormal float", variant(#""steps":[]"#, #""steps":[{"op":"divide","by":[1e-40,1]}]"#)),
             ("a float out of range", variant(#""steps":[]"#, #""steps":[{"op":"divide","by":[1e39,1]}]"#)),
+            ("a double with more digits than the writer writes", variant(#""layers":"#, #""trainingFrameRate":29.970000000000000001,"layers":"#)),
         ]
         for (what, json) in declined {
             let bytes = Array(json.utf8)
@@ -118,6 +119,10 @@ final class ModelFileLoadTests: XCTestCase {
         bad[at] = 0xC3
         XCTAssertNil(Self.fast(bad))
         XCTAssertNil(Self.foundation(bad))
+        // More values than the fast reader holds: declined, and JSONDecoder reads it as before.
+        let many = variant(#""format":"#, #""future":[\#(Array(repeating: "0", count: HeaderJSON.Parser.maxValues).joined(separator: ","))],"format":"#)
+        XCTAssertNil(Self.fast(Array(many.utf8)))
+        XCTAssertNotNil(Self.fast(Array(variant(#""format":"#, #""future":[0,0],"format":"#).utf8)))
         // Nesting beyond the limit is declined, and JSONDecoder's path reports it.
         let deep = Array((String(repeating: "[", count: 70) + String(repeating: "]", count: 70)).utf8)
         XCTAssertNil(Self.fast(deep))
