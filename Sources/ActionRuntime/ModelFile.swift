@@ -160,6 +160,11 @@ public enum ModelFile {
     static func readHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
         let crc = CRC32.checksum(headerBytes)
         guard crc == pre.headerCRC else { throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: crc) }
+        return try parseHeader(headerBytes, pre)
+    }
+
+    /// Steps 6 and 7 (the header's checksum is checked).
+    static func parseHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
         let header = try decodeHeader(headerBytes)
         try validate(header)
         try checkTiling(header.tensors, dataLength: pre.dataLength)
@@ -187,10 +192,10 @@ public enum ModelFile {
     /// Step 9: the network of a validated header, its tensors checked against the header's
     /// (names, shapes, layouts, order). The shape pass bounded every size, so building it is
     /// safe; the weights are still zeros.
-    static func makeNetwork(_ header: ModelHeader) throws -> Network {
+    static func makeNetwork(_ header: ModelHeader, storage: ParameterStorage? = nil) throws -> Network {
         let network: Network
         do {
-            network = try Network(layers: header.layers, input: header.inputShape)
+            network = try Network(layers: header.layers, input: header.inputShape, storage: storage)
         } catch {
             throw ModelFileError.badHeader("the layers do not form a network: \(error)")
         }
@@ -211,6 +216,11 @@ public enum ModelFile {
     /// (docs/format.md section 2, all steps).
     public static func load(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, network: Network) {
         let (header, data) = try decode(bytes)
+        return (header, try makeNetwork(header, copying: data))
+    }
+
+    /// A new network holding a copy of the weights in `data` (a checked data section).
+    static func makeNetwork(_ header: ModelHeader, copying data: UnsafeRawBufferPointer) throws -> Network {
         let network = try makeNetwork(header)
         for (expected, stored) in zip(network.tensors, header.tensors) {
             let dst = network.parameters + expected.offset
@@ -222,27 +232,37 @@ public enum ModelFile {
                 }
             #endif
         }
-        return (header, network)
+        return network
     }
 
     public static func load(_ bytes: [UInt8]) throws -> (header: ModelHeader, network: Network) {
         try bytes.withUnsafeBytes { try load($0) }
     }
 
-    /// Reads a model file from disk and builds its network. Errors name the file.
+    /// Reads a model file from disk and builds its network. Errors name the file. Both ways
+    /// make every check of docs/format.md section 2 and report the same errors.
     ///
     /// By default the preamble and header are read first and, once they are checked, each
-    /// tensor is read straight into the network's parameter arena, the data checksum computed
-    /// over it as it arrives: no copy of the file is held. With `memoryMapped` the file is
-    /// mapped read-only instead, checked in place and the tensors copied from the mapping
-    /// (falling back to reading when mapping fails). Both end with the file closed and the
-    /// weights in the network's own 64-byte-aligned arena. Measured in `actiontrain-bench
-    /// inference`: reading is the faster of the two for repeated loads (docs/benchmarks.md).
+    /// tensor is read straight into the network's own parameter arena, the data checksum
+    /// computed over it as it arrives: the network does not depend on the file afterwards.
+    ///
+    /// With `memoryMapped` the file is mapped copy-on-write (`MAP_PRIVATE`) and checked in
+    /// place, the data checksum on a helper thread while the header is checked, and the
+    /// network uses the mapped tensors as its parameters when they are laid out as its arena
+    /// (no padding between tensors: every one but the last a multiple of 16 values, as in the
+    /// reference models); otherwise they are copied. Writes through `network.parameters` then
+    /// change private copies of the pages, never the file; the mapping lives as long as the
+    /// network. No arena is allocated and zero-filled, which makes this the fast start (about
+    /// 0.6 ms for the 2.8 MB reference MLP in a new process, against 2.2 ms; docs/benchmarks.md),
+    /// but the file must not be modified in place while the model is loaded (truncating it
+    /// makes the next use of the weights fault with SIGBUS, rewriting it changes them): replace
+    /// model files by renaming a new file over them, as `actiontrain fit` does. Falls back to
+    /// reading when the file cannot be mapped.
     public static func load(contentsOf path: String, memoryMapped: Bool = false) throws -> (header: ModelHeader, network: Network) {
         do {
             let (fd, size) = try openModelFile(path)
             defer { close(fd) }
-            if memoryMapped, let mapped = try withMapping(fd, size, { try load($0) }) { return mapped }
+            if memoryMapped, let mapped = try loadMapped(fd, size: size) { return mapped }
             return try loadReading(fd, size: size)
         } catch let e as ModelFileError {
             if case .inFile = e { throw e }
@@ -286,6 +306,79 @@ public enum ModelFile {
         guard let p = mmap(nil, size, PROT_READ, flags, fd, 0), p != MAP_FAILED else { return nil }
         defer { munmap(p, size) }
         return try body(UnsafeRawBufferPointer(start: p, count: size))
+    }
+
+    /// A model file mapped copy-on-write (`MAP_PRIVATE`): once checked, its data section can
+    /// serve as a network's parameter arena (`ParameterStorage`). Writes through the network
+    /// change private copies of the pages, never the file. Unmapped when released.
+    final class MappedFile: ParameterStorage {
+        let base: UnsafeMutableRawPointer
+        let size: Int
+        /// Where the data section starts, once the preamble is checked.
+        var dataStart = 0
+
+        /// Maps `size` bytes of `fd` readable and writable, or nil. Pages are faulted in as the
+        /// data checksum reads them (on both of its threads); `MAP_POPULATE` measured slower,
+        /// and on a writable private mapping it would copy every page.
+        init?(_ fd: Int32, size: Int) {
+            guard size > 0, let p = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), p != MAP_FAILED else { return nil }
+            base = p
+            self.size = size
+        }
+
+        deinit { munmap(base, size) }
+
+        var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: size) }
+
+        var values: UnsafeMutablePointer<Float> { (base + dataStart).assumingMemoryBound(to: Float.self) }
+        var count: Int { (size - dataStart) / 4 }
+    }
+
+    /// The `memoryMapped` loader: the file is mapped and checked in place (docs/format.md
+    /// section 2, all steps), then the network is bound to the mapped tensors when they are
+    /// laid out as its arena (every tensor but the last a multiple of 64 bytes long, so no
+    /// padding between them), or given a copy of them otherwise. Nil when mapping fails.
+    ///
+    /// The data checksum runs on a helper thread while this one checks the header and builds
+    /// the network (`BackgroundChecksum`); errors keep `decode`'s order: header checksum, data
+    /// checksum, then the header's contents.
+    static func loadMapped(_ fd: Int32, size: Int) throws -> (header: ModelHeader, network: Network)? {
+        guard let file = MappedFile(fd, size: size) else { return nil }
+        let bytes = file.bytes
+        let pre = try readPreamble(UnsafeRawBufferPointer(rebasing: bytes.prefix(preambleSize)), fileSize: size)
+        let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<pre.dataStart])
+        let data = UnsafeRawBufferPointer(rebasing: bytes[pre.dataStart...])
+        let checksum = BackgroundChecksum(data)
+        let headerCRC = CRC32.checksum(headerBytes)
+        guard headerCRC == pre.headerCRC else {
+            checksum.cancel()
+            throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
+        }
+        let parsed = Result { () throws -> (ModelHeader, Network?) in
+            let header = try parseHeader(headerBytes, pre)
+            #if _endian(little)
+                if isPacked(header.tensors) {
+                    file.dataStart = pre.dataStart
+                    let network = try makeNetwork(header, storage: file)
+                    if zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) { return (header, network) }
+                }
+            #endif
+            return (header, nil)
+        }
+        let dataCRC = checksum.finish()
+        guard dataCRC == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC) }
+        let (header, inPlace) = try parsed.get()
+        return (header, try inPlace ?? makeNetwork(header, copying: data))
+    }
+
+    /// True when each tensor starts where the previous one ends (no alignment padding).
+    static func isPacked(_ tensors: [ModelHeader.Tensor]) -> Bool {
+        var end = 0
+        for t in tensors {
+            guard t.offset == end else { return false }
+            end += t.length
+        }
+        return true
     }
 
     /// Reads exactly `count` bytes at `offset` into `buffer`.

@@ -5,9 +5,16 @@ import PoseCore
 /// header's semantics, the shape pass over the layers with checked arithmetic against the
 /// limits, and the tensor table's tiling.
 extension ModelFile {
-    /// Decodes the header JSON after bounding its nesting depth (a deeply nested header
-    /// would otherwise recurse without bound).
+    /// Decodes the header JSON: with `HeaderJSON` when it accepts the header (what the writer
+    /// produces), otherwise with `JSONDecoder` after bounding the nesting depth (a deeply
+    /// nested header would otherwise recurse without bound), which gives the typed errors.
     static func decodeHeader(_ headerBytes: UnsafeRawBufferPointer) throws -> ModelHeader {
+        if let header = HeaderJSON.decode(headerBytes) { return header }
+        return try decodeHeaderWithFoundation(headerBytes)
+    }
+
+    /// The Codable path: the reference for `HeaderJSON`, and every error message.
+    static func decodeHeaderWithFoundation(_ headerBytes: UnsafeRawBufferPointer) throws -> ModelHeader {
         var depth = 0, inString = false, escaped = false
         for b in headerBytes {
             if inString {

@@ -29,7 +29,16 @@ public final class Network {
     /// All gradients `[parameterCount]`, accumulated by `backward`.
     public let gradients: UnsafeMutablePointer<Float>
 
-    public init(layers specs: [LayerSpec], input: Shape) throws {
+    /// Where the parameters live when the network does not own them (see `ParameterStorage`).
+    let parameterStorage: ParameterStorage?
+
+    public convenience init(layers specs: [LayerSpec], input: Shape) throws {
+        try self.init(layers: specs, input: input, storage: nil)
+    }
+
+    /// With `storage`, the layers are bound to its values (which must hold at least
+    /// `parameterCount`, 64-byte aligned, laid out as `tensors` says) instead of a new arena.
+    init(layers specs: [LayerSpec], input: Shape, storage: ParameterStorage?) throws {
         guard input.time > 0 && input.channels > 0 else {
             throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) must be positive")
         }
@@ -71,7 +80,15 @@ public final class Network {
         }
         tensors = infos
         parameterCount = offset
-        parameters = Buffer.allocate(max(offset, 1))
+        if let storage {
+            guard storage.count >= offset else {
+                throw ModelError.invalidLayer(layer: "parameters", reason: "the storage holds \(storage.count) values, the layers need \(offset)")
+            }
+            parameters = storage.values
+        } else {
+            parameters = Buffer.allocate(max(offset, 1))
+        }
+        parameterStorage = storage
         // Not touched until the first backward: an inference-only network (a loaded model)
         // never pays for the gradient arena's pages.
         gradients = Buffer.allocate(max(offset, 1), zeroed: false)
@@ -83,7 +100,7 @@ public final class Network {
     }
 
     deinit {
-        parameters.deallocate()
+        if parameterStorage == nil { parameters.deallocate() }
         gradients.deallocate()
     }
 
@@ -167,6 +184,15 @@ public final class Network {
             Array(UnsafeBufferPointer(start: forward(p.baseAddress!, batch: batch), count: batch * classCount))
         }
     }
+}
+
+/// Memory that holds a network's parameters for it, e.g. a model file mapped in place
+/// (`ModelFile.load(contentsOf:memoryMapped: true)`). The network keeps it alive and never frees
+/// `values` itself; the storage releases them when the last network using it goes.
+protocol ParameterStorage: AnyObject {
+    /// At least `count` writable values, 64-byte aligned.
+    var values: UnsafeMutablePointer<Float> { get }
+    var count: Int { get }
 }
 
 /// An ordered list of layers (a network's, or a branch of a residual block) with what its

@@ -11,6 +11,9 @@ import PoseCore
 ///
 /// `--models DIR` also writes the two model files there (for `actiontrain export` and
 /// scripts/bench-inference, which runs PyTorch and onnxruntime interleaved with this).
+///
+/// Load times are of `ActionModel(contentsOf:memoryMapped:)`, with the copying reader (the
+/// default) and the mapped one (the network bound to the file's tensors in place).
 enum InferenceBench {
     struct Reference {
         let name: String
@@ -47,48 +50,74 @@ enum InferenceBench {
             provenance: .init(seed: 0, notes: ["purpose": "reference model for actiontrain-bench inference"]))
     }
 
-    /// Times of 15 single loads. With `keep`, every loaded network stays alive until the end,
-    /// so each load gets fresh pages for its arenas (as a service reloading a model while the
-    /// old one still serves); without, the allocator may hand back the previous load's memory
-    /// (the minimum of these is the file work plus a warm allocation).
+    /// Times of 15 single loads with `ActionModel(contentsOf:memoryMapped:)`, what an inference
+    /// service calls. With `keep`, every loaded model stays alive until the end, so each load
+    /// gets fresh pages (as a service reloading a model while the old one still serves); without,
+    /// the allocator may hand back the previous load's memory (the minimum of these is the file
+    /// work plus a warm allocation).
     static func loadTimes(_ path: String, mapped: Bool, keep: Bool) -> [Double] {
-        var kept: [Network] = [], times: [Double] = []
-        _ = try! ModelFile.load(contentsOf: path, memoryMapped: mapped)  // warm-up
+        var kept: [ActionModel] = [], times: [Double] = []
+        _ = try! ActionModel(contentsOf: path, memoryMapped: mapped)  // warm-up
         for _ in 0..<15 {
             let t0 = Clock.now()
-            let (_, network) = try! ModelFile.load(contentsOf: path, memoryMapped: mapped)
+            let model = try! ActionModel(contentsOf: path, memoryMapped: mapped)
             times.append(Double(Clock.now() - t0) / 1e9)
-            if keep { kept.append(network) }
+            if keep { kept.append(model) }
         }
         return times
     }
 
-    /// Median time of the first load in a new process (11 runs of this benchmark with
-    /// `--load-once`): what a service pays at start-up, page faults included.
-    static func freshProcessLoad(_ path: String) throws -> Double {
-        var times: [Double] = []
+    /// `--load-once PATH [--mapped]`, run in a new process: the time of its first load (what a
+    /// service pays at start-up: page faults, the first use of the code and of the Swift
+    /// runtime's caches, the first thread) and of a second load right after it.
+    static func loadOnce(_ path: String, mapped: Bool) throws {
+        let t0 = Clock.now()
+        let first = try ActionModel(contentsOf: path, memoryMapped: mapped)
+        let t1 = Clock.now()
+        let second = try ActionModel(contentsOf: path, memoryMapped: mapped)
+        let t2 = Clock.now()
+        withExtendedLifetime((first, second)) { print(Double(t1 - t0) / 1e9, Double(t2 - t1) / 1e9) }
+    }
+
+    /// Medians of the first and second load in 11 new processes (`--load-once`).
+    static func newProcessLoads(_ path: String, mapped: Bool) throws -> (first: Double, second: Double) {
+        var firsts: [Double] = [], seconds: [Double] = []
         for _ in 0..<11 {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            p.arguments = ["inference", "--load-once", path]
+            p.arguments = ["inference", "--load-once", path] + (mapped ? ["--mapped"] : [])
             let out = Pipe()
             p.standardOutput = out
             try p.run()
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             p.waitUntilExit()
-            guard let t = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let fields = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+            guard fields.count == 2 else {
                 throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "--load-once printed '\(text)'"])
             }
-            times.append(t)
+            firsts.append(fields[0])
+            seconds.append(fields[1])
         }
-        return times.sorted()[times.count / 2]
+        return (firsts.sorted()[5], seconds.sorted()[5])
+    }
+
+    /// Load times of one file, µs: for the copying reader and the mapped one.
+    struct LoadFigures {
+        var reused: Double, fresh: Double, newProcess: Double, newProcessSecond: Double
+        init(_ path: String, mapped: Bool) throws {
+            reused = loadTimes(path, mapped: mapped, keep: false).min()! * 1e6
+            let freshTimes = loadTimes(path, mapped: mapped, keep: true).sorted()
+            fresh = freshTimes[freshTimes.count / 2] * 1e6
+            (newProcess, newProcessSecond) = try newProcessLoads(path, mapped: mapped)
+            newProcess *= 1e6
+            newProcessSecond *= 1e6
+        }
+        var text: String { "\(format(reused)), \(format(fresh)), \(format(newProcess)) (\(format(newProcessSecond)))" }
     }
 
     static func run(_ args: [String]) throws {
-        if args.count == 2 && args[0] == "--load-once" {
-            let t0 = Clock.now()
-            _ = try ModelFile.load(contentsOf: args[1])
-            print(Double(Clock.now() - t0) / 1e9)
+        if args.count >= 2 && args[0] == "--load-once" {
+            try loadOnce(args[1], mapped: args.dropFirst(2).contains("--mapped"))
             return
         }
         var threads = 2, json = false, breakdown = false, modelDir: String? = nil
@@ -113,43 +142,50 @@ enum InferenceBench {
         defer { if modelDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
         if !json {
             print("runtime inference, OpenBLAS \(BLAS.coreName), \(threads) thread(s); PyTorch anchors: ../shared/bench/RESULTS.md (2 threads)")
-            print("model  file MB  load µs: reused memory (read / mmap), fresh memory, new process   latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
+            print("load µs (ActionModel(contentsOf:)): reused memory, fresh memory, first in a new process (second load there); median of 11 processes")
+            print("model  file MB  load read                           load mapped                     latency b1 µs  torch µs  ratio   b1024 windows/s  torch   ratio   foreign load")
         }
+        // The breakdown's networks stay alive to the end, so that the allocator cannot hand
+        // their memory to the loads measured after them as "fresh".
+        var parked: [Network] = []
+        defer { withExtendedLifetime(parked) {} }
         for r in references {
             let path = "\(dir)/\(r.name).atm"
             let bytes = try modelBytes(r)
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             let load = ForeignLoad()
-            let reused = loadTimes(path, mapped: false, keep: false).min()!
-            let mappedReused = loadTimes(path, mapped: true, keep: false).min()!
-            let freshTimes = loadTimes(path, mapped: false, keep: true)
-            let freshMemory = freshTimes.sorted()[freshTimes.count / 2]
-            let fresh = try freshProcessLoad(path)
             if breakdown {
                 // Where the load time goes: mapping the file, the data checksum, the whole decode
-                // (checksums + JSON + checks), building the network in fresh memory (its
-                // parameter and gradient arenas are allocated and zero-filled: page faults), and
+                // (checksums + JSON + checks; JSONDecoder's time on the same header for comparison:
+                // it reads only headers the fast reader declines), building the network in fresh
+                // memory (its parameter arena is allocated and zero-filled: page faults), and
                 // copying the weights into it.
                 let map = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.withContents(of: path) { $0.count } }
                 let crc = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.parallelChecksum(raw) } }
                 let crc1 = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.checksum(raw) } }
                 let decode = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.decode(raw) } }
-                var kept: [Network] = [], builds: [Double] = []
+                let headerLength = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian) }
+                let headerJSON = Data(bytes[64..<(64 + headerLength)])
+                let codable = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! JSONDecoder().decode(ModelHeader.self, from: headerJSON) }
+                var builds: [Double] = []
                 for _ in 0..<15 {  // kept alive, so every build gets fresh pages
                     let t0 = Clock.now()
-                    kept.append(try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame)))
+                    parked.append(try Network(layers: r.layers, input: Shape(time: 45, channels: input.channelsPerFrame)))
                     builds.append(Double(Clock.now() - t0) / 1e9)
                 }
                 let build = builds.sorted()[builds.count / 2]
-                let n = kept[0].parameterCount * 4
+                let n = parked.last!.parameterCount * 4
                 let copy = Clock.median(reps: 9, minSeconds: 0.05) {
-                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(kept[0].parameters).copyMemory(from: $0.baseAddress! + (bytes.count - n), byteCount: n) }
+                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(parked.last!.parameters).copyMemory(from: $0.baseAddress! + (bytes.count - n), byteCount: n) }
                 }
                 print(
                     "  \(r.name) load µs: map \(format(map * 1e6)); data CRC \(format(crc * 1e6)) on 2 threads (\(format(crc1 * 1e6)) on 1); "
-                        + "decode = CRCs + JSON + checks \(format(decode * 1e6)); build the network in fresh memory \(format(build * 1e6)); "
+                        + "decode = CRCs + JSON + checks \(format(decode * 1e6)) (JSONDecoder alone on the header: \(format(codable * 1e6))); "
+                        + "build the network in fresh memory \(format(build * 1e6)); "
                         + "copy the weights \(format(copy * 1e6))")
             }
+            let read = try LoadFigures(path, mapped: false)
+            let mapped = try LoadFigures(path, mapped: true)
             let model = try ActionModel(contentsOf: path)
             let V = model.valuesPerWindow
             var g = SeededGenerator(seed: 1)
@@ -182,9 +218,10 @@ enum InferenceBench {
                 let fields: [String] = [
                     "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
                     "\"blas_core\": \"\(BLAS.coreName)\"", "\"kernel\": \"\(PackedGEMM.current)\"", "\"file_bytes\": \(bytes.count)",
-                    "\"load_reused_us\": \(format(reused * 1e6, 1))", "\"load_mmap_reused_us\": \(format(mappedReused * 1e6, 1))",
-                    "\"load_fresh_us\": \(format(freshMemory * 1e6, 1))",
-                    "\"load_new_process_us\": \(format(fresh * 1e6, 1))",
+                    "\"load_reused_us\": \(format(read.reused, 1))", "\"load_fresh_us\": \(format(read.fresh, 1))",
+                    "\"load_new_process_us\": \(format(read.newProcess, 1))",
+                    "\"load_mmap_reused_us\": \(format(mapped.reused, 1))", "\"load_mmap_fresh_us\": \(format(mapped.fresh, 1))",
+                    "\"load_mmap_new_process_us\": \(format(mapped.newProcess, 1))",
                     "\"latency_us_median\": \(format(latency, 2))", "\"infer_batch_windows_per_s\": \(format(throughput, 0))",
                     "\"foreign_load\": \(format(foreign, 3))",
                 ]
@@ -192,7 +229,7 @@ enum InferenceBench {
             } else {
                 func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
                 var row = col(r.name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
-                row += col("\(format(reused * 1e6)) / \(format(mappedReused * 1e6)), \(format(freshMemory * 1e6)), \(format(fresh * 1e6))", 63)
+                row += col(read.text, 36) + col(mapped.text, 32)
                 row += col(format(latency, 1), 15) + col(format(r.torchLatencyMicroseconds, 1), 10)
                 row += col(format(latency / r.torchLatencyMicroseconds, 2), 8)
                 row += col(format(throughput, 0), 17) + col(format(r.torchBatchWindowsPerSecond, 0), 8)
