@@ -27,6 +27,7 @@ enum EvalBench {
                 .linear(inputs: 128, outputs: 6),
             ], input: input)
         network.initialize(seed: 1)
+        network.freeze()  // as ActionModel, which `eval` loads, freezes its network
         print("eval: \(windows) windows (\(sequences) sequences x \(perSequence)), reference MLP 2565-256-128-6, random init")
         print("OpenBLAS core \(BLAS.coreName), 2 threads; medians of \(reps) runs; anchors ../shared/bench/RESULTS.md")
         var g = SeededGenerator(seed: 2)
@@ -91,7 +92,7 @@ enum EvalBench {
         print("")
         row(
             "model: probabilities, batch 256", modelSeconds,
-            String(format: "%.0f windows/s; torch b1024 %.3f s (x%.2f), sgemm ceiling %.3f s (%.0f%%)", Double(windows) / modelSeconds, torch,
+            String(format: "%.0f windows/s; torch b1024 %.3f s (x%.2f), OpenBLAS Haswell sgemm ceiling %.3f s (%.0f%%)", Double(windows) / modelSeconds, torch,
                 torch / modelSeconds, ceiling, 100 * ceiling / modelSeconds))
         row("report: metrics, bootstraps (2 x 1000)", metricsSeconds)
         row("report: render + write \(sizes.count) files", filesSeconds)

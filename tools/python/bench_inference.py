@@ -45,7 +45,8 @@ def summarize(path):
             r["framework"] = "actiontrain " + ", ".join(tags)
     print("median over runs (runs interleaved); ratios are actiontrain / other, lower latency is better\n")
     print(f"{'model':28}{'thr':>4}  {'b1 µs: ours':>15}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
-          f"  {'b1024 windows/s: actiontrain':>29}{'torch':>10}{'onnxrt':>10}  {'load µs: reused, fresh, new process':>26}  foreign load")
+          f"  {'b1024 windows/s: actiontrain':>29}{'torch':>10}{'onnxrt':>10}"
+          f"  {'load µs (reused, fresh pages, new process): copying':>52}{'mapped':>22}  foreign load")
     ours = sorted({r["framework"] for r in rows if r["framework"].startswith("actiontrain")}, key=len)
     for model in ["mlp", "conv"]:
         for threads in sorted({r["threads"] for r in rows}):
@@ -59,7 +60,8 @@ def summarize(path):
                 print(f"{name:28}{threads:>4}  {lat[a]:>15.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
                       f"{lat[a] / lat['torch']:>10.2f}{lat[a] / lat['onnxruntime']:>8.2f}"
                       f"  {thr[a]:>29.0f}{thr['torch']:>10.0f}{thr['onnxruntime']:>10.0f}"
-                      f"  {med(a, 'load_reused_us'):>7.0f} {med(a, 'load_fresh_us'):>7.0f} {med(a, 'load_new_process_us'):>9.0f}"
+                      f"  {med(a, 'load_reused_us'):>36.0f} {med(a, 'load_fresh_us'):>7.0f} {med(a, 'load_new_process_us'):>7.0f}"
+                      f"  {med(a, 'load_mmap_reused_us'):>7.0f} {med(a, 'load_mmap_fresh_us'):>6.0f} {med(a, 'load_mmap_new_process_us'):>7.0f}"
                       f"  max {100 * foreign:.0f}%")
 
 
