@@ -19,6 +19,7 @@ let benchmarks: [Benchmark] = [
     Benchmark(name: "augment", summary: "Seconds per epoch to build (augmented) inputs for 16,000 windows of 45x19x2 vs training epoch anchors", run: AugmentBench.run),
     Benchmark(name: "parse", summary: "Dataset readers: native/CSV MB/s, .npy load vs raw read, peak memory", run: ParseBench.run),
     Benchmark(name: "train", summary: "a whole training run of a reference model on ../shared/bench's synthetic data: one JSON line", run: TrainBench.run),
+    Benchmark(name: "kernels", summary: "the runtime's own packed kernel (AVX-512 / AVX2 / portable) vs OpenBLAS on a loaded model's products", run: KernelBench.run),
     Benchmark(name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency", run: LayersBench.run),
     Benchmark(name: "inference", summary: "model file load time, batch-1 latency and batch-1024 throughput vs PyTorch anchors", run: InferenceBench.run),
 ]
