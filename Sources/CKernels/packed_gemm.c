@@ -32,7 +32,7 @@ void atk_pack_transposed(const float *bt, int n, int k, float *packed) {
         for (int j = 0; j < ATK_PANEL; j++) {
             int col = p * ATK_PANEL + j;
             const float *src = bt + (size_t)col * k;
-            for (int r = 0; r < k; r++) dst[r * ATK_PANEL + j] = col < n ? src[r] : 0.0f;
+            for (int r = 0; r < k; r++) dst[(size_t)r * ATK_PANEL + j] = col < n ? src[r] : 0.0f;
         }
     }
 }
@@ -104,7 +104,7 @@ static void gemm_portable(int m, int n, int k, const float *a, int lda, const fl
             const float *row = a + (size_t)i * lda;
             for (int r = 0; r < k; r++) {
                 float x = row[r];
-                for (int j = 0; j < ATK_PANEL; j++) acc[j] += x * q[r * ATK_PANEL + j];
+                for (int j = 0; j < ATK_PANEL; j++) acc[j] += x * q[(size_t)r * ATK_PANEL + j];
             }
             memcpy(c + (size_t)i * ldc + p * ATK_PANEL, acc, (size_t)cols * sizeof(float));
         }
@@ -123,7 +123,7 @@ ATK_AVX2_TARGET ATK_INLINE void tile256(const int mr, int k, const float *a, int
     __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
     for (int i = 0; i < mr; i++) acc[i][0] = b0, acc[i][1] = b1;
     for (int r = 0; r < k; r++) {
-        __m256 w0 = _mm256_load_ps(q + r * 16), w1 = _mm256_load_ps(q + r * 16 + 8);
+        __m256 w0 = _mm256_load_ps(q + (size_t)r * 16), w1 = _mm256_load_ps(q + (size_t)r * 16 + 8);
         for (int i = 0; i < mr; i++) {
             __m256 x = _mm256_broadcast_ss(a + (size_t)i * lda + r);
             acc[i][0] = _mm256_fmadd_ps(x, w0, acc[i][0]);
@@ -156,14 +156,14 @@ ATK_AVX2_TARGET static void row256(int k, const float *a, const float *q, const 
     for (; r + 4 <= k; r += 4) {
         for (int j = 0; j < 4; j++) {
             __m256 x = _mm256_broadcast_ss(a + r + j);
-            acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (r + j) * 16), acc[j][0]);
-            acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (r + j) * 16 + 8), acc[j][1]);
+            acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (size_t)(r + j) * 16), acc[j][0]);
+            acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (size_t)(r + j) * 16 + 8), acc[j][1]);
         }
     }
     for (int j = 0; r < k; r++, j++) {
         __m256 x = _mm256_broadcast_ss(a + r);
-        acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + r * 16), acc[j][0]);
-        acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + r * 16 + 8), acc[j][1]);
+        acc[j][0] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (size_t)r * 16), acc[j][0]);
+        acc[j][1] = _mm256_fmadd_ps(x, _mm256_load_ps(q + (size_t)r * 16 + 8), acc[j][1]);
     }
     float t[16];
     _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(acc[0][0], acc[1][0]), _mm256_add_ps(acc[2][0], acc[3][0])));
@@ -207,8 +207,8 @@ ATK_AVX512_TARGET ATK_INLINE void tile512(const int mr, const int np, int k, con
         if (np == 2) acc[i][1] = b1;
     }
     for (int r = 0; r < k; r++) {
-        __m512 w0 = _mm512_load_ps(q0 + r * 16);
-        __m512 w1 = np == 2 ? _mm512_load_ps(q1 + r * 16) : w0;
+        __m512 w0 = _mm512_load_ps(q0 + (size_t)r * 16);
+        __m512 w1 = np == 2 ? _mm512_load_ps(q1 + (size_t)r * 16) : w0;
         for (int i = 0; i < mr; i++) {
             __m512 x = _mm512_set1_ps(a[(size_t)i * lda + r]);
             acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
@@ -247,9 +247,9 @@ ATK_AVX512_TARGET static void row512(int k, const float *a, const float *q0, __m
     acc[0] = b0, acc[1] = acc[2] = acc[3] = _mm512_setzero_ps();
     int r = 0;
     for (; r + 4 <= k; r += 4) {
-        for (int j = 0; j < 4; j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r + j]), _mm512_load_ps(q0 + (r + j) * 16), acc[j]);
+        for (int j = 0; j < 4; j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r + j]), _mm512_load_ps(q0 + (size_t)(r + j) * 16), acc[j]);
     }
-    for (int j = 0; r < k; r++, j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), _mm512_load_ps(q0 + r * 16), acc[j]);
+    for (int j = 0; r < k; r++, j++) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r]), _mm512_load_ps(q0 + (size_t)r * 16), acc[j]);
     _mm512_mask_storeu_ps(c, m0, _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
