@@ -214,11 +214,13 @@ final class PackedGEMMTests: XCTestCase {
     }
 
     func testFrozenConvolutionMatchesDirectLoops() throws {
-        // Batches under 8 of a frozen layer take the packed path (dilation 1): Winograd with
-        // packed U for stride 1 and kernels 2-7, the direct product otherwise; a dilated layer
-        // keeps im2col. Every kernel, 1-3 parts; the parts give identical bits.
+        // A frozen layer takes the packed path: Winograd with packed U for stride 1 and kernels
+        // 2-7 (any batch, in chunks of tiles), the direct product for batches under 8 otherwise
+        // (dilation 1); a dilated layer keeps im2col. Every kernel, 1-3 parts; the parts give
+        // identical bits.
         typealias Case = Conv1dTests.Case
         let cases = Conv1dTests.cases + Conv1dTests.winogradCases + [
+            Case(batch: 9, time: 13, inputs: 7, outputs: 19, kernel: 5, stride: 1, dilation: 1, padding: 2),  // Winograd, batch ≥ 8
             Case(batch: 7, time: 12, inputs: 5, outputs: 40, kernel: 3, stride: 2, dilation: 1, padding: 1),
             Case(batch: 2, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2),  // conv2
         ]
@@ -229,6 +231,7 @@ final class PackedGEMMTests: XCTestCase {
                 for parts in [1, 2, 3] {
                     let layer = try makeConv(c)
                     layer.maxParts = parts
+                    if c.batch == 9 { layer.packedChunk = 5 }  // chunks of 5 tiles: 36 tiles per part, or 12
                     var g = SeededGenerator(seed: 8)
                     let params = Buffer(capacity: layer.parameterCount), grads = Buffer(capacity: layer.parameterCount)
                     layer.bind(parameters: params.pointer, gradients: grads.pointer)

@@ -81,6 +81,8 @@ final class Conv1d: Layer {
     /// Most parts a batch is split into (the packed path: exactly, up to one per panel);
     /// nil: `BLAS.threads`. Tests set it to exercise splits.
     var maxParts: Int?
+    /// Tiles per chunk of the frozen Winograd path; nil: V and M within about 1 MB. For tests.
+    var packedChunk: Int?
     /// Smallest GEMM work (multiply-adds) worth a part of its own.
     static let minimumPartWork = 1 << 19
 
@@ -163,7 +165,10 @@ final class Conv1d: Layer {
         y.reserve(batch * outputTime * outputs)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
-        if frozen && dilation == 1 && batch < winogradMinimumBatch {
+        if frozen, let w = winograd {
+            usedWinograd = false
+            forwardPackedWinograd(x, batch: batch, w)
+        } else if frozen && dilation == 1 && batch < winogradMinimumBatch {
             usedWinograd = false
             forwardPacked(x, batch: batch)
         } else if let w = winograd, batch >= winogradMinimumBatch {
@@ -190,18 +195,14 @@ final class Conv1d: Layer {
 
     // MARK: Packed (frozen weights, small batches)
 
-    /// `y = bias + conv(x)` with `PackedGEMM` (a frozen layer, batches under
-    /// `winogradMinimumBatch`, D = 1): Winograd geometries go to `forwardPackedWinograd`; the
-    /// others read each window's zero-padded input `[T + 2P, I]` as its im2col matrix (row t
+    /// `y = bias + conv(x)` with `PackedGEMM` for a frozen layer without a Winograd transform
+    /// (batches under `winogradMinimumBatch`, D = 1): each window's zero-padded input
+    /// `[T + 2P, I]` is read as its im2col matrix (row t
     /// starts at step t·S, row stride S·I, K·I values long, so consecutive rows overlap) times
     /// the weight packed as `[K·I, O]`. The output panels (16 channels each) are split over
     /// the threads; every output is computed by one thread with the same sum, so the thread
     /// count never changes a bit.
     private func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
-        if let w = winograd {
-            forwardPackedWinograd(x, batch: batch, w)
-            return
-        }
         let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime, P = padding
         if packed == nil {
             let b = Buffer(capacity: PackedGEMM.packedCount(n: O, k: KI))
@@ -233,12 +234,13 @@ final class Conv1d: Layer {
         }
     }
 
-    /// Winograd with its transformed weights packed once (`U[ξ]` as B `[I, O]` for each ξ):
-    /// for every tile its input transform `V[tile, ξ, :]`, then for each ξ
-    /// `M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ` (`PackedGEMM`, rows = tiles, row stride α·I), then
-    /// the output transform, all with `CKernels`' kernels. The tiles (of all windows) are split
-    /// over the threads, each part doing all three steps for its own: no barrier between them;
-    /// every output is computed by one part with the same sums, whatever the split.
+    /// A frozen layer with a Winograd transform, any batch: the transformed weights packed once
+    /// (`U[ξ]` as B `[I, O]` for each ξ), then for every tile its input transform
+    /// `V[tile, ξ, :]`, for each ξ `M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ` (`PackedGEMM`, rows =
+    /// tiles, row stride α·I) and the output transform, all with `CKernels`' kernels. The tiles
+    /// (of all windows) are split over the threads, each part doing all three steps for its own,
+    /// in chunks whose V and M stay within about 1 MB: no barrier between the steps, and every
+    /// output computed by one part with the same sums, whatever the split or the batch.
     private func forwardPackedWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
         let T = inputTime, I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
         let per = PackedGEMM.packedCount(n: O, k: I)  // a multiple of 16: each U[ξ] stays 64-byte aligned
@@ -253,39 +255,44 @@ final class Conv1d: Layer {
             for xi in 0..<a { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
             packedU = b
         }
-        let total = batch * NT, ws = workspaces[0]
-        ws.cols.reserve(total * a * I)
-        ws.products.reserve(total * a * O)
-        let V = ws.cols.pointer, M = ws.products.pointer, pu = UnsafePointer(packedU!.pointer)
-        let out = y.pointer, bias = UnsafePointer(self.bias!), P = padding
+        let total = batch * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
         let parts = max(1, min(total, maxParts ?? min(BLAS.threads, total * a * I * O / PackedGEMM.minimumPartWork)))
+        while workspaces.count < parts { workspaces.append(Workspace()) }
+        let pu = UnsafePointer(packedU!.pointer), out = y.pointer, bias = UnsafePointer(self.bias!), P = padding
         w.BT.dense.withUnsafeBufferPointer { bt in
             w.AT.dense.withUnsafeBufferPointer { at in
                 BLAS.parallel(parts) { p in
-                    let g0 = p * total / parts, g1 = (p + 1) * total / parts
-                    // V[g, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :], steps outside [0, T) being zeros.
-                    for g in g0..<g1 {
-                        let b = g / NT, s0 = (g % NT) * m - P, qlo = max(0, -s0), qhi = min(a, T - s0)
-                        let v = V + g * a * I
-                        if qlo >= qhi {
-                            v.update(repeating: 0, count: a * I)
-                        } else {
-                            PackedGEMM.transform(
-                                rows: a, cols: qhi - qlo, m: bt.baseAddress! + qlo, ldm: a, src: x + (b * T + s0 + qlo) * I,
-                                srcStride: I, start: nil, dst: v, dstStride: I, channels: I)
+                    let g0 = p * total / parts, g1 = (p + 1) * total / parts, ws = workspaces[p]
+                    guard g0 < g1 else { return }
+                    ws.cols.reserve(min(chunk, g1 - g0) * a * I)
+                    ws.products.reserve(min(chunk, g1 - g0) * a * O)
+                    let V = ws.cols.pointer, M = ws.products.pointer
+                    for c0 in Swift.stride(from: g0, to: g1, by: chunk) {
+                        let c1 = min(c0 + chunk, g1)
+                        // V[g, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :], steps outside [0, T) being zeros.
+                        for g in c0..<c1 {
+                            let b = g / NT, s0 = (g % NT) * m - P, qlo = max(0, -s0), qhi = min(a, T - s0)
+                            let v = V + (g - c0) * a * I
+                            if qlo >= qhi {
+                                v.update(repeating: 0, count: a * I)
+                            } else {
+                                PackedGEMM.transform(
+                                    rows: a, cols: qhi - qlo, m: bt.baseAddress! + qlo, ldm: a, src: x + (b * T + s0 + qlo) * I,
+                                    srcStride: I, start: nil, dst: v, dstStride: I, channels: I)
+                            }
                         }
-                    }
-                    for xi in 0..<a {
-                        PackedGEMM.multiply(
-                            m: g1 - g0, n: O, k: I, a: V + g0 * a * I + xi * I, lda: a * I, packed: pu + xi * per, bias: nil,
-                            c: M + g0 * a * O + xi * O, ldc: a * O)
-                    }
-                    // y[b, j·m + p, :] = bias + Σ_ξ Aᵀ[p, ξ]·M[g, ξ, :]
-                    for g in g0..<g1 {
-                        let t0 = (g % NT) * m
-                        PackedGEMM.transform(
-                            rows: min(m, To - t0), cols: a, m: at.baseAddress!, ldm: a, src: M + g * a * O, srcStride: O,
-                            start: bias, dst: out + ((g / NT) * To + t0) * O, dstStride: O, channels: O)
+                        for xi in 0..<a {
+                            PackedGEMM.multiply(
+                                m: c1 - c0, n: O, k: I, a: V + xi * I, lda: a * I, packed: pu + xi * per, bias: nil, c: M + xi * O,
+                                ldc: a * O)
+                        }
+                        // y[b, j·m + p, :] = bias + Σ_ξ Aᵀ[p, ξ]·M[g, ξ, :]
+                        for g in c0..<c1 {
+                            let t0 = (g % NT) * m
+                            PackedGEMM.transform(
+                                rows: min(m, To - t0), cols: a, m: at.baseAddress!, ldm: a, src: M + (g - c0) * a * O, srcStride: O,
+                                start: bias, dst: out + ((g / NT) * To + t0) * O, dstStride: O, channels: O)
+                        }
                     }
                 }
             }
