@@ -38,11 +38,11 @@ import PoseCore
 /// results within about 2× the rounding error of the direct sum. The weight transform costs
 /// α·K·O·I multiply-adds per forward, which small batches (batch-1 inference) do not repay.
 ///
-/// **Packed** (a frozen network's batches under `winogradMinimumBatch`, D = 1; see
-/// `Network.freeze()`): the same two formulations with the runtime's own kernels
-/// (`PackedGEMM`, C with AVX-512 / AVX2 variants) and the weights packed once: Winograd's U[ξ]
-/// when the geometry has a transform, else the weight, multiplied straight from the padded
-/// input without building im2col. One reference-convnet window: 15 µs instead of 57 µs.
+/// **Packed** (a frozen network, see `Network.freeze()`): the same two formulations with the
+/// runtime's own kernels (`PackedGEMM`, C with AVX-512 / AVX2 variants) and the weights packed
+/// once: Winograd on U[ξ] at every batch size when the geometry has a transform, else, for
+/// batches under `winogradMinimumBatch` with D = 1, the weight multiplied straight from the
+/// padded input without building im2col. One reference-convnet window: 15 µs instead of 57 µs.
 ///
 /// Threads: with `BLAS.threads` = n > 1 and enough work, the batch is split into n contiguous
 /// parts that run at once (`BLAS.parallel`), each with its own buffers and one-thread GEMMs:
