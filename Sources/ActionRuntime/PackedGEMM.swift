@@ -1,9 +1,12 @@
 import CKernels
 
-/// The runtime's own matrix product for shapes OpenBLAS serves poorly: one window's
-/// convolution, `C[m, n] = bias + A[m, k] · B[k, n]` with the rows of A allowed to overlap
-/// (a padded input read as its im2col matrix, row stride `stride·inputs`, without building it)
-/// and B packed once, ahead of time, in panels of 16 columns (`Sources/CKernels`).
+/// The runtime's own matrix product, which a frozen network's linear and convolution layers use
+/// (`Network.freeze()`; a loaded model is frozen): `C[m, n] = bias + A[m, k] · B[k, n]` with B
+/// (the weights) packed once, ahead of time, in panels of 16 columns, and the rows of A allowed
+/// to overlap (a padded input read as its im2col matrix, row stride `stride·inputs`, without
+/// building it); plus the small Winograd transforms (`Sources/CKernels`). It reaches 0.9 of a
+/// core's FMA peak where OpenBLAS is weakest (one window: 45 rows) and where the environment
+/// holds OpenBLAS to AVX2 (docs/benchmarks.md, `actiontrain-bench kernels`).
 ///
 /// The kernel is chosen at run time from the CPU: AVX-512 (tiles of 12 rows x 32 columns in
 /// registers), AVX2 + FMA (6 x 16), or a portable loop elsewhere (arm64, old x86).

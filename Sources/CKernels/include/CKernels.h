@@ -1,7 +1,8 @@
-// CKernels: the few hand-written SIMD kernels of the runtime, for shapes OpenBLAS serves
-// poorly (a single window's convolution). Seen from Swift only through
-// Sources/ActionRuntime/PackedGEMM.swift. Plain C99; x86-64 gets AVX2+FMA and AVX-512
-// variants chosen at run time (cpuid), every other target the portable loop.
+// CKernels: the few hand-written SIMD kernels of the runtime, used by a frozen network's
+// linear and convolution layers: a product with weights packed ahead of time and the small
+// Winograd transforms. Seen from Swift only through Sources/ActionRuntime/PackedGEMM.swift.
+// Plain C99; x86-64 gets AVX2+FMA and AVX-512 variants chosen at run time (cpuid), every
+// other target the portable loop.
 #ifndef ACTIONTRAIN_CKERNELS_H
 #define ACTIONTRAIN_CKERNELS_H
 
