@@ -183,6 +183,7 @@ final class Conv1d: Layer {
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         guard let x else { preconditionFailure("Conv1d.backward before forward") }
+        precondition(!frozen, "Conv1d.backward on a frozen layer (its forward kept nothing for backward)")
         guard batch > 0 else { return needInputGradient ? UnsafePointer(dx.pointer) : nil }
         if needInputGradient { dx.reserve(batch * inputTime * inputs) }
         if usedWinograd, let w = winograd {

@@ -99,6 +99,7 @@ final class Linear: Layer {
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         let R = batch * time, I = inputs, O = outputs
         guard let x else { preconditionFailure("Linear.backward before forward") }
+        precondition(!frozen, "Linear.backward on a frozen layer: thaw the network first")
         // dW[O, I] += dyᵀ[O, R] · x[R, I]
         BLAS.gemm(transposeA: true, m: O, n: I, k: R, a: dy, lda: O, b: x, ldb: I, beta: 1, c: dWeight, ldc: I)
         // db[O] += Σ_r dy[r, :]
