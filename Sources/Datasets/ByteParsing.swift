@@ -317,6 +317,25 @@ public enum JSONValue: Equatable, Sendable {
     }
 }
 
+extension JSONValue {
+    /// Reads and parses a small JSON file (a skeleton schema, a CSV mapping). A syntax error
+    /// names the file, line and column.
+    static func parse(file path: String) throws -> JSONValue {
+        let bytes = try DatasetLoader.contents(of: path)
+        do {
+            return try parse(bytes)
+        } catch let e as JSONSyntaxError {
+            // 1-based line and column of the error's byte offset.
+            var line = 1, lineStart = 0
+            for k in 0..<min(e.offset, bytes.count) where bytes[k] == 0x0A {
+                line += 1
+                lineStart = k + 1
+            }
+            throw DatasetError.syntax(SourceLocation(file: path, line: line, column: e.offset - lineStart + 1), expected: e.expected)
+        }
+    }
+}
+
 /// Where and what a JSON syntax error is: `offset` is a byte index into the parsed text.
 struct JSONSyntaxError: Error, Equatable {
     let offset: Int

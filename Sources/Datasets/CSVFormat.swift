@@ -44,14 +44,7 @@ public struct CSVMapping: Sendable, Equatable {
     ///      "joints": {"head": ["x1", "y1", "v1"], "leftShoulder": ["x2", "y2", "v2"]},
     ///      "classes": ["squat", "pushup"], "frameRate": 30, "imageSize": [480, 270]}
     public static func load(_ path: String) throws -> CSVMapping {
-        let bytes = try DatasetLoader.contents(of: path)
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(bytes)
-        } catch let e as JSONSyntaxError {
-            let (line, column) = SkeletonFile.lineAndColumn(bytes, e.offset)
-            throw DatasetError.syntax(SourceLocation(file: path, line: line, column: column), expected: e.expected)
-        }
+        let value = try JSONValue.parse(file: path)
         let at = SourceLocation(file: path)
         func fail(_ problem: String, _ fix: String) -> DatasetError { .invalidValue(at, problem: problem, fix: fix) }
         guard let obj = value.object else { throw fail("a mapping file must be a JSON object", "see docs/datasets.md, CSV") }

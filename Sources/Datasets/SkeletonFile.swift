@@ -31,15 +31,7 @@ public enum SkeletonFile {
 
     /// Reads and validates a schema file.
     public static func load(_ path: String) throws -> Skeleton {
-        let bytes = try DatasetLoader.contents(of: path)
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(bytes)
-        } catch let e as JSONSyntaxError {
-            let (line, column) = lineAndColumn(bytes, e.offset)
-            throw DatasetError.syntax(SourceLocation(file: path, line: line, column: column), expected: e.expected)
-        }
-        return try decode(value, at: SourceLocation(file: path))
+        try decode(try JSONValue.parse(file: path), at: SourceLocation(file: path))
     }
 
     /// Decodes and validates a schema object; errors name `at` and the field.
@@ -92,15 +84,5 @@ public enum SkeletonFile {
             torsoUpper: try names("torsoUpper", obj["torsoUpper"]), torsoLower: try names("torsoLower", obj["torsoLower"]))
         if let (field, problem) = skeleton.problems().first { throw fail(field, problem) }
         return skeleton
-    }
-
-    /// 1-based line and column of byte `offset` in `bytes`.
-    static func lineAndColumn(_ bytes: [UInt8], _ offset: Int) -> (Int, Int) {
-        var line = 1, lineStart = 0
-        for k in 0..<min(offset, bytes.count) where bytes[k] == 0x0A {
-            line += 1
-            lineStart = k + 1
-        }
-        return (line, offset - lineStart + 1)
     }
 }
