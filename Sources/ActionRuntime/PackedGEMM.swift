@@ -33,6 +33,9 @@ public enum PackedGEMM {
     /// reference convolutions split on two threads: 13 µs per window against 14.5 unsplit).
     public static let minimumPartWork = 1 << 17
 
+    /// Threads worth using for `work` multiply-adds: `BLAS.threads`, fewer for small products.
+    static func threads(forWork work: Int) -> Int { min(BLAS.threads, work / minimumPartWork) }
+
     /// Columns per panel.
     public static let panel = Int(ATK_PANEL)
 
@@ -47,6 +50,13 @@ public enum PackedGEMM {
     public static func pack(transposed bt: UnsafePointer<Float>, n: Int, k: Int, into packed: UnsafeMutablePointer<Float>) {
         precondition(Int(bitPattern: packed) % 64 == 0, "packed must be 64-byte aligned")
         atk_pack_transposed(bt, Int32(n), Int32(k), packed)
+    }
+
+    /// `bt [n, k]` packed into a new buffer (see `pack(transposed:n:k:into:)`).
+    static func packed(transposed bt: UnsafePointer<Float>, n: Int, k: Int) -> Buffer {
+        let b = Buffer(capacity: packedCount(n: n, k: k))
+        pack(transposed: bt, n: n, k: k, into: b.pointer)
+        return b
     }
 
     /// `c[i·ldc + j] = bias[j] + Σ_r a[i·lda + r] · B[r, j]` for `i < m` and the columns of

@@ -67,7 +67,7 @@ final class Conv1dTests: XCTestCase {
         return result
     }
 
-    func makeConv(_ c: Case) throws -> Conv1d {
+    static func makeConv(_ c: Case) throws -> Conv1d {
         let spec = LayerSpec.conv1d(
             inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, stride: c.stride, dilation: c.dilation, padding: c.padding)
         return try XCTUnwrap(try makeLayer(spec, input: Shape(time: c.time, channels: c.inputs), path: "0") as? Conv1d)
@@ -79,7 +79,7 @@ final class Conv1dTests: XCTestCase {
         for c in Self.cases {
             for chunk in [0, 1, 2] where chunk < c.batch {
                 for parts in [1, 2, 3] {
-                    let layer = try makeConv(c)
+                    let layer = try Self.makeConv(c)
                     layer.winogradMinimumBatch = .max
                     if chunk > 0 { layer.chunk = chunk }
                     layer.maxParts = parts
@@ -105,13 +105,13 @@ final class Conv1dTests: XCTestCase {
 
     func testWinogradMatchesDirectLoops() throws {
         for c in Self.winogradCases {
-            let probe = try makeConv(c)
+            let probe = try Self.makeConv(c)
             let w = try XCTUnwrap(probe.winograd, "\(c) should have a Winograd transform")
             // The tile size the layer picks, and every other one its kernel allows.
             let sizes = [w.m] + (2...(Winograd.maxAlpha - c.kernel + 1)).filter { $0 != w.m }
             for m in sizes {
                 for (chunk, parts) in [(0, 1), (1, 1), (0, 2), (1, 3), (2, 2)] where chunk < c.batch {
-                    let layer = try makeConv(c)
+                    let layer = try Self.makeConv(c)
                     layer.winograd = Winograd(m: m, r: c.kernel)
                     layer.winogradMinimumBatch = 1
                     if chunk > 0 { layer.chunk = chunk }
@@ -132,12 +132,12 @@ final class Conv1dTests: XCTestCase {
     func testFormulationChoice() throws {
         // The reference layers: Winograd F(4, 5) (α = 8: 12 tiles of 4 outputs for To = 45)
         // from batch 8, im2col below; strided, dilated and 1-tap layers have no transform.
-        let conv2 = try makeConv(Case(batch: 1, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2))
+        let conv2 = try Self.makeConv(Case(batch: 1, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2))
         XCTAssertEqual(conv2.winograd?.m, 4)
         XCTAssertEqual(conv2.winograd?.alpha, 8)
         XCTAssertEqual(conv2.winogradMinimumBatch, 8)
         for c in Self.cases where c.stride != 1 || c.dilation != 1 || c.kernel == 1 {
-            XCTAssertNil(try makeConv(c).winograd, "\(c)")
+            XCTAssertNil(try Self.makeConv(c).winograd, "\(c)")
         }
         XCTAssertEqual(Winograd.tileSize(kernel: 3, outputTime: 45), 5)  // 7·9 = 63 < 8·8 = 64
         XCTAssertEqual(Winograd.tileSize(kernel: 7, outputTime: 20), 2)  // only α = 8 fits
@@ -175,7 +175,7 @@ final class Conv1dTests: XCTestCase {
         for winograd in [false, true] {
             var runs: [Int: [Float]] = [:]
             for parts in [1, 2, 3, 2] {
-                let layer = try makeConv(c)
+                let layer = try Self.makeConv(c)
                 layer.winogradMinimumBatch = winograd ? 1 : .max
                 layer.maxParts = parts
                 let out = try checkAgainstDirectLoops(layer, batch: c.batch, "parts \(parts), winograd \(winograd)")

@@ -35,22 +35,14 @@ final class PackedGEMMTests: XCTestCase {
         m: Int, n: Int, k: Int, a: [Float], lda: Int, bt: [Float], bias: [Float]?, panels: Range<Int>? = nil
     ) -> [Float] {
         let ldc = n + 1, sentinel: Float = -7777
-        let packed = Buffer(capacity: PackedGEMM.packedCount(n: n, k: k))
-        bt.withUnsafeBufferPointer { PackedGEMM.pack(transposed: $0.baseAddress!, n: n, k: k, into: packed.pointer) }
+        let packed = bt.withUnsafeBufferPointer { PackedGEMM.packed(transposed: $0.baseAddress!, n: n, k: k) }
         var c = [Float](repeating: sentinel, count: m * ldc)
         a.withUnsafeBufferPointer { ap in
             c.withUnsafeMutableBufferPointer { cp in
-                let b = bias.map { Array($0) }
-                if let b {
-                    b.withUnsafeBufferPointer {
-                        PackedGEMM.multiply(
-                            m: m, n: n, k: k, a: ap.baseAddress!, lda: lda, packed: packed.pointer, bias: $0.baseAddress!,
-                            c: cp.baseAddress!, ldc: ldc, panels: panels)
-                    }
-                } else {
+                (bias ?? []).withUnsafeBufferPointer { bp in
                     PackedGEMM.multiply(
-                        m: m, n: n, k: k, a: ap.baseAddress!, lda: lda, packed: packed.pointer, bias: nil, c: cp.baseAddress!,
-                        ldc: ldc, panels: panels)
+                        m: m, n: n, k: k, a: ap.baseAddress!, lda: lda, packed: packed.pointer, bias: bias == nil ? nil : bp.baseAddress,
+                        c: cp.baseAddress!, ldc: ldc, panels: panels)
                 }
             }
         }
@@ -121,8 +113,7 @@ final class PackedGEMMTests: XCTestCase {
         let a = (0..<((m - 1) * lda + k)).map { _ in g.nextSymmetric(1) }, bt = (0..<(n * k)).map { _ in g.nextSymmetric(1) }
         let bias = (0..<n).map { _ in g.nextSymmetric(1) }
         // And one row in four chains (multiplyRow), k = 35 leaving a tail of 3.
-        let packed = Buffer(capacity: PackedGEMM.packedCount(n: n, k: k))
-        bt.withUnsafeBufferPointer { PackedGEMM.pack(transposed: $0.baseAddress!, n: n, k: k, into: packed.pointer) }
+        let packed = bt.withUnsafeBufferPointer { PackedGEMM.packed(transposed: $0.baseAddress!, n: n, k: k) }
         func row() -> [Float] {
             var c = [Float](repeating: 0, count: n)
             c.withUnsafeMutableBufferPointer { cp in
@@ -207,12 +198,6 @@ final class PackedGEMMTests: XCTestCase {
 
     // MARK: - The frozen convolution
 
-    func makeConv(_ c: Conv1dTests.Case) throws -> Conv1d {
-        let spec = LayerSpec.conv1d(
-            inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, stride: c.stride, dilation: c.dilation, padding: c.padding)
-        return try XCTUnwrap(try makeLayer(spec, input: Shape(time: c.time, channels: c.inputs), path: "0") as? Conv1d)
-    }
-
     func testFrozenConvolutionMatchesDirectLoops() throws {
         // A frozen layer takes the packed path: Winograd with packed U for stride 1 and kernels
         // 2-7 (any batch, in chunks of tiles), the direct product for batches under 8 otherwise
@@ -229,7 +214,7 @@ final class PackedGEMMTests: XCTestCase {
             for c in cases {
                 var first: [Float]?
                 for parts in [1, 2, 3] {
-                    let layer = try makeConv(c)
+                    let layer = try Conv1dTests.makeConv(c)
                     layer.maxParts = parts
                     if c.batch == 9 { layer.packedChunk = 5 }  // chunks of 5 tiles: 36 tiles per part, or 12
                     var g = SeededGenerator(seed: 8)

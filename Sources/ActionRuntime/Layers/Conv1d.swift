@@ -205,11 +205,7 @@ final class Conv1d: Layer {
     /// count never changes a bit.
     private func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
         let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime, P = padding
-        if packed == nil {
-            let b = Buffer(capacity: PackedGEMM.packedCount(n: O, k: KI))
-            PackedGEMM.pack(transposed: weight, n: O, k: KI, into: b.pointer)
-            packed = b
-        }
+        if packed == nil { packed = PackedGEMM.packed(transposed: weight, n: O, k: KI) }
         let rows = T + 2 * P
         var a = x
         if P > 0 {
@@ -223,7 +219,7 @@ final class Conv1d: Layer {
         }
         let aStride = P > 0 ? rows * I : T * I
         let panels = PackedGEMM.panels(O), work = batch * To * KI * O
-        let parts = max(1, min(panels, maxParts ?? min(BLAS.threads, work / PackedGEMM.minimumPartWork)))
+        let parts = max(1, min(panels, maxParts ?? PackedGEMM.threads(forWork: work)))
         let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer), a0 = a
         BLAS.parallel(parts) { p in
             let range = (p * panels / parts)..<((p + 1) * panels / parts)
@@ -257,7 +253,7 @@ final class Conv1d: Layer {
             packedU = b
         }
         let total = batch * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
-        let parts = max(1, min(total, maxParts ?? min(BLAS.threads, total * a * I * O / PackedGEMM.minimumPartWork)))
+        let parts = max(1, min(total, maxParts ?? PackedGEMM.threads(forWork: total * a * I * O)))
         while workspaces.count < parts { workspaces.append(Workspace()) }
         let pu = UnsafePointer(packedU!.pointer), out = y.pointer, bias = UnsafePointer(self.bias!), P = padding
         w.BT.dense.withUnsafeBufferPointer { bt in

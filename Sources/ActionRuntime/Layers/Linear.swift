@@ -68,14 +68,10 @@ final class Linear: Layer {
 
     private func forwardPacked(_ x: UnsafePointer<Float>, rows R: Int, into out: UnsafeMutablePointer<Float>) {
         let I = inputs, O = outputs
-        if packed == nil {
-            let b = Buffer(capacity: PackedGEMM.packedCount(n: O, k: I))
-            PackedGEMM.pack(transposed: weight, n: O, k: I, into: b.pointer)
-            packed = b
-        }
+        if packed == nil { packed = PackedGEMM.packed(transposed: weight, n: O, k: I) }
         let pk = UnsafePointer(packed!.pointer), bias = UnsafePointer(self.bias!)
         let panels = PackedGEMM.panels(O), blocks = (R + 11) / 12  // 12 rows: a whole AVX-512 tile
-        var parts = max(1, maxParts ?? min(BLAS.threads, R * I * O / PackedGEMM.minimumPartWork))
+        var parts = max(1, maxParts ?? PackedGEMM.threads(forWork: R * I * O))
         if R > 1 && blocks >= parts {
             BLAS.parallel(parts) { p in
                 let lo = min(R, p * blocks / parts * 12), hi = min(R, (p + 1) * blocks / parts * 12)
