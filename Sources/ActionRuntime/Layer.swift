@@ -102,8 +102,8 @@ public protocol Layer: AnyObject {
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float>
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>?
     /// Told by `Network.freeze()` (true) and `thaw()` (false): while frozen the parameters do
-    /// not change, so the layer may keep derived copies of them (`Conv1d` packs its weight for
-    /// the runtime's own batch-1 kernel) and must drop them when thawed.
+    /// not change, so the layer may keep derived copies of them (`Linear` and `Conv1d` pack
+    /// their weights for the runtime's own kernels) and must drop them when thawed.
     func setFrozen(_ frozen: Bool)
 }
 

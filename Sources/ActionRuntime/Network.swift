@@ -126,10 +126,11 @@ public final class Network {
     public private(set) var isFrozen = false
 
     /// Promises that `parameters` no longer change (a loaded model; `ActionModel` freezes its
-    /// network), so that layers may keep derived copies of their weights: a convolution then
-    /// packs its weight (at its first small batch) for the runtime's own kernel
-    /// (`PackedGEMM`), which batches under 8 windows use. Writing `parameters` directly while
-    /// frozen leaves those copies stale: call `thaw()` first (and `freeze()` again after).
+    /// network), so that layers may keep derived copies of their weights: linear and
+    /// convolution layers pack theirs at their next forward for the runtime's own kernels
+    /// (`PackedGEMM`; docs/architecture.md says which batches use them). Writing `parameters`
+    /// directly while frozen leaves those copies stale: call `thaw()` first (and `freeze()`
+    /// again after).
     /// `load(parameters:)` and `initialize(seed:)` refresh the copies themselves.
     public func freeze() {
         isFrozen = true

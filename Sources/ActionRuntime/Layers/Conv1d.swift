@@ -146,7 +146,7 @@ final class Conv1d: Layer {
 
     func setFrozen(_ frozen: Bool) {
         self.frozen = frozen
-        packed = nil  // packed again at the next small batch, from the current weights
+        packed = nil  // packed again at the next forward, from the current weights
         packedU = nil
     }
 
@@ -194,7 +194,7 @@ final class Conv1d: Layer {
         return needInputGradient ? UnsafePointer(dx.pointer) : nil
     }
 
-    // MARK: Packed (frozen weights, small batches)
+    // MARK: Packed (frozen weights)
 
     /// `y = bias + conv(x)` with `PackedGEMM` for a frozen layer without a Winograd transform
     /// (batches under `winogradMinimumBatch`, D = 1): each window's zero-padded input
@@ -239,15 +239,10 @@ final class Conv1d: Layer {
     /// in chunks whose V and M stay within about 1 MB: no barrier between the steps, and every
     /// output computed by one part with the same sums, whatever the split or the batch.
     private func forwardPackedWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
-        let T = inputTime, I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let T = inputTime, I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
         let per = PackedGEMM.packedCount(n: O, k: I)  // a multiple of 16: each U[ξ] stays 64-byte aligned
         if packedU == nil {
-            U.reserve(a * O * I)
-            for o in 0..<O {
-                Winograd.apply(
-                    w.G, rows: 0..<a, columns: 0..<K, src: weight + o * K * I, srcStride: I, dst: U.pointer + o * I, dstStride: O * I,
-                    channels: I, mode: .assign)
-            }
+            _ = transformWeights(w, parts: 1)
             let b = Buffer(capacity: a * per)
             for xi in 0..<a { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
             packedU = b
@@ -389,18 +384,9 @@ final class Conv1d: Layer {
     private func tiles(_ w: Winograd) -> Int { (outputTime + w.m - 1) / w.m }
 
     private func forwardWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
-        let I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
-        let parts = self.parts, out = y.pointer, bias = self.bias!, weight = self.weight!
-        U.reserve(a * O * I)
-        let u = U.pointer
-        // U[ξ, o, :] = Σ_k G[ξ, k]·W[o, k, :], split over o.
-        BLAS.parallel(parts) { p in
-            for o in range(p, of: parts, batch: O).lo..<range(p, of: parts, batch: O).hi {
-                Winograd.apply(
-                    w.G, rows: 0..<a, columns: 0..<K, src: weight + o * K * I, srcStride: I, dst: u + o * I, dstStride: O * I,
-                    channels: I, mode: .assign)
-            }
-        }
+        let I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let parts = self.parts, out = y.pointer, bias = self.bias!
+        let u = transformWeights(w, parts: parts)
         BLAS.parallel(parts) { p in
             let (lo, hi) = range(p, of: parts, batch: batch), ws = workspaces[p]
             let n0 = min(hi - lo, chunk)
@@ -428,6 +414,21 @@ final class Conv1d: Layer {
             }
             ws.lastChunk = hi > lo ? lo + (hi - lo - 1) / chunk * chunk : -1
         }
+    }
+
+    /// `U[ξ, o, :] = Σ_k G[ξ, k]·W[o, k, :]` into `U` (`[α, O, I]`), split over o into `parts`.
+    private func transformWeights(_ w: Winograd, parts: Int) -> UnsafeMutablePointer<Float> {
+        let I = inputs, O = outputs, K = kernel, a = w.alpha, weight = self.weight!
+        U.reserve(a * O * I)
+        let u = U.pointer
+        BLAS.parallel(parts) { p in
+            for o in range(p, of: parts, batch: O).lo..<range(p, of: parts, batch: O).hi {
+                Winograd.apply(
+                    w.G, rows: 0..<a, columns: 0..<K, src: weight + o * K * I, srcStride: I, dst: u + o * I, dstStride: O * I,
+                    channels: I, mode: .assign)
+            }
+        }
+        return u
     }
 
     /// `V[tile, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :]` for the tiles of batch elements
