@@ -117,7 +117,7 @@ public enum CSVFormat {
     public static func parse(_ bytes: [UInt8], file: String, mapping: CSVMapping = CSVMapping()) throws -> Dataset {
         var reader = CSVReader(file: file, mapping: mapping)
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
         return try reader.finish()
     }
@@ -183,8 +183,8 @@ struct CSVReader {
         self.mapping = mapping
     }
 
-    func location(_ line: Int, column: Int? = nil, frame: Int? = nil) -> SourceLocation {
-        SourceLocation(file: file, line: line, column: column, record: currentId == nil ? nil : currentIdString, frame: frame)
+    func location(_ line: Int, column: Int? = nil, frame: Int? = nil, joint: String? = nil) -> SourceLocation {
+        SourceLocation(file: file, line: line, column: column, record: currentId == nil ? nil : currentIdString, frame: frame, joint: joint)
     }
 
     mutating func consume(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -421,9 +421,12 @@ struct CSVReader {
         guard fieldCount == columns else {
             throw DatasetError.columnCount(location(number), expected: columns, got: fieldCount)
         }
-        // 2. A new id closes the current sequence before this row is stored.
+        // 2. A new id closes the current sequence before this row is stored. Ids are compared
+        // as bytes first, then (when the bytes differ) as values: "a" and a are one id.
         let idStart = sc.starts[idColumn], idEnd = sc.ends[idColumn]
-        if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0 {
+        if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0,
+            currentId == nil || unquoted(p, idStart, idEnd) != currentIdString
+        {
             try closeSequence()
             if let limit, sequences.count >= limit { throw LimitReached() }
             let id = unquoted(p, idStart, idEnd)
@@ -458,9 +461,12 @@ struct CSVReader {
                     s = trimmedStart(p, start, end)
                     e = trimmedEnd(p, start, end)
                 }
-                if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, v.isFinite {
+                if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, abs(v) <= Double(PoseBounds.maxCoordinate) {
                     sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, s, e)
                 } else if let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) {
+                    guard abs(v) <= Double(PoseBounds.maxCoordinate) else {
+                        throw PoseBounds.outOfRange(v, at: location(number, column: column + 1, frame: f, joint: skeleton.joints[j]))
+                    }
                     let ts = trimmedStart(p, start, end)
                     sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, ts, trimmedEnd(p, start, end))
                 } else {
@@ -618,7 +624,7 @@ struct CSVReader {
         if let label = currentLabel, let classes = mapping.classes, !classes.contains(label) {
             throw DatasetError.labelNotInClasses(SourceLocation(file: file, line: firstLine, record: currentIdString), label: label, classes: classes)
         }
-        seenIds[currentIdString] = firstLine - 1
+        seenIds[currentIdString] = firstLine
         let J = skeleton.jointCount, D = skeleton.dimensions
         sequences.append(
             PoseSequence(

@@ -37,7 +37,7 @@ public enum NativeFormat {
     public static func parse(_ bytes: [UInt8], file: String) throws -> Dataset {
         var reader = NativeReader(file: file)
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
         return try reader.finish(endsWithNewline: bytes.last == 0x0A)
     }
@@ -469,6 +469,7 @@ struct NativeReader {
                         throw JSONSyntaxError(offset: s.i, expected: "a number in the point [x, y, ...]")
                     }
                     guard v.isFinite else { throw DatasetError.nonFinite(location(number), what: "value \(count + 1) of the point") }
+                    if count < D && abs(v) > Double(PoseBounds.maxCoordinate) { throw PoseBounds.outOfRange(v, at: location(number)) }
                     let f = NumberParser.float(v, s.p, s.i, next)
                     s.i = next
                     switch count {

@@ -193,6 +193,10 @@ public enum NumpyFormat {
                             throw DatasetError.nonFinite(
                                 SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]), what: "a coordinate or confidence")
                         }
+                        guard max(abs(x), abs(y), abs(z)) <= PoseBounds.maxCoordinate else {
+                            throw PoseBounds.outOfRange(
+                                Double(max(abs(x), abs(y), abs(z))), at: SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]))
+                        }
                         if hasConfidence && c <= minConfidence { continue }
                         coords[i * D] = x
                         coords[i * D + 1] = y
@@ -227,6 +231,10 @@ public enum NumpyFormat {
                         guard v.0.isFinite && v.1.isFinite && (D == 2 || v.2.isFinite) && c.isFinite else {
                             throw DatasetError.nonFinite(
                                 SourceLocation(file: file, record: id, frame: t, joint: jointNames[target]), what: "a coordinate or confidence")
+                        }
+                        let largest = max(abs(v.0), abs(v.1), D == 3 ? abs(v.2) : 0)
+                        guard largest <= PoseBounds.maxCoordinate else {
+                            throw PoseBounds.outOfRange(Double(largest), at: SourceLocation(file: file, record: id, frame: t, joint: jointNames[target]))
                         }
                         if hasConfidence && c <= options.minConfidence { continue }
                         let o = (t * J + target) * D
