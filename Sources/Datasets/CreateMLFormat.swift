@@ -27,16 +27,17 @@ public enum CreateMLFormat {
         "leftEar",
     ]
 
-    public static func read(_ path: String) throws -> Dataset {
-        try read(try NumpySource(path: path))
+    /// `minConfidence`: a point whose confidence is at or below it is absent (default 0).
+    public static func read(_ path: String, minConfidence: Float = 0) throws -> Dataset {
+        try read(try NumpySource(path: path), minConfidence: minConfidence)
     }
 
     /// Reads an archive held in memory (tests).
-    public static func parseArchive(_ bytes: [UInt8], file: String) throws -> Dataset {
-        try read(NumpySource(archive: ZipArchive(reader: FileReader(bytes: bytes, name: file))))
+    public static func parseArchive(_ bytes: [UInt8], file: String, minConfidence: Float = 0) throws -> Dataset {
+        try read(NumpySource(archive: ZipArchive(reader: FileReader(bytes: bytes, name: file))), minConfidence: minConfidence)
     }
 
-    static func read(_ source: NumpySource) throws -> Dataset {
+    static func read(_ source: NumpySource, minConfidence: Float) throws -> Dataset {
         let meta = try source.small(except: source.first(of: ["poses", "X", "x"]) ?? "poses")
         var sizes: (Int) -> [Double]? = { _ in nil }
         var single: [Double]? = nil
@@ -54,7 +55,9 @@ public enum CreateMLFormat {
             }
             sizes = { n in n < s.shape[0] ? [v[2 * n], v[2 * n + 1]] : nil }
         }
-        var d = try NumpyFormat.read(source, options: NumpyFormat.Options(), layout: .createML(imageSizes: sizes))
+        var options = NumpyFormat.Options()
+        options.minConfidence = minConfidence
+        var d = try NumpyFormat.read(source, options: options, layout: .createML(imageSizes: sizes))
         if let single {
             d.imageSize = single
             for k in d.sequences.indices { d.sequences[k].imageSize = nil }

@@ -25,21 +25,40 @@ public enum NativeFormat {
     /// Values allowed for a sequence's `"split"`.
     public static let splits = ["train", "validation", "test"]
 
-    public static func read(_ path: String) throws -> Dataset {
-        var reader = NativeReader(file: path)
+    /// Per-sequence keys the reader knows; others are kept out of the dataset with a warning.
+    public static let sequenceKeys = ["id", "label", "group", "split", "events", "imageSize", "bodyHeight", "heightEstimation", "frames"]
+
+    public struct Options: Sendable {
+        /// A point whose confidence is at or below this is absent (the one confidence rule,
+        /// docs/datasets.md). Default 0: Vision's "not detected".
+        public var minConfidence: Float = 0
+        public init(minConfidence: Float = 0) { self.minConfidence = minConfidence }
+    }
+
+    public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
+        try readReporting(path, options: options).dataset
+    }
+
+    /// The dataset and the reader's warnings (unknown per-sequence keys).
+    public static func readReporting(_ path: String, options: Options = Options()) throws -> (dataset: Dataset, warnings: [DatasetWarning]) {
+        var reader = NativeReader(file: path, options: options)
         let endsWithNewline = try LineSplitter.forEachLine(ofFile: path) { line, number in
             try reader.consume(line, number)
         }
-        return try reader.finish(endsWithNewline: endsWithNewline)
+        return (try reader.finish(endsWithNewline: endsWithNewline), reader.warnings)
     }
 
     /// Parses a whole file held in memory (tests, fuzzing). `file` names it in errors.
-    public static func parse(_ bytes: [UInt8], file: String) throws -> Dataset {
-        var reader = NativeReader(file: file)
+    public static func parse(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
+        try parseReporting(bytes, file: file, options: options).dataset
+    }
+
+    public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> (dataset: Dataset, warnings: [DatasetWarning]) {
+        var reader = NativeReader(file: file, options: options)
         try bytes.withUnsafeBufferPointer { b in
             try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
-        return try reader.finish(endsWithNewline: bytes.last == 0x0A)
+        return (try reader.finish(endsWithNewline: bytes.last == 0x0A), reader.warnings)
     }
 
     /// Writes a dataset in the native format. Coordinates are written with the shortest
@@ -68,6 +87,8 @@ public enum NativeFormat {
             if let sp = s.split { out += ", \"split\": \(jsonString(sp))" }
             if !s.events.isEmpty { out += ", \"events\": [\(s.events.map(String.init).joined(separator: ", "))]" }
             if let size = s.imageSize { out += ", \"imageSize\": [\(size.map { "\($0)" }.joined(separator: ", "))]" }
+            if let h = s.bodyHeight { out += ", \"bodyHeight\": \(h)" }
+            if let e = s.heightEstimation { out += ", \"heightEstimation\": \(jsonString(e))" }
             out += ", \"frames\": ["
             for f in 0..<s.frameCount {
                 if f > 0 { out += ", " }
@@ -203,7 +224,11 @@ struct NativeHeader {
 /// scratch buffers for the sequence being parsed, and the location for error messages.
 struct NativeReader {
     let file: String
+    let options: NativeFormat.Options
     var header: NativeHeader?
+    /// Unknown per-sequence keys: the first line and the count of sequences with each.
+    var unknownKeys: [String: (line: Int, count: Int)] = [:]
+    var unknownKeyOrder: [String] = []
     var joints: JointTable?
     var sequences: [PoseSequence] = []
     var idLines: [String: Int] = [:]
@@ -225,7 +250,20 @@ struct NativeReader {
     }
     var context = Context()
 
-    init(file: String) { self.file = file }
+    init(file: String, options: NativeFormat.Options = .init()) {
+        self.file = file
+        self.options = options
+    }
+
+    /// One warning per unknown per-sequence key, in order of first appearance.
+    var warnings: [DatasetWarning] {
+        unknownKeyOrder.map { key in
+            let (line, count) = unknownKeys[key]!
+            return DatasetWarning(
+                SourceLocation(file: file, line: line),
+                "unknown sequence key \"\(key)\" (in \(count) sequence\(count == 1 ? "" : "s")) is ignored; the keys are \(NativeFormat.sequenceKeys.joined(separator: ", "))")
+        }
+    }
 
     func location(_ line: Int, column: Int? = nil) -> SourceLocation {
         SourceLocation(file: file, line: line, column: column, record: context.id, frame: context.frame, joint: context.joint)
@@ -299,6 +337,8 @@ struct NativeReader {
         var split: String?
         var events: [Int] = []
         var imageSize: [Double]?
+        var bodyHeight: Double?
+        var heightEstimation: String?
 
         func invalid(_ problem: String, _ fix: String) -> DatasetError {
             .invalidValue(location(number), problem: problem, fix: fix)
@@ -360,8 +400,25 @@ struct NativeReader {
                         try s.expect(UInt8(ascii: "]"), "',' or ']' between frames")
                         context.frame = nil
                     }
+                case .bodyHeight:
+                    let v = try s.number("\"bodyHeight\": a height in metres")
+                    guard v.isFinite, v > 0, v < 10 else { throw invalid("bodyHeight \(v) is not a height in metres", "give Vision's bodyHeight (metres) or leave it out") }
+                    bodyHeight = v
+                case .heightEstimation:
+                    let v = try optionalString(&s, "\"heightEstimation\": \"measured\" or \"reference\"")
+                    guard v == nil || v == "measured" || v == "reference" else {
+                        throw invalid("heightEstimation '\(v!)' is not measured or reference", "write Vision's estimation technique: measured or reference")
+                    }
+                    heightEstimation = v
                 default:
-                    try s.skipValue(depth: 1)  // unknown keys are metadata, ignored
+                    let name = key.decoded ?? String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self)
+                    if let seen = unknownKeys[name] {
+                        unknownKeys[name] = (seen.line, seen.count + 1)
+                    } else {
+                        unknownKeys[name] = (number, 1)
+                        unknownKeyOrder.append(name)
+                    }
+                    try s.skipValue(depth: 1)  // unknown keys are metadata: ignored, with a warning
                 }
             } while s.take(UInt8(ascii: ","))
             try s.expect(UInt8(ascii: "}"), "',' or '}' in the sequence object")
@@ -387,7 +444,8 @@ struct NativeReader {
             PoseSequence(
                 id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
                 coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
-                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize))
+                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
+                bodyHeight: bodyHeight, heightEstimation: heightEstimation))
     }
 
     /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.
@@ -489,17 +547,23 @@ struct NativeReader {
                     location(number), problem: "expected \(D) coordinates and an optional confidence, got \(count) values",
                     fix: "write \(shape)")
             }
+            if count == D + 1 {
+                anyConfidence = true
+                // The one confidence rule: at or below minConfidence (default 0) is absent.
+                let confidence = D == 2 ? values.2 : values.3
+                if confidence <= options.minConfidence {
+                    context.joint = nil
+                    continue
+                }
+                conf[jbase + j] = confidence
+            } else {
+                conf[jbase + j] = 1
+            }
             let c = base + j * D
             coords[c] = values.0
             coords[c + 1] = values.1
             if D == 3 { coords[c + 2] = values.2 }
             present[jbase + j] = 1
-            if count == D + 1 {
-                conf[jbase + j] = D == 2 ? values.2 : values.3
-                anyConfidence = true
-            } else {
-                conf[jbase + j] = 1
-            }
             context.joint = nil
         } while s.take(UInt8(ascii: ","))
         try s.expect(UInt8(ascii: "}"), "',' or '}' in the pose object")
@@ -520,7 +584,7 @@ struct NativeReader {
         return try s.string()
     }
 
-    enum Key { case id, label, group, split, events, imageSize, frames, t, pose, other }
+    enum Key { case id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames, t, pose, other }
 
     /// The key as one of the known names (no allocation).
     @inline(__always)
@@ -541,6 +605,8 @@ struct NativeReader {
             if memcmp(q, "events", 6) == 0 { return .events }
             return .other
         case 9: return memcmp(q, "imageSize", 9) == 0 ? .imageSize : .other
+        case 10: return memcmp(q, "bodyHeight", 10) == 0 ? .bodyHeight : .other
+        case 16: return memcmp(q, "heightEstimation", 16) == 0 ? .heightEstimation : .other
         default: return .other
         }
     }

@@ -14,7 +14,21 @@ enum ConvertCommand {
             Option("labels", value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
             Option("skeleton", value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", help: "Overwrite OUT if it exists."),
-        ])
+            Option("from-normalized", help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
+            Option("origin", value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
+            Option("image-size", value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
+            Option("mirror", help: "Front-camera (mirrored) capture: swap left and right joints and mirror x."),
+            Option("normalize-height", help: "3D: scale each person with a Vision bodyHeight to 1.8 m (Vision's reference height)."),
+            DataOptions.minConfidence, DataOptions.strict,
+        ],
+        discussion: """
+            Without a repair flag the coordinates are copied as they are; each input is checked against
+            what it declares (coordinate space, units, y direction, time unit) and every contradiction
+            is a warning (an error with --strict). The repairs are applied in this order: normalised
+            to pixels (or a bottom-left origin flipped), mirroring, height normalisation; the result
+            is checked again. Example, Vision points saved as they come:
+              actiontrain convert clips.jsonl raw.jsonl --from-normalized --origin bottom-left --image-size 1920x1080
+            """)
 
     static func run(_ args: ParsedArguments, out: inout Output) throws {
         let outPath = args.positionals[0]
@@ -30,10 +44,26 @@ enum ConvertCommand {
             renames[kv[0]] = kv[1]
         }
         let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
+        var plan = CoordinateFix.Plan()
+        plan.normalised = args.has("from-normalized")
+        if let raw = args.value("origin") {
+            guard let o = CoordinateFix.Origin(rawValue: raw) else { throw CLIError.usage("--origin must be top-left or bottom-left, got '\(raw)'") }
+            plan.origin = o
+        }
+        plan.mirror = args.has("mirror")
+        plan.imageSize = try args.value("image-size").map { try DataOptions.imageSize($0) }
+        if args.has("normalize-height") { plan.heightReference = 1.8 }
+        var options = try DataOptions.readOptions(args, skeleton: skeleton)
+        // With a repair, the inputs' contradictions are expected: only the result is checked.
+        let strict = options.strict
+        if !plan.isEmpty { options.strict = false }
         var merged: Dataset? = nil
         var ids = Set<String>()
         for path in inputs {
-            var d = try DatasetLoader.load(path, skeleton: skeleton)
+            let loaded = try DatasetLoader.read(path, options: options)
+            DataOptions.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
+            var d: Dataset
+            do { d = try plan.apply(to: loaded.dataset) } catch let e as CoordinateFix.FixError { throw CLIError.failure("\(path): \(e)") }
             for s in d.sequences where !ids.insert(s.id).inserted {
                 throw CLIError.failure("\(path): sequence id '\(s.id)' is also in an earlier input; ids must be unique across inputs")
             }
@@ -48,6 +78,11 @@ enum ConvertCommand {
                 merged!.sequences += d.sequences
                 for c in d.classes where !merged!.classes.contains(c) { merged!.classes.append(c) }
             }
+        }
+        if !plan.isEmpty {
+            let problems = CoordinateSpace.measure(merged!).problems
+            if strict, let p = problems.first { throw CLIError.failure("\(outPath): after the repairs: [\(p.code)] \(p) (--strict)") }
+            for p in problems { out.note("warning: \(outPath): after the repairs: [\(p.code)] \(p)\n") }
         }
         try NativeFormat.write(merged!, to: outPath)
         out.line("convert: wrote \(merged!.sequences.count) sequences, \(merged!.classes.count) classes to \(outPath)")

@@ -20,9 +20,10 @@ enum ImportCommand {
             Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
             Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
             Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
-            Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0."),
+            Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
+            DataOptions.minConfidence, DataOptions.strict,
         ],
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):
@@ -45,12 +46,33 @@ enum ImportCommand {
         }
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
         let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
-        let dataset = try load(kind: kind, src: src, skeleton: skeleton, args: args, out: &out)
+        let options = try DataOptions.readOptions(args, skeleton: skeleton)
+        let loaded = try load(kind: kind, src: src, options: options, args: args, out: &out)
+        DataOptions.printWarnings(loaded.warnings, out: &out)
+        let dataset = loaded.dataset
         try NativeFormat.write(dataset, to: outPath)
         out.line(summary(dataset, to: outPath))
     }
 
-    static func load(kind: String, src: String, skeleton: Skeleton?, args: ParsedArguments, out: inout Output) throws -> Dataset {
+    static func load(kind: String, src: String, options: ReadOptions, args: ParsedArguments, out: inout Output) throws -> LoadedDataset {
+        var options = options
+        switch kind {
+        case "csv":
+            options.mapping = try args.value("mapping").map { try CSVMapping.load($0) }
+            return try DatasetLoader.read(src, format: .csv, options: options)
+        case "npz":
+            options.labelsPath = args.value("labels")
+            return try DatasetLoader.read(src, format: .npz, options: options)
+        case "createml":
+            return try DatasetLoader.read(src, format: .createml, options: options)
+        default:
+            let d = try loadPublic(kind: kind, src: src, skeleton: options.skeleton, args: args, out: &out)
+            return try DatasetLoader.checked(d, file: src, strict: options.strict)
+        }
+    }
+
+    /// The public datasets' importers.
+    static func loadPublic(kind: String, src: String, skeleton: Skeleton?, args: ParsedArguments, out: inout Output) throws -> Dataset {
         switch kind {
         case "natops":
             var files: [String]
@@ -84,14 +106,8 @@ enum ImportCommand {
             let (d, warnings) = try UTKinectImporter.read(src, options: .init(split: split))
             for w in warnings { out.note("\(w)\n") }
             return d
-        case "csv":
-            var mapping = try args.value("mapping").map { try CSVMapping.load($0) } ?? CSVMapping()
-            if let skeleton { mapping.skeleton = skeleton }
-            return try CSVFormat.read(src, mapping: mapping)
-        case "npz":
-            return try NumpyFormat.read(src, options: .init(skeleton: skeleton, labelsPath: args.value("labels")))
         default:
-            return try CreateMLFormat.read(src)
+            preconditionFailure("not a public dataset: \(kind)")
         }
     }
 

@@ -14,6 +14,7 @@ enum InspectCommand {
             Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
             Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
             Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
+            DataOptions.minConfidence,
         ],
         discussion: """
             For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
@@ -27,7 +28,7 @@ enum InspectCommand {
     static func run(_ args: ParsedArguments, out: inout Output) throws {
         let path = args.positionals[0]
         if InspectModel.isModelFile(path: path) {
-            for option in ["image-size", "window-frames"] where args.value(option) != nil {
+            for option in ["image-size", "window-frames", "min-confidence"] where args.value(option) != nil {
                 throw CLIError.usage("--\(option) applies to datasets; \(path) is a model file")
             }
             try InspectModel.run(path: path, json: args.has("json"), out: &out)
@@ -50,7 +51,11 @@ enum InspectCommand {
             guard n > 0 else { throw CLIError.usage("--window-frames must be positive") }
             options.windowFrames = n
         }
-        let dataset = try DatasetLoader.load(path)
+        var read = try DataOptions.readOptions(args)
+        read.strict = false  // inspect reports every contradiction; --strict turns them into exit 1 below
+        let loaded = try DatasetLoader.read(path, options: read)
+        DataOptions.printWarnings(loaded.readerWarnings, out: &out)
+        let dataset = loaded.dataset
         let report = Lint.inspect(dataset, options: options)
         if args.has("json") {
             let encoder = JSONEncoder()
@@ -59,8 +64,9 @@ enum InspectCommand {
         } else {
             out.write(render(report))
         }
-        if args.has("strict") && !report.warnings.isEmpty {
-            throw CLIError.failure("\(path): \(report.warnings.count) warning(s) (--strict)")
+        let count = report.warnings.count + loaded.readerWarnings.count
+        if args.has("strict") && count > 0 {
+            throw CLIError.failure("\(path): \(count) warning(s) (--strict)")
         }
     }
 
@@ -84,6 +90,7 @@ enum InspectCommand {
             rate += "; from timestamps \(num(t.median)) fps median (\(num(t.min))-\(num(t.max)))"
         }
         line(rate)
+        line(CoordinateSpace.summary(r.space))
         line()
 
         // Classes x splits.

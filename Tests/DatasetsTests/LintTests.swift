@@ -86,7 +86,7 @@ final class LintTests: XCTestCase {
             [
                 "classes", "declaredFrameRate", "dimensions", "duplicates", "emptyFrames", "emptySequences", "frames",
                 "framesPerSequence", "groupLeaks", "groups", "imageSize", "jointCount", "joints", "name", "nonFiniteValues",
-                "outOfImagePoints", "sequences", "skeleton", "splits", "timestampFrameRate", "units", "warnings",
+                "outOfImagePoints", "sequences", "skeleton", "space", "splits", "timestampFrameRate", "units", "warnings",
             ])
         XCTAssertTrue(obj["timestampFrameRate"] is NSNull)
         XCTAssertEqual(obj["outOfImagePoints"] as? Int, 2)
