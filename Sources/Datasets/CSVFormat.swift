@@ -9,8 +9,10 @@ import PoseCore
 /// `class`); optional `group` (or `subject`, `session`, `person`), `split`, `frame` (a frame
 /// number that must increase) and `t` (or `time`, `timestamp`, seconds). Joint columns are
 /// `<joint>_x`, `<joint>_y`, `<joint>_z` (3D) and `<joint>_c` (or `_conf`, `_confidence`,
-/// `_score`), where `<joint>` is a skeleton joint name in any case, with or without `_`
-/// (`leftShoulder_x` and `left_shoulder_x` both work). Other columns are ignored.
+/// `_score`, `_visibility`), where `<joint>` is a skeleton joint name in any case, with or
+/// without `_` (`leftShoulder_x` and `left_shoulder_x` both work), or an alias of one
+/// (`Skeleton.resolveJoint`: Vision's raw keys, OpenPose's and the Kinect SDK's names). Other
+/// columns are ignored.
 public struct CSVMapping: Sendable, Equatable {
     public var skeleton: Skeleton?
     public var idColumn: String?
@@ -109,9 +111,14 @@ public struct CSVMapping: Sendable, Equatable {
 /// mapping's `minConfidence` (default 0) does too. Infinite values are errors.
 public enum CSVFormat {
     public static func read(_ path: String, mapping: CSVMapping = CSVMapping()) throws -> Dataset {
+        try readReporting(path, mapping: mapping).dataset
+    }
+
+    /// The dataset and how the header's joint names matched the skeleton.
+    public static func readReporting(_ path: String, mapping: CSVMapping = CSVMapping()) throws -> ReadReport {
         var reader = CSVReader(file: path, mapping: mapping)
         try LineSplitter.forEachLine(ofFile: path) { line, number in try reader.consume(line, number) }
-        return try reader.finish()
+        return ReadReport(dataset: try reader.finish(), jointNames: reader.jointNames)
     }
 
     public static func parse(_ bytes: [UInt8], file: String, mapping: CSVMapping = CSVMapping()) throws -> Dataset {
@@ -135,7 +142,7 @@ public enum CSVFormat {
     static let timeNames = ["t", "time", "timestamp"]
     /// Suffix (normalised, with the separator) to coordinate index; 3 = confidence.
     static let suffixes: [(String, Int)] = [
-        ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3),
+        ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3), ("_visibility", 3),
     ]
 }
 
@@ -154,6 +161,8 @@ struct CSVReader {
     var delimiter: UInt8 = UInt8(ascii: ",")
     var skeleton: Skeleton!
     var hasConfidence = false
+    /// How header joint names other than the skeleton's own matched.
+    var jointNames: [JointNameMatch] = []
     var sequences: [PoseSequence] = []
     var seenIds: [String: Int] = [:]
     var headerDone = false
@@ -276,10 +285,9 @@ struct CSVReader {
         }
         let skeleton = try mapping.skeleton ?? inferSkeleton(jointColumns.map(\.name), uses3D: jointColumns.contains { $0.axis == 2 }, at: at)
         self.skeleton = skeleton
-        let byKey = Dictionary(skeleton.joints.enumerated().map { (CSVFormat.normalised($0.element), $0.offset) }, uniquingKeysWith: { a, _ in a })
         var axesSeen = Array(repeating: Set<Int>(), count: skeleton.jointCount)
         for (name, axis, column) in jointColumns {
-            guard let j = skeleton.index(of: name) ?? byKey[CSVFormat.normalised(name)] else {
+            guard let (j, how) = skeleton.resolveJoint(name) else {
                 throw DatasetError.jointNotInSkeleton(
                     SourceLocation(file: file, line: number, column: column + 1), joint: name, skeleton: skeleton.name,
                     known: skeleton.joints)
@@ -296,6 +304,7 @@ struct CSVReader {
                     problem: "joint '\(skeleton.joints[j])' has two \(axis == 3 ? "confidence" : "coordinate \(axis)") columns",
                     fix: "keep one column per joint coordinate")
             }
+            if how != .exact && !jointNames.contains(how) { jointNames.append(how) }
             roles[column] = axis == 3 ? .confidence(joint: j) : .coordinate(joint: j, axis: axis)
             if axis == 3 { hasConfidence = true }
         }
@@ -310,14 +319,16 @@ struct CSVReader {
         scratch = CSVRowScratch(roles: roles, joints: skeleton.jointCount, dimensions: skeleton.dimensions)
     }
 
-    /// The built-in skeleton whose joints are exactly the named ones. A subset of several (or
-    /// of one) is not guessed: the user names the skeleton.
+    /// The built-in skeleton whose joints are exactly the named ones (by name, alias table or
+    /// loose match: `Skeleton.resolveJoint`). A subset of several (or of one) is not guessed:
+    /// the user names the skeleton.
     private func inferSkeleton(_ jointNames: [String], uses3D: Bool, at: SourceLocation) throws -> Skeleton {
-        let wanted = Set(jointNames.map(CSVFormat.normalised))
         let candidates = Skeleton.builtIn.values.filter { s in
-            (s.dimensions == 3) == uses3D && wanted.isSubset(of: Set(s.joints.map(CSVFormat.normalised)))
+            (s.dimensions == 3) == uses3D && jointNames.allSatisfy { s.resolveJoint($0) != nil }
         }
-        if let exact = candidates.first(where: { Set($0.joints.map(CSVFormat.normalised)) == wanted }) { return exact }
+        if let exact = candidates.first(where: { s in Set(jointNames.compactMap { s.resolveJoint($0)?.index }).count == s.jointCount }) {
+            return exact
+        }
         throw DatasetError.invalidValue(
             at,
             problem: candidates.isEmpty

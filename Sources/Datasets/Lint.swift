@@ -498,12 +498,16 @@ public struct DatasetInspection: Encodable, Sendable {
     public var groupLeaks: [GroupLeak]
     /// The coordinate space measured from the data.
     public var space: CoordinateSpaceReport
+    /// How the file's joint names matched the skeleton when not by its own names
+    /// (`JointNameMatch` descriptions, e.g. "alias table vision-raw"); set by the caller that
+    /// read the file.
+    public var jointNames: [String] = []
     public var warnings: [LintWarning]
 
     private enum CodingKeys: String, CodingKey {
         case name, skeleton, jointCount, dimensions, units, sequences, frames, groups, splits, classes
         case framesPerSequence, declaredFrameRate, timestampFrameRate, joints, nonFiniteValues, imageSize
-        case outOfImagePoints, emptyFrames, emptySequences, duplicates, groupLeaks, space, warnings
+        case outOfImagePoints, emptyFrames, emptySequences, duplicates, groupLeaks, space, jointNames, warnings
     }
 
     /// Every key is written, `null` when a value is unknown.
@@ -531,6 +535,7 @@ public struct DatasetInspection: Encodable, Sendable {
         try c.encode(duplicates, forKey: .duplicates)
         try c.encode(groupLeaks, forKey: .groupLeaks)
         try c.encode(space, forKey: .space)
+        try c.encode(jointNames, forKey: .jointNames)
         try c.encode(warnings, forKey: .warnings)
     }
 }

@@ -26,11 +26,27 @@ public struct ReadOptions: Sendable {
     }
 }
 
+/// What one reader returns: the dataset, its non-fatal problems, and how joint names other
+/// than the skeleton's own matched (alias tables, loose matching).
+public struct ReadReport: Sendable {
+    public var dataset: Dataset
+    public var warnings: [DatasetWarning]
+    public var jointNames: [JointNameMatch]
+
+    public init(dataset: Dataset, warnings: [DatasetWarning] = [], jointNames: [JointNameMatch] = []) {
+        self.dataset = dataset
+        self.warnings = warnings
+        self.jointNames = jointNames
+    }
+}
+
 /// A dataset as read, with what the reader noticed.
 public struct LoadedDataset: Sendable {
     public var dataset: Dataset
     /// Non-fatal problems of the file (unknown keys, skipped records, ...).
     public var readerWarnings: [DatasetWarning]
+    /// How joint names other than the skeleton's own matched; empty when all were its own.
+    public var jointNames: [JointNameMatch] = []
     /// The coordinate space measured from the data (`CoordinateSpace.measure`).
     public var space: CoordinateSpaceReport
     public var file: String
@@ -82,27 +98,28 @@ public enum DatasetLoader {
                 file: path, reason: "is a model file, not a dataset; were MODEL and DATA swapped? (commands take the model first)")
         }
         guard let format = format ?? Format(extension: ext) else { throw DatasetError.unknownFormat(file: path) }
-        var warnings: [DatasetWarning] = []
-        let dataset: Dataset
+        let report: ReadReport
         switch format {
         case .native:
             var o = NativeFormat.Options()
             if let c = options.minConfidence { o.minConfidence = c }
-            (dataset, warnings) = try NativeFormat.readReporting(path, options: o)
-        case .uea: dataset = try UEAFormat.read(path, options: .init(skeleton: options.skeleton))
+            report = try NativeFormat.readReporting(path, options: o)
+        case .uea: report = ReadReport(dataset: try UEAFormat.read(path, options: .init(skeleton: options.skeleton)))
         case .csv:
             var m = options.mapping ?? CSVMapping()
             if let skeleton = options.skeleton { m.skeleton = skeleton }
             if let c = options.minConfidence { m.minConfidence = c }
-            dataset = try CSVFormat.read(path, mapping: m)
+            report = try CSVFormat.readReporting(path, mapping: m)
         case .npz:
             var o = NumpyFormat.Options(skeleton: options.skeleton, labelsPath: options.labelsPath)
             if let c = options.minConfidence { o.minConfidence = c }
-            dataset = try NumpyFormat.read(path, options: o)
+            report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
         case .createml:
-            dataset = try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0)
+            report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0))
         }
-        return try checked(dataset, file: path, readerWarnings: warnings, strict: options.strict)
+        var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
+        loaded.jointNames = report.jointNames
+        return loaded
     }
 
     /// `dataset` with its measured coordinate space; under `strict` the first contradiction is

@@ -39,13 +39,14 @@ public enum NativeFormat {
         try readReporting(path, options: options).dataset
     }
 
-    /// The dataset and the reader's warnings (unknown per-sequence keys).
-    public static func readReporting(_ path: String, options: Options = Options()) throws -> (dataset: Dataset, warnings: [DatasetWarning]) {
+    /// The dataset, the reader's warnings (unknown per-sequence keys) and how joint names
+    /// matched.
+    public static func readReporting(_ path: String, options: Options = Options()) throws -> ReadReport {
         var reader = NativeReader(file: path, options: options)
         let endsWithNewline = try LineSplitter.forEachLine(ofFile: path) { line, number in
             try reader.consume(line, number)
         }
-        return (try reader.finish(endsWithNewline: endsWithNewline), reader.warnings)
+        return reader.report(try reader.finish(endsWithNewline: endsWithNewline))
     }
 
     /// Parses a whole file held in memory (tests, fuzzing). `file` names it in errors.
@@ -53,12 +54,12 @@ public enum NativeFormat {
         try parseReporting(bytes, file: file, options: options).dataset
     }
 
-    public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> (dataset: Dataset, warnings: [DatasetWarning]) {
+    public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> ReadReport {
         var reader = NativeReader(file: file, options: options)
         try bytes.withUnsafeBufferPointer { b in
             try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
-        return (try reader.finish(endsWithNewline: bytes.last == 0x0A), reader.warnings)
+        return reader.report(try reader.finish(endsWithNewline: bytes.last == 0x0A))
     }
 
     /// Writes a dataset in the native format. Coordinates are written with the shortest
@@ -121,41 +122,67 @@ public enum NativeFormat {
     static func jsonString(_ s: String) -> String { JSONText.quote(s) }
 }
 
-/// Joint names as bytes for allocation-free lookup of JSON keys and CSV headers.
+/// Joint names as bytes for allocation-free lookup of JSON keys. A name that is not the
+/// skeleton's own is resolved once through `Skeleton.resolveJoint` (alias tables, loose
+/// matching) and then remembered as bytes too.
 final class JointTable {
+    let skeleton: Skeleton
     let names: [String]
-    private let bytes: UnsafeMutablePointer<UInt8>
-    private let offsets: [Int]  // names[k] is bytes[offsets[k]..<offsets[k+1]]
+    /// Entry k's bytes are `bytes[offsets[k]..<offsets[k+1]]`; its joint is `targets[k]`. The
+    /// first entries are the skeleton's names in order, then the aliases seen.
+    private var bytes: [UInt8] = []
+    private var offsets = [0]
+    private var targets: [Int] = []
+    /// How names other than the skeleton's own matched (`JointNameMatch`), in order of first use.
+    private(set) var matches: [JointNameMatch] = []
 
-    init(_ names: [String]) {
-        self.names = names
-        var all: [UInt8] = []
-        var offs = [0]
-        for n in names {
-            all += Array(n.utf8)
-            offs.append(all.count)
+    init(_ skeleton: Skeleton) {
+        self.skeleton = skeleton
+        names = skeleton.joints
+        for (k, n) in names.enumerated() { add(Array(n.utf8), joint: k) }
+    }
+
+    private func add(_ name: [UInt8], joint: Int) {
+        bytes += name
+        offsets.append(bytes.count)
+        targets.append(joint)
+    }
+
+    /// Joint index of the name `p[start..<start+count]`, trying entry `hint` first; `hint`
+    /// becomes the entry after the match (names usually come in skeleton order).
+    @inline(__always)
+    func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: inout Int) -> Int? {
+        if hint < targets.count && entryMatches(hint, p, start, count) {
+            hint += 1
+            return targets[hint - 1]
         }
-        bytes = .allocate(capacity: max(all.count, 1))
-        bytes.initialize(from: all, count: all.count)
-        offsets = offs
+        for k in 0..<targets.count where k != hint && entryMatches(k, p, start, count) {
+            hint = k + 1
+            return targets[k]
+        }
+        let joint = resolve(String(decoding: UnsafeBufferPointer(start: p + start, count: count), as: UTF8.self))
+        hint = targets.count
+        return joint
     }
 
-    deinit { bytes.deallocate() }
-
-    /// Index of the joint whose name is `p[start..<start+count]`, trying `hint` first.
-    @inline(__always)
-    func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: Int) -> Int? {
-        if hint < names.count && matches(hint, p, start, count) { return hint }
-        for k in 0..<names.count where k != hint && matches(k, p, start, count) { return k }
-        return nil
+    /// Joint index of a decoded name.
+    func index(of name: String) -> Int? {
+        if let k = names.firstIndex(of: name) { return k }
+        return resolve(name)
     }
 
-    func index(of name: String) -> Int? { names.firstIndex(of: name) }
+    /// A name that is not the skeleton's own: resolved once, then remembered.
+    private func resolve(_ name: String) -> Int? {
+        guard targets.count < names.count + 4096, let (k, how) = skeleton.resolveJoint(name) else { return nil }
+        add(Array(name.utf8), joint: k)
+        if !matches.contains(how) { matches.append(how) }
+        return k
+    }
 
     @inline(__always)
-    private func matches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
+    private func entryMatches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
         let o = offsets[k]
-        return offsets[k + 1] - o == count && memcmp(bytes + o, p + start, count) == 0
+        return offsets[k + 1] - o == count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + o, p + start, count) == 0 }
     }
 }
 
@@ -255,6 +282,10 @@ struct NativeReader {
         self.options = options
     }
 
+    func report(_ d: Dataset) -> ReadReport {
+        ReadReport(dataset: d, warnings: warnings, jointNames: joints?.matches ?? [])
+    }
+
     /// One warning per unknown per-sequence key, in order of first appearance.
     var warnings: [DatasetWarning] {
         unknownKeyOrder.map { key in
@@ -315,7 +346,7 @@ struct NativeReader {
         guard s.i == s.end else { throw JSONSyntaxError(offset: s.i, expected: "the end of the line after the header object") }
         let h = try NativeHeader.decode(value, at: SourceLocation(file: file, line: number))
         header = h
-        joints = JointTable(h.skeleton.joints)
+        joints = JointTable(h.skeleton)
     }
 
     private mutating func parseSequence(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -503,12 +534,11 @@ struct NativeReader {
                 guard let k = table.index(of: decoded) else { throw unknownJoint(decoded, number) }
                 j = k
             } else {
-                guard let k = table.index(s.p, key.start, key.count, hint: hint) else {
+                guard let k = table.index(s.p, key.start, key.count, hint: &hint) else {
                     throw unknownJoint(String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self), number)
                 }
                 j = k
             }
-            hint = j + 1
             context.joint = table.names[j]
             guard present[jbase + j] == 0 else {
                 throw DatasetError.invalidValue(location(number), problem: "the joint is given twice in one frame", fix: "keep one point per joint")

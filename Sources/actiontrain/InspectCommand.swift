@@ -56,7 +56,8 @@ enum InspectCommand {
         let loaded = try DatasetLoader.read(path, options: read)
         DataOptions.printWarnings(loaded.readerWarnings, out: &out)
         let dataset = loaded.dataset
-        let report = Lint.inspect(dataset, options: options)
+        var report = Lint.inspect(dataset, options: options)
+        report.jointNames = loaded.jointNames.map(\.description)
         if args.has("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
@@ -79,7 +80,8 @@ enum InspectCommand {
         func num(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e9 ? String(Int(x)) : String(format: "%.1f", x) }
 
         line(
-            "dataset \(r.name): skeleton \(r.skeleton) (\(r.jointCount) joints, \(r.dimensions)D, \(r.units)), "
+            "dataset \(r.name): skeleton \(r.skeleton) (\(r.jointCount) joints, \(r.dimensions)D, \(r.units)"
+                + (r.jointNames.isEmpty ? "" : "; joint names by \(r.jointNames.joined(separator: " and "))") + "), "
                 + "\(r.sequences) sequences, \(r.frames) frames, \(r.classes.count) classes, \(r.groups) groups")
         if let f = r.framesPerSequence {
             line("frames per sequence: min \(num(f.min)), median \(num(f.median)), max \(num(f.max))")

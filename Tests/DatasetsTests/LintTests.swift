@@ -85,7 +85,7 @@ final class LintTests: XCTestCase {
             obj.keys.sorted(),
             [
                 "classes", "declaredFrameRate", "dimensions", "duplicates", "emptyFrames", "emptySequences", "frames",
-                "framesPerSequence", "groupLeaks", "groups", "imageSize", "jointCount", "joints", "name", "nonFiniteValues",
+                "framesPerSequence", "groupLeaks", "groups", "imageSize", "jointCount", "jointNames", "joints", "name", "nonFiniteValues",
                 "outOfImagePoints", "sequences", "skeleton", "space", "splits", "timestampFrameRate", "units", "warnings",
             ])
         XCTAssertTrue(obj["timestampFrameRate"] is NSNull)

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Regenerates the generated files of Tests/Fixtures/sources (the .jsonl files there are
+written by hand). Values are chosen so that tests can assert them exactly.
+
+    python3 Tests/Fixtures/sources/make_sources.py
+"""
+import os
+
+here = os.path.dirname(os.path.abspath(__file__))
+out = lambda name: os.path.join(here, name)
+
+# MediaPipe Pose, as a Python script writes it: 33 landmarks by MediaPipe's snake_case names,
+# normalised x, y (origin top-left) and visibility; one clip of 3 frames.
+MEDIAPIPE = ["nose", "left_eye_inner", "left_eye", "left_eye_outer", "right_eye_inner", "right_eye",
+             "right_eye_outer", "left_ear", "right_ear", "mouth_left", "mouth_right", "left_shoulder",
+             "right_shoulder", "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_pinky",
+             "right_pinky", "left_index", "right_index", "left_thumb", "right_thumb", "left_hip", "right_hip",
+             "left_knee", "right_knee", "left_ankle", "right_ankle", "left_heel", "right_heel",
+             "left_foot_index", "right_foot_index"]
+with open(out("mediapipe.csv"), "w") as f:
+    f.write("clip,label,frame," + ",".join(f"{n}_x,{n}_y,{n}_visibility" for n in MEDIAPIPE) + "\n")
+    for t in range(3):
+        row = []
+        for k, n in enumerate(MEDIAPIPE):
+            # Head at the top (y 0.2), feet at the bottom (y 0.9): y grows downwards.
+            y = 0.2 + 0.7 * k / 32
+            row += [f"{0.4 + 0.005 * k + 0.01 * t:.4f}", f"{y:.4f}", "0.9" if k != 17 else "0.0"]
+        f.write(f"mp-1,squat,{t}," + ",".join(row) + "\n")
+
+# OpenPose BODY_25 by OpenPose's names, pixels with confidence (0 where not detected).
+BODY25 = ["Nose", "Neck", "RShoulder", "RElbow", "RWrist", "LShoulder", "LElbow", "LWrist", "MidHip", "RHip",
+          "RKnee", "RAnkle", "LHip", "LKnee", "LAnkle", "REye", "LEye", "REar", "LEar", "LBigToe", "LSmallToe",
+          "LHeel", "RBigToe", "RSmallToe", "RHeel"]
+with open(out("openpose-body25.csv"), "w") as f:
+    f.write("id,label," + ",".join(f"{n}_x,{n}_y,{n}_c" for n in BODY25) + "\n")
+    for t in range(2):
+        row = []
+        for k, n in enumerate(BODY25):
+            row += [str(300 + 2 * k + t), str(100 + 20 * k), "0" if n == "REar" else "0.8"]
+        f.write("op-1,wave," + ",".join(row) + "\n")
+
+# Kinect v2 (NTU RGB+D's 25 joints) by the SDK's JointType names, metres, y up.
+KINECT2 = ["SpineBase", "SpineMid", "Neck", "Head", "ShoulderLeft", "ElbowLeft", "WristLeft", "HandLeft",
+           "ShoulderRight", "ElbowRight", "WristRight", "HandRight", "HipLeft", "KneeLeft", "AnkleLeft", "FootLeft",
+           "HipRight", "KneeRight", "AnkleRight", "FootRight", "SpineShoulder", "HandTipLeft", "ThumbLeft",
+           "HandTipRight", "ThumbRight"]
+HEIGHT = {"Head": 0.7, "Neck": 0.55, "SpineShoulder": 0.5, "SpineMid": 0.25, "SpineBase": 0.0, "HipLeft": -0.05,
+          "HipRight": -0.05, "KneeLeft": -0.45, "KneeRight": -0.45, "AnkleLeft": -0.85, "AnkleRight": -0.85,
+          "FootLeft": -0.9, "FootRight": -0.9}
+with open(out("kinect-v2.csv"), "w") as f:
+    f.write("sequence,label,t," + ",".join(f"{n}_x,{n}_y,{n}_z" for n in KINECT2) + "\n")
+    for t in range(3):
+        row = []
+        for k, n in enumerate(KINECT2):
+            side = -0.2 if "Left" in n else 0.2 if "Right" in n else 0.0
+            row += [f"{side:.2f}", f"{HEIGHT.get(n, 0.3):.2f}", f"{2.5 + 0.01 * t:.2f}"]
+        f.write(f"ntu-1,wave,{t / 30:.6f}," + ",".join(row) + "\n")
