@@ -19,6 +19,11 @@ public struct CSVMapping: Sendable, Equatable {
     public var labelColumn: String?
     public var groupColumn: String?
     public var splitColumn: String?
+    /// The column of person (track) ids when a frame holds several people: rows of one frame
+    /// share the frame number (or time).
+    public var trackColumn: String?
+    /// What to do with sequences where several tracks appear (nil refuses them).
+    public var people: PeoplePolicy?
     public var frameColumn: String?
     public var timeColumn: String?
     /// Joint name to its column names: `[x, y]`, `[x, y, c]` (2D) or `[x, y, z]`, `[x, y, z, c]`
@@ -37,7 +42,7 @@ public struct CSVMapping: Sendable, Equatable {
     static let fields: Set<String> = [
         "skeleton", "columns", "joints", "classes", "frameRate", "imageSize", "minConfidence", "keepLowConfidence",
     ]
-    static let columnRoles: Set<String> = ["id", "label", "group", "split", "frame", "time"]
+    static let columnRoles: Set<String> = ["id", "label", "group", "split", "frame", "time", "track"]
 
     /// Reads a JSON mapping file:
     ///
@@ -70,6 +75,7 @@ public struct CSVMapping: Sendable, Equatable {
                 case "group": m.groupColumn = name
                 case "split": m.splitColumn = name
                 case "frame": m.frameColumn = name
+                case "track": m.trackColumn = name
                 default: m.timeColumn = name
                 }
             }
@@ -140,6 +146,7 @@ public enum CSVFormat {
     static let splitNames = ["split"]
     static let frameNames = ["frame", "frameindex", "framenumber"]
     static let timeNames = ["t", "time", "timestamp"]
+    static let trackNames = ["track", "trackid", "personid", "body", "bodyid", "instance", "instanceid"]
     /// Suffix (normalised, with the separator) to coordinate index; 3 = confidence.
     static let suffixes: [(String, Int)] = [
         ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3), ("_visibility", 3),
@@ -149,7 +156,7 @@ public enum CSVFormat {
 /// Streaming CSV state: the column roles from the header, then one sequence at a time.
 struct CSVReader {
     enum Role {
-        case ignore, id, label, group, split, frame, time
+        case ignore, id, label, group, split, frame, time, track
         case coordinate(joint: Int, axis: Int)
         case confidence(joint: Int)
     }
@@ -182,7 +189,26 @@ struct CSVReader {
     var conf: [Float] = []
     var times: [Double] = []
     var lastFrameNumber: Double?
+    /// Rows of the current sequence (its frames when there is no track column).
     var frames = 0
+    // With a track column: the current row's track and frame key, and each track's rows.
+    var trackColumn: Int?
+    var rowTrack = ""
+    var rowKey = 0.0
+    var rowTime: Double?
+    /// Rows are matched into frames by time (no frame column) or by frame number.
+    var keyIsTime = false
+    var trackRows: [TrackRows] = []
+
+    /// One track's rows: per row the frame key (frame number, else time), the time, the joints.
+    struct TrackRows {
+        var id: String
+        var keys: [Double] = []
+        var times: [Double] = []
+        var coords: [Float] = []
+        var present: [UInt8] = []
+        var conf: [Float] = []
+    }
     // Per-row scratch.
     var idColumn = 0
     var scratch: CSVRowScratch!
@@ -210,6 +236,8 @@ struct CSVReader {
         guard headerDone else { throw DatasetError.empty(file: file) }
         try closeSequence()
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
+        var skeleton = self.skeleton!
+        if case .bodies(let m) = mapping.people { skeleton = skeleton.bodies(m) }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: mapping.classes, frameRate: mapping.frameRate, imageSize: mapping.imageSize)
@@ -243,6 +271,7 @@ struct CSVReader {
             (\.idColumn, CSVFormat.idNames, .id, "id"), (\.labelColumn, CSVFormat.labelNames, .label, "label"),
             (\.groupColumn, CSVFormat.groupNames, .group, "group"), (\.splitColumn, CSVFormat.splitNames, .split, "split"),
             (\.frameColumn, CSVFormat.frameNames, .frame, "frame"), (\.timeColumn, CSVFormat.timeNames, .time, "time"),
+            (\.trackColumn, CSVFormat.trackNames, .track, "track"),
         ]
         for (path, conventional, role, roleName) in conventions {
             if let given = mapping[keyPath: path] {
@@ -316,6 +345,13 @@ struct CSVReader {
             }
         }
         idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } }!
+        trackColumn = roles.firstIndex { if case .track = $0 { return true } else { return false } }
+        keyIsTime = !roles.contains { if case .frame = $0 { return true } else { return false } }
+        if trackColumn != nil && keyIsTime && !roles.contains(where: { if case .time = $0 { return true } else { return false } }) {
+            throw DatasetError.invalidValue(
+                at, problem: "the track column '\(names[trackColumn!])' needs a frame or time column to tell which rows share a frame",
+                fix: "add a frame number column (frame) or a time column (t)")
+        }
         scratch = CSVRowScratch(roles: roles, joints: skeleton.jointCount, dimensions: skeleton.dimensions)
     }
 
@@ -501,7 +537,7 @@ struct CSVReader {
                 try rowField(column, p, start, end, number, f)
             }
         }
-        // 4. Presence, then append the frame.
+        // 4. Presence, then append the frame (to its track's rows when there is a track column).
         for j in 0..<J {
             if sc.missing[j] {
                 for k in 0..<D { sc.coords[j * D + k] = 0 }
@@ -512,6 +548,10 @@ struct CSVReader {
                 sc.conf[j] = 0
             }
         }
+        if trackColumn != nil {
+            try appendTrackRow(number)
+            return
+        }
         coords.append(contentsOf: UnsafeBufferPointer(start: sc.coords, count: J * D))
         present.append(contentsOf: UnsafeBufferPointer(start: sc.present, count: J))
         if hasConfidence { conf.append(contentsOf: UnsafeBufferPointer(start: sc.conf, count: J)) }
@@ -521,8 +561,92 @@ struct CSVReader {
         frames += 1
     }
 
+    /// With a track column: the scratch row appended to its track's rows, whose frame keys
+    /// must increase. Rows of one frame (same key) may come in any track order.
+    private mutating func appendTrackRow(_ number: Int) throws {
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        let sc = scratch!
+        let k: Int
+        if let found = trackRows.firstIndex(where: { $0.id == rowTrack }) {
+            k = found
+        } else {
+            guard trackRows.count < 1000 else {
+                throw DatasetError.invalidValue(location(number), problem: "more than 1000 tracks in one sequence", fix: "split the sequence")
+            }
+            trackRows.append(TrackRows(id: rowTrack))
+            k = trackRows.count - 1
+        }
+        if let last = trackRows[k].keys.last, rowKey <= last {
+            throw DatasetError.notIncreasing(
+                location(number), what: "the frame numbers (or times) of track '\(rowTrack)'", previous: last, value: rowKey)
+        }
+        trackRows[k].keys.append(rowKey)
+        if let t = rowTime { trackRows[k].times.append(t) }
+        trackRows[k].coords.append(contentsOf: UnsafeBufferPointer(start: sc.coords, count: J * D))
+        trackRows[k].present.append(contentsOf: UnsafeBufferPointer(start: sc.present, count: J))
+        trackRows[k].conf.append(contentsOf: UnsafeBufferPointer(start: sc.conf, count: J))
+        frames += 1
+    }
+
+    /// The tracks' rows aligned on the union of their frame keys, absent where a track has no
+    /// row; then the people policy.
+    private mutating func closeTracks(_ base: PoseSequence) throws {
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        var keyTimes: [Double: Double] = [:]
+        for t in trackRows {
+            for (i, key) in t.keys.enumerated() where i < t.times.count && keyTimes[key] == nil { keyTimes[key] = t.times[i] }
+        }
+        let keys = Array(Set(trackRows.flatMap(\.keys))).sorted()
+        let frameOf = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+        let F = keys.count
+        var tracks: [(id: String, sequence: PoseSequence)] = []
+        for t in trackRows {
+            var c = [Float](repeating: 0, count: F * J * D), pr = [UInt8](repeating: 0, count: F * J), cf = [Float](repeating: 0, count: F * J)
+            for (row, key) in t.keys.enumerated() {
+                let f = frameOf[key]!
+                for i in 0..<(J * D) { c[f * J * D + i] = t.coords[row * J * D + i] }
+                for j in 0..<J {
+                    pr[f * J + j] = t.present[row * J + j]
+                    cf[f * J + j] = t.conf[row * J + j]
+                }
+            }
+            tracks.append((t.id, PoseSequence(
+                id: base.id, label: base.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: pr,
+                confidence: hasConfidence ? cf : nil)))
+        }
+        let times = keys.compactMap { keyTimes[$0] }
+        let frame = PoseSequence(
+            id: base.id, label: base.label, group: base.group, split: base.split, jointCount: J, dimensions: D, frameCount: F,
+            coordinates: Array(repeating: 0, count: F * J * D), present: Array(repeating: 0, count: F * J),
+            timestamps: times.count == F && F > 0 ? times : nil)
+        sequences += try People.resolve(
+            TrackedSequence(base: frame, tracks: tracks), policy: mapping.people, skeleton: skeleton, imageSize: mapping.imageSize,
+            at: SourceLocation(file: file, line: firstLine, record: base.id))
+        trackRows.removeAll()
+    }
+
     /// The sequence-level and time columns of a row (not per joint, so not on the hot path).
     private mutating func rowField(_ column: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int, _ number: Int, _ f: Int) throws {
+        if trackColumn != nil {
+            // Frame keys are checked per track (appendTrackRow).
+            switch roles[column] {
+            case .track:
+                rowTrack = unquoted(p, start, end)
+                guard !rowTrack.isEmpty else {
+                    throw DatasetError.invalidValue(location(number, column: column + 1), problem: "the track id is empty", fix: "give every row its track id")
+                }
+                return
+            case .frame:
+                rowKey = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false)!
+                return
+            case .time:
+                let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false)!
+                rowTime = v
+                if keyIsTime { rowKey = v }
+                return
+            default: break
+            }
+        }
         switch roles[column] {
         case .frame:
             guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { return }
@@ -637,11 +761,20 @@ struct CSVReader {
         }
         seenIds[currentIdString] = firstLine
         let J = skeleton.jointCount, D = skeleton.dimensions
-        sequences.append(
-            PoseSequence(
-                id: currentIdString, label: currentLabel, group: currentGroup, split: currentSplit, jointCount: J,
-                dimensions: D, frameCount: frames, coordinates: coords.exactCopy(), present: present.exactCopy(),
-                confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy()))
+        // With a track column the rows are in `trackRows`: the sequence carries the metadata.
+        let sequence = PoseSequence(
+            id: currentIdString, label: currentLabel, group: currentGroup, split: currentSplit, jointCount: J,
+            dimensions: D, frameCount: trackColumn == nil ? frames : 0, coordinates: coords.exactCopy(), present: present.exactCopy(),
+            confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy())
+        if trackColumn != nil {
+            try closeTracks(sequence)
+        } else if case .bodies = mapping.people {
+            sequences += try People.resolve(
+                TrackedSequence(base: sequence, tracks: [("0", sequence)]), policy: mapping.people, skeleton: skeleton,
+                imageSize: mapping.imageSize, at: SourceLocation(file: file, line: firstLine, record: currentIdString))
+        } else {
+            sequences.append(sequence)
+        }
         coords.removeAll(keepingCapacity: true)
         present.removeAll(keepingCapacity: true)
         conf.removeAll(keepingCapacity: true)

@@ -17,6 +17,9 @@ public struct ReadOptions: Sendable {
     /// Refuse (instead of warn about) data whose coordinates contradict what it declares
     /// (`CoordinateSpace`).
     public var strict = false
+    /// What to do with sequences where several people appear (native `"people"` frames, a CSV
+    /// track column, a 5-D NumPy `X`); nil refuses them with the choices.
+    public var people: PeoplePolicy?
 
     public init(skeleton: Skeleton? = nil, mapping: CSVMapping? = nil, minConfidence: Float? = nil, strict: Bool = false) {
         self.skeleton = skeleton
@@ -101,7 +104,7 @@ public enum DatasetLoader {
         let report: ReadReport
         switch format {
         case .native:
-            var o = NativeFormat.Options()
+            var o = NativeFormat.Options(people: options.people)
             if let c = options.minConfidence { o.minConfidence = c }
             report = try NativeFormat.readReporting(path, options: o)
         case .uea: report = ReadReport(dataset: try UEAFormat.read(path, options: .init(skeleton: options.skeleton)))
@@ -109,10 +112,12 @@ public enum DatasetLoader {
             var m = options.mapping ?? CSVMapping()
             if let skeleton = options.skeleton { m.skeleton = skeleton }
             if let c = options.minConfidence { m.minConfidence = c }
+            if let people = options.people { m.people = people }
             report = try CSVFormat.readReporting(path, mapping: m)
         case .npz:
             var o = NumpyFormat.Options(skeleton: options.skeleton, labelsPath: options.labelsPath)
             if let c = options.minConfidence { o.minConfidence = c }
+            o.people = options.people
             report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
         case .createml:
             report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0))

@@ -32,7 +32,13 @@ public enum NativeFormat {
         /// A point whose confidence is at or below this is absent (the one confidence rule,
         /// docs/datasets.md). Default 0: Vision's "not detected".
         public var minConfidence: Float = 0
-        public init(minConfidence: Float = 0) { self.minConfidence = minConfidence }
+        /// What to do with sequences where several people appear (`"people"` frames); nil
+        /// refuses them.
+        public var people: PeoplePolicy?
+        public init(minConfidence: Float = 0, people: PeoplePolicy? = nil) {
+            self.minConfidence = minConfidence
+            self.people = people
+        }
     }
 
     public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
@@ -69,7 +75,7 @@ public enum NativeFormat {
         var out = ""
         out.reserveCapacity(1 << 20)
         let skeletonJSON: String
-        if Skeleton.builtIn[d.skeleton.name] == d.skeleton {
+        if Skeleton.builtIn(named: d.skeleton.name) == d.skeleton {
             skeletonJSON = jsonString(d.skeleton.name)
         } else {
             let enc = JSONEncoder()
@@ -208,7 +214,7 @@ struct NativeHeader {
         let skeleton: Skeleton
         switch h["skeleton"] {
         case .string(let name)?:
-            guard let s = Skeleton.builtIn[name] else {
+            guard let s = Skeleton.builtIn(named: name) else {
                 throw fail(
                     "unknown skeleton '\(name)'",
                     "use a built-in name (\(Skeleton.builtIn.keys.sorted().joined(separator: ", "))) or embed a schema object")
@@ -263,11 +269,24 @@ struct NativeReader {
     /// file's unterminated last line, else as a syntax error.
     var endOfLineError: (line: Int, context: Context)?
 
-    // Scratch for the current sequence, reused across lines.
+    // Scratch for the current sequence, reused across lines: the frames of track "0" (a
+    // frame's "pose", or the first untracked person of its "people").
     var coords: [Float] = []
     var present: [UInt8] = []
     var conf: [Float] = []
     var times: [Double] = []
+    /// The other tracks of the current sequence, in order of first appearance.
+    var tracks: [Track] = []
+    /// Whether track "0" was given in the current sequence.
+    var mainTrackUsed = false
+
+    /// One person's frames (same layout as the scratch buffers).
+    struct Track {
+        var id: String
+        var coords: [Float]
+        var present: [UInt8]
+        var conf: [Float]
+    }
 
     /// What is being parsed, for error messages.
     struct Context {
@@ -334,8 +353,10 @@ struct NativeReader {
         }
         guard let header else { throw DatasetError.empty(file: file) }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
+        var skeleton = header.skeleton
+        if case .bodies(let m) = options.people { skeleton = skeleton.bodies(m) }
         return Dataset(
-            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: header.skeleton,
+            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: header.classes, frameRate: header.frameRate, imageSize: header.imageSize)
     }
 
@@ -358,6 +379,8 @@ struct NativeReader {
         present.removeAll(keepingCapacity: true)
         conf.removeAll(keepingCapacity: true)
         times.removeAll(keepingCapacity: true)
+        tracks.removeAll()
+        mainTrackUsed = false
         var frameCount = 0
         var anyConfidence = false
         var framesWithTime = 0
@@ -471,12 +494,25 @@ struct NativeReader {
         if let label, let classes = header.classes, !classes.contains(label) {
             throw DatasetError.labelNotInClasses(location(number), label: label, classes: classes)
         }
-        sequences.append(
-            PoseSequence(
-                id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
-                coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
-                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
-                bodyHeight: bodyHeight, heightEstimation: heightEstimation))
+        let sequence = PoseSequence(
+            id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
+            coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
+            timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
+            bodyHeight: bodyHeight, heightEstimation: heightEstimation)
+        if tracks.isEmpty && options.people == nil {
+            sequences.append(sequence)
+            return
+        }
+        // Several people (or a policy that stacks bodies): every track as a sequence, then the policy.
+        var all: [(id: String, sequence: PoseSequence)] = mainTrackUsed || tracks.isEmpty ? [("0", sequence)] : []
+        for t in tracks {
+            all.append((t.id, PoseSequence(
+                id: id, label: label, jointCount: J, dimensions: D, frameCount: frameCount, coordinates: t.coords, present: t.present,
+                confidence: anyConfidence ? t.conf : nil)))
+        }
+        sequences += try People.resolve(
+            TrackedSequence(base: sequence, tracks: all), policy: options.people, skeleton: header.skeleton,
+            imageSize: header.imageSize, at: location(number))
     }
 
     /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.
@@ -489,6 +525,11 @@ struct NativeReader {
         coords.append(contentsOf: repeatElement(0, count: J * D))
         present.append(contentsOf: repeatElement(0, count: J))
         conf.append(contentsOf: repeatElement(0, count: J))
+        for k in tracks.indices {
+            tracks[k].coords.append(contentsOf: repeatElement(0, count: J * D))
+            tracks[k].present.append(contentsOf: repeatElement(0, count: J))
+            tracks[k].conf.append(contentsOf: repeatElement(0, count: J))
+        }
         var sawPose = false
         try s.expect(UInt8(ascii: "{"), "'{' starting a frame object {\"pose\": {...}}")
         if !s.take(UInt8(ascii: "}")) {
@@ -505,8 +546,14 @@ struct NativeReader {
                     times.append(t)
                     framesWithTime += 1
                 case .pose:
+                    guard !sawPose else { throw JSONSyntaxError(offset: key.start, expected: "one of \"pose\" or \"people\" per frame") }
                     sawPose = true
+                    mainTrackUsed = true
                     try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+                case .people:
+                    guard !sawPose else { throw JSONSyntaxError(offset: key.start, expected: "one of \"pose\" or \"people\" per frame") }
+                    sawPose = true
+                    try parsePeople(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
                 default:
                     try s.skipValue(depth: 3)
                 }
@@ -517,6 +564,87 @@ struct NativeReader {
             throw DatasetError.invalidValue(
                 location(number), problem: "the frame has no \"pose\"", fix: "write {\"pose\": {}} for a frame with nobody in view")
         }
+    }
+
+    /// `[{"track": "a", "pose": {...}}, ...]`: each person into its track's frame. A person
+    /// without `"track"` is track `"<position in the list>"`.
+    private mutating func parsePeople(
+        _ s: inout JSONScanner, table: JointTable, J: Int, D: Int, base: Int, jbase: Int, anyConfidence: inout Bool,
+        _ number: Int
+    ) throws {
+        try s.expect(UInt8(ascii: "["), "'[' starting the list of people [{\"track\": ..., \"pose\": {...}}, ...]")
+        if s.take(UInt8(ascii: "]")) { return }
+        var seen: Set<String> = []
+        var position = 0
+        repeat {
+            try s.expect(UInt8(ascii: "{"), "'{' starting a person {\"track\": ..., \"pose\": {...}}")
+            var track: String?
+            var pose: (start: Int, end: Int)?
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.rawString()
+                    try s.expect(UInt8(ascii: ":"), "':' after the key")
+                    let name = key.decoded ?? String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self)
+                    switch name {
+                    case "track":
+                        s.skipSpace()
+                        if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
+                            track = try s.string()
+                        } else {
+                            let v = try s.number("a track id string or integer")
+                            guard v.rounded() == v, abs(v) < 1e15 else { throw JSONSyntaxError(offset: s.i, expected: "an integer track id") }
+                            track = String(Int(v))
+                        }
+                    case "pose":
+                        s.skipSpace()
+                        let start = s.i
+                        try s.skipValue(depth: 4)
+                        pose = (start, s.i)
+                    default:
+                        try s.skipValue(depth: 4)
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"), "',' or '}' in the person object")
+            }
+            let id = track ?? String(position)
+            position += 1
+            guard seen.insert(id).inserted else {
+                throw DatasetError.invalidValue(location(number), problem: "track '\(id)' appears twice in one frame", fix: "give each person in a frame its own track id")
+            }
+            guard let pose else {
+                throw DatasetError.invalidValue(location(number), problem: "a person has no \"pose\"", fix: "write {\"track\": ..., \"pose\": {...}}")
+            }
+            // Parse the pose into its track's frame: track "0" is the scratch itself; another
+            // track's buffers are swapped in for the parse.
+            let end = s.i
+            s.i = pose.start
+            if id == "0" {
+                mainTrackUsed = true
+                try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+            } else {
+                var k = tracks.firstIndex { $0.id == id }
+                if k == nil {
+                    guard tracks.count < 1000 else {
+                        throw DatasetError.invalidValue(location(number), problem: "more than 1000 tracks in one sequence", fix: "split the sequence")
+                    }
+                    tracks.append(Track(
+                        id: id, coords: Array(repeating: 0, count: coords.count), present: Array(repeating: 0, count: present.count),
+                        conf: Array(repeating: 0, count: conf.count)))
+                    k = tracks.count - 1
+                }
+                swap(&coords, &tracks[k!].coords)
+                swap(&present, &tracks[k!].present)
+                swap(&conf, &tracks[k!].conf)
+                defer {
+                    swap(&coords, &tracks[k!].coords)
+                    swap(&present, &tracks[k!].present)
+                    swap(&conf, &tracks[k!].conf)
+                }
+                try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+            }
+            s.i = end
+        } while s.take(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "]"), "',' or ']' in the list of people")
     }
 
     /// `{"joint": [x, y(, z)(, c)], ...}` into the frame at `base` (coordinates) and `jbase`.
@@ -614,7 +742,7 @@ struct NativeReader {
         return try s.string()
     }
 
-    enum Key { case id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames, t, pose, other }
+    enum Key { case id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames, t, pose, people, other }
 
     /// The key as one of the known names (no allocation).
     @inline(__always)
@@ -633,6 +761,7 @@ struct NativeReader {
         case 6:
             if memcmp(q, "frames", 6) == 0 { return .frames }
             if memcmp(q, "events", 6) == 0 { return .events }
+            if memcmp(q, "people", 6) == 0 { return .people }
             return .other
         case 9: return memcmp(q, "imageSize", 9) == 0 ? .imageSize : .other
         case 10: return memcmp(q, "bodyHeight", 10) == 0 ? .bodyHeight : .other

@@ -17,7 +17,7 @@ extension Skeleton {
 
     /// Looks up a built-in schema by name.
     public static func named(_ name: String) throws -> Skeleton {
-        guard let s = builtIn[name] else {
+        guard let s = builtIn(named: name) else {
             throw PoseError.unknownSkeleton(name, known: builtIn.keys.sorted())
         }
         return s

@@ -19,7 +19,7 @@ enum ConvertCommand {
             Option("image-size", value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
             Option("mirror", help: "Front-camera (mirrored) capture: swap left and right joints and mirror x."),
             Option("normalize-height", help: "3D: scale each person with a Vision bodyHeight to 1.8 m (Vision's reference height)."),
-            DataOptions.minConfidence, DataOptions.strict,
+            DataOptions.minConfidence, DataOptions.strict, DataOptions.people,
         ],
         discussion: """
             Without a repair flag the coordinates are copied as they are; each input is checked against

@@ -11,9 +11,17 @@ enum DataOptions {
     static let strict = Option(
         "strict", help: "Refuse data whose coordinates contradict what it declares (normalised or y-up points as pixels, millimetres as metres, ...) instead of warning.")
 
-    /// `ReadOptions` from `--min-confidence`, `--strict` and a resolved skeleton.
+    static let people = Option(
+        "people", value: "POLICY",
+        help: "Several people per frame: split (one sequence per track, same group), largest, central, longest, confident (one track), or bodies=M (interaction models).")
+
+    /// `ReadOptions` from `--min-confidence`, `--strict`, `--people` and a resolved skeleton.
     static func readOptions(_ args: ParsedArguments, skeleton: Skeleton? = nil) throws -> ReadOptions {
         var o = ReadOptions(skeleton: skeleton, strict: args.has("strict"))
+        if let raw = args.value("people") {
+            guard let p = PeoplePolicy(argument: raw) else { throw CLIError.usage("--people must be \(PeoplePolicy.choices), got '\(raw)'") }
+            o.people = p
+        }
         if let c = try args.value("min-confidence", as: Float.self) {
             guard c.isFinite, c >= 0, c < 1 else { throw CLIError.usage("--min-confidence must be in [0, 1), got \(c)") }
             o.minConfidence = c

@@ -23,7 +23,7 @@ enum ImportCommand {
             Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
-            DataOptions.minConfidence, DataOptions.strict,
+            DataOptions.minConfidence, DataOptions.strict, DataOptions.people,
         ],
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):

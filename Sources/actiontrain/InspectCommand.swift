@@ -14,7 +14,7 @@ enum InspectCommand {
             Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
             Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
             Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
-            DataOptions.minConfidence,
+            DataOptions.minConfidence, DataOptions.people,
         ],
         discussion: """
             For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
@@ -28,7 +28,7 @@ enum InspectCommand {
     static func run(_ args: ParsedArguments, out: inout Output) throws {
         let path = args.positionals[0]
         if InspectModel.isModelFile(path: path) {
-            for option in ["image-size", "window-frames", "min-confidence"] where args.value(option) != nil {
+            for option in ["image-size", "window-frames", "min-confidence", "people"] where args.value(option) != nil {
                 throw CLIError.usage("--\(option) applies to datasets; \(path) is a model file")
             }
             try InspectModel.run(path: path, json: args.has("json"), out: &out)

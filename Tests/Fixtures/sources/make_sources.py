@@ -55,3 +55,15 @@ with open(out("kinect-v2.csv"), "w") as f:
             side = -0.2 if "Left" in n else 0.2 if "Right" in n else 0.0
             row += [f"{side:.2f}", f"{HEIGHT.get(n, 0.3):.2f}", f"{2.5 + 0.01 * t:.2f}"]
         f.write(f"ntu-1,wave,{t / 30:.6f}," + ",".join(row) + "\n")
+
+# Several people: X [N, M, T, J, C] (coco-17 with confidence). Sequence 0 has one person and a
+# zero-padded second body (as PYSKL pads NTU); sequence 1 has two people, the second larger.
+import numpy as np
+X = np.zeros((2, 2, 3, 17, 3), dtype=np.float32)
+for t in range(3):
+    for j in range(17):
+        X[0, 0, t, j] = [100 + j + t, 100 + 10 * j, 0.9]
+        X[1, 0, t, j] = [100 + j, 100 + 5 * j, 0.9]
+        X[1, 1, t, j] = [400 + 2 * j, 50 + 20 * j, 0.6]
+np.savez(out("people.npz"), X=X, y=np.array(["wave", "handshake"]), skeleton=np.array("coco-17"),
+         image_size=np.array([640, 480]))
