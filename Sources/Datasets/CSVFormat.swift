@@ -240,7 +240,8 @@ struct CSVReader {
         if case .bodies(let m) = mapping.people { skeleton = skeleton.bodies(m) }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
-            sequences: sequences, classes: mapping.classes, frameRate: mapping.frameRate, imageSize: mapping.imageSize)
+            sequences: sequences, classes: mapping.classes ?? Dataset.classesInOrderOfAppearance(sequences), frameRate: mapping.frameRate,
+            imageSize: mapping.imageSize)
     }
 
     // MARK: header

@@ -27,17 +27,18 @@ public enum CreateMLFormat {
         "leftEar",
     ]
 
-    /// `minConfidence`: a point whose confidence is at or below it is absent (default 0).
-    public static func read(_ path: String, minConfidence: Float = 0) throws -> Dataset {
-        try read(try NumpySource(path: path), minConfidence: minConfidence)
+    /// `minConfidence`: a point whose confidence is at or below it is absent (default 0);
+    /// `classes`: the class order when the archive has no `label_names`.
+    public static func read(_ path: String, minConfidence: Float = 0, classes: [String]? = nil) throws -> Dataset {
+        try read(try NumpySource(path: path), minConfidence: minConfidence, classes: classes)
     }
 
     /// Reads an archive held in memory (tests).
     public static func parseArchive(_ bytes: [UInt8], file: String, minConfidence: Float = 0) throws -> Dataset {
-        try read(NumpySource(archive: ZipArchive(reader: FileReader(bytes: bytes, name: file))), minConfidence: minConfidence)
+        try read(NumpySource(archive: ZipArchive(reader: FileReader(bytes: bytes, name: file))), minConfidence: minConfidence, classes: nil)
     }
 
-    static func read(_ source: NumpySource, minConfidence: Float) throws -> Dataset {
+    static func read(_ source: NumpySource, minConfidence: Float, classes: [String]?) throws -> Dataset {
         let meta = try source.small(except: source.first(of: ["poses", "X", "x"]) ?? "poses")
         var sizes: (Int) -> [Double]? = { _ in nil }
         var single: [Double]? = nil
@@ -57,6 +58,7 @@ public enum CreateMLFormat {
         }
         var options = NumpyFormat.Options()
         options.minConfidence = minConfidence
+        options.classes = classes
         var d = try NumpyFormat.read(source, options: options, layout: .createML(imageSizes: sizes))
         if let single {
             d.imageSize = single

@@ -25,6 +25,13 @@ public struct Dataset: Sendable, Equatable {
         self.imageSize = imageSize
     }
 
+    /// The distinct labels of `sequences` in order of first appearance: the class order of
+    /// the formats that do not declare one (CSV, NumPy string labels, Create ML, PYSKL).
+    public static func classesInOrderOfAppearance(_ sequences: [PoseSequence]) -> [String] {
+        var seen = Set<String>()
+        return sequences.compactMap(\.label).filter { seen.insert($0).inserted }
+    }
+
     /// Sequences whose data-given split is `split`.
     public func sequences(inSplit split: String) -> [PoseSequence] {
         sequences.filter { $0.split == split }

@@ -17,6 +17,11 @@ public struct ReadOptions: Sendable {
     /// Refuse (instead of warn about) data whose coordinates contradict what it declares
     /// (`CoordinateSpace`).
     public var strict = false
+    /// The class order to use where the file declares none (CSV, NumPy, Create ML): labels
+    /// must be in it; NumPy integer labels index it.
+    public var classes: [String]?
+    /// Renames NumPy split values (`["0": "train", "1": "test"]`).
+    public var splitNames: [String: String] = [:]
     /// What to do with sequences where several people appear (native `"people"` frames, a CSV
     /// track column, a 5-D NumPy `X`); nil refuses them with the choices.
     public var people: PeoplePolicy?
@@ -113,14 +118,17 @@ public enum DatasetLoader {
             if let skeleton = options.skeleton { m.skeleton = skeleton }
             if let c = options.minConfidence { m.minConfidence = c }
             if let people = options.people { m.people = people }
+            if let classes = options.classes { m.classes = classes }
             report = try CSVFormat.readReporting(path, mapping: m)
         case .npz:
             var o = NumpyFormat.Options(skeleton: options.skeleton, labelsPath: options.labelsPath)
             if let c = options.minConfidence { o.minConfidence = c }
             o.people = options.people
+            o.classes = options.classes
+            o.splitNames = options.splitNames
             report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
         case .createml:
-            report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0))
+            report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0, classes: options.classes))
         }
         var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
         loaded.jointNames = report.jointNames

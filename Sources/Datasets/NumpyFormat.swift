@@ -31,6 +31,11 @@ public enum NumpyFormat {
         public var minConfidence: Float = 0
         /// What to do with rows where several people appear (a 5-D `X`); nil refuses them.
         public var people: PeoplePolicy?
+        /// The class order when the archive has no `label_names`: integer labels index it,
+        /// string labels must be in it.
+        public var classes: [String]?
+        /// Renames split values, e.g. `["0": "train", "1": "test"]` for integer splits.
+        public var splitNames: [String: String] = [:]
         public init(skeleton: Skeleton? = nil, labelsPath: String? = nil) {
             self.skeleton = skeleton
             self.labelsPath = labelsPath
@@ -93,7 +98,7 @@ public enum NumpyFormat {
         if case .createML(let f) = layout { sizes = f }
 
         // Labels.
-        var classes: [String]? = nil
+        var classes: [String]? = options.classes
         if let (n, names) = array(["label_names", "classes", "class_names"]) {
             guard !names.header.isNumeric else {
                 throw DatasetError.numpy(source.location(n), problem: "class names must be strings", fix: "save numpy.array(names, dtype=str)")
@@ -303,12 +308,20 @@ public enum NumpyFormat {
             for k in sequences.indices { sequences[k].group = list[origins[k].row] }
         }
         if let (n, s) = array(["split", "splits"]) {
-            guard !s.header.isNumeric else {
-                throw DatasetError.numpy(source.location(n), problem: "'split' must be strings", fix: "save 'train', 'validation' or 'test' per sequence")
+            let raw = s.header.isNumeric ? s.doubles().map(NumpyFormat.integerText) : s.strings()
+            if s.header.isNumeric && options.splitNames.isEmpty {
+                let values = Array(Set(raw)).sorted()
+                let example = values.count == 2 ? "np.where(\(n) == \(values[0]), 'train', 'test')" : "np.array(['train', 'test', ...])[\(n)]"
+                throw DatasetError.numpy(
+                    source.location(n), problem: "'\(n)' holds integers (\(values.joined(separator: ", "))), not split names",
+                    fix: "pass --split-names \(values.prefix(3).enumerated().map { "\($1)=\(["train", "test", "validation"][$0])" }.joined(separator: ",")) (your meaning of each value), or re-save it as strings: \(n)=\(example)")
             }
-            for (k, v) in s.strings().enumerated() {
+            for (k, value) in raw.enumerated() {
+                let v = options.splitNames[value] ?? value
                 guard NativeFormat.splits.contains(v) else {
-                    throw DatasetError.numpy(SourceLocation(file: file, record: "\(n)[\(k)]", recordKind: "entry"), problem: "split '\(v)' is not train, validation or test", fix: "rename it")
+                    throw DatasetError.numpy(
+                        SourceLocation(file: file, record: "\(n)[\(k)]", recordKind: "entry"), problem: "split '\(value)' is not train, validation or test",
+                        fix: options.splitNames.isEmpty ? "rename it, or pass --split-names \(value)=train,..." : "add it to --split-names (\(value)=train, validation or test)")
                 }
                 for i in sequences.indices where origins[i].row == k { sequences[i].split = v }
             }
@@ -334,6 +347,14 @@ public enum NumpyFormat {
             imageSize = v
         }
         if case .bodies(let m) = options.people { skeleton = skeleton!.bodies(m) }
+        // The class order: label_names or the declared classes, else (string labels) first
+        // appearance, else (integer labels without names) numeric order.
+        if classes == nil {
+            classes = Dataset.classesInOrderOfAppearance(sequences)
+            if let y = yArray?.1, y.header.isNumeric {
+                classes = classes!.sorted { Double($0) ?? .infinity < Double($1) ?? .infinity }
+            }
+        }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton!, sequences: sequences,
             classes: classes, frameRate: frameRate, imageSize: imageSize)

@@ -20,6 +20,8 @@ enum ImportCommand {
             Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
             Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
             Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
+            Option("classes", value: "LIST", help: "csv, npz, createml: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
+            Option("split-names", value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split."),
             Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
@@ -46,7 +48,21 @@ enum ImportCommand {
         }
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
         let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
-        let options = try DataOptions.readOptions(args, skeleton: skeleton)
+        var options = try DataOptions.readOptions(args, skeleton: skeleton)
+        if let list = args.value("classes") {
+            let classes = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !classes.contains(""), Set(classes).count == classes.count else {
+                throw CLIError.usage("--classes expects distinct names separated by commas, got '\(list)'")
+            }
+            options.classes = classes
+        }
+        for pair in (args.value("split-names") ?? "").split(separator: ",") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard kv.count == 2, ["train", "validation", "test"].contains(kv[1]) else {
+                throw CLIError.usage("--split-names expects value=train|validation|test pairs, got '\(pair)'")
+            }
+            options.splitNames[kv[0]] = kv[1]
+        }
         let loaded = try load(kind: kind, src: src, options: options, args: args, out: &out)
         DataOptions.printWarnings(loaded.warnings, out: &out)
         let dataset = loaded.dataset

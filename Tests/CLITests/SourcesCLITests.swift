@@ -49,6 +49,22 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertEqual(run(["convert", out, source("y-up-pixels.jsonl"), "--force", "--origin", "up"]).code, 2)
     }
 
+    func testImportClassOrderAndSplitNames() throws {
+        let dir = try temporaryDirectory()
+        let a = dir.appendingPathComponent("a.jsonl").path, b = dir.appendingPathComponent("b.jsonl").path
+        XCTAssertEqual(run(["import", "csv", source("order.csv"), "--skeleton", "coco-17", "--out", a]).code, 0)
+        XCTAssertEqual(run(["import", "npz", source("order.npz"), "--out", b]).code, 0)
+        XCTAssertEqual(try DatasetLoader.load(a).classes, ["wave", "clap"])
+        XCTAssertEqual(try DatasetLoader.load(b).classes, ["wave", "clap"])
+        let refused = run(["import", "npz", source("int-split.npz"), "--out", a, "--force"])
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("pass --split-names 0=train,1=test"), refused.err)
+        let mapped = run(["import", "npz", source("int-split.npz"), "--out", a, "--force", "--split-names", "0=train,1=test", "--classes", "x,y,z"])
+        XCTAssertEqual(mapped.code, 0, mapped.err)
+        XCTAssertEqual(mapped.out, "import: wrote 3 sequences (test 1, train 2), 3 classes, 3 frames, skeleton coco-17 to \(a)\n")
+        XCTAssertEqual(run(["import", "npz", source("int-split.npz"), "--out", a, "--force", "--split-names", "0=training"]).code, 2)
+    }
+
     func testImportAndInspectShareTheReadingFlags() throws {
         let dir = try temporaryDirectory()
         let out = dir.appendingPathComponent("c.jsonl").path

@@ -29,7 +29,7 @@ final class CSVFormatTests: XCTestCase {
         XCTAssertEqual(d.sequences.map(\.id), ["a", "b"])
         XCTAssertEqual(d.sequences.map(\.label), ["wave", "clap"])
         XCTAssertEqual(d.sequences.map(\.group), ["p1", "p2"])
-        XCTAssertEqual(d.classes, ["clap", "wave"])
+        XCTAssertEqual(d.classes, ["wave", "clap"], "first appearance")
         let a = d.sequences[0]
         XCTAssertEqual(a.frameCount, 2)
         XCTAssertEqual(a.present, [1, 1, 0, 1, 0, 0], "empty cells, NaN and confidence 0 are absent")

@@ -67,3 +67,17 @@ for t in range(3):
         X[1, 1, t, j] = [400 + 2 * j, 50 + 20 * j, 0.6]
 np.savez(out("people.npz"), X=X, y=np.array(["wave", "handshake"]), skeleton=np.array("coco-17"),
          image_size=np.array([640, 480]))
+
+# The same three sequences as CSV and as .npz (issue 18: one class order for both), labels in
+# the order wave, clap, wave; and an .npz whose split is 0/1 integers.
+Y = ["wave", "clap", "wave"]
+with open(out("order.csv"), "w") as f:
+    f.write("id,label,nose_x,nose_y\n")
+    for n, label in enumerate(Y):
+        f.write(f"s{n},{label},{10 * n + 1},{10 * n + 2}\n")
+P = np.zeros((3, 1, 17, 2), dtype=np.float32)
+for n in range(3):
+    P[n, 0, 0] = [10 * n + 1, 10 * n + 2]
+P[:, :, 1:] = np.nan
+np.savez(out("order.npz"), X=P, y=np.array(Y), ids=np.array(["s0", "s1", "s2"]), skeleton=np.array("coco-17"))
+np.savez(out("int-split.npz"), X=P, y=np.array([2, 0, 2]), split=np.array([0, 1, 0]), skeleton=np.array("coco-17"))
