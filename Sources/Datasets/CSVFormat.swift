@@ -24,6 +24,8 @@ public struct CSVMapping: Sendable, Equatable {
     public var trackColumn: String?
     /// What to do with sequences where several tracks appear (nil refuses them).
     public var people: PeoplePolicy?
+    /// Every row belongs to one sequence with this id (one file per clip); no id column.
+    public var fileSequenceId: String?
     public var frameColumn: String?
     public var timeColumn: String?
     /// Joint name to its column names: `[x, y]`, `[x, y, c]` (2D) or `[x, y, z]`, `[x, y, z, c]`
@@ -281,7 +283,7 @@ struct CSVReader {
                 if case .ignore = roles[k] { roles[k] = role }
             }
         }
-        guard roles.contains(where: { if case .id = $0 { return true } else { return false } }) else {
+        guard mapping.fileSequenceId != nil || roles.contains(where: { if case .id = $0 { return true } else { return false } }) else {
             throw DatasetError.invalidValue(
                 at, problem: "no sequence id column (header: \(names.joined(separator: ", ")))",
                 fix: "name one column 'sequence' (or seq_id, id, clip, video), or give a mapping file with \"columns\": {\"id\": ...}")
@@ -345,7 +347,7 @@ struct CSVReader {
                     fix: "add the column \(skeleton.joints[j])_\(["x", "y", "z"][a])")
             }
         }
-        idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } }!
+        idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } } ?? -1
         trackColumn = roles.firstIndex { if case .track = $0 { return true } else { return false } }
         keyIsTime = !roles.contains { if case .frame = $0 { return true } else { return false } }
         if trackColumn != nil && keyIsTime && !roles.contains(where: { if case .time = $0 { return true } else { return false } }) {
@@ -471,8 +473,14 @@ struct CSVReader {
         }
         // 2. A new id closes the current sequence before this row is stored. Ids are compared
         // as bytes first, then (when the bytes differ) as values: "a" and a are one id.
-        let idStart = sc.starts[idColumn], idEnd = sc.ends[idColumn]
-        if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0,
+        if let id = mapping.fileSequenceId {
+            if currentId == nil {
+                currentId = Array(id.utf8)
+                currentIdString = id
+                firstLine = number
+            }
+        } else if idColumn >= 0, case let (idStart, idEnd) = (sc.starts[idColumn], sc.ends[idColumn]),
+            currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0,
             currentId == nil || unquoted(p, idStart, idEnd) != currentIdString
         {
             try closeSequence()

@@ -20,6 +20,8 @@ public struct ReadOptions: Sendable {
     /// The class order to use where the file declares none (CSV, NumPy, Create ML): labels
     /// must be in it; NumPy integer labels index it.
     public var classes: [String]?
+    /// The image size of data that gives none (Create ML clips).
+    public var imageSize: [Double]?
     /// Renames NumPy split values (`["0": "train", "1": "test"]`).
     public var splitNames: [String: String] = [:]
     /// What to do with sequences where several people appear (native `"people"` frames, a CSV
@@ -77,6 +79,8 @@ public enum DatasetLoader {
     /// The file formats, as `actiontrain import` names them.
     public enum Format: String, Sendable, CaseIterable {
         case native, uea, csv, npz, createml
+        /// Create ML's folder per label of clip files (`CreateMLFolder`).
+        case createmlFolder
 
         /// The format of a file extension, or nil.
         public init?(extension ext: String) {
@@ -97,7 +101,7 @@ public enum DatasetLoader {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw DatasetError.cannotRead(file: path, reason: "no such file; check the path")
         }
-        if isDirectory.boolValue {
+        if isDirectory.boolValue && format != .createmlFolder {
             throw DatasetError.cannotRead(file: path, reason: "is a directory; pass a dataset file (or use 'actiontrain import' for a dataset folder)")
         }
         let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
@@ -129,6 +133,10 @@ public enum DatasetLoader {
             report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
         case .createml:
             report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0, classes: options.classes))
+        case .createmlFolder:
+            var o = CreateMLFolder.Options(imageSize: options.imageSize)
+            o.minConfidence = options.minConfidence ?? 0
+            report = ReadReport(dataset: try CreateMLFolder.read(path, options: o))
         }
         var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
         loaded.jointNames = report.jointNames

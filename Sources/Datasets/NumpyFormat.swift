@@ -473,6 +473,11 @@ struct NumpySource {
             return
         }
         guard let entry = archive!.entry(named: name + ".npy") else {
+            if archive!.entry(named: "poses.npy") != nil {
+                throw DatasetError.numpy(
+                    SourceLocation(file: file), problem: "this is a Create ML keypoints archive ('poses' [N, frames, 3, 18]), not an X array",
+                    fix: "convert it first: actiontrain import createml \(file) --out poses.jsonl")
+            }
             throw DatasetError.numpy(
                 SourceLocation(file: file), problem: "the archive has no '\(name)' array (it has \(archive!.entries.map(\.name).joined(separator: ", ")))",
                 fix: "save the poses as X=... (or poses=... for Create ML)")

@@ -14,6 +14,7 @@ enum ConvertCommand {
             Option("labels", value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
             Option("skeleton", value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", help: "Overwrite OUT if it exists."),
+            Option("to", value: "FORMAT", help: "native (default, OUT is a .jsonl file) or createml (OUT is a folder per label of clip .json files, for Create ML)."),
             Option("from-normalized", help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
             Option("origin", value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
             Option("image-size", value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
@@ -34,6 +35,8 @@ enum ConvertCommand {
         let outPath = args.positionals[0]
         let inputs = Array(args.positionals.dropFirst())
         guard !inputs.isEmpty else { throw CLIError.usage("give at least one INPUT file. Usage: \(spec.usage)") }
+        let to = args.value("to") ?? "native"
+        guard to == "native" || to == "createml" else { throw CLIError.usage("--to must be native or createml, got '\(to)'") }
         if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
         }
@@ -83,6 +86,12 @@ enum ConvertCommand {
             let problems = CoordinateSpace.measure(merged!).problems
             if strict, let p = problems.first { throw CLIError.failure("\(outPath): after the repairs: [\(p.code)] \(p) (--strict)") }
             for p in problems { out.note("warning: \(outPath): after the repairs: [\(p.code)] \(p)\n") }
+        }
+        if to == "createml" {
+            if merged!.imageSize == nil { merged!.imageSize = plan.imageSize }
+            let files = try CreateMLFolder.write(merged!, to: outPath)
+            out.line("convert: wrote \(files.count) clips in \(merged!.classes.count) label folders to \(outPath)")
+            return
         }
         try NativeFormat.write(merged!, to: outPath)
         out.line("convert: wrote \(merged!.sequences.count) sequences, \(merged!.classes.count) classes to \(outPath)")

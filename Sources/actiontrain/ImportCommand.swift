@@ -12,7 +12,7 @@ enum ImportCommand {
         summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML file into the native format.",
         positionals: [
             Positional(name: "KIND", help: "One of \(kinds.joined(separator: ", "))."),
-            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect) or file (csv, npz, createml)."),
+            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml)."),
         ],
         options: [
             Option("out", value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
@@ -22,6 +22,7 @@ enum ImportCommand {
             Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
             Option("classes", value: "LIST", help: "csv, npz, createml: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
             Option("split-names", value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split."),
+            Option("image-size", value: "WxH", help: "createml: the image size of clips that do not give one (Vision's points are fractions of the image)."),
             Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
@@ -80,7 +81,10 @@ enum ImportCommand {
             options.labelsPath = args.value("labels")
             return try DatasetLoader.read(src, format: .npz, options: options)
         case "createml":
-            return try DatasetLoader.read(src, format: .createml, options: options)
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
+            options.imageSize = try args.value("image-size").map { try DataOptions.imageSize($0) }
+            return try DatasetLoader.read(src, format: isDirectory.boolValue ? .createmlFolder : .createml, options: options)
         default:
             let d = try loadPublic(kind: kind, src: src, skeleton: options.skeleton, args: args, out: &out)
             return try DatasetLoader.checked(d, file: src, strict: options.strict)

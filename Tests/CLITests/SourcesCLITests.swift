@@ -65,6 +65,22 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertEqual(run(["import", "npz", source("int-split.npz"), "--out", a, "--force", "--split-names", "0=training"]).code, 2)
     }
 
+    func testCreateMLBothWays() throws {
+        let dir = try temporaryDirectory()
+        let native = dir.appendingPathComponent("cml.jsonl").path, folder = dir.appendingPathComponent("cml").path
+        let imported = run(["import", "createml", source("createml"), "--image-size", "400x200", "--out", native])
+        XCTAssertEqual(imported.code, 0, imported.err)
+        XCTAssertEqual(imported.out, "import: wrote 3 sequences ((none) 3), 2 classes, 5 frames, skeleton vision-body-2d to \(native)\n")
+        let written = run(["convert", folder, native, "--to", "createml"])
+        XCTAssertEqual(written.code, 0, written.err)
+        XCTAssertEqual(written.out, "convert: wrote 3 clips in 2 label folders to \(folder)\n")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/wave/clip-1.json"))
+        XCTAssertEqual(run(["convert", folder, native, "--to", "createml"]).code, 1, "an existing folder needs --force")
+        let noSize = run(["import", "createml", source("createml"), "--out", native, "--force"])
+        XCTAssertEqual(noSize.code, 1)
+        XCTAssertTrue(noSize.err.contains("clap/c1.csv: clip 'clap/c1': no image size"), noSize.err)
+    }
+
     func testImportAndInspectShareTheReadingFlags() throws {
         let dir = try temporaryDirectory()
         let out = dir.appendingPathComponent("c.jsonl").path

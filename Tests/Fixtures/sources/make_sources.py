@@ -81,3 +81,25 @@ for n in range(3):
 P[:, :, 1:] = np.nan
 np.savez(out("order.npz"), X=P, y=np.array(Y), ids=np.array(["s0", "s1", "s2"]), skeleton=np.array("coco-17"))
 np.savez(out("int-split.npz"), X=P, y=np.array([2, 0, 2]), split=np.array([0, 1, 0]), skeleton=np.array("coco-17"))
+
+# Create ML's folder per label, one pose file per clip (Vision keypoints, normalised, origin
+# bottom-left): the [3, 18] array form with an image size, the object form with Vision's raw
+# key strings, and a CSV clip.
+import json
+ORDER = ["nose", "neck", "rightShoulder", "rightElbow", "rightWrist", "leftShoulder", "leftElbow", "leftWrist",
+         "rightHip", "rightKnee", "rightAnkle", "leftHip", "leftKnee", "leftAnkle", "rightEye", "leftEye", "rightEar",
+         "leftEar"]
+os.makedirs(out("createml/wave"), exist_ok=True)
+os.makedirs(out("createml/clap"), exist_ok=True)
+frames = []
+for t in range(2):
+    xs = [round(0.25 + 0.025 * k + 0.125 * t, 4) for k in range(18)]
+    ys = [round(0.9 - 0.025 * k, 4) for k in range(18)]
+    cs = [0.0 if k == 4 else 0.5 for k in range(18)]  # the right wrist is not detected
+    frames.append([xs, ys, cs])
+with open(out("createml/wave/clip-1.json"), "w") as f:
+    json.dump({"imageSize": [400, 200], "frameRate": 30, "frames": frames}, f)
+with open(out("createml/wave/clip-2.json"), "w") as f:
+    json.dump([{"head_joint": {"x": 0.5, "y": 0.75, "confidence": 0.9}, "left_foot_joint": [0.5, 0.25, 0.8]}, None], f)
+with open(out("createml/clap/c1.csv"), "w") as f:
+    f.write("nose_x,nose_y,nose_c,left_ankle_x,left_ankle_y,left_ankle_c\n0.5,0.75,0.9,0.5,0.25,0.8\n")
