@@ -164,7 +164,7 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
         case .empty(let file):
             return "\(file): the dataset has no sequences; add sequences or check that you passed the right file"
         case .unknownFormat(let file):
-            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA), .csv, .npz or .npy file, or 'actiontrain import' for the public datasets"
+            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA), .csv, .npz, .npy or .pkl (PYSKL) file, or 'actiontrain import' for the public datasets and Create ML folders"
         case .split(let why):
             return why
         case .syntax(let at, let expected):

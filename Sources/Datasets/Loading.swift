@@ -81,6 +81,8 @@ public enum DatasetLoader {
         case native, uea, csv, npz, createml
         /// Create ML's folder per label of clip files (`CreateMLFolder`).
         case createmlFolder
+        /// MMAction2 / PYSKL annotation pickles (`PysklFormat`), read without executing them.
+        case pyskl
 
         /// The format of a file extension, or nil.
         public init?(extension ext: String) {
@@ -89,6 +91,7 @@ public enum DatasetLoader {
             case "ts": self = .uea
             case "csv", "tsv": self = .csv
             case "npz", "npy": self = .npz
+            case "pkl", "pickle": self = .pyskl
             default: return nil
             }
         }
@@ -133,6 +136,14 @@ public enum DatasetLoader {
             report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
         case .createml:
             report = ReadReport(dataset: try CreateMLFormat.read(path, minConfidence: options.minConfidence ?? 0, classes: options.classes))
+        case .pyskl:
+            var o = PysklFormat.Options()
+            o.skeleton = options.skeleton
+            o.minConfidence = options.minConfidence ?? 0
+            o.people = options.people
+            o.classes = options.classes
+            o.splitNames = options.splitNames
+            report = ReadReport(dataset: try PysklFormat.read(path, options: o))
         case .createmlFolder:
             var o = CreateMLFolder.Options(imageSize: options.imageSize)
             o.minConfidence = options.minConfidence ?? 0

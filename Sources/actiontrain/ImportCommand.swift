@@ -5,14 +5,14 @@ import PoseCore
 /// `actiontrain import KIND SRC --out FILE.jsonl`: one command from a public dataset or a
 /// foreign format to the native format.
 enum ImportCommand {
-    static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml"]
+    static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml", "pyskl"]
 
     static let spec = CommandSpec(
         name: "import",
-        summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML file into the native format.",
+        summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML / PYSKL file into the native format.",
         positionals: [
             Positional(name: "KIND", help: "One of \(kinds.joined(separator: ", "))."),
-            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml)."),
+            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml, pyskl .pkl)."),
         ],
         options: [
             Option("out", value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
@@ -20,8 +20,8 @@ enum ImportCommand {
             Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
             Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
             Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
-            Option("classes", value: "LIST", help: "csv, npz, createml: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
-            Option("split-names", value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split."),
+            Option("classes", value: "LIST", help: "csv, npz, createml, pyskl: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
+            Option("split-names", value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split; pyskl: the split dictionary's keys, e.g. xsub_train=train,xsub_val=test."),
             Option("image-size", value: "WxH", help: "createml: the image size of clips that do not give one (Vision's points are fractions of the image)."),
             Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
@@ -35,6 +35,8 @@ enum ImportCommand {
               actiontrain import utkinect ../shared/datasets/utkinect_action3d --out utk.jsonl
               actiontrain import csv poses.csv --mapping columns.json --out poses.jsonl
               actiontrain import npz poses.npz --skeleton coco-17 --out poses.jsonl
+              actiontrain import pyskl ntu60_hrnet.pkl --split-names xsub_train=train,xsub_val=test --people bodies=2 --out ntu.jsonl
+              actiontrain import createml ThrowsFolder --image-size 1920x1080 --out throws.jsonl
             """)
 
     static func run(_ args: ParsedArguments, out: inout Output) throws {
@@ -80,6 +82,8 @@ enum ImportCommand {
         case "npz":
             options.labelsPath = args.value("labels")
             return try DatasetLoader.read(src, format: .npz, options: options)
+        case "pyskl":
+            return try DatasetLoader.read(src, format: .pyskl, options: options)
         case "createml":
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)

@@ -81,6 +81,17 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertTrue(noSize.err.contains("clap/c1.csv: clip 'clap/c1': no image size"), noSize.err)
     }
 
+    func testImportPyskl() throws {
+        let out = try temporaryDirectory().appendingPathComponent("ntu.jsonl").path
+        let r = run(["import", "pyskl", source("pyskl-3d.pkl"), "--split-names", "xsub_train=train,xsub_val=test", "--people", "bodies=2", "--out", out])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertEqual(r.out, "import: wrote 2 sequences (test 1, train 1), 2 classes, 4 frames, skeleton kinect-v2-25x2 to \(out)\n")
+        let evil = run(["import", "pyskl", source("evil.pkl"), "--out", out, "--force"])
+        XCTAssertEqual(evil.code, 1)
+        XCTAssertTrue(evil.err.contains("calls posix.system, which is not run"), evil.err)
+        XCTAssertEqual(evil.err.filter { $0 == "\n" }.count, 1)
+    }
+
     func testImportAndInspectShareTheReadingFlags() throws {
         let dir = try temporaryDirectory()
         let out = dir.appendingPathComponent("c.jsonl").path

@@ -103,3 +103,58 @@ with open(out("createml/wave/clip-2.json"), "w") as f:
     json.dump([{"head_joint": {"x": 0.5, "y": 0.75, "confidence": 0.9}, "left_foot_joint": [0.5, 0.25, 0.8]}, None], f)
 with open(out("createml/clap/c1.csv"), "w") as f:
     f.write("nose_x,nose_y,nose_c,left_ankle_x,left_ankle_y,left_ankle_c\n0.5,0.75,0.9,0.5,0.25,0.8\n")
+
+# MMAction2 / PYSKL annotation pickles, written with pickle.dump of real NumPy arrays (the
+# reader must never execute them). 2D: protocol 2, as mmcv.dump writes, float16 keypoints and
+# scores, a split dictionary; 3D: protocol 5 (in-band buffers), NTU-style two bodies with a
+# zero-padded second body; a bare list of annotations at protocol 4.
+import pickle
+
+def body2d(t, shift):
+    k = np.zeros((17, 2), dtype=np.float16)
+    for j in range(17):
+        k[j] = [100 + shift + j + t, 50 + 20 * j]
+    return k
+
+ann2d = []
+for n, (name, label) in enumerate([("clip-a", 0), ("clip-b", 2), ("clip-c", 0)]):
+    kp = np.stack([np.stack([body2d(t, 10 * n) for t in range(3)])])       # [1, 3, 17, 2]
+    score = np.full((1, 3, 17), 0.5, dtype=np.float16)
+    score[0, 1, 0] = 0.0                                                   # nose not detected in frame 1
+    ann2d.append({"frame_dir": name, "label": label if n != 1 else np.int64(label), "img_shape": (480, 640),
+                  "original_shape": (480, 640), "total_frames": 3, "keypoint": kp, "keypoint_score": score})
+with open(out("pyskl-2d.pkl"), "wb") as f:
+    pickle.dump({"split": {"xsub_train": ["clip-a", "clip-b"], "xsub_val": ["clip-c"]}, "annotations": ann2d}, f, protocol=2)
+
+def body3d(t, dx):
+    k = np.zeros((25, 3), dtype=np.float32)
+    for j in range(25):
+        k[j] = [dx + 0.01 * j, 1.0 - 0.04 * j + 0.01 * t, 3.0]
+    return k
+
+ann3d = []
+for n, name in enumerate(["S001C001P001R001A050", "S001C001P002R001A001"]):
+    kp = np.zeros((2, 2, 25, 3), dtype=np.float32)
+    for t in range(2):
+        kp[0, t] = body3d(t, -0.5)
+        if n == 0:
+            kp[1, t] = body3d(t, 0.5)      # a two-person action
+    ann3d.append({"frame_dir": name, "label": 49 if n == 0 else 0, "total_frames": 2, "keypoint": kp})
+with open(out("pyskl-3d.pkl"), "wb") as f:
+    pickle.dump({"split": {"xsub_train": [ann3d[0]["frame_dir"]], "xsub_val": [ann3d[1]["frame_dir"]],
+                           "xview_train": [ann3d[1]["frame_dir"]], "xview_val": [ann3d[0]["frame_dir"]]},
+                 "annotations": ann3d}, f, protocol=5)
+with open(out("pyskl-list.pkl"), "wb") as f:
+    pickle.dump(ann2d[:1], f, protocol=4)
+
+# Pickles that must be refused: code to run, Python objects in an array, a set.
+class Evil:
+    def __reduce__(self):
+        import os
+        return (os.system, ("echo this must never run",))
+with open(out("evil.pkl"), "wb") as f:
+    pickle.dump({"annotations": [Evil()]}, f, protocol=4)
+with open(out("object-array.pkl"), "wb") as f:
+    pickle.dump({"annotations": [{"frame_dir": "x", "keypoint": np.array([None, 1], dtype=object)}]}, f, protocol=2)
+with open(out("set.pkl"), "wb") as f:
+    pickle.dump({"annotations": [], "tags": {"a"}}, f, protocol=4)
