@@ -29,6 +29,13 @@ public enum PeoplePolicy: Sendable, Equatable, CustomStringConvertible {
 
     public static let choices = "split, largest, central, longest, confident or bodies=M"
 
+    /// The policy a model's input implies: `bodies(M)` for an interaction model
+    /// (`InputSpec.bodies` = M > 1), else nil (the reader's own choice).
+    public init?(modelInput input: InputSpec) {
+        guard let m = input.bodies, m > 1 else { return nil }
+        self = .bodies(m)
+    }
+
     public var description: String {
         switch self {
         case .split: return "split"
@@ -181,31 +188,25 @@ public enum People {
     }
 
     /// The M longest tracks (ties: first appearance), in order of first appearance, side by
-    /// side on `skeleton.bodies(m)`: body b's joint j is joint `b·J + j`. Missing bodies are
-    /// absent.
+    /// side on `skeleton.bodies(m)` (`PoseSequence.stackingBodies`); missing bodies are absent.
     static func stack(_ base: PoseSequence, _ tracks: [PoseSequence], bodies m: Int, skeleton: Skeleton) -> PoseSequence {
-        let J = skeleton.jointCount, D = skeleton.dimensions, F = base.frameCount
+        let J = skeleton.jointCount
         let lengths = tracks.map { presentFrames($0, J: J) }
         let chosen = tracks.indices.sorted { lengths[$0] > lengths[$1] || (lengths[$0] == lengths[$1] && $0 < $1) }.prefix(m).sorted()
-        let hasConfidence = tracks.contains { $0.confidence != nil }
-        var coords = [Float](repeating: 0, count: F * m * J * D)
-        var present = [UInt8](repeating: 0, count: F * m * J)
-        var conf: [Float]? = hasConfidence ? [Float](repeating: 0, count: F * m * J) : nil
-        for (b, k) in chosen.enumerated() {
-            let s = tracks[k]
-            for f in 0..<F {
-                for j in 0..<J where s.present[f * J + j] != 0 {
-                    let dst = (f * m + b) * J + j
-                    present[dst] = 1
-                    conf?[dst] = s.confidence?[f * J + j] ?? 1
-                    for c in 0..<D { coords[dst * D + c] = s.coordinates[(f * J + j) * D + c] }
-                }
-            }
-        }
-        return PoseSequence(
-            id: base.id, label: base.label, group: base.group, split: base.split, jointCount: m * J, dimensions: D,
-            frameCount: F, coordinates: coords, present: present, confidence: conf, timestamps: base.timestamps,
-            events: base.events, imageSize: base.imageSize, bodyHeight: base.bodyHeight, heightEstimation: base.heightEstimation)
+        var bodies: [PoseSequence?] = chosen.map { tracks[$0] }
+        bodies += Array(repeating: nil, count: m - bodies.count)
+        if bodies.allSatisfy({ $0 == nil }) { bodies[0] = base }
+        var out = PoseSequence.stackingBodies(bodies)
+        out.id = base.id
+        out.label = base.label
+        out.group = base.group
+        out.split = base.split
+        out.timestamps = base.timestamps
+        out.events = base.events
+        out.imageSize = base.imageSize
+        out.bodyHeight = base.bodyHeight
+        out.heightEstimation = base.heightEstimation
+        return out
     }
 
     static func presentFrames(_ s: PoseSequence, J: Int) -> Int {

@@ -15,6 +15,20 @@ enum DataOptions {
         "people", value: "POLICY",
         help: "Several people per frame: split (one sequence per track, same group), largest, central, longest, confident (one track), or bodies=M (interaction models).")
 
+    /// The data formats every command reads (for `--help`).
+    static let formats =
+        "Dataset file: .jsonl (native), .csv/.tsv (CSV), .npz/.npy (NumPy), .ts (UEA), .pkl (MMAction2/PYSKL); Create ML folders and the public datasets go through 'actiontrain import'."
+
+    /// Reads DATA with the shared flags and prints the reader's warnings and the coordinate
+    /// contradictions.
+    static func load(_ path: String, _ args: ParsedArguments, people: PeoplePolicy? = nil, out: inout Output) throws -> Dataset {
+        var o = try readOptions(args)
+        if o.people == nil { o.people = people }
+        let loaded = try DatasetLoader.read(path, options: o)
+        printWarnings(loaded.warnings, out: &out)
+        return loaded.dataset
+    }
+
     /// `ReadOptions` from `--min-confidence`, `--strict`, `--people` and a resolved skeleton.
     static func readOptions(_ args: ParsedArguments, skeleton: Skeleton? = nil) throws -> ReadOptions {
         var o = ReadOptions(skeleton: skeleton, strict: args.has("strict"))

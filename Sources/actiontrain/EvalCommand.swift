@@ -10,7 +10,7 @@ enum EvalCommand {
         summary: "Evaluate a model file on a dataset: metrics at the window and sequence level, reports, and a regression gate.",
         positionals: [
             Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
-            Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA)."),
+            Positional(name: "DATA", help: DataOptions.formats),
         ],
         options: [
             Option("split", value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
@@ -18,6 +18,7 @@ enum EvalCommand {
             Option("report", value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
             Option("json", value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
             Option("use-events", help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
+            DataOptions.minConfidence, DataOptions.people, DataOptions.strict,
             Option("force", help: "Replace output files that actiontrain did not write."),
             Option("bootstrap", value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
             Option("seed", value: "N", help: "Seed of the bootstrap (default 0)."),
@@ -62,8 +63,9 @@ enum EvalCommand {
             try GateOptions.reportingErrors(args, baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
         }
 
+        if let swapped = Guards.swappedArguments(model: modelPath, data: dataPath) { throw CLIError.usage(swapped) }
         let model = try ActionModel(contentsOf: modelPath)
-        let dataset = try DatasetLoader.load(dataPath)
+        let dataset = try DataOptions.load(dataPath, args, people: PeoplePolicy(modelInput: model.input), out: &out)
         try checkCompatible(model, dataset, dataPath: dataPath)
         let splits = Set(dataset.sequences.compactMap(\.split))
         let split = args.value("split") ?? (splits.contains("test") ? "test" : nil)
@@ -75,7 +77,7 @@ enum EvalCommand {
         guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
         let report = try evaluate(
             model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
-            stride: stride, useEvents: args.has("use-events"), settings: settings)
+            stride: stride, useEvents: args.has("use-events"), settings: settings, warn: { out.note("warning: \(dataPath): \($0)\n") })
         out.write(TextReport.render(report))
         if let path = args.value("json") { try write(try ReportJSON.encode(report), to: path) }
         if let dir = reportDir {
@@ -102,10 +104,11 @@ enum EvalCommand {
     /// them at the window and sequence level (`fit` uses it for its validation report).
     static func evaluate(
         model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, indices: [Int], split: String?,
-        stride: Int, useEvents: Bool, settings: EvalSettings
+        stride: Int, useEvents: Bool, settings: EvalSettings, warn: (String) -> Void = { _ in }
     ) throws -> EvalReport {
         let windows = try WindowSet(
             dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes, useEvents: useEvents)
+        if let w = Guards.padding(of: windows).warning(windowLength: model.input.window.frames) { warn(w) }
         let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
         let ids = sequenceIDs(dataset, indices)
         let table = try PredictionTable(

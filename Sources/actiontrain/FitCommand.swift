@@ -9,7 +9,7 @@ enum FitCommand {
     static let spec = CommandSpec(
         name: "fit",
         summary: "Train a classifier on a dataset and write a model file and a run folder.",
-        positionals: [Positional(name: "DATA", help: "Dataset file (.jsonl native, .ts UEA). Optional with --resume.", optional: true)],
+        positionals: [Positional(name: "DATA", help: DataOptions.formats + " Optional with --resume.", optional: true)],
         options: [
             Option("config", value: "FILE", help: "JSON config file; flags override its keys."),
             Option("out", value: "DIR", help: "Run folder (default runs/<dataset>). It must not exist unless --force."),
@@ -17,6 +17,8 @@ enum FitCommand {
             Option(
                 "resume", value: "RUN",
                 help: "Continue the run in folder RUN from its checkpoint, exactly where it stopped. Only --epochs, --learning-rate, --gradient-clip-norm, --patience, --min-delta and --threads may change."),
+            Option("window-seconds", value: "S", help: "Window length in seconds instead of --window-frames: S times the frame rate (the resampling rate, else the data's)."),
+            DataOptions.minConfidence, DataOptions.people, DataOptions.strict,
         ] + ConfigOptions.options,
         discussion: """
             Training uses the sequences whose split is "train" (all sequences when the data gives no
@@ -53,8 +55,12 @@ enum FitCommand {
             guard let dataPath = args.positionals.first else {
                 throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
             }
-            let config = try ConfigOptions.resolve(file: args.value("config"), args: args)
-            let dataset = try DatasetLoader.load(dataPath)
+            var config = try ConfigOptions.resolve(file: args.value("config"), args: args)
+            let dataset = try DataOptions.load(dataPath, args, out: &out)
+            if let seconds = try args.value("window-seconds", as: Double.self) {
+                guard args.value("window-frames") == nil else { throw CLIError.usage("give --window-frames or --window-seconds, not both") }
+                config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
+            }
             let runDir = args.value("out") ?? "runs/\(dataset.name)"
             try prepareRunFolder(runDir, force: args.has("force"))
             run = try build(dataPath: dataPath, dataset: dataset, runDir: runDir, config: config, out: &out)
@@ -82,7 +88,8 @@ enum FitCommand {
         guard let dataPath = args.positionals.first ?? checkpoint.metadata["dataset"] else {
             throw CLIError.failure("\(path): the checkpoint does not name its dataset; pass DATA")
         }
-        let dataset = try DatasetLoader.load(dataPath)
+        if args.value("window-seconds") != nil { throw CLIError.usage("--window-seconds cannot change when resuming; start a new run instead") }
+        let dataset = try DataOptions.load(dataPath, args, out: &out)
         if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
             throw CLIError.failure(
                 "\(dataPath): the dataset changed since the run started (content hash \(dataset.contentHash), the checkpoint has \(hash)); resume with the original data or start a new run")
@@ -105,6 +112,7 @@ enum FitCommand {
             out.note("warning: [\(w.code)] \(w)\n")
         }
         let (trainIdx, validIdx) = try trainingSplit(dataset, config: config, out: &out)
+        try Guards.requireTwoClasses(dataset, training: trainIdx, file: dataPath)
         let input: InputSpec
         do { input = try config.inputSpec(for: dataset.skeleton, imageSize: dataset.imageSize) } catch let e as TrainingError {
             throw CLIError.failure("\(e)")

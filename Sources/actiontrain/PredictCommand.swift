@@ -11,12 +11,14 @@ enum PredictCommand {
             Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
             Positional(
                 name: "DATA",
-                help: "Dataset file (.jsonl native, .ts UEA), or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
+                help: DataOptions.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
             Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
             Option("format", value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
             Option("split", value: "NAME", help: "Only the sequences of this split (default: all)."),
+            Option("use-events", help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
+            DataOptions.minConfidence, DataOptions.people, DataOptions.strict,
         ],
         discussion: """
             Each sequence is resampled to the model's frame rate when it has one, then cut into the
@@ -37,6 +39,7 @@ enum PredictCommand {
 
     /// `stdin` yields the lines of standard input (replaceable in tests).
     static func run(_ args: ParsedArguments, out: inout Output, stdin: () -> String?) throws {
+        if let swapped = Guards.swappedArguments(model: args.positionals[0], data: args.positionals[1]) { throw CLIError.usage(swapped) }
         let model = try ActionModel(contentsOf: args.positionals[0])
         let dataPath = args.positionals[1]
         let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
@@ -45,10 +48,11 @@ enum PredictCommand {
             throw CLIError.usage("--format must be jsonl or table, got '\(args.value("format")!)'")
         }
         var printer = Printer(model: model, format: format, stride: stride, split: args.value("split"))
+        printer.useEvents = args.has("use-events")
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
-            let dataset = try DatasetLoader.load(dataPath)
+            let dataset = try DataOptions.load(dataPath, args, people: PeoplePolicy(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             for s in dataset.sequences { try printer.predict(s, sourceFrameRate: dataset.frameRate, out: &out) }
         }
@@ -63,6 +67,8 @@ enum PredictCommand {
         let split: String?
         var sequences = 0, windows = 0, labeled = 0, correct = 0
         var wroteTableHeader = false
+        var useEvents = false
+        var padding = Guards.PaddingTally()
 
         init(model: ActionModel, format: Format, stride: Int, split: String?) {
             self.model = model
@@ -95,7 +101,8 @@ enum PredictCommand {
                 if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
                 let d: Dataset
                 do {
-                    d = try NativeFormat.parse(Array((header + "\n" + line).utf8), file: file)
+                    d = try NativeFormat.parse(
+                        Array((header + "\n" + line).utf8), file: file, options: .init(people: PeoplePolicy(modelInput: model.input)))
                 } catch let e as DatasetError {
                     // The line was parsed as line 2 of a two-line document: name its real line.
                     throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(number):"))
@@ -113,10 +120,12 @@ enum PredictCommand {
 
         mutating func predict(_ s: PoseSequence, sourceFrameRate: Double?, out: inout Output) throws {
             if let split, s.split != split { return }
-            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate)
+            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
             sequences += 1
+            let F = model.input.window.frames
             for (i, p) in predictions.enumerated() {
                 windows += 1
+                padding.add(frames: F, real: model.input.window.mode == .fit ? F : p.end - p.start)
                 let label = model.classes[p.classIndex]
                 if let truth = s.label {
                     labeled += 1
@@ -153,7 +162,9 @@ enum PredictCommand {
         func summary() -> String {
             var s = "predict: \(windows) windows from \(sequences) sequences"
             if labeled > 0 { s += String(format: "; %d of %d labeled windows agree with their sequence's label (%.3f)", correct, labeled, Double(correct) / Double(labeled)) }
-            return s + "\n"
+            s += "\n"
+            if let w = padding.warning(windowLength: model.input.window.frames) { s += "warning: \(w)\n" }
+            return s
         }
     }
 
