@@ -130,65 +130,69 @@ public enum NativeFormat {
 
 /// Joint names as bytes for allocation-free lookup of JSON keys. A name that is not the
 /// skeleton's own is resolved once through `Skeleton.resolveJoint` (alias tables, loose
-/// matching) and then remembered as bytes too.
+/// matching) and then remembered as bytes too, in a second table searched only when the
+/// skeleton's own names miss.
 final class JointTable {
     let skeleton: Skeleton
     let names: [String]
-    /// Entry k's bytes are `bytes[offsets[k]..<offsets[k+1]]`; its joint is `targets[k]`. The
-    /// first entries are the skeleton's names in order, then the aliases seen.
-    private var bytes: [UInt8] = []
-    private var offsets = [0]
-    private var targets: [Int] = []
+    private let bytes: UnsafeMutablePointer<UInt8>
+    private let offsets: [Int]  // names[k] is bytes[offsets[k]..<offsets[k+1]]
+    /// Names seen that are not the skeleton's own, as bytes, with their joints.
+    private var aliases: [(name: [UInt8], joint: Int)] = []
     /// How names other than the skeleton's own matched (`JointNameMatch`), in order of first use.
     private(set) var matches: [JointNameMatch] = []
 
     init(_ skeleton: Skeleton) {
         self.skeleton = skeleton
         names = skeleton.joints
-        for (k, n) in names.enumerated() { add(Array(n.utf8), joint: k) }
+        var all: [UInt8] = []
+        var offs = [0]
+        for n in names {
+            all += Array(n.utf8)
+            offs.append(all.count)
+        }
+        bytes = .allocate(capacity: max(all.count, 1))
+        bytes.initialize(from: all, count: all.count)
+        offsets = offs
     }
 
-    private func add(_ name: [UInt8], joint: Int) {
-        bytes += name
-        offsets.append(bytes.count)
-        targets.append(joint)
-    }
+    deinit { bytes.deallocate() }
 
-    /// Joint index of the name `p[start..<start+count]`, trying entry `hint` first; `hint`
-    /// becomes the entry after the match (names usually come in skeleton order).
+    /// Index of the joint whose name is `p[start..<start+count]`, trying joint `hint` first.
     @inline(__always)
-    func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: inout Int) -> Int? {
-        if hint < targets.count && entryMatches(hint, p, start, count) {
-            hint += 1
-            return targets[hint - 1]
-        }
-        for k in 0..<targets.count where k != hint && entryMatches(k, p, start, count) {
-            hint = k + 1
-            return targets[k]
-        }
-        let joint = resolve(String(decoding: UnsafeBufferPointer(start: p + start, count: count), as: UTF8.self))
-        hint = targets.count
-        return joint
+    func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: Int) -> Int? {
+        if hint < names.count && nameMatches(hint, p, start, count) { return hint }
+        for k in 0..<names.count where k != hint && nameMatches(k, p, start, count) { return k }
+        return alias(p, start, count)
     }
 
     /// Joint index of a decoded name.
     func index(of name: String) -> Int? {
         if let k = names.firstIndex(of: name) { return k }
-        return resolve(name)
+        return alias(Array(name.utf8))
     }
 
-    /// A name that is not the skeleton's own: resolved once, then remembered.
-    private func resolve(_ name: String) -> Int? {
-        guard targets.count < names.count + 4096, let (k, how) = skeleton.resolveJoint(name) else { return nil }
-        add(Array(name.utf8), joint: k)
+    /// A name that is not the skeleton's own: looked up among the aliases seen, else resolved
+    /// and remembered.
+    private func alias(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Int? {
+        for a in aliases where a.name.count == count && a.name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, p + start, count) == 0 }) {
+            return a.joint
+        }
+        return alias(Array(UnsafeBufferPointer(start: p + start, count: count)))
+    }
+
+    private func alias(_ name: [UInt8]) -> Int? {
+        if let a = aliases.first(where: { $0.name == name }) { return a.joint }
+        guard aliases.count < 4096, let (k, how) = skeleton.resolveJoint(String(decoding: name, as: UTF8.self)) else { return nil }
+        aliases.append((name, k))
         if !matches.contains(how) { matches.append(how) }
         return k
     }
 
     @inline(__always)
-    private func entryMatches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
+    private func nameMatches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
         let o = offsets[k]
-        return offsets[k + 1] - o == count && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + o, p + start, count) == 0 }
+        return offsets[k + 1] - o == count && memcmp(bytes + o, p + start, count) == 0
     }
 }
 
@@ -662,11 +666,12 @@ struct NativeReader {
                 guard let k = table.index(of: decoded) else { throw unknownJoint(decoded, number) }
                 j = k
             } else {
-                guard let k = table.index(s.p, key.start, key.count, hint: &hint) else {
+                guard let k = table.index(s.p, key.start, key.count, hint: hint) else {
                     throw unknownJoint(String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self), number)
                 }
                 j = k
             }
+            hint = j + 1
             context.joint = table.names[j]
             guard present[jbase + j] == 0 else {
                 throw DatasetError.invalidValue(location(number), problem: "the joint is given twice in one frame", fix: "keep one point per joint")

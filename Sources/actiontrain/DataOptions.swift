@@ -19,13 +19,13 @@ enum DataOptions {
     static let formats =
         "Dataset file: .jsonl (native), .csv/.tsv (CSV), .npz/.npy (NumPy), .ts (UEA), .pkl (MMAction2/PYSKL); Create ML folders and the public datasets go through 'actiontrain import'."
 
-    /// Reads DATA with the shared flags and prints the reader's warnings and the coordinate
-    /// contradictions.
-    static func load(_ path: String, _ args: ParsedArguments, people: PeoplePolicy? = nil, out: inout Output) throws -> Dataset {
+    /// Reads DATA with the shared flags and prints the reader's warnings and (unless the
+    /// caller prints `Lint`'s, which include them) the coordinate contradictions.
+    static func load(_ path: String, _ args: ParsedArguments, people: PeoplePolicy? = nil, lintFollows: Bool = false, out: inout Output) throws -> Dataset {
         var o = try readOptions(args)
         if o.people == nil { o.people = people }
         let loaded = try DatasetLoader.read(path, options: o)
-        printWarnings(loaded.warnings, out: &out)
+        printWarnings(lintFollows ? loaded.readerWarnings : loaded.warnings, out: &out)
         return loaded.dataset
     }
 

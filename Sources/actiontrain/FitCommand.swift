@@ -56,7 +56,7 @@ enum FitCommand {
                 throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
             }
             var config = try ConfigOptions.resolve(file: args.value("config"), args: args)
-            let dataset = try DataOptions.load(dataPath, args, out: &out)
+            let dataset = try DataOptions.load(dataPath, args, lintFollows: true, out: &out)
             if let seconds = try args.value("window-seconds", as: Double.self) {
                 guard args.value("window-frames") == nil else { throw CLIError.usage("give --window-frames or --window-seconds, not both") }
                 config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
@@ -89,7 +89,7 @@ enum FitCommand {
             throw CLIError.failure("\(path): the checkpoint does not name its dataset; pass DATA")
         }
         if args.value("window-seconds") != nil { throw CLIError.usage("--window-seconds cannot change when resuming; start a new run instead") }
-        let dataset = try DataOptions.load(dataPath, args, out: &out)
+        let dataset = try DataOptions.load(dataPath, args, lintFollows: true, out: &out)
         if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
             throw CLIError.failure(
                 "\(dataPath): the dataset changed since the run started (content hash \(dataset.contentHash), the checkpoint has \(hash)); resume with the original data or start a new run")

@@ -42,7 +42,7 @@ final class ImportCommandTests: XCTestCase {
     func testUsageAndInputErrors() {
         let bad = run(["import", "nptz", "x.npz", "--out", "/tmp/never.jsonl"])
         XCTAssertEqual(bad.code, 2)
-        XCTAssertEqual(bad.err, "error: unknown KIND 'nptz'; use one of natops, penn-action, utkinect, csv, npz, createml. Did you mean 'npz'?\n")
+        XCTAssertEqual(bad.err, "error: unknown KIND 'nptz'; use one of natops, penn-action, utkinect, csv, npz, createml, pyskl. Did you mean 'npz'?\n")
         XCTAssertEqual(run(["import", "npz", "x.npz"]).code, 2, "--out is required")
         let dtype = run(["import", "npz", fixtures.appendingPathComponent("bad_dtype.npz").path, "--out", "/tmp/never-written.jsonl"])
         XCTAssertEqual(dtype.code, 1)
