@@ -40,7 +40,8 @@ public enum ModelFile {
     // MARK: - Writing
 
     /// Serialises a model: header and the network's parameters. Identical inputs give
-    /// identical bytes (sorted keys, no time stamps).
+    /// identical bytes (sorted keys, no time stamps). Refuses NaN or infinite weights, which
+    /// no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
         trainingFrameRate: Double? = nil
@@ -93,7 +94,15 @@ public enum ModelFile {
             }
         }
         out.replaceSubrange(preambleSize..<dataStart, with: headerBytes)
-        let dataCRC = out.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[dataStart..<total])) }
+        let pass = out.withUnsafeBytes { BackgroundChecksum(UnsafeRawBufferPointer(rebasing: $0[dataStart..<total])).finish() }
+        if let offset = pass.firstNonFinite {
+            let e = out.withUnsafeBytes { nonFiniteError(tensors, data: UnsafeRawBufferPointer(rebasing: $0[dataStart..<total]), at: offset) }
+            guard case .nonFiniteValues(let name, let count, let index, let first) = e else { throw e }
+            throw ModelFileError.cannotEncode(
+                "tensor '\(name)' holds \(count) NaN or infinite value\(count == 1 ? "" : "s") (the first, \(first), at \(index)); "
+                    + "weights must be finite: the training diverged, lower the learning rate")
+        }
+        let dataCRC = pass.crc
         var pre: [UInt8] = magic
         pre += le(UInt16(majorVersion)) + le(UInt16(minorVersion)) + le(UInt32(0))
         pre += le(UInt64(headerBytes.count)) + le(UInt64(dataLength))
@@ -171,9 +180,11 @@ public enum ModelFile {
         return header
     }
 
-    /// Checks the preamble, checksums, header and tensor table (docs/format.md section 2,
-    /// steps 1-8) and returns the header and the data section (a view into `bytes`).
-    /// Every size is checked before it is used; nothing is allocated from a size in the file.
+    /// Checks the preamble, checksums, header, tensor table and values (docs/format.md
+    /// section 2, steps 1-10) and returns the header and the data section (a view into
+    /// `bytes`). Every size is checked before it is used; nothing is allocated from a size in
+    /// the file. The data CRC and the finiteness scan are one pass, on two threads for large
+    /// files (`BackgroundChecksum`).
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, data: UnsafeRawBufferPointer) {
         let pre = try readPreamble(UnsafeRawBufferPointer(rebasing: bytes.prefix(preambleSize)), fileSize: bytes.count)
         let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<pre.dataStart])
@@ -182,14 +193,16 @@ public enum ModelFile {
             throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
         }
         let data = UnsafeRawBufferPointer(rebasing: bytes[pre.dataStart...])
-        let dataCRC = CRC32.parallelChecksum(data)
-        guard dataCRC == pre.dataCRC else {
-            throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC)
+        let pass = BackgroundChecksum(data).finish()
+        guard pass.crc == pre.dataCRC else {
+            throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc)
         }
-        return (try readHeader(headerBytes, pre), data)
+        let header = try readHeader(headerBytes, pre)
+        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (header, data)
     }
 
-    /// Step 9: the network of a validated header, its tensors checked against the header's
+    /// Step 11: the network of a validated header, its tensors checked against the header's
     /// (names, shapes, layouts, order). The shape pass bounded every size, so building it is
     /// safe; the weights are still zeros.
     static func makeNetwork(_ header: ModelHeader, storage: ParameterStorage? = nil) throws -> Network {
@@ -339,9 +352,9 @@ public enum ModelFile {
     /// laid out as its arena (every tensor but the last a multiple of 64 bytes long, so no
     /// padding between them), or given a copy of them otherwise. Nil when mapping fails.
     ///
-    /// The data checksum runs on a helper thread while this one checks the header and builds
-    /// the network (`BackgroundChecksum`); errors keep `decode`'s order: header checksum, data
-    /// checksum, then the header's contents.
+    /// The data checksum and the finiteness scan run on a helper thread while this one checks
+    /// the header and builds the network (`BackgroundChecksum`); errors keep `load`'s order:
+    /// header checksum, data checksum, the header's contents, the values, then the network.
     static func loadMapped(_ fd: Int32, size: Int) throws -> (header: ModelHeader, network: Network)? {
         guard let file = MappedFile(fd, size: size) else { return nil }
         let bytes = file.bytes
@@ -354,21 +367,25 @@ public enum ModelFile {
             checksum.cancel()
             throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
         }
-        let parsed = Result { () throws -> (ModelHeader, Network?) in
+        // The header, and the network bound in place (its errors held until the values are checked).
+        let parsed = Result { () throws -> (ModelHeader, Result<Network?, Error>) in
             let header = try parseHeader(headerBytes, pre)
             #if _endian(little)
                 if isPacked(header.tensors) {
                     file.dataStart = pre.dataStart
-                    let network = try makeNetwork(header, storage: file)
-                    if zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) { return (header, network) }
+                    return (header, Result { () throws -> Network? in
+                        let network = try makeNetwork(header, storage: file)
+                        return zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) ? network : nil
+                    })
                 }
             #endif
-            return (header, nil)
+            return (header, .success(nil))
         }
-        let dataCRC = checksum.finish()
-        guard dataCRC == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC) }
+        let pass = checksum.finish()
+        guard pass.crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc) }
         let (header, inPlace) = try parsed.get()
-        return (header, try inPlace ?? makeNetwork(header, copying: data))
+        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (header, try inPlace.get() ?? makeNetwork(header, copying: data))
     }
 
     /// True when each tensor starts where the previous one ends (no alignment padding).
@@ -406,15 +423,22 @@ public enum ModelFile {
         let network = try makeNetwork(header)
         var crc: UInt32 = 0
         var gap = [UInt8](repeating: 0, count: alignment)
+        // Steps 9 and 10 are found as the data arrives and reported after its checksum.
+        var badPadding: ModelFileError?, nonFinite: ModelFileError?
         for (expected, stored) in zip(network.tensors, header.tensors) {
             let dst = UnsafeMutableRawPointer(network.parameters + expected.offset)
             try readFully(fd, dst, stored.length, at: pre.dataStart + stored.offset)
-            crc = CRC32.checksum(UnsafeRawBufferPointer(start: dst, count: stored.length), continuing: crc)
+            let values = UnsafeRawBufferPointer(start: dst, count: stored.length)
+            crc = CRC32.checksum(values, continuing: crc)
+            if nonFinite == nil, firstNonFinite(values) != nil { nonFinite = nonFiniteError(stored, values) }
             let end = stored.offset + stored.length, gapLength = align(end) - end
             if gapLength > 0 {
                 try gap.withUnsafeMutableBytes { g in
                     try readFully(fd, g.baseAddress!, gapLength, at: pre.dataStart + end)
                     crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: g.prefix(gapLength)), continuing: crc)
+                    if badPadding == nil, let k = g.prefix(gapLength).firstIndex(where: { $0 != 0 }) {
+                        badPadding = .nonZeroPadding(after: stored.name, offset: end + k)
+                    }
                 }
             }
             #if !_endian(little)
@@ -423,6 +447,7 @@ public enum ModelFile {
             #endif
         }
         guard crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: crc) }
+        if let e = badPadding ?? nonFinite { throw e }
         return (header, network)
     }
 

@@ -104,7 +104,7 @@ final class ModelFileTests: XCTestCase {
         } catch {
             XCTFail("expected a ModelFileError, got \(error)", file: file, line: line)
         }
-        guard let inMemory, bytes.count < 1 << 20 else { return }
+        guard let inMemory, bytes.count < 1 << 23 else { return }
         let path = scratch.appendingPathComponent("case.atm").path
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)), file: file, line: line)
         for mapped in [false, true] {
@@ -269,6 +269,73 @@ final class ModelFileTests: XCTestCase {
         m.dataCRC = 0xDEAD_BEEF
         assertRejects(m.bytes, ["stored deadbeef"]) {
             if case .checksumMismatch(section: "data", stored: 0xDEAD_BEEF, _) = $0 { return true } else { return false }
+        }
+    }
+
+    // MARK: - Values (docs/format.md 1.4, steps 9 and 10)
+
+    func testNonFiniteWeightsAreRefusedNamingTheTensor() {
+        for (value, kind) in [(Float.nan, "NaN"), (.infinity, "+infinity"), (-.infinity, "-infinity")] {
+            var weights = Self.weights
+            weights[6] = value  // [1, 2] of the [2, 4] weight
+            weights[7] = .nan
+            let data = Self.tensorBytes(weights) + Self.tensorBytes(Self.bias)
+            assertRejects(
+                header: Self.headerJSON(), data: data,
+                ["tensor 'layers.1.weight' holds 2 NaN or infinite values (the first, \(kind), at [1, 2])", "retrain"]
+            ) { $0 == .nonFiniteValues(tensor: "layers.1.weight", count: 2, firstIndex: [1, 2], first: kind) }
+        }
+        var bias = Self.bias
+        bias[1] = -.infinity
+        assertRejects(header: Self.headerJSON(), data: Self.tensorBytes(Self.weights) + Self.tensorBytes(bias), ["tensor 'layers.1.bias'"]) {
+            $0 == .nonFiniteValues(tensor: "layers.1.bias", count: 1, firstIndex: [1], first: "-infinity")
+        }
+    }
+
+    func testNonFiniteWeightsInALargeModelAreRefusedByEveryReader() throws {
+        // Large enough for the helper-thread pass (several 256 KiB blocks), the NaN near the end.
+        let m = try ModelFixtures.randomModel(seed: 11)
+        let inputs = m.network.inputShape.count, hidden = max(4096, (1 << 19) / inputs)
+        let network = try Network(
+            layers: [.flatten, .linear(inputs: inputs, outputs: hidden), .relu, .linear(inputs: hidden, outputs: m.classes.count)],
+            input: m.network.inputShape)
+        network.initialize(seed: 1)
+        var bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: network, provenance: .init())
+        XCTAssertGreaterThan(bytes.count, 1 << 20)
+        let (header, _) = try ModelFile.load(bytes)
+        let weight = header.tensors[0]
+        let dataStart = bytes.count - Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 24, as: UInt64.self) })
+        let flat = weight.length / 4 - 3
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: Float.infinity.bitPattern.littleEndian, toByteOffset: dataStart + weight.offset + 4 * flat, as: UInt32.self) }
+        let crc = CRC32.checksum(Array(bytes[dataStart...]))
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 36, as: UInt32.self) }
+        XCTAssertEqual(weight.shape, [hidden, inputs])
+        assertRejects(bytes, ["tensor 'layers.1.weight' holds 1 NaN or infinite value (the first, +infinity"]) {
+            $0 == .nonFiniteValues(tensor: "layers.1.weight", count: 1, firstIndex: [flat / inputs, flat % inputs], first: "+infinity")
+        }
+    }
+
+    func testNonZeroPaddingIsRefused() {
+        // The weight is 32 bytes: bytes 32..<64 of the data section are padding, as are 72..<128.
+        for (offset, after) in [(32, "layers.1.weight"), (63, "layers.1.weight"), (72, "layers.1.bias"), (127, "layers.1.bias")] {
+            var data = Self.data
+            data[offset] = 0x01
+            assertRejects(header: Self.headerJSON(), data: data, ["non-zero padding byte at data offset \(offset), after tensor '\(after)'"]) {
+                $0 == .nonZeroPadding(after: after, offset: offset)
+            }
+        }
+        // A NaN's bytes in the padding: still a padding error.
+        var data = Self.data
+        data.replaceSubrange(32..<36, with: [0x00, 0x00, 0xC0, 0x7F])
+        assertRejects(header: Self.headerJSON(), data: data, ["padding"]) { $0 == .nonZeroPadding(after: "layers.1.weight", offset: 34) }
+    }
+
+    func testWriterRefusesNonFiniteWeights() throws {
+        let m = try ModelFixtures.randomModel(seed: 3)
+        let t = m.network.tensors[m.network.tensors.count - 1]
+        m.network.parameters[t.offset + t.count - 1] = .nan
+        assertThrows(["tensor '\(t.name)' holds 1 NaN or infinite value (the first, NaN, at", "lower the learning rate"]) {
+            _ = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init())
         }
     }
 
