@@ -35,6 +35,8 @@ public enum ModelFile {
         public static let totalActivationValues = 1 << 26
         public static let classes = 1 << 16
         public static let joints = 1 << 16
+        /// `layerNorm`'s ε (float32).
+        public static let layerNormEpsilon: ClosedRange<Float> = 1e-12...1
     }
 
     // MARK: - Writing
@@ -52,9 +54,6 @@ public enum ModelFile {
         guard network.classCount == classes.count else {
             throw ModelFileError.cannotEncode("the network has \(network.classCount) outputs for \(classes.count) classes")
         }
-        for (k, v) in provenance.metrics where !v.isFinite {
-            throw ModelFileError.cannotEncode("metric '\(k)' is \(v); metrics must be finite")
-        }
         var tensors: [ModelHeader.Tensor] = []
         var offset = 0
         for t in network.tensors {
@@ -69,6 +68,11 @@ public enum ModelFile {
             format: formatName, classes: classes,
             coordinateSystem: .init(units: input.skeleton.units), input: input, inputShape: network.inputShape,
             trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance)
+        do {
+            try validate(header)  // what a reader would refuse is not written
+        } catch let e as ModelFileError {
+            throw ModelFileError.cannotEncode("a reader would refuse it: \(e)")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         var headerBytes: [UInt8]

@@ -430,6 +430,64 @@ final class ModelFileTests: XCTestCase {
         assertRejects(header: Self.headerJSON(layers: layers), ["rate 1.5 must be in [0, 1)"], badHeader)
     }
 
+    /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
+    func testHeaderNumbersOutsideTheirBounds() {
+        func window(_ json: String) -> String {
+            Self.inputJSON.replacingOccurrences(of: #""window":{"frames":2,"#, with: #""window":{\#(json)"frames":2,"#)
+        }
+        for rate in ["1e300", "0.001", "10001", "-30", "0"] {
+            assertRejects(
+                header: Self.headerJSON(input: window(#""frameRate":\#(rate),"#)),
+                ["the input description is invalid: window: frame rate must be 0.01 to 10000 frames per second"], badHeader)
+            assertRejects(
+                header: Self.headerJSON().replacingOccurrences(of: #""layers":"#, with: #""trainingFrameRate":\#(rate),"layers":"#),
+                ["trainingFrameRate", "must be 0.01 to 10000 frames per second"], badHeader)
+        }
+        let divide = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"by":[1920,0.0000001],"op":"divide"}]"#)
+        assertRejects(header: Self.headerJSON(input: divide), ["preprocessing step 0: divide needs divisors from 1e-06 to 1000000"], badHeader)
+        func norm(_ epsilon: String) -> String {
+            #"[{"channels":2,"epsilon":\#(epsilon),"type":"layerNorm"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
+        }
+        let normTensors = tensors([
+            ("layers.0.gamma", [2], "[channels]", 0, 8, "float32"), ("layers.0.beta", [2], "[channels]", 64, 8, "float32"),
+            ("layers.2.weight", [2, 4], "[outputs, inputs]", 128, 32, "float32"), ("layers.2.bias", [2], "[outputs]", 192, 8, "float32"),
+        ])
+        let normData = Self.tensorBytes([1, 1]) + Self.tensorBytes([0, 0]) + Self.data
+        for epsilon in ["2", "1e-13", "0"] {
+            assertRejects(
+                header: Self.headerJSON(layers: norm(epsilon), tensors: normTensors), data: normData,
+                ["layers[0] (layerNorm): epsilon", "must be in [1e-12, 1.0]"], badHeader)
+        }
+        XCTAssertNoThrow(try ModelFile.load(HandMade(header: Self.headerJSON(layers: norm("1e-5"), tensors: normTensors), data: normData).bytes))
+        func conv(kernel: Int = 1, stride: Int = 1, dilation: Int = 1, padding: Int = 0) -> String {
+            #"[{"dilation":\#(dilation),"inputs":2,"kernel":\#(kernel),"outputs":2,"padding":\#(padding),"stride":\#(stride),"type":"conv1d"},{"type":"flatten"}]"#
+        }
+        for (field, layers) in [
+            ("kernel", conv(kernel: 200_001, padding: 100_000)), ("stride", conv(stride: 100_001)), ("dilation", conv(dilation: 1 << 20)),
+        ] {
+            assertRejects(header: Self.headerJSON(layers: layers), ["layers[0] (conv1d) \(field) is", "the limit is 100000"], limit)
+        }
+        assertRejects(header: Self.headerJSON(layers: conv(padding: 100_001)), ["padding 100001 must be in 0...100000"], badHeader)
+        let metric = Self.headerJSON().replacingOccurrences(of: #""metrics":{}"#, with: #""metrics":{"loss":1e999}"#)
+        assertRejects(header: metric, ["header is invalid"], badHeader)  // beyond binary64: JSONDecoder refuses the number
+    }
+
+    func testDuplicateKeysAreRefusedWhereverTheyAre() {
+        let top = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""classes":["x","y"],"format":"#)
+        assertRejects(header: top, ["header is invalid: the header has the key 'classes' twice"]) {
+            $0 == .badHeader("the header has the key 'classes' twice")
+        }
+        let nested = Self.headerJSON(input: Self.inputJSON.replacingOccurrences(of: #""name":"one","#, with: #""name":"one","name":"two","#))
+        assertRejects(header: nested, ["input.skeleton has the key 'name' twice"], badHeader)
+        let inArray = Self.headerJSON(layers: #"[{"type":"flatten"},{"inputs":4,"outputs":2,"outputs":3,"type":"linear"}]"#)
+        assertRejects(header: inArray, ["layers[1] has the key 'outputs' twice"], badHeader)
+        // The same key spelled with an escape, and a duplicate in an object a reader ignores.
+        let escaped = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""cl\u0061sses":["x","y"],"format":"#)
+        assertRejects(header: escaped, ["the header has the key 'classes' twice"], badHeader)
+        let unknown = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""future":{"a":1,"a":2},"format":"#)
+        assertRejects(header: unknown, ["future has the key 'a' twice"], badHeader)
+    }
+
     func testResidualBranchesMustAgree() {
         let layers = #"[{"body":[{"inputs":2,"outputs":3,"type":"linear"}],"shortcut":[],"type":"residual"},{"type":"flatten"}]"#
         assertRejects(header: Self.headerJSON(layers: layers), ["the body gives [2, 3] but the shortcut gives [2, 2]"], badHeader)
