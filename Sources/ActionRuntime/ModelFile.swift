@@ -126,17 +126,31 @@ public enum ModelFile {
         var dataStart: Int { preambleSize + headerLength }
     }
 
+    /// True when `path` is meant as a model file: its extension is `.atm` (any case), or it
+    /// starts with the first four bytes of the magic (`\x89ATM`), however damaged further on.
+    /// Tools then report what is wrong with it as a model file (empty, wrong magic, truncated,
+    /// ...) instead of trying it as another format.
+    public static func looksLikeModelFile(path: String) -> Bool {
+        if URL(fileURLWithPath: path).pathExtension.lowercased() == "atm" { return true }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 4)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, 4, 0) }
+        return n == 4 && head == Array(magic.prefix(4))
+    }
+
     /// Steps 1-4: magic, version, total size and section lengths, for a file of `fileSize`
     /// bytes that starts with `head` (its first 64 bytes, or all of a shorter file).
     static func readPreamble(_ head: UnsafeRawBufferPointer, fileSize n: Int) throws -> Preamble {
-        // 1. Magic.
+        // 1. Magic: the first min(n, 8) bytes must be those of the magic.
         guard n > 0 else { throw ModelFileError.notAModelFile("the file is empty") }
         let m = min(head.count, magic.count)
         if !head.prefix(m).elementsEqual(magic.prefix(m)) {
             if m >= 4 && head.prefix(4).elementsEqual(magic.prefix(4)) {
                 throw ModelFileError.notAModelFile("the magic bytes are damaged, as by a text-mode transfer")
             }
-            throw ModelFileError.notAModelFile("wrong magic bytes")
+            throw ModelFileError.notAModelFile(wrongMagic(Array(head.prefix(m))))
         }
         guard n >= preambleSize, head.count >= preambleSize else { throw ModelFileError.truncated(expected: preambleSize, got: n) }
         func u16(_ o: Int) -> Int { Int(head.loadUnaligned(fromByteOffset: o, as: UInt16.self).littleEndian) }
@@ -167,6 +181,28 @@ public enum ModelFile {
             throw ModelFileError.limitExceeded(what: "the header length", value: headerLength, limit: Limits.headerBytes)
         }
         return Preamble(headerLength: headerLength, dataLength: dataLength, headerCRC: u32(32), dataCRC: u32(36))
+    }
+
+    /// What a file that does not start with the magic starts with, for the error message:
+    /// its first bytes in hex, and what they look like when that is recognisable.
+    static func wrongMagic(_ head: [UInt8]) -> String {
+        let hex = head.map { String(format: "%02X", $0) }.joined(separator: " ")
+        let expected = magic.map { String(format: "%02X", $0) }.joined(separator: " ")
+        func starts(_ prefix: [UInt8]) -> Bool { head.starts(with: prefix) }
+        let text = head.drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
+        var guess = ""
+        if starts([0x50, 0x4B, 0x03, 0x04]) {
+            guess = ", a zip archive (a NumPy .npz?)"
+        } else if starts([0x93] + Array("NUMPY".utf8)) {
+            guess = ", a NumPy .npy array"
+        } else if starts([0x89] + Array("PNG".utf8)) {
+            guess = ", a PNG image"
+        } else if let c = text.first, c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+            guess = ", JSON text (a dataset, a report or a config?)"
+        } else if !head.isEmpty && head.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            guess = ", plain text"
+        }
+        return "wrong magic bytes: the file starts with \(hex)\(guess); a model file starts with \(expected)"
     }
 
     /// Steps 5 (header checksum), 6 and 7: the header JSON, its semantics and the tensor table.

@@ -163,8 +163,33 @@ final class ModelFileTests: XCTestCase {
     func testWrongMagic() {
         var bytes = Self.good().bytes
         bytes.replaceSubrange(0..<8, with: Array("PK\u{3}\u{4}zip!".utf8))
-        assertRejects(bytes, ["not an actiontrain model file", "wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
-        assertRejects(Array("{\"format\": \"json\"}".utf8), ["wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
+        let expected = "a model file starts with 89 41 54 4D 0D 0A 1A 0A"
+        assertRejects(bytes, ["not an actiontrain model file (wrong magic bytes: the file starts with 50 4B 03 04 7A 69 70 21, a zip archive"]) {
+            $0 == .notAModelFile("wrong magic bytes: the file starts with 50 4B 03 04 7A 69 70 21, a zip archive (a NumPy .npz?); \(expected)")
+        }
+        assertRejects(Array("{\"format\": \"json\"}".utf8), ["starts with 7B 22 66 6F 72 6D 61 74, JSON text", expected], notModel)
+        assertRejects(Array("nose,x,y\n".utf8), ["starts with 6E 6F 73 65 2C 78 2C 79, plain text"], notModel)
+        assertRejects([0x93] + Array("NUMPY\u{1}\u{0}v".utf8), ["a NumPy .npy array"], notModel)
+        assertRejects([0xFF, 0x00, 0x13], ["the file starts with FF 00 13; \(expected)"], notModel)
+        // A prefix of the magic is a truncated model file, not a wrong one.
+        assertRejects(Array(ModelFile.magic.prefix(3)), ["truncated"]) { $0 == .truncated(expected: 64, got: 3) }
+    }
+
+    func testModelFilesAreRecognisedByExtensionOrMagic() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func file(_ name: String, _ bytes: [UInt8]) -> String {
+            let path = dir.appendingPathComponent(name).path
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            return path
+        }
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("empty.atm", [])))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("RANDOM.ATM", [1, 2, 3, 4, 5])))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("renamed.bin", Self.good().bytes)))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("damaged", Array(ModelFile.magic.prefix(4)) + [0x0A])))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: file("data.jsonl", Array("{\"actiontrain\": \"poses\"}".utf8))))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: file("short", [0x89, 0x41])))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: dir.appendingPathComponent("missing.jsonl").path))
     }
 
     func testTextModeDamageIsNamed() {
