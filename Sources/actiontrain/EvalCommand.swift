@@ -179,14 +179,10 @@ enum EvalCommand {
 
     /// The dataset must have the model's skeleton and only labels the model knows.
     static func checkCompatible(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
-        let s = model.input.skeleton
-        guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
-            throw CLIError.failure(
-                "\(dataPath): skeleton '\(d.skeleton.name)' (\(d.skeleton.jointCount) joints, \(d.skeleton.dimensions)D) does not match the model's '\(s.name)' (\(s.jointCount) joints, \(s.dimensions)D)")
-        }
-        let unknown = Set(d.sequences.compactMap(\.label)).subtracting(model.classes)
+        if let why = model.input.skeleton.mismatch(data: d.skeleton) { throw CLIError.failure("\(dataPath): \(why)") }
+        let unknown = d.labels(outside: model.classes).map(\.label)
         guard unknown.isEmpty else {
-            throw CLIError.failure("\(dataPath): labels \(unknown.sorted()) are not among the model's classes \(model.classes)")
+            throw CLIError.failure("\(dataPath): labels \(unknown) are not among the model's classes \(model.classes)")
         }
     }
 }

@@ -72,17 +72,26 @@ enum PredictCommand {
         }
 
         /// The data must have the model's skeleton; a frame-rate mismatch is worth a warning.
-        func check(_ d: Dataset, name: String, out: inout Output) throws {
-            let s = model.input.skeleton
-            guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
-                throw CLIError.failure(
-                    "\(name): skeleton '\(d.skeleton.name)' (\(d.skeleton.jointCount) joints, \(d.skeleton.dimensions)D) does not match the model's '\(s.name)' (\(s.jointCount) joints, \(s.dimensions)D)")
-            }
+        mutating func check(_ d: Dataset, name: String, out: inout Output) throws {
+            if let why = model.input.skeleton.mismatch(data: d.skeleton) { throw CLIError.failure("\(name): \(why)") }
+            noteUnknownLabels(d, name: name, out: &out)
             if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = d.frameRate,
                 abs(rate - trained) > 1e-6
             {
                 out.note("warning: \(name) is at \(rate) fps but the model was trained on \(trained) fps data and does not resample; predictions may be off\n")
             }
+        }
+
+        /// Labels the model cannot predict get one warning each (their windows never agree).
+        var warnedLabels = Set<String>()
+        mutating func noteUnknownLabels(_ d: Dataset, name: String, out: inout Output) {
+            let unknown = d.labels(outside: model.classes, split: split).filter { warnedLabels.insert($0.label).inserted }
+            guard !unknown.isEmpty else { return }
+            let list = unknown.map { "'\($0.label)' (\($0.sequences) sequence\($0.sequences == 1 ? "" : "s"))" }.joined(separator: ", ")
+            out.note(
+                "warning: \(name): label\(unknown.count == 1 ? "" : "s") \(list) \(unknown.count == 1 ? "is" : "are") not among the model's classes "
+                    + "(\(model.classes.joined(separator: ", "))): the model cannot predict \(unknown.count == 1 ? "it" : "them"), "
+                    + "so those windows never agree with their label\n")
         }
 
         /// Native JSON Lines from stdin: the header line, then one sequence per line.
@@ -103,6 +112,8 @@ enum PredictCommand {
                 if !checked {
                     try check(d, name: file, out: &out)
                     checked = true
+                } else {
+                    noteUnknownLabels(d, name: file, out: &out)
                 }
                 for s in d.sequences { try predict(s, sourceFrameRate: d.frameRate, out: &out) }
             }
