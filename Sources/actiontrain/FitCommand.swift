@@ -73,6 +73,7 @@ enum FitCommand {
                 "--\(e.flag) cannot change when resuming (it changes the model or the data); start a new run instead")
         }
         let path = "\(runDir)/\(checkpointName)"
+        for name in AtomicFile.removeStaleTemporaries(in: runDir) { out.note("fit: removed \(runDir)/\(name), left by an interrupted write\n") }
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError.failure("\(runDir): no \(checkpointName) to resume from; was it written by 'actiontrain fit'?")
         }
@@ -128,6 +129,9 @@ enum FitCommand {
                 + (config.augmentation.isEnabled ? ", augmented" : "") + "), "
                 + "\(validIdx.count) validation sequences (\(validation?.count ?? 0) windows), \(dataset.classes.count) classes")
         guard train.count > 0 else { throw CLIError.failure("\(dataPath): no training windows; check windowFrames and the data") }
+        do {
+            try RunChecks.checkValidationWindows(sequences: validIdx.count, windows: validation?.count ?? 0, windowFrames: input.window.frames)
+        } catch let e as TrainingError { throw CLIError.failure("\(dataPath): \(e)") }
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         let network: Network
         do {
@@ -251,24 +255,37 @@ enum FitCommand {
             trainingFrameRate: run.dataset.frameRate)
         let modelPath = "\(run.runDir)/model.atm"
         try write(Data(modelBytes), to: modelPath)
-        if !run.validationIndices.isEmpty {
-            // The validation report comes from the file just written, through eval's own path:
-            // what it shows is what `actiontrain eval` and the runtime will see.
-            let model = try ActionModel(bytes: modelBytes)
-            do {
-                let report = try EvalCommand.evaluate(
-                    model: model, modelPath: modelPath, dataset: run.dataset, dataPath: run.dataPath,
-                    indices: run.validationIndices, split: "validation", stride: run.config.windowStride,
-                    useEvents: run.config.useEvents, settings: EvalSettings())
-                let text = TextReport.render(report)
-                try write(try ReportJSON.encode(report), to: "\(run.runDir)/report.json")
-                try write(Data(text.utf8), to: "\(run.runDir)/report.txt")
-                out.write("\nvalidation report\n" + text)
-            } catch let e as CLIError {
-                // The model is written; a validation set the report cannot score (e.g. one class)
-                // only costs the report.
-                out.note("warning: no validation report: \(e)\n")
+        // Anything failing from here moves the model aside and says so.
+        try RunChecks.afterWritingModel(at: modelPath) {
+            if !run.validationIndices.isEmpty {
+                // The validation report comes from the file just written, through eval's own path:
+                // what it shows is what `actiontrain eval` and the runtime will see.
+                let model = try ActionModel(bytes: modelBytes)
+                do {
+                    let report = try EvalCommand.evaluate(
+                        model: model, modelPath: modelPath, dataset: run.dataset, dataPath: run.dataPath,
+                        indices: run.validationIndices, split: "validation", stride: run.config.windowStride,
+                        useEvents: run.config.useEvents, settings: EvalSettings())
+                    let text = TextReport.render(report)
+                    try write(try ReportJSON.encode(report), to: "\(run.runDir)/report.json")
+                    try write(Data(text.utf8), to: "\(run.runDir)/report.txt")
+                    out.write("\nvalidation report\n" + text)
+                } catch let e as CLIError {
+                    // The model is written; a validation set the report cannot score (e.g. one class)
+                    // only costs the report.
+                    out.note("warning: no validation report: \(e)\n")
+                }
             }
+        }
+        let trainLabels = (run.train as? TensorSet)?.labels ?? (run.train as? AugmentedBatches)?.windows.labels ?? []
+        let records = run.trainer.progress.records
+        if let warning = RunChecks.chanceLevelWarning(
+            accuracy: metrics["validationAccuracy"] ?? records.last?.trainAccuracy ?? .nan,
+            set: run.validation == nil ? "training" : "validation",
+            labels: (run.validation?.labels ?? trainLabels).map(Int.init), classes: run.dataset.classes.count, records: records,
+            learningRate: run.config.learningRate)
+        {
+            out.note("warning: \(warning)\n")
         }
         out.line(String(format: "fit: trained in %.1f s; wrote %@", seconds, modelPath))
     }
@@ -401,12 +418,13 @@ struct ProgressDisplay {
     }
 }
 
-/// Writes a file atomically (temporary file + rename), with a one-line error.
+/// Writes a file atomically (`AtomicFile`: a recognisable temporary file, flushed, renamed),
+/// with a one-line error.
 func write(_ data: Data, to path: String) throws {
     do {
-        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-    } catch {
-        throw CLIError.failure("\(path): cannot write: \(error.localizedDescription)")
+        try AtomicFile.write(data, to: path)
+    } catch let e as AtomicFile.WriteError {
+        throw CLIError.failure(e.description)
     }
 }
 

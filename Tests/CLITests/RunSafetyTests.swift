@@ -1,0 +1,70 @@
+@testable import actiontrain
+import Foundation
+import TestSupport
+import XCTest
+
+/// `fit` fails early rather than late, warns when it learned nothing, and leaves no temporary
+/// files behind an interrupted write (issue 16 items 5, 8 and 11), on the tiny fixture.
+final class RunSafetyTests: XCTestCase {
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        let code = ActionTrainCLI.run(args, out: &output)
+        return (code, stdout, stderr)
+    }
+
+    func folder() throws -> String {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir.path
+    }
+
+    /// Two validation sequences without frames: refused before the first epoch (before, fit
+    /// trained every epoch and then failed on "metric 'validationAccuracy' is -nan").
+    func testValidationWithoutWindowsFailsBeforeTraining() throws {
+        let dir = try folder()
+        var lines = try String(contentsOfFile: FitCLITests.fixture, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.append(#"{"id": "v0", "label": "raise", "split": "validation", "frames": []}"#)
+        lines.append(#"{"id": "v1", "label": "wave", "split": "validation", "frames": []}"#)
+        let data = "\(dir)/empty-validation.jsonl"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: data, atomically: true, encoding: .utf8)
+        let r = run(["fit", data, "--out", "\(dir)/run", "--epochs", "2"] + FitCLITests.quick)
+        XCTAssertEqual(r.code, 1)
+        XCTAssertTrue(
+            r.err.hasSuffix("error: \(data): the 2 validation sequences give no windows of 10 frames (are they empty?); give validation "
+                + "sequences with frames, or train without validation (validationFraction 0 and no validation split)\n"), r.err)
+        XCTAssertFalse(r.out.contains("epoch"), r.out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/run/checkpoint.atc"))
+    }
+
+    /// A learning rate of 1e6: the run ends at chance level and says so, naming the rate
+    /// (before, exit 0 without a word).
+    func testChanceLevelAccuracyIsWarnedAbout() throws {
+        let dir = try folder()
+        let r = run(["fit", FitCLITests.fixture, "--out", "\(dir)/run", "--epochs", "3", "--learning-rate", "1e6"] + FitCLITests.quick)
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.err.contains("warning: the final validation accuracy "), r.err)
+        XCTAssertTrue(r.err.contains("is at chance level (always answering the most frequent label scores "), r.err)
+        XCTAssertTrue(r.err.contains("The learning rate 1e+06 is likely too high"), r.err)
+    }
+
+    /// The files fit writes go through recognisable temporary files; those a killed write left
+    /// (and Foundation's, from earlier versions) are removed when the run is resumed.
+    func testResumeRemovesTheTemporaryFilesOfAnInterruptedWrite() throws {
+        let dir = try folder()
+        let runDir = "\(dir)/run"
+        let first = run(["fit", FitCLITests.fixture, "--out", runDir, "--epochs", "1"] + FitCLITests.quick)
+        XCTAssertEqual(first.code, 0, first.err)
+        let written = try FileManager.default.contentsOfDirectory(atPath: runDir)
+        XCTAssertEqual(written.filter { $0.hasPrefix(".") }, [], "no temporary file after a clean run")
+        for name in [".model.atm.tmp", ".dat.nosync2A1F.kX93bQ"] {
+            try Data(repeating: 7, count: 1000).write(to: URL(fileURLWithPath: "\(runDir)/\(name)"))
+        }
+        let resumed = run(["fit", "--resume", runDir])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertTrue(resumed.err.contains("fit: removed \(runDir)/.dat.nosync2A1F.kX93bQ, left by an interrupted write\n"), resumed.err)
+        XCTAssertTrue(resumed.err.contains("fit: removed \(runDir)/.model.atm.tmp, left by an interrupted write\n"), resumed.err)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: runDir).filter { $0.hasPrefix(".") }, [])
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(runDir)/model.atm"))
+    }
+}
