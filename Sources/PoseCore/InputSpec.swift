@@ -1,5 +1,5 @@
 /// Everything needed to turn raw poses into a network input, exactly as at training time.
-/// It travels inside the model file (as JSON, docs/preprocessing.md gives the exact form and
+/// It travels inside the model file (as JSON, docs/format.md section 5 gives the exact form and
 /// maths), so a runtime reproduces the training-time inputs.
 ///
 /// The network input for one window is `[frames, channelsPerFrame]` (time-major,
@@ -197,7 +197,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// How a sequence is cut into windows of exactly `frames` frames (docs/preprocessing.md).
+/// How a sequence is cut into windows of exactly `frames` frames (docs/format.md 5.3-5.5).
 ///
 /// JSON: `{"frames": 45, "mode": "sliding", "padding": "empty", "frameRate": 30}`;
 /// `frameRate` is `null` when sequences are used as recorded. Missing `mode`/`padding` keys
@@ -283,7 +283,7 @@ public struct WindowSpec: Codable, Hashable, Sendable {
 }
 
 /// One coordinate transform. Only present joints are changed; absent joints stay absent with
-/// zero coordinates. Exact maths: docs/preprocessing.md.
+/// zero coordinates. Exact maths: docs/format.md 5.6.
 ///
 /// JSON (one object per step, `op` first in meaning):
 /// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
