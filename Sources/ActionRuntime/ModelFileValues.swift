@@ -11,7 +11,7 @@ extension ModelFile {
     /// bits are all ones: `(w & 0x7F80_0000) + 0x0080_0000` then carries into bit 31. The
     /// words are ORed in chunks (a loop the compiler vectorises), then the chunk that set
     /// bit 31 is searched.
-    static func firstNonFinite(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    public static func firstNonFinite(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard let base = bytes.baseAddress else { return nil }
         let words = bytes.count / 4, chunk = 1024
         var start = 0
