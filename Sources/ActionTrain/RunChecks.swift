@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// Checks around a training run that keep it from failing late or ending silently wrong:
 /// before training, that the validation data it will be scored on exists; after training, that
@@ -14,6 +15,15 @@ public enum RunChecks {
             "the \(sequences) validation sequence\(sequences == 1 ? "" : "s") give no windows of \(windowFrames) frames "
                 + "(are they empty?); give validation sequences with frames, or train without validation (validationFraction 0 "
                 + "and no validation split)")
+    }
+
+    /// Before training: the data's frame rate goes into the model file as `trainingFrameRate`,
+    /// which readers bound (docs/format.md 2.1); refused here rather than after the last epoch.
+    public static func checkDataFrameRate(_ rate: Double?) throws {
+        guard let rate, !WindowSpec.frameRates.contains(rate) else { return }
+        throw TrainingError.noTrainingData(
+            "the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds (docs/format.md 2.1); "
+                + "fix the dataset's frameRate")
     }
 
     /// The accuracy of always answering the most frequent label: the chance level of a

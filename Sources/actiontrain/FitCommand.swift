@@ -131,6 +131,7 @@ enum FitCommand {
         guard train.count > 0 else { throw CLIError.failure("\(dataPath): no training windows; check windowFrames and the data") }
         do {
             try RunChecks.checkValidationWindows(sequences: validIdx.count, windows: validation?.count ?? 0, windowFrames: input.window.frames)
+            try RunChecks.checkDataFrameRate(dataset.frameRate)
         } catch let e as TrainingError { throw CLIError.failure("\(dataPath): \(e)") }
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         let network: Network
@@ -422,7 +423,7 @@ struct ProgressDisplay {
 /// with a one-line error.
 func write(_ data: Data, to path: String) throws {
     do {
-        try AtomicFile.write(data, to: path)
+        try data.withUnsafeBytes { try AtomicFile.write($0, to: path) }
     } catch let e as AtomicFile.WriteError {
         throw CLIError.failure(e.description)
     }

@@ -4,8 +4,7 @@ import TestSupport
 import XCTest
 
 /// The checks around a run (issue 16): validation windows before training, chance-level
-/// accuracy after it, a model moved aside when the run fails after writing it, and atomic
-/// writes whose temporary files are recognisable and cleared.
+/// accuracy after it, and a model moved aside when the run fails after writing it.
 final class RunChecksTests: XCTestCase {
     func folder() throws -> String {
         let dir = try temporaryDirectory()
@@ -25,6 +24,15 @@ final class RunChecksTests: XCTestCase {
         }
         XCTAssertNoThrow(try RunChecks.checkValidationWindows(sequences: 0, windows: 0, windowFrames: 45))  // no validation at all
         XCTAssertNoThrow(try RunChecks.checkValidationWindows(sequences: 3, windows: 1, windowFrames: 45))
+    }
+
+    func testADataFrameRateAModelFileCannotHoldIsRefused() {
+        for rate in [20_000, 0.001, 1e300] {
+            assertThrows(["the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds"]) {
+                try RunChecks.checkDataFrameRate(rate)
+            }
+        }
+        for rate in [nil, 0.01, 29.97, 10_000] { XCTAssertNoThrow(try RunChecks.checkDataFrameRate(rate)) }
     }
 
     // MARK: - Chance level
@@ -111,36 +119,5 @@ final class RunChecksTests: XCTestCase {
         }
         XCTAssertEqual(RunChecks.failedModelPath(for: "/r/model.atm"), "/r/model.failed.atm")
         XCTAssertEqual(RunChecks.failedModelPath(for: "/r/model"), "/r/model.failed")
-    }
-
-    // MARK: - Atomic writes
-
-    func testAtomicWritesLeaveNoTemporaryFile() throws {
-        let dir = try folder()
-        let path = "\(dir)/model.atm"
-        try AtomicFile.write([1, 2, 3], to: path)
-        try AtomicFile.write(Data([4, 5]), to: path)
-        XCTAssertEqual(FileManager.default.contents(atPath: path), Data([4, 5]))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
-        XCTAssertEqual(AtomicFile.temporaryPath(for: path), "\(dir)/.model.atm.tmp")
-        // A temporary file left by a killed write is replaced by the next write of the same file.
-        try Data(repeating: 9, count: 100).write(to: URL(fileURLWithPath: "\(dir)/.model.atm.tmp"))
-        try AtomicFile.write([6], to: path)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
-        assertThrows(["\(dir)/missing/x.json: cannot write: cannot create \(dir)/missing/.x.json.tmp"]) {
-            try AtomicFile.write([1], to: "\(dir)/missing/x.json")
-        }
-    }
-
-    func testStaleTemporaryFilesAreRecognisedAndRemoved() throws {
-        let dir = try folder()
-        let stale = [".model.atm.tmp", ".report.json.tmp", ".dat.nosync1E33.1xVHdR"]
-        let kept = ["model.atm", "notes.tmp", ".hidden", ".dat.nosyncXYZ.abcdef", ".dat.nosync12.short", ".tmp"]
-        for name in stale + kept { try Data([0]).write(to: URL(fileURLWithPath: "\(dir)/\(name)")) }
-        try FileManager.default.createDirectory(atPath: "\(dir)/.folder.tmp", withIntermediateDirectories: false)
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: dir), stale.sorted())
-        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), Set(kept + [".folder.tmp"]))
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: dir), [])
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: "\(dir)/nonexistent"), [])
     }
 }

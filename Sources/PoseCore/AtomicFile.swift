@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -14,7 +12,7 @@ import Foundation
 /// `model.atm`): the next write of the same file replaces one left by a killed process, and
 /// `removeStaleTemporaries(in:)` clears a folder of them (fit does on resume). Foundation's
 /// atomic writes, which earlier versions used, leave `.dat.nosync<hex>.<6 characters>` files
-/// instead; those are cleared too.
+/// instead; those are cleared too. POSIX calls only (no Foundation), so every module can use it.
 public enum AtomicFile {
     /// Why a write failed: the file and the system's reason.
     public struct WriteError: Error, Equatable, CustomStringConvertible {
@@ -23,10 +21,17 @@ public enum AtomicFile {
         public var description: String { "\(path): cannot write: \(reason)" }
     }
 
+    /// `path` split at its last `/`: the folder (`.` when there is none) and the name.
+    static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let folder = String(path[..<slash])
+        return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
+    }
+
     /// The temporary file a write of `path` goes through.
     public static func temporaryPath(for path: String) -> String {
-        let url = URL(fileURLWithPath: path)
-        return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).tmp").path
+        let (folder, name) = split(path)
+        return path.contains("/") ? "\(folder == "/" ? "" : folder)/.\(name).tmp" : ".\(name).tmp"
     }
 
     /// Writes `bytes` to `path` atomically (see the type's comment).
@@ -56,7 +61,7 @@ public enum AtomicFile {
             unlink(temp)
             throw WriteError(path: path, reason: "cannot rename the temporary file into place: \(reason)")
         }
-        let dfd = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY)
+        let dfd = open(split(path).folder, O_RDONLY)
         if dfd >= 0 {
             _ = fsync(dfd)
             close(dfd)
@@ -65,10 +70,6 @@ public enum AtomicFile {
 
     public static func write(_ bytes: [UInt8], to path: String) throws {
         try bytes.withUnsafeBytes { try write($0, to: path) }
-    }
-
-    public static func write(_ data: Data, to path: String) throws {
-        try data.withUnsafeBytes { try write($0, to: path) }
     }
 
     /// True for the name of a temporary file an interrupted atomic write leaves: ours
@@ -80,16 +81,24 @@ public enum AtomicFile {
         return rest.count == 2 && !rest[0].isEmpty && rest[0].allSatisfy(\.isHexDigit) && rest[1].count == 6
     }
 
-    /// Removes the temporary files that interrupted writes left in `dir` (not its subfolders);
-    /// returns their names, sorted. A folder that cannot be listed has none.
+    /// Removes the temporary files that interrupted writes left in `folder` (regular files only,
+    /// not its subfolders); returns their names, sorted. A folder that cannot be read has none.
     @discardableResult
-    public static func removeStaleTemporaries(in dir: String) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+    public static func removeStaleTemporaries(in folder: String) -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if isTemporaryName(name) { names.append(name) }
+        }
+        closedir(dir)
         var removed: [String] = []
-        for name in names.sorted() where isTemporaryName(name) {
-            var isDirectory: ObjCBool = false
-            let path = URL(fileURLWithPath: dir).appendingPathComponent(name).path
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+        for name in names.sorted() {
+            let path = "\(folder)/\(name)"
+            var st = stat()
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             if unlink(path) == 0 { removed.append(name) }
         }
         return removed
