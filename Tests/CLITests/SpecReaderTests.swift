@@ -1,5 +1,6 @@
 import ActionRuntime
 import Foundation
+@testable import ModelExport
 import PoseCore
 import TestSupport
 import XCTest
@@ -49,19 +50,8 @@ final class SpecReaderTests: XCTestCase {
         throw XCTSkip("python3 with numpy is not available; install it (pip install numpy) to run the spec reader test")
     }
 
-    func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-    }
+    /// Runs a command found on the PATH (the export command's helper).
+    func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) { try ONNXParity.run(arguments) }
 
     // MARK: - Data
 

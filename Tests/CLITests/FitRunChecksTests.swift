@@ -4,31 +4,19 @@ import TestSupport
 import XCTest
 
 /// `fit` fails early rather than late, warns when it learned nothing, and leaves no temporary
-/// files behind an interrupted write (issue 16 items 5, 8 and 11), on the tiny fixture.
-final class RunSafetyTests: XCTestCase {
-    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
-        var stdout = "", stderr = ""
-        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
-        let code = ActionTrainCLI.run(args, out: &output)
-        return (code, stdout, stderr)
-    }
-
-    func folder() throws -> String {
-        let dir = try temporaryDirectory()
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
-        return dir.path
-    }
-
+/// files behind an interrupted write (issue 16 items 5, 8 and 11), on the tiny fixture (kept
+/// apart from FitCLITests.swift, which others change).
+extension FitCLITests {
     /// Two validation sequences without frames: refused before the first epoch (before, fit
     /// trained every epoch and then failed on "metric 'validationAccuracy' is -nan").
     func testValidationWithoutWindowsFailsBeforeTraining() throws {
         let dir = try folder()
-        var lines = try String(contentsOfFile: FitCLITests.fixture, encoding: .utf8).split(separator: "\n").map(String.init)
+        var lines = try String(contentsOfFile: Self.fixture, encoding: .utf8).split(separator: "\n").map(String.init)
         lines.append(#"{"id": "v0", "label": "raise", "split": "validation", "frames": []}"#)
         lines.append(#"{"id": "v1", "label": "wave", "split": "validation", "frames": []}"#)
         let data = "\(dir)/empty-validation.jsonl"
         try (lines.joined(separator: "\n") + "\n").write(toFile: data, atomically: true, encoding: .utf8)
-        let r = run(["fit", data, "--out", "\(dir)/run", "--epochs", "2"] + FitCLITests.quick)
+        let r = run(["fit", data, "--out", "\(dir)/run", "--epochs", "2"] + Self.quick)
         XCTAssertEqual(r.code, 1)
         XCTAssertTrue(
             r.err.hasSuffix("error: \(data): the 2 validation sequences give no windows of 10 frames (are they empty?); give validation "
@@ -41,7 +29,7 @@ final class RunSafetyTests: XCTestCase {
     /// (before, exit 0 without a word).
     func testChanceLevelAccuracyIsWarnedAbout() throws {
         let dir = try folder()
-        let r = run(["fit", FitCLITests.fixture, "--out", "\(dir)/run", "--epochs", "3", "--learning-rate", "1e6"] + FitCLITests.quick)
+        let r = run(["fit", Self.fixture, "--out", "\(dir)/run", "--epochs", "3", "--learning-rate", "1e6"] + Self.quick)
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertTrue(r.err.contains("warning: the final validation accuracy "), r.err)
         XCTAssertTrue(r.err.contains("is at chance level (always answering the most frequent label scores "), r.err)
@@ -53,7 +41,7 @@ final class RunSafetyTests: XCTestCase {
     func testResumeRemovesTheTemporaryFilesOfAnInterruptedWrite() throws {
         let dir = try folder()
         let runDir = "\(dir)/run"
-        let first = run(["fit", FitCLITests.fixture, "--out", runDir, "--epochs", "1"] + FitCLITests.quick)
+        let first = run(["fit", Self.fixture, "--out", runDir, "--epochs", "1"] + Self.quick)
         XCTAssertEqual(first.code, 0, first.err)
         let written = try FileManager.default.contentsOfDirectory(atPath: runDir)
         XCTAssertEqual(written.filter { $0.hasPrefix(".") }, [], "no temporary file after a clean run")
