@@ -468,11 +468,9 @@ public enum ModelFile {
         for (expected, stored) in zip(network.tensors, header.tensors) {
             let dst = UnsafeMutableRawPointer(network.parameters + expected.offset)
             try readFully(fd, dst, stored.length, at: pre.dataStart + stored.offset)
-            // The tensor's CRC and finiteness scan in one pass (two threads for a large tensor).
             let values = UnsafeRawBufferPointer(start: dst, count: stored.length)
-            let pass = BackgroundChecksum(values).finish()
-            crc = CRC32.combine(crc, pass.crc, lengthB: stored.length)
-            if nonFinite == nil, pass.firstNonFinite != nil { nonFinite = nonFiniteError(stored, values) }
+            crc = CRC32.checksum(values, continuing: crc)
+            if nonFinite == nil, anyNonFinite(values) { nonFinite = nonFiniteError(stored, values) }
             let end = stored.offset + stored.length, gapLength = align(end) - end
             if gapLength > 0 {
                 try gap.withUnsafeMutableBytes { g in

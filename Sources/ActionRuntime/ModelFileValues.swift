@@ -1,3 +1,4 @@
+import Dispatch
 import PoseCore
 
 /// The checks of docs/format.md section 2 on the data section's values: its padding bytes are
@@ -32,6 +33,23 @@ extension ModelFile {
             start += n
         }
         return nil
+    }
+
+    /// True when `bytes` hold a non-finite float32: `firstNonFinite`, on two threads (halves
+    /// at a 4-byte boundary) from 1 MiB, for the reading loader, which scans each tensor
+    /// after its (two-thread) CRC. Measured in docs/benchmarks.md: a separate pass over a
+    /// tensor is cheaper than riding on the CRC there (a helper thread per tensor waits for
+    /// a core on a busy machine).
+    static func anyNonFinite(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 1 << 20 else { return firstNonFinite(bytes) != nil }
+        let half = bytes.count / 8 * 4
+        let found = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 2)
+        defer { found.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: 2) { k in
+            let part = k == 0 ? bytes[..<half] : bytes[half...]
+            found[k] = firstNonFinite(UnsafeRawBufferPointer(rebasing: part)) != nil
+        }
+        return found[0] || found[1]
     }
 
     /// Steps 9 and 10 on a checked data section (tiling and CRC already checked):

@@ -329,6 +329,7 @@ final class ModelFileLoadTests: XCTestCase {
             values.withUnsafeBytes { raw in
                 let expected = bad.min().map { 4 * $0 }
                 XCTAssertEqual(ModelFile.firstNonFinite(raw), expected, "\(bad)")
+                XCTAssertEqual(ModelFile.anyNonFinite(raw), expected != nil, "\(bad), two halves")
                 XCTAssertEqual(BackgroundChecksum(raw).finish(), .init(crc: CRC32.checksum(raw), firstNonFinite: expected), "\(bad)")
                 let late = BackgroundChecksum(raw)
                 usleep(5_000)
