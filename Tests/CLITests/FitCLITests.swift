@@ -2,6 +2,7 @@
 @testable import ActionTrain
 @testable import actiontrain
 import Eval
+import Pipelines
 import TestSupport
 import XCTest
 
@@ -39,7 +40,7 @@ final class FitCLITests: XCTestCase {
         let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
         XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
         XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)
-        XCTAssertTrue(ConfigOptions.resumable.isSubset(of: Set(keys.keys)))
+        XCTAssertTrue(FitRun.resumableKeys.isSubset(of: Set(keys.keys)))
     }
 
     func testTheDocsDescribeEveryOption() throws {
