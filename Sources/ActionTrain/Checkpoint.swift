@@ -46,6 +46,8 @@ public struct TrainerState: Equatable, Sendable {
     public var optimizer: OptimizerState
     /// Parameters of the best validation epoch so far (kept-best model), if any.
     public var bestParameters: [Float]?
+    /// The running average of the parameters (`averageEpochs`), if any.
+    public var averagedParameters: [Float]? = nil
 }
 
 /// A checkpoint file (`checkpoint.atc` in the run folder): the resolved config, the trainer's
@@ -99,6 +101,7 @@ public struct Checkpoint: Equatable, Sendable {
         var arrays: [(String, [Float])] = [("parameters", state.parameters)]
         for b in state.optimizer.buffers { arrays.append(("optimizer.\(b.name)", b.values)) }
         if let best = state.bestParameters { arrays.append(("bestParameters", best)) }
+        if let average = state.averagedParameters { arrays.append(("averagedParameters", average)) }
         let header = Header(
             format: "actiontrain.checkpoint", tool: ActionRuntimeInfo.tool, config: config, progress: state.progress,
             optimizer: state.optimizer.name, optimizerStep: state.optimizer.step, metadata: metadata,
@@ -168,7 +171,7 @@ public struct Checkpoint: Equatable, Sendable {
         let state = TrainerState(
             progress: header.progress, parameters: parameters,
             optimizer: OptimizerState(name: header.optimizer, step: header.optimizerStep, buffers: buffers),
-            bestParameters: arrays["bestParameters"])
+            bestParameters: arrays["bestParameters"], averagedParameters: arrays["averagedParameters"])
         return Checkpoint(config: header.config, state: state, metadata: header.metadata)
     }
 

@@ -104,6 +104,9 @@ public final class Trainer {
     public let loss: SoftmaxCrossEntropy
     public private(set) var progress = TrainingProgress()
     public private(set) var bestParameters: [Float]?
+    /// The exponential moving average of the parameters (`config.averageEpochs > 0`), updated
+    /// after every step; nil before the first step or when averaging is off.
+    public private(set) var averagedParameters: [Float]?
     public private(set) var timings = PhaseTimings()
 
     /// `classWeights` are the resolved per-class weights (see
@@ -123,7 +126,7 @@ public final class Trainer {
         TrainerState(
             progress: progress,
             parameters: Array(UnsafeBufferPointer(start: network.parameters, count: network.parameterCount)),
-            optimizer: optimizer.state(), bestParameters: bestParameters)
+            optimizer: optimizer.state(), bestParameters: bestParameters, averagedParameters: averagedParameters)
     }
 
     /// Continues from `state` (taken from a trainer with the same network and optimiser).
@@ -135,6 +138,9 @@ public final class Trainer {
         if let best = state.bestParameters, best.count != n {
             throw TrainingError.incompatibleState("\(best.count) best parameters stored, the network has \(n)")
         }
+        if let average = state.averagedParameters, average.count != n {
+            throw TrainingError.incompatibleState("\(average.count) averaged parameters stored, the network has \(n)")
+        }
         guard state.progress.epoch >= 1, state.progress.batch >= 0 else {
             throw TrainingError.incompatibleState("invalid position epoch \(state.progress.epoch), batch \(state.progress.batch)")
         }
@@ -142,6 +148,7 @@ public final class Trainer {
         state.parameters.withUnsafeBufferPointer { network.load(parameters: $0) }
         progress = state.progress
         bestParameters = state.bestParameters
+        averagedParameters = state.averagedParameters
         // The early-stopping decision is re-evaluated with this trainer's config, so that a
         // resumed run given a larger patience (or none) continues.
         if progress.stoppedEarly && (config.patience == 0 || progress.epochsWithoutImprovement < config.patience) {
@@ -181,6 +188,7 @@ public final class Trainer {
         var dlogits = [Float](repeating: 0, count: B * K)
         let P = network.parameterCount
         let clip = config.gradientClipNorm
+        let averaging = config.averageEpochs > 0 ? exp(-1 / (config.averageEpochs * Double(batches))) : 0
 
         while progress.epoch <= config.epochs && !progress.stoppedEarly {
             let epoch = progress.epoch
@@ -229,6 +237,7 @@ public final class Trainer {
                 if clip > 0 { GradientClipping.clip(network.gradients, count: P, maxNorm: clip, threads: config.threads) }
                 optimizer.learningRate = schedule.rate(step: progress.globalStep)
                 optimizer.update(parameters: network.parameters, gradients: network.gradients, count: P)
+                if averaging > 0 { updateAverage(decay: averaging) }
                 lap(\.optimizer)
                 timings.steps += 1
 
@@ -250,7 +259,7 @@ public final class Trainer {
                 validationLoss: nil, validationAccuracy: nil, seconds: seconds, windowsPerSecond: Double(N) / seconds,
                 learningRate: schedule.rate(step: max(0, progress.globalStep - 1)))
             if let validation, hasValidation {
-                let (vl, va) = evaluate(validation)
+                let (vl, va) = withAveragedParameters { evaluate(validation) }
                 record.validationLoss = vl
                 record.validationAccuracy = va
                 let value = config.monitor == .validationLoss ? vl : va
@@ -264,7 +273,7 @@ public final class Trainer {
                     progress.bestMetric = value
                     progress.bestEpoch = epoch
                     progress.epochsWithoutImprovement = 0
-                    bestParameters = Array(UnsafeBufferPointer(start: network.parameters, count: P))
+                    bestParameters = averagedParameters ?? Array(UnsafeBufferPointer(start: network.parameters, count: P))
                 } else {
                     progress.epochsWithoutImprovement += 1
                     if config.patience > 0 && progress.epochsWithoutImprovement >= config.patience {
@@ -282,10 +291,35 @@ public final class Trainer {
             progress.dropoutState = nil
             try onEpoch(record)
         }
-        if let best = bestParameters {
-            best.withUnsafeBufferPointer { network.load(parameters: $0) }
+        if let kept = bestParameters ?? averagedParameters {
+            kept.withUnsafeBufferPointer { network.load(parameters: $0) }
         }
         return progress.stoppedEarly ? .stoppedEarly(epoch: progress.epoch - 1) : .finished
+    }
+
+    /// `avg ← avg + (1 − β)(θ − avg)`, elementwise over the parameter arena; the first step
+    /// starts the average at θ.
+    private func updateAverage(decay beta: Double) {
+        let P = network.parameterCount, theta = network.parameters
+        guard averagedParameters != nil else {
+            averagedParameters = Array(UnsafeBufferPointer(start: theta, count: P))
+            return
+        }
+        let w = Float(1 - beta)
+        averagedParameters!.withUnsafeMutableBufferPointer { avg in
+            for i in 0..<P { avg[i] += w * (theta[i] - avg[i]) }
+        }
+    }
+
+    /// Runs `body` with the averaged parameters loaded (when there are any), then puts the
+    /// training parameters back.
+    private func withAveragedParameters<T>(_ body: () -> T) -> T {
+        guard let average = averagedParameters else { return body() }
+        let P = network.parameterCount
+        let current = Array(UnsafeBufferPointer(start: network.parameters, count: P))
+        average.withUnsafeBufferPointer { network.load(parameters: $0) }
+        defer { current.withUnsafeBufferPointer { network.load(parameters: $0) } }
+        return body()
     }
 
     /// Mean plain cross-entropy (no smoothing, no class weights) and accuracy over a set,

@@ -107,8 +107,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// or not at all.
     public var centring: InputSpec.Centring = .window
     /// How coordinates are scaled: auto (torso length for 2D, metres kept for 3D), torso,
-    /// image (2D, needs the dataset's image size) or none.
+    /// image (2D, needs the dataset's image size), fixed (divided by `scaleDivisor`) or none.
     public var scaling: InputSpec.Scaling = .auto
+    /// The divisor of `fixed` scaling, in data units (the recipe sets it to the training
+    /// data's body size).
+    public var scaleDivisor: Double? = nil
     /// 3D only: rotate each window about the vertical axis so that the body faces one way
     /// (the `alignFacing` step on the skeleton's hip and shoulder pairs).
     public var alignFacing: Bool = false
@@ -142,6 +145,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public var gamma: Double = 0.1
     /// Final learning rate of the cosine schedule.
     public var minLearningRate: Double = 0
+    /// Exponential moving average of the parameters over the last `averageEpochs` epochs (the
+    /// time constant; 0 = off). The average, not the last step's parameters, is evaluated and
+    /// kept: after every step `avg ← avg + (1 − β)(θ − avg)` with `β = exp(−1 / (averageEpochs·S))`
+    /// for S steps per epoch (Polyak & Juditsky, 1992; as in timm's `ModelEmaV2`).
+    public var averageEpochs: Double = 0
 
     // Loss
     public var labelSmoothing: Float = 0
@@ -201,6 +209,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         try rate("gamma", gamma, "(0, 1]", gamma > 0 && gamma <= 1)
         try rate("minLearningRate", minLearningRate, "[0, learningRate]", minLearningRate >= 0 && minLearningRate <= learningRate)
+        try rate("averageEpochs", averageEpochs, "[0, epochs]", averageEpochs >= 0 && averageEpochs <= Double(epochs))
         try rate("labelSmoothing", labelSmoothing, "[0, 1)", labelSmoothing >= 0 && labelSmoothing < 1)
         if case .explicit(let w) = classWeights {
             guard w.allSatisfy({ $0.isFinite && $0 >= 0 }), w.contains(where: { $0 > 0 }) else {
@@ -213,6 +222,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
         if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
+        if scaling == .fixed {
+            guard let d = scaleDivisor, d > 0, d.isFinite else {
+                throw bad("scaleDivisor", "must be a positive number when scaling is fixed, got \(scaleDivisor.map { "\($0)" } ?? "none")")
+            }
+        }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
@@ -225,7 +239,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         var spec: InputSpec
         do {
             spec = try InputSpec.standard(
-                for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels)
+                for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels,
+                divisor: scaleDivisor)
         } catch let e as InputSpecError {
             throw TrainingError.invalidConfig(field: "centring/scaling/channels", reason: "do not fit skeleton '\(skeleton.name)': \(e)")
         }

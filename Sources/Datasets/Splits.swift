@@ -12,6 +12,12 @@ public struct Fold: Equatable, Sendable {
     public var name: String
     public var train: [Int]
     public var test: [Int]
+
+    public init(name: String, train: [Int], test: [Int]) {
+        self.name = name
+        self.train = train
+        self.test = test
+    }
 }
 
 /// Something a split could not do well; training can still proceed.

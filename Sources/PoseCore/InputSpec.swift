@@ -28,6 +28,9 @@ public struct InputSpec: Codable, Hashable, Sendable {
         case frame
         /// Not centred.
         case none
+        /// On the mean of all the skeleton's joints, averaged over the window: for skeletons
+        /// that name no centre joints.
+        case mean
     }
 
     /// How the coordinates are scaled.
@@ -40,6 +43,10 @@ public struct InputSpec: Codable, Hashable, Sendable {
         case image
         /// Not scaled.
         case none
+        /// Divided by a fixed number (`divisor`), e.g. the training data's typical body size
+        /// for skeletons without a torso: the data's units disappear, the poses keep their
+        /// relative sizes.
+        case fixed
     }
 
     /// The default input for a skeleton: centred on the skeleton's centre over the window,
@@ -67,7 +74,7 @@ public struct InputSpec: Codable, Hashable, Sendable {
     ///   is an error (say `none`).
     public static func standard(
         for skeleton: Skeleton, window: WindowSpec, centring: Centring = .window, scaling: Scaling = .auto,
-        imageSize: [Double]? = nil, channels: [ChannelBlock] = [.coordinates, .mask]
+        imageSize: [Double]? = nil, channels: [ChannelBlock] = [.coordinates, .mask], divisor: Double? = nil
     ) throws -> InputSpec {
         var steps: [PreprocessingStep] = []
         let hasTorso = !skeleton.torsoUpper.isEmpty && !skeleton.torsoLower.isEmpty
@@ -83,6 +90,8 @@ public struct InputSpec: Codable, Hashable, Sendable {
         }
         switch centring {
         case .none: break
+        case .mean:
+            steps.append(.centre(joints: skeleton.joints, perFrame: false))
         case .window, .frame:
             if skeleton.centre.isEmpty {
                 guard centring == .window else {
@@ -104,6 +113,11 @@ public struct InputSpec: Codable, Hashable, Sendable {
                     index: steps.count, reason: "skeleton '\(skeleton.name)' names no torso joints; use another scaling")
             }
             steps.append(.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower))
+        case .fixed:
+            guard let divisor, divisor.isFinite, divisor > 0 else {
+                throw InputSpecError.step(index: steps.count, reason: "fixed scaling needs a positive divisor")
+            }
+            steps.append(.divide(by: [Float](repeating: Float(divisor), count: skeleton.dimensions)))
         case .image, .none: break
         }
         let spec = InputSpec(skeleton: skeleton, window: window, steps: steps, channels: channels)

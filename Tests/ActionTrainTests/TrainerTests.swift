@@ -111,6 +111,46 @@ final class TrainerTests: XCTestCase {
         }
     }
 
+    /// The kept model is the exponential moving average of the parameters after each step,
+    /// `avg ← avg + (1 − β)(θ − avg)` with `β = exp(−1/(averageEpochs · S))`, recomputed here
+    /// from the parameters seen after every step; without validation it is the final network.
+    func testWeightAveragingKeepsTheMovingAverageOfEveryStep() throws {
+        var c = Toy.config(epochs: 3)
+        c.averageEpochs = 1.5
+        let t = try Toy.trainer(c)
+        let beta = exp(-1 / (1.5 * 8.0))  // 8 batches per epoch
+        var average: [Float]? = nil
+        var lastStep: [Float] = []
+        try t.fit(
+            train: Toy.train, validation: nil,
+            onBatch: { _ in
+                let theta = Toy.parameters(t)
+                lastStep = theta
+                guard var a = average else {
+                    average = theta
+                    return
+                }
+                for i in a.indices { a[i] += Float(1 - beta) * (theta[i] - a[i]) }
+                average = a
+            })
+        XCTAssertEqual(Toy.parameters(t), average!)
+        XCTAssertNotEqual(Toy.parameters(t), lastStep, "the average differs from the last step's parameters")
+    }
+
+    func testResumeWithWeightAveragingIsBitIdentical() throws {
+        var c = Toy.config(epochs: 3)
+        c.averageEpochs = 1
+        let straight = try Toy.trainer(c)
+        try straight.fit(train: Toy.train, validation: Toy.validation)
+        XCTAssertNotNil(straight.averagedParameters)
+        for k in [5, 16] {
+            let resumed = try trainWithRestart(c, stopAfterBatches: k)
+            XCTAssertEqual(Toy.parameters(resumed), Toy.parameters(straight), "stopped after \(k) batches")
+            XCTAssertEqual(resumed.averagedParameters, straight.averagedParameters)
+            XCTAssertEqual(Toy.untimed(resumed.progress.records), Toy.untimed(straight.progress.records))
+        }
+    }
+
     /// A residual TCN with dropout (whose random stream must be saved mid-epoch), layer norm
     /// and GELU, stopped inside epochs 1 and 2.
     func testResumeOfATCNWithDropoutInsideAnEpochIsBitIdentical() throws {

@@ -73,6 +73,27 @@ final class InputSpecTests: XCTestCase {
         }
     }
 
+    /// `mean` centring lists every joint (the mean of the present ones over the window);
+    /// `fixed` scaling divides every axis by the divisor, and needs one.
+    func testMeanCentringAndFixedScalingForSkeletonsWithoutCentreOrTorso() throws {
+        let bare = Skeleton(name: "bare3", joints: ["a", "b", "c"], dimensions: 3, units: .metres)
+        let spec = try InputSpec.standard(
+            for: bare, window: WindowSpec(frames: 2), centring: .mean, scaling: .fixed, divisor: 0.25)
+        XCTAssertEqual(spec.steps, [.centre(joints: ["a", "b", "c"], perFrame: false), .divide(by: [0.25, 0.25, 0.25])])
+        // Two frames: a at (1, 1, 1) and (3, 1, 1), b at (1, 3, 1) in frame 0 only; c absent.
+        let seq = PoseSequence(
+            id: "s", label: nil, jointCount: 3, dimensions: 3, frameCount: 2,
+            coordinates: [1, 1, 1, 1, 3, 1, 0, 0, 0, 3, 1, 1, 0, 0, 0, 0, 0, 0], present: [1, 1, 0, 1, 0, 0])
+        let x = try FeatureExtractor(spec).extract(seq)
+        // Centre: the mean over frames of each frame's mean of present joints: frame 0 (1, 2, 1),
+        // frame 1 (3, 1, 1), so (2, 1.5, 1); then / 0.25.
+        let a0: [Float] = [(1 - 2) / 0.25, (1 - 1.5) / 0.25, 0]
+        assertClose(Array(x[0..<3]), a0)
+        assertThrows(["fixed scaling needs a positive divisor"]) {
+            _ = try InputSpec.standard(for: bare, window: WindowSpec(frames: 2), scaling: .fixed)
+        }
+    }
+
     func testValidationNamesTheProblem() {
         func spec(_ steps: [PreprocessingStep], _ channels: [ChannelBlock] = [.coordinates], frames: Int = 2) -> InputSpec {
             InputSpec(skeleton: skeleton, window: WindowSpec(frames: frames), steps: steps, channels: channels)

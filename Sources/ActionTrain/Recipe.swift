@@ -1,0 +1,158 @@
+import Datasets
+import Foundation
+import PoseCore
+
+/// The training recipe `fit` chooses from the data when the user has not: how sequences become
+/// windows, how coordinates are normalised, which channels the network sees, and how hard to
+/// regularise. Each choice is a rule on a `DatasetProfile` fact, written down here and in
+/// docs/training.md ("The recipe"), and was chosen by cross-validation on the training splits
+/// of the shared datasets (docs/benchmarks.md). Keys the user set (config file or flag) are
+/// never changed.
+public enum Recipe {
+    /// One decision: what was seen, what was set.
+    public struct Choice: Equatable, Sendable, CustomStringConvertible {
+        /// A short topic: `windows`, `coordinates`, `channels`, `size`, `training`.
+        public var topic: String
+        /// What the data showed.
+        public var seen: String
+        /// What was set, as config keys and values.
+        public var set: String
+        public var description: String { "\(topic): \(seen) → \(set)" }
+    }
+
+    /// Sequences at most this long (seconds; frames at 30 fps when the rate is unknown) are
+    /// clips with one label each, classified whole; longer ones are recordings cut into sliding
+    /// windows.
+    public static let clipSeconds = 10.0
+    /// A class with fewer training sequences than this makes the dataset small: augmentation,
+    /// every sequence used for training (no validation split).
+    public static let smallClass = 60
+
+    /// `base` with every key not in `explicit` chosen for `profile`, and the choices made.
+    /// `explicit` holds config keys (`windowMode`, `channels`, ...) the user set.
+    public static func choose(
+        _ base: TrainingConfig, explicit: Set<String>, profile p: DatasetProfile
+    ) -> (config: TrainingConfig, choices: [Choice]) {
+        var c = base
+        var choices: [Choice] = []
+        var setKeys: [String] = []
+        /// Sets `key` unless the user did; returns whether it was set.
+        func set<T>(_ key: String, _ path: WritableKeyPath<TrainingConfig, T>, _ value: T) -> Bool {
+            guard !explicit.contains(key) else { return false }
+            c[keyPath: path] = value
+            setKeys.append("\(key) \(show(value))")
+            return true
+        }
+        func note(_ topic: String, _ seen: String) {
+            if !setKeys.isEmpty { choices.append(Choice(topic: topic, seen: seen, set: setKeys.joined(separator: ", "))) }
+            setKeys = []
+        }
+        let sk = p.skeleton
+        let D = sk.dimensions
+
+        // Windows.
+        let length =
+            p.frames.min == p.frames.max
+            ? "\(p.sequences) sequences of \(p.frames.median) frames"
+            : "\(p.sequences) sequences of \(p.frames.min)-\(p.frames.max) frames (median \(p.frames.median))"
+        let rate = p.frameRate ?? 30
+        let clipFrames = Int((clipSeconds * rate).rounded())
+        if p.eventShare >= 0.5 {
+            _ = set("useEvents", \.useEvents, true)
+            _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)
+            note("windows", "\(Int((p.eventShare * 100).rounded()))% of the training sequences have labeled events")
+        } else if p.frames.median <= clipFrames {
+            _ = set("windowMode", \.windowMode, WindowSpec.Mode.fit)
+            _ = set("windowFrames", \.windowFrames, fitFrames(p.frames.median))
+            note("windows", "\(length): clips, one label each (at most \(Int(clipSeconds)) s)")
+        } else {
+            let frames = min(64, max(16, Int((2 * rate).rounded())))
+            _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)
+            _ = set("windowFrames", \.windowFrames, frames)
+            _ = set("windowStride", \.windowStride, max(1, frames / 3))
+            note("windows", "\(length): recordings longer than \(Int(clipSeconds)) s, cut into 2 s windows")
+        }
+
+        // Coordinates: centre, scale, facing.
+        if !sk.centre.isEmpty {
+            _ = set("centring", \.centring, InputSpec.Centring.window)
+        } else if p.offset > 1 {
+            _ = set("centring", \.centring, InputSpec.Centring.mean)
+        } else {
+            _ = set("centring", \.centring, InputSpec.Centring.none)
+        }
+        let centreText =
+            !sk.centre.isEmpty
+            ? "centre joints \(sk.centre.joined(separator: "+"))"
+            : p.offset > 1
+                ? "no centre joints, bodies \(format(p.offset)) body sizes from the origin"
+                : "no centre joints, bodies already centred"
+        var scaleText: String
+        if !sk.torsoUpper.isEmpty && !sk.torsoLower.isEmpty {
+            _ = set("scaling", \.scaling, InputSpec.Scaling.torso)
+            scaleText = "torso known"
+        } else if p.bodySize > 0 && p.bodySize.isFinite {
+            if set("scaling", \.scaling, InputSpec.Scaling.fixed) {
+                _ = set("scaleDivisor", \.scaleDivisor, Optional(Double(Float(p.bodySize))))
+            }
+            scaleText = "no torso, body size \(format(p.bodySize)) \(units(sk))"
+        } else {
+            scaleText = "no body size measurable"
+        }
+        var facing = ""
+        if D == 3 && hasFacingPairs(sk) {
+            _ = set("alignFacing", \.alignFacing, true)
+            facing = ", 3D with left/right hips or shoulders"
+        }
+        note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
+
+        // Channels.
+        var channels: [ChannelBlock] = [.coordinates, .mask]
+        if !sk.bones.isEmpty { channels.append(.bones) }
+        _ = set("channels", \.channels, channels)
+        note("channels", sk.bones.isEmpty ? "skeleton '\(sk.name)' names no bones" : "skeleton '\(sk.name)' has \(sk.bones.count) bones")
+
+        // Size: regularisation and the use of every sequence.
+        let small = p.smallestClass < smallClass
+        _ = set("validationFraction", \.validationFraction, small ? 0 : 0.1)
+        _ = set("labelSmoothing", \.labelSmoothing, Float(0.1))
+        note(
+            "size",
+            "\(p.sequences) training sequences, \(p.classes) classes, smallest \(p.smallestClass)"
+                + (small ? " (small: every sequence trains)" : ""))
+
+        // Training length and schedule.
+        _ = set("schedule", \.schedule, LearningRateSchedule.Kind.cosine)
+        _ = set("epochs", \.epochs, 120)
+        note("training", "a decaying schedule ends every run well without a validation split")
+        return (c, choices)
+    }
+
+    /// The `fit` window length for clips whose median length is `median` frames.
+    static func fitFrames(_ median: Int) -> Int { 32 }
+
+    static func hasFacingPairs(_ sk: Skeleton) -> Bool {
+        let (left, right) = sk.sideJoints
+        return !left.isEmpty && !right.isEmpty
+            && (left.contains { $0.lowercased().contains("hip") || $0.lowercased().contains("shoulder") })
+    }
+
+    static func units(_ sk: Skeleton) -> String {
+        switch sk.units {
+        case .pixels: return "pixels"
+        case .metres: return "metres"
+        case .unitless: return "unitless"
+        }
+    }
+
+    static func format(_ v: Double) -> String { String(format: v >= 10 ? "%.0f" : v >= 1 ? "%.2g" : "%.2g", v) }
+
+    static func show<T>(_ v: T) -> String {
+        switch v {
+        case let list as [ChannelBlock]: return list.map(\.rawValue).joined(separator: "+")
+        case let e as any RawRepresentable: return "\(e.rawValue)"
+        case let o as Double?: return o.map { format($0) } ?? "none"
+        default: return "\(v)"
+        }
+    }
+}

@@ -1,0 +1,129 @@
+@testable import ActionTrain
+import Datasets
+import PoseCore
+import TestSupport
+import XCTest
+
+/// The recipe reads facts from the data (`DatasetProfile`) and chooses the keys the user did
+/// not set (`Recipe.choose`). Synthetic datasets with known answers.
+final class RecipeTests: XCTestCase {
+    /// A 3D stick figure of 4 joints: hip centre at `origin`, head 1 m above, shoulders ±0.5 m.
+    static let stick = Skeleton(
+        name: "stick", joints: ["hip", "head", "leftShoulder", "rightShoulder"], dimensions: 3, units: .metres,
+        mirrorPairs: [["leftShoulder", "rightShoulder"]], bones: [["hip", "head"], ["head", "leftShoulder"], ["head", "rightShoulder"]],
+        centre: ["hip"], torsoUpper: ["head"], torsoLower: ["hip"])
+
+    static func sequence(_ id: String, label: String, frames: Int, origin: [Float], scale: Float = 1) -> PoseSequence {
+        var s = PoseSequence(id: id, label: label, jointCount: 4, dimensions: 3, hasConfidence: false)
+        let offsets: [[Float]] = [[0, 0, 0], [0, 1, 0], [-0.5, 0.8, 0], [0.5, 0.8, 0]]
+        for _ in 0..<frames {
+            s.appendFrame(offsets.map { o in PosePoint(x: origin[0] + scale * o[0], y: origin[1] + scale * o[1], z: origin[2] + scale * o[2]) })
+        }
+        return s
+    }
+
+    /// `perClass` sequences for each of 3 classes, of lengths 20, 30, 40, ... frames.
+    static func dataset(
+        _ skeleton: Skeleton = stick, perClass: Int, frames: (Int) -> Int = { 20 + 10 * ($0 % 3) }, origin: [Float] = [0, 0, 3],
+        frameRate: Double? = 30
+    ) -> Dataset {
+        var seqs: [PoseSequence] = []
+        for c in 0..<3 {
+            for i in 0..<perClass {
+                var s = sequence("c\(c)-\(i)", label: "class\(c)", frames: frames(i), origin: origin)
+                s.group = "subject\(i % 5)"
+                seqs.append(s)
+            }
+        }
+        return Dataset(name: "toy", skeleton: skeleton, sequences: seqs, frameRate: frameRate)
+    }
+
+    func testProfileMeasuresLengthsClassesAndGeometry() {
+        let d = Self.dataset(perClass: 9)
+        let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+        XCTAssertEqual(p.sequences, 27)
+        XCTAssertEqual(p.classes, 3)
+        XCTAssertEqual(p.smallestClass, 9)
+        XCTAssertEqual(p.frames, DatasetProfile.Lengths(min: 20, median: 30, p90: 40, max: 40))
+        XCTAssertEqual(p.frameRate, 30)
+        XCTAssertEqual(p.medianSeconds, 1)
+        // Joints about their mean (0, 0.65, 0): squared distances 0.4225 + 0.1225 + 2·(0.25 + 0.0225) = 1.09.
+        assertClose(p.bodySize, (1.09 / 4).squareRoot(), absolute: 1e-6)
+        // The mean (0, 0.65, 3) is |.| = 3.0695 from the origin.
+        assertClose(p.offset, (0.65 * 0.65 + 9).squareRoot() / (1.09 / 4).squareRoot(), absolute: 1e-5)
+        XCTAssertEqual(p.axisSpread.count, 3)
+        assertClose(p.axisSpread[2], 0, absolute: 1e-6)
+    }
+
+    func testClipsBecomeOneWindowAndTheCoordinatesFollowTheSkeleton() {
+        let d = Self.dataset(perClass: 9)
+        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.windowMode, .fit)
+        XCTAssertEqual(c.windowFrames, Recipe.fitFrames(30))
+        XCTAssertEqual(c.centring, .window)
+        XCTAssertEqual(c.scaling, .torso)
+        XCTAssertTrue(c.alignFacing)
+        XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
+        XCTAssertEqual(c.validationFraction, 0, "9 sequences a class is small")
+        XCTAssertEqual(Set(choices.map(\.topic)), ["windows", "coordinates", "channels", "size", "training"])
+        XCTAssertTrue(choices[0].seen.contains("27 sequences of 20-40 frames (median 30)"), choices[0].seen)
+        XCTAssertTrue(choices[0].set.contains("windowMode fit"), choices[0].set)
+    }
+
+    func testLongRecordingsAreCutIntoSlidingWindowsOfTwoSeconds() {
+        let d = Self.dataset(perClass: 2, frames: { _ in 900 })  // 30 s at 30 fps
+        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.windowMode, .sliding)
+        XCTAssertEqual(c.windowFrames, 60)
+        XCTAssertEqual(c.windowStride, 20)
+        XCTAssertTrue(choices[0].seen.contains("recordings longer than 10 s"), choices[0].seen)
+    }
+
+    func testKeysTheUserSetAreNeverChanged() {
+        let d = Self.dataset(perClass: 9)
+        var base = TrainingConfig()
+        base.windowMode = .sliding
+        base.channels = [.coordinates]
+        base.epochs = 7
+        let (c, choices) = Recipe.choose(
+            base, explicit: ["windowMode", "channels", "epochs"], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.windowMode, .sliding)
+        XCTAssertEqual(c.channels, [.coordinates])
+        XCTAssertEqual(c.epochs, 7)
+        XCTAssertFalse(choices.contains { $0.topic == "channels" }, "nothing was chosen for channels")
+        XCTAssertEqual(c.windowFrames, Recipe.fitFrames(30), "other window keys are still chosen")
+    }
+
+    /// Without centre or torso joints: off-centre data is centred on the mean of all joints and
+    /// divided by the measured body size; body-centred data is left where it is.
+    func testSkeletonsWithoutCentreOrTorsoAreCentredAndScaledFromTheData() {
+        var bare = Self.stick
+        bare.name = "bare"
+        bare.centre = []
+        bare.torsoUpper = []
+        bare.torsoLower = []
+        bare.bones = []
+        let far = Self.dataset(bare, perClass: 9)
+        let p = DatasetProfile(far, indices: Array(far.sequences.indices))
+        let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+        XCTAssertEqual(c.centring, .mean)
+        XCTAssertEqual(c.scaling, .fixed)
+        XCTAssertEqual(c.scaleDivisor, Double(Float(p.bodySize)))
+        XCTAssertEqual(c.channels, [.coordinates, .mask])
+        XCTAssertNoThrow(try c.inputSpec(for: bare, imageSize: nil))
+        var hands = bare
+        hands.joints = ["hip", "head", "leftHand", "rightHand"]
+        hands.mirrorPairs = [["leftHand", "rightHand"]]
+        XCTAssertFalse(Recipe.hasFacingPairs(hands), "hands move too much to say where the body faces")
+
+        let centred = Self.dataset(bare, perClass: 9, origin: [0, -0.65, 0])
+        let (c2, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(centred, indices: Array(centred.sequences.indices)))
+        XCTAssertEqual(c2.centring, InputSpec.Centring.none)
+    }
+
+    func testLargeDatasetsKeepAValidationSplit() {
+        let d = Self.dataset(perClass: Recipe.smallClass)
+        let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.validationFraction, 0.1)
+    }
+}
