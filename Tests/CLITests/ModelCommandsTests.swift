@@ -95,8 +95,8 @@ final class ModelCommandsTests: XCTestCase {
         var stdout = "", stderr = ""
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
-        let args = try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec)
-        try PredictCommand.run(args, out: &output, stdin: {
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
+        try PredictCommand.run(options, out: &output, stdin: {
             seenBeforeEnd.append(stdout.split(separator: "\n").count)
             return remaining.popFirst()
         })
@@ -111,9 +111,9 @@ final class ModelCommandsTests: XCTestCase {
         lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
         var remaining = lines[...]
         var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
-        let args = try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec)
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
         assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
-            try PredictCommand.run(args, out: &output, stdin: { remaining.popFirst() })
+            try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
         }
     }
 
