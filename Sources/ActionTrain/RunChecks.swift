@@ -9,20 +9,20 @@ public enum RunChecks {
     /// Before training: validation sequences that give no windows (all empty, say) would make
     /// every epoch's validation metrics undefined and the run fail after its last epoch.
     /// `sequences` and `windows` are the validation set's; 0 sequences means no validation.
-    public static func checkValidationWindows(sequences: Int, windows: Int, windowFrames: Int) throws {
+    public static func checkValidationWindows(dataset: String, sequences: Int, windows: Int, windowFrames: Int) throws {
         guard sequences > 0, windows == 0 else { return }
         throw TrainingError.needsValidation(
-            "the \(sequences) validation sequence\(sequences == 1 ? "" : "s") give no windows of \(windowFrames) frames "
+            "\(dataset): the \(sequences) validation sequence\(sequences == 1 ? "" : "s") give no windows of \(windowFrames) frames "
                 + "(are they empty?); give validation sequences with frames, or train without validation (validationFraction 0 "
                 + "and no validation split)")
     }
 
     /// Before training: the data's frame rate goes into the model file as `trainingFrameRate`,
     /// which readers bound (docs/format.md 2.1); refused here rather than after the last epoch.
-    public static func checkDataFrameRate(_ rate: Double?) throws {
+    public static func checkDataFrameRate(_ rate: Double?, dataset: String) throws {
         guard let rate, !WindowSpec.frameRates.contains(rate) else { return }
         throw TrainingError.noTrainingData(
-            "the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds (docs/format.md 2.1); "
+            "\(dataset): the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds (docs/format.md 2.1); "
                 + "fix the dataset's frameRate")
     }
 
@@ -40,9 +40,9 @@ public enum RunChecks {
     /// label's share `p` by two standard errors of a constant guess, `2·√(p(1−p)/n)` — naming
     /// the likely cause from the epoch records; nil otherwise.
     ///
-    /// Causes, in order: the last training loss is above ln K, worse than answering every class
-    /// with probability 1/K (a diverged or saturated network: the learning rate `learningRate`
-    /// is likely too high); the training loss never fell below its first epoch's (a learning
+    /// Causes, in order: the last training loss is above 2 ln K, far worse than answering every
+    /// class with probability 1/K (a diverged or saturated network: the learning rate
+    /// `learningRate` is likely too high); the training loss never fell below its first epoch's (a learning
     /// rate too high or too low); the training accuracy is well above chance while the `set`
     /// accuracy is not (the model does not generalise); otherwise too little training or
     /// inputs that do not tell the classes apart.
@@ -55,13 +55,14 @@ public enum RunChecks {
         let threshold = p + 2 * (p * (1 - p) / n).squareRoot()
         guard accuracy <= threshold else { return nil }
         var text = String(
-            format: "the final %@ accuracy %.3f is at chance level (always answering the most frequent label scores %.3f on these %d windows): ",
+            format: "the final %@ accuracy %.3f is not above chance level (always answering the most frequent label scores %.3f on these %d windows): ",
             set, accuracy, p, labels.count)
         let lr = String(format: "%g", learningRate), uniform = log(Double(classes))
-        if let last = records.last, !(last.trainLoss <= uniform) {
+        if let last = records.last, !(last.trainLoss <= 2 * uniform) {
             text += String(
-                format: "the last training loss %.4g is worse than answering every class with probability 1/%d (%.4g), so the "
-                    + "network diverged or saturated. The learning rate %@ is likely too high; try it 10 times lower, or set gradientClipNorm",
+                format: "the last training loss %.4g is more than twice that of answering every class with probability 1/%d "
+                    + "(%.4g), so the network diverged or saturated. The learning rate %@ is likely too high; try it 10 times lower, "
+                    + "or set gradientClipNorm",
                 last.trainLoss, classes, uniform, lr)
         } else if let first = records.first, let last = records.last, records.count >= 2, !(last.trainLoss < first.trainLoss) {
             text += String(

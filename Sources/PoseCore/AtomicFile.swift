@@ -18,6 +18,12 @@ public enum AtomicFile {
     public struct WriteError: Error, Equatable, CustomStringConvertible {
         public var path: String
         public var reason: String
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
         public var description: String { "\(path): cannot write: \(reason)" }
     }
 

@@ -2,34 +2,42 @@ import Datasets
 import Foundation
 import PoseCore
 
-enum ConvertCommand {
-    static let spec = CommandSpec(
+enum ConvertCommand: ParsableCommand {
+    struct Options: CommandOptions {
+        var out = ""
+        var inputs: [String] = []
+        var labels: String?
+        var skeleton: String?
+        var force = false
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "convert",
         summary: "Convert dataset files (.jsonl, .ts, .csv, .npz, .npy) to one native .jsonl file.",
         positionals: [
-            Positional(name: "OUT", help: "Native .jsonl file to write. It must not exist unless --force."),
-            Positional(name: "INPUT...", help: "One or more dataset files; their sequences are concatenated.", variadic: true),
+            Positional("OUT", \.out, help: "Native .jsonl file to write. It must not exist unless --force."),
+            Positional("INPUT...", \.inputs, help: "One or more dataset files; their sequences are concatenated."),
         ],
         options: [
-            Option("labels", value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
-            Option("skeleton", value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
-            Option("force", help: "Overwrite OUT if it exists."),
+            Option("labels", \.labels, value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
+            Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
+            Option("force", \.force, help: "Overwrite OUT if it exists."),
         ])
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let outPath = args.positionals[0]
-        let inputs = Array(args.positionals.dropFirst())
+    static func run(_ options: Options, out: inout Output) throws {
+        let outPath = options.out
+        let inputs = options.inputs
         guard !inputs.isEmpty else { throw CLIError.usage("give at least one INPUT file. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+        if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
         }
         var renames: [String: String] = [:]
-        for pair in (args.value("labels") ?? "").split(separator: ",") {
+        for pair in (options.labels ?? "").split(separator: ",") {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw CLIError.usage("--labels expects old=new pairs, got '\(pair)'") }
             renames[kv[0]] = kv[1]
         }
-        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
+        let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
         var merged: Dataset? = nil
         var ids = Set<String>()
         for path in inputs {

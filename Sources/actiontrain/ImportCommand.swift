@@ -4,25 +4,37 @@ import PoseCore
 
 /// `actiontrain import KIND SRC --out FILE.jsonl`: one command from a public dataset or a
 /// foreign format to the native format.
-enum ImportCommand {
+enum ImportCommand: ParsableCommand {
     static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml"]
 
-    static let spec = CommandSpec(
+    struct Options: CommandOptions {
+        var kind = "", source = ""
+        var out: String?
+        var force = false
+        var skeleton: String?
+        var mapping: String?
+        var labels: String?
+        var keepInvisible = false
+        var split: String?
+        var limit: Int?
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "import",
         summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML file into the native format.",
         positionals: [
-            Positional(name: "KIND", help: "One of \(kinds.joined(separator: ", "))."),
-            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect) or file (csv, npz, createml)."),
+            Positional("KIND", \.kind, help: "One of \(kinds.joined(separator: ", "))."),
+            Positional("SRC", \.source, help: "The dataset folder (natops, penn-action, utkinect) or file (csv, npz, createml)."),
         ],
         options: [
-            Option("out", value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
-            Option("force", help: "Overwrite --out if it exists."),
-            Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
-            Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
-            Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
-            Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0."),
-            Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
-            Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
+            Option("out", \.out, value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
+            Option("force", \.force, help: "Overwrite --out if it exists."),
+            Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
+            Option("mapping", \.mapping, value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
+            Option("labels", \.labels, value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
+            Option("keep-invisible", \.keepInvisible, help: "penn-action: keep joints annotated invisible as present points with confidence 0."),
+            Option("split", \.split, value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
+            Option("limit", \.limit, value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
         ],
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):
@@ -33,24 +45,24 @@ enum ImportCommand {
               actiontrain import npz poses.npz --skeleton coco-17 --out poses.jsonl
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let kind = args.positionals[0], src = args.positionals[1]
+    static func run(_ options: Options, out: inout Output) throws {
+        let kind = options.kind, src = options.source
         guard kinds.contains(kind) else {
             let hint = ArgumentParser.suggestion(for: kind, among: kinds).map { " Did you mean '\($0)'?" } ?? ""
             throw CLIError.usage("unknown KIND '\(kind)'; use one of \(kinds.joined(separator: ", ")).\(hint)")
         }
-        guard let outPath = args.value("out") else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+        guard let outPath = options.out else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
+        if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
         }
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
-        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
-        let dataset = try load(kind: kind, src: src, skeleton: skeleton, args: args, out: &out)
+        let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
+        let dataset = try load(kind: kind, src: src, skeleton: skeleton, options: options, out: &out)
         try NativeFormat.write(dataset, to: outPath)
         out.line(summary(dataset, to: outPath))
     }
 
-    static func load(kind: String, src: String, skeleton: Skeleton?, args: ParsedArguments, out: inout Output) throws -> Dataset {
+    static func load(kind: String, src: String, skeleton: Skeleton?, options: Options, out: inout Output) throws -> Dataset {
         switch kind {
         case "natops":
             var files: [String]
@@ -71,12 +83,12 @@ enum ImportCommand {
             }
             return merged!
         case "penn-action":
-            let limit = try args.value("limit", as: Int.self)
+            let limit = options.limit
             if let limit, limit <= 0 { throw CLIError.usage("--limit must be positive") }
-            return try PennActionImporter.read(src, options: .init(keepInvisible: args.has("keep-invisible"), limit: limit))
+            return try PennActionImporter.read(src, options: .init(keepInvisible: options.keepInvisible, limit: limit))
         case "utkinect":
             let split: UTKinectImporter.Split
-            switch args.value("split") ?? "cross-subject" {
+            switch options.split ?? "cross-subject" {
             case "cross-subject": split = .crossSubject
             case "none": split = .none
             case let other: throw CLIError.usage("--split must be cross-subject or none, not '\(other)'")
@@ -85,11 +97,11 @@ enum ImportCommand {
             for w in warnings { out.note("\(w)\n") }
             return d
         case "csv":
-            var mapping = try args.value("mapping").map { try CSVMapping.load($0) } ?? CSVMapping()
+            var mapping = try options.mapping.map { try CSVMapping.load($0) } ?? CSVMapping()
             if let skeleton { mapping.skeleton = skeleton }
             return try CSVFormat.read(src, mapping: mapping)
         case "npz":
-            return try NumpyFormat.read(src, options: .init(skeleton: skeleton, labelsPath: args.value("labels")))
+            return try NumpyFormat.read(src, options: .init(skeleton: skeleton, labelsPath: options.labels))
         default:
             return try CreateMLFormat.read(src)
         }

@@ -4,16 +4,24 @@ import PoseCore
 
 /// `actiontrain inspect FILE`: what is in a dataset and what is wrong with it (Lint), or the
 /// header of a model file in human form (told apart by the model file's magic bytes).
-enum InspectCommand {
-    static let spec = CommandSpec(
+enum InspectCommand: ParsableCommand {
+    struct Options: CommandOptions {
+        var file = ""
+        var json = false
+        var imageSize: String?
+        var windowFrames: Int?
+        var strict = false
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "inspect",
         summary: "Describe a dataset (and check it) or a model file.",
-        positionals: [Positional(name: "FILE", help: "A dataset file (any supported format) or a model file (.atm).")],
+        positionals: [Positional("FILE", \.file, help: "A dataset file (any supported format) or a model file (.atm).")],
         options: [
-            Option("json", help: "Print the report (or the model header) as JSON instead of tables."),
-            Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
-            Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
-            Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
+            Option("json", \.json, help: "Print the report (or the model header) as JSON instead of tables."),
+            Option("image-size", \.imageSize, value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
+            Option("window-frames", \.windowFrames, value: "N", help: "Also report sequences shorter than a window of N frames."),
+            Option("strict", \.strict, help: "Exit with status 1 when there is any warning (for CI)."),
         ],
         discussion: """
             For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
@@ -24,42 +32,41 @@ enum InspectCommand {
             groups that appear in several splits, then a list of warnings. docs/cli.md lists them.
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let path = args.positionals[0]
+    static func run(_ options: Options, out: inout Output) throws {
+        let path = options.file
         if InspectModel.isModelFile(path: path) {
-            for option in ["image-size", "window-frames"] where args.value(option) != nil {
-                throw CLIError.usage("--\(option) applies to datasets; \(path) is a model file")
-            }
-            try InspectModel.run(path: path, json: args.has("json"), out: &out)
+            if options.imageSize != nil { throw CLIError.usage("--image-size applies to datasets; \(path) is a model file") }
+            if options.windowFrames != nil { throw CLIError.usage("--window-frames applies to datasets; \(path) is a model file") }
+            try InspectModel.run(path: path, json: options.json, out: &out)
         } else {
-            try runDataset(path: path, args: args, out: &out)
+            try runDataset(path: path, options: options, out: &out)
         }
     }
 
     /// Inspects the dataset at `path` (the lead's `inspect` dispatch calls this for datasets).
-    static func runDataset(path: String, args: ParsedArguments, out: inout Output) throws {
-        var options = Lint.Options()
-        if let raw = args.value("image-size") {
+    static func runDataset(path: String, options: Options, out: inout Output) throws {
+        var lint = Lint.Options()
+        if let raw = options.imageSize {
             let parts = raw.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard parts.count == 2, let w = parts[0], let h = parts[1], w > 0, h > 0, w.isFinite, h.isFinite else {
                 throw CLIError.usage("--image-size expects W,H in pixels, e.g. 1920,1080; got '\(raw)'")
             }
-            options.imageSize = [w, h]
+            lint.imageSize = [w, h]
         }
-        if let n = try args.value("window-frames", as: Int.self) {
+        if let n = options.windowFrames {
             guard n > 0 else { throw CLIError.usage("--window-frames must be positive") }
-            options.windowFrames = n
+            lint.windowFrames = n
         }
         let dataset = try DatasetLoader.load(path)
-        let report = Lint.inspect(dataset, options: options)
-        if args.has("json") {
+        let report = Lint.inspect(dataset, options: lint)
+        if options.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             out.line(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
             out.write(render(report))
         }
-        if args.has("strict") && !report.warnings.isEmpty {
+        if options.strict && !report.warnings.isEmpty {
             throw CLIError.failure("\(path): \(report.warnings.count) warning(s) (--strict)")
         }
     }

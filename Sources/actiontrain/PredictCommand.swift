@@ -1,22 +1,36 @@
 import ActionRuntime
 import Datasets
 import Foundation
+import Pipelines
 import PoseCore
 
-enum PredictCommand {
-    static let spec = CommandSpec(
+enum PredictCommand: ParsableCommand {
+    enum Format: String, ArgumentChoice { case jsonl, table }
+
+    struct Options: CommandOptions {
+        var model = "", data = ""
+        var stride: Int?
+        var format = Format.jsonl
+        var split: String?
+
+        func validate() throws {
+            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+        }
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "predict",
         summary: "Predict the action of every sliding window of whole sequences (JSON Lines or a table).",
         positionals: [
-            Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
+            Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'."),
             Positional(
-                name: "DATA",
+                "DATA", \.data,
                 help: "Dataset file (.jsonl native, .ts UEA), or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
-            Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
-            Option("format", value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
-            Option("split", value: "NAME", help: "Only the sequences of this split (default: all)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
+            Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
         ],
         discussion: """
             Each sequence is resampled to the model's frame rate when it has one, then cut into the
@@ -29,22 +43,17 @@ enum PredictCommand {
             sequence's own label when it has one. A summary goes to stderr.
             """)
 
-    enum Format: String { case jsonl, table }
-
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        try run(args, out: &out, stdin: { readLine(strippingNewline: true) })
+    static func run(_ options: Options, out: inout Output) throws {
+        try run(options, out: &out, stdin: { readLine(strippingNewline: true) })
     }
 
     /// `stdin` yields the lines of standard input (replaceable in tests).
-    static func run(_ args: ParsedArguments, out: inout Output, stdin: () -> String?) throws {
-        let model = try ActionModel(contentsOf: args.positionals[0])
-        let dataPath = args.positionals[1]
-        let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
-        guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
-        guard let format = Format(rawValue: args.value("format") ?? "jsonl") else {
-            throw CLIError.usage("--format must be jsonl or table, got '\(args.value("format")!)'")
-        }
-        var printer = Printer(model: model, format: format, stride: stride, split: args.value("split"))
+    static func run(_ options: Options, out: inout Output, stdin: () -> String?) throws {
+        let model = try ActionModel(contentsOf: options.model)
+        let dataPath = options.data
+        let stride = options.stride ?? Evaluation.defaultStride(model)
+        let format = options.format
+        var printer = Printer(model: model, format: format, stride: stride, split: options.split)
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
@@ -63,6 +72,8 @@ enum PredictCommand {
         let split: String?
         var sequences = 0, windows = 0, labeled = 0, correct = 0
         var wroteTableHeader = false
+        /// Labels outside the model's classes already warned about.
+        var warnedLabels = Set<String>()
 
         init(model: ActionModel, format: Format, stride: Int, split: String?) {
             self.model = model
@@ -73,7 +84,7 @@ enum PredictCommand {
 
         /// The data must have the model's skeleton; a frame-rate mismatch is worth a warning.
         mutating func check(_ d: Dataset, name: String, out: inout Output) throws {
-            if let why = model.input.skeleton.mismatch(data: d.skeleton) { throw CLIError.failure("\(name): \(why)") }
+            try Evaluation.checkSkeleton(model, d, dataPath: name)
             noteUnknownLabels(d, name: name, out: &out)
             if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = d.frameRate,
                 abs(rate - trained) > 1e-6
@@ -83,7 +94,6 @@ enum PredictCommand {
         }
 
         /// Labels the model cannot predict get one warning each (their windows never agree).
-        var warnedLabels = Set<String>()
         mutating func noteUnknownLabels(_ d: Dataset, name: String, out: inout Output) {
             let unknown = d.labels(outside: model.classes, split: split).filter { warnedLabels.insert($0.label).inserted }
             guard !unknown.isEmpty else { return }

@@ -15,24 +15,26 @@ final class RunChecksTests: XCTestCase {
     // MARK: - Validation windows
 
     func testValidationSequencesWithoutWindowsAreRefused() {
-        assertThrows(["the 2 validation sequences give no windows of 45 frames", "validationFraction 0"]) {
-            try RunChecks.checkValidationWindows(sequences: 2, windows: 0, windowFrames: 45)
+        assertThrows(["toy: the 2 validation sequences give no windows of 45 frames", "validationFraction 0"]) {
+            try RunChecks.checkValidationWindows(dataset: "toy", sequences: 2, windows: 0, windowFrames: 45)
         }
-        assertThrows(["the 1 validation sequence give"]) { try RunChecks.checkValidationWindows(sequences: 1, windows: 0, windowFrames: 3) }
-        XCTAssertThrowsError(try RunChecks.checkValidationWindows(sequences: 1, windows: 0, windowFrames: 3)) { e in
+        assertThrows(["the 1 validation sequence give"]) {
+            try RunChecks.checkValidationWindows(dataset: "toy", sequences: 1, windows: 0, windowFrames: 3)
+        }
+        XCTAssertThrowsError(try RunChecks.checkValidationWindows(dataset: "toy", sequences: 1, windows: 0, windowFrames: 3)) { e in
             guard case .needsValidation = e as? TrainingError else { return XCTFail("\(e)") }
         }
-        XCTAssertNoThrow(try RunChecks.checkValidationWindows(sequences: 0, windows: 0, windowFrames: 45))  // no validation at all
-        XCTAssertNoThrow(try RunChecks.checkValidationWindows(sequences: 3, windows: 1, windowFrames: 45))
+        XCTAssertNoThrow(try RunChecks.checkValidationWindows(dataset: "toy", sequences: 0, windows: 0, windowFrames: 45))  // no validation
+        XCTAssertNoThrow(try RunChecks.checkValidationWindows(dataset: "toy", sequences: 3, windows: 1, windowFrames: 45))
     }
 
     func testADataFrameRateAModelFileCannotHoldIsRefused() {
         for rate in [20_000, 0.001, 1e300] {
-            assertThrows(["the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds"]) {
-                try RunChecks.checkDataFrameRate(rate)
+            assertThrows(["toy: the data's frame rate \(rate) fps is outside 0.01 to 10000, the range a model file holds"]) {
+                try RunChecks.checkDataFrameRate(rate, dataset: "toy")
             }
         }
-        for rate in [nil, 0.01, 29.97, 10_000] { XCTAssertNoThrow(try RunChecks.checkDataFrameRate(rate)) }
+        for rate in [nil, 0.01, 29.97, 10_000] { XCTAssertNoThrow(try RunChecks.checkDataFrameRate(rate, dataset: "toy")) }
     }
 
     // MARK: - Chance level
@@ -57,15 +59,19 @@ final class RunChecksTests: XCTestCase {
             accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: diverged, learningRate: 1e6))
         XCTAssertEqual(
             text,
-            "the final validation accuracy 0.250 is at chance level (always answering the most frequent label scores 0.250 on these 100 windows): "
-                + "the last training loss 9e+12 is worse than answering every class with probability 1/4 (1.386), so the network diverged or "
-                + "saturated. The learning rate 1e+06 is likely too high; try it 10 times lower, or set gradientClipNorm")
+            "the final validation accuracy 0.250 is not above chance level (always answering the most frequent label scores 0.250 on these "
+                + "100 windows): the last training loss 9e+12 is more than twice that of answering every class with probability 1/4 (1.386), "
+                + "so the network diverged or saturated. The learning rate 1e+06 is likely too high; try it 10 times lower, or set gradientClipNorm")
         // A loss that fell from a diverged first epoch but is still worse than a uniform guess: too high.
         let plateau = [record(1, loss: 4e9, accuracy: 0.3), record(2, loss: 80, accuracy: 0.25)]
         let high = try XCTUnwrap(RunChecks.chanceLevelWarning(
             accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: plateau, learningRate: 1e6))
-        XCTAssertTrue(high.contains("the last training loss 80 is worse than answering every class with probability 1/4"), high)
-        // Below ln K but not falling.
+        XCTAssertTrue(high.contains("the last training loss 80 is more than twice that of answering every class with probability 1/4"), high)
+        // Below 2 ln K but not falling (a loss a little above ln K early in training is not divergence).
+        let early = [record(1, loss: 1.38, accuracy: 0.3), record(2, loss: 1.45, accuracy: 0.3)]
+        let notHigh = try XCTUnwrap(RunChecks.chanceLevelWarning(
+            accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: early, learningRate: 0.01))
+        XCTAssertTrue(notHigh.contains("the training loss did not fall (epoch 1: 1.38, epoch 2: 1.45)"), notHigh)
         let flat = [record(1, loss: 1.2, accuracy: 0.3), record(2, loss: 1.25, accuracy: 0.3)]
         let stuck = try XCTUnwrap(RunChecks.chanceLevelWarning(
             accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: flat, learningRate: 0.5))
@@ -81,7 +87,7 @@ final class RunChecksTests: XCTestCase {
         let slow = [record(1, loss: 1.39, accuracy: 0.26), record(2, loss: 1.38, accuracy: 0.27)]
         let little = try XCTUnwrap(RunChecks.chanceLevelWarning(
             accuracy: 0.27, set: "training", labels: labels, classes: 4, records: slow, learningRate: 1e-5))
-        XCTAssertTrue(little.hasPrefix("the final training accuracy 0.270 is at chance level"), little)
+        XCTAssertTrue(little.hasPrefix("the final training accuracy 0.270 is not above chance level"), little)
         XCTAssertTrue(little.contains("train for more epochs or with a higher learning rate than 1e-05"), little)
 
         // An imbalanced set: answering the majority class (80%) is chance, 0.85 of 1000 is above it.

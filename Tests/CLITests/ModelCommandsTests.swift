@@ -95,8 +95,8 @@ final class ModelCommandsTests: XCTestCase {
         var stdout = "", stderr = ""
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
-        let args = try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec)
-        try PredictCommand.run(args, out: &output, stdin: {
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
+        try PredictCommand.run(options, out: &output, stdin: {
             seenBeforeEnd.append(stdout.split(separator: "\n").count)
             return remaining.popFirst()
         })
@@ -111,9 +111,9 @@ final class ModelCommandsTests: XCTestCase {
         lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
         var remaining = lines[...]
         var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
-        let args = try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec)
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
         assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
-            try PredictCommand.run(args, out: &output, stdin: { remaining.popFirst() })
+            try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
         }
     }
 
@@ -181,7 +181,8 @@ final class ModelCommandsTests: XCTestCase {
         var remaining = lines[...]
         var stderr = ""
         var output = Output(write: { _ in }, note: { stderr += $0 }, isTerminal: false)
-        try PredictCommand.run(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec), out: &output, stdin: { remaining.popFirst() })
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
+        try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'jump' (1 sequence) is not among").count, 2, stderr)
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'kick' (1 sequence) is not among").count, 2, stderr)
         let known = run(["predict", Self.golden, try writeLines(nativeDataset(count: 2, frames: 6), "known.jsonl")])
