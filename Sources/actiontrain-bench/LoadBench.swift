@@ -11,17 +11,6 @@ import Foundation
 ///
 ///     actiontrain-bench load [--reps N]
 enum LoadBench {
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        #if os(Linux)
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-        #else
-            getrusage(RUSAGE_SELF, &usage)
-        #endif
-        func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return s(usage.ru_utime) + s(usage.ru_stime)
-    }
-
     static func run(_ args: [String]) throws {
         var reps = 300
         if let i = args.firstIndex(of: "--reps"), i + 1 < args.count { reps = Int(args[i + 1]) ?? reps }
@@ -37,11 +26,11 @@ enum LoadBench {
             let load = ForeignLoad()
             for _ in 0..<reps {
                 for (k, mapped) in [false, true].enumerated() {
-                    let c0 = cpuSeconds(), t0 = Clock.now()
+                    let c0 = ForeignLoad.processCPUSeconds(), t0 = Clock.now()
                     let model = try ActionModel(contentsOf: path, memoryMapped: mapped)
                     let t1 = Clock.now()
                     withExtendedLifetime(model) {}
-                    cpu[k] += cpuSeconds() - c0
+                    cpu[k] += ForeignLoad.processCPUSeconds() - c0
                     wall[k].append(Double(t1 - t0) / 1e3)
                 }
             }

@@ -1,6 +1,5 @@
 import ActionRuntime
 import Foundation
-@testable import ModelExport
 import PoseCore
 import TestSupport
 import XCTest
