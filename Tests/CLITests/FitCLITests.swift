@@ -154,6 +154,23 @@ final class FitCLITests: XCTestCase {
         XCTAssertFalse(plain.out.contains("recipe"), "recipe none: " + plain.out)
     }
 
+    /// tune prints every candidate and the table, then trains the chosen config into the run
+    /// folder with the table beside it.
+    func testTuneScoresCandidatesThenTrainsTheChosenOne() throws {
+        let dir = try folder()
+        let r = run(
+            ["tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+             "--architecture", "mlp", "--hidden", "8", "--window-frames", "10"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("tune: tiny-natops: 24 training sequences in 2 folds (12/12 held out)"), r.out)
+        XCTAssertTrue(r.out.contains("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
+        XCTAssertTrue(r.out.contains("tune: chosen "), r.out)
+        for name in ["model.atm", "config.json", "tune.md", "tune.json"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/\(name)"), name)
+        }
+        XCTAssertEqual(run(["tune", Self.fixture, "--folds", "1"]).code, 2, "one fold is a usage error")
+    }
+
     // MARK: runs, checkpoints, resume
 
     func testFitThenResumeEqualsAnUninterruptedRun() throws {
