@@ -181,7 +181,7 @@ public struct Checkpoint: Equatable, Sendable {
         return try decode([UInt8](data), source: path)
     }
 
-    /// Writes `path` atomically (`AtomicFile`): a crash at any moment leaves either the
+    /// Writes `path` atomically (`AtomicWrite`): a crash at any moment leaves either the
     /// previous checkpoint or the new one, never a mix.
     public func write(to path: String) throws {
         try Checkpoint.writeAtomically(try encode(), to: path)
@@ -189,8 +189,8 @@ public struct Checkpoint: Equatable, Sendable {
 
     public static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         do {
-            try AtomicFile.write(bytes, to: path)
-        } catch let e as AtomicFile.WriteError {
+            try AtomicWrite.write(bytes, to: path)
+        } catch let e as AtomicWrite.WriteError {
             throw CheckpointError.io(path, e.reason)
         }
     }

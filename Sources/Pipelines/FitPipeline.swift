@@ -12,10 +12,12 @@ import PoseCore
 /// 4. `Training`: network, trainer, training;
 /// 5. `FitRun.finish` / `Evaluation`: model file and reports.
 public enum FitPipeline {
-    /// A config ready for a dataset, and the network input it implies.
+    /// A config ready for a dataset, the network input it implies, and what the recipe chose.
     public struct ResolvedConfig: Sendable {
         public var config: TrainingConfig
         public var input: InputSpec
+        /// The recipe's choices (empty when it was off or everything was set).
+        public var choices: [Recipe.Choice] = []
     }
 
     /// The sequence indices a run trains and validates on.
@@ -31,14 +33,21 @@ public enum FitPipeline {
         }
     }
 
-    /// Step 1: the config to train `dataset` with. Today it checks the config (ranges and
-    /// combinations, `TrainingConfig.validate`) and derives the input description for the
-    /// dataset's skeleton and image size; a step that chooses config fields from the data
-    /// belongs here, so that the returned config is the one saved with the run. A resumed run
-    /// does not call it again: its checkpoint holds the resolved config.
-    public static func resolve(_ config: TrainingConfig, for dataset: Dataset) throws -> ResolvedConfig {
+    /// Step 1: the config to train `dataset` with. When `explicit` is given (the config keys
+    /// the user set) and `config.recipe` is `auto`, every other key is chosen from the
+    /// dataset's non-test sequences by `Recipe`; nil keeps `config` as it is. Then the config
+    /// is checked (`TrainingConfig.validate`) and the input description derived for the
+    /// dataset's skeleton and image size. The returned config is the one saved with the run; a
+    /// resumed run does not call this again (its checkpoint holds the resolved config).
+    public static func resolve(_ config: TrainingConfig, for dataset: Dataset, explicit: Set<String>? = nil) throws -> ResolvedConfig {
+        var config = config
+        var choices: [Recipe.Choice] = []
+        if let explicit, config.recipe == .auto {
+            let usable = dataset.sequences.indices.filter { dataset.sequences[$0].split != "test" }
+            (config, choices) = Recipe.choose(config, explicit: explicit, profile: DatasetProfile(dataset, indices: usable))
+        }
         try config.validate()
-        return ResolvedConfig(config: config, input: try input(config, for: dataset))
+        return ResolvedConfig(config: config, input: try input(config, for: dataset), choices: choices)
     }
 
     /// The network input that `config` gives for `dataset` (skeleton, image size).

@@ -20,6 +20,8 @@ public final class FitRun {
     public let training: Training
     /// Warnings found while building the run (lint, split, temporary files removed on resume).
     public private(set) var warnings: [FitWarning]
+    /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
+    public private(set) var recipe: [Recipe.Choice] = []
     /// The resolved config (`FitPipeline.resolve`).
     public var config: TrainingConfig { training.config }
     public var data: TrainingData { training.data }
@@ -29,14 +31,18 @@ public final class FitRun {
     let configData: Data
 
     /// Builds a new run of `config` on `dataset` (read from `dataPath`, which the checkpoint
-    /// records). `split` overrides the default split (`FitPipeline.split`), e.g. with a
-    /// cross-validation fold.
+    /// records). `explicit`: the config keys the user set, the others chosen by the recipe
+    /// (nil: `config` is used as it is; see `FitPipeline.resolve`). `split` overrides the
+    /// default split (`FitPipeline.split`), e.g. with a cross-validation fold.
     public static func start(
-        dataPath: String, dataset: Dataset, config: TrainingConfig, folder: RunFolder?, split: FitPipeline.Split? = nil
+        dataPath: String, dataset: Dataset, config: TrainingConfig, explicit: Set<String>? = nil, folder: RunFolder?,
+        split: FitPipeline.Split? = nil
     ) throws -> FitRun {
         BLAS.threads = config.threads
-        let resolved = try FitPipeline.resolve(config, for: dataset)
-        return try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: split)
+        let resolved = try FitPipeline.resolve(config, for: dataset, explicit: explicit)
+        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: split)
+        run.recipe = resolved.choices
+        return run
     }
 
     /// Continues the run in `folder` from its checkpoint, exactly where it stopped.
@@ -47,7 +53,7 @@ public final class FitRun {
         folder: RunFolder, dataPath: String? = nil, configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
         let path = folder.checkpointPath
-        let removed = AtomicFile.removeStaleTemporaries(in: folder.path)
+        let removed = AtomicWrite.removeStaleTemporaries(in: folder.path)
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
         let config = try configure(checkpoint.config)

@@ -110,4 +110,4 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A file that could not be written (`path: cannot write: reason`).
-public typealias WriteError = AtomicFile.WriteError
+public typealias WriteError = AtomicWrite.WriteError

@@ -100,11 +100,11 @@ public enum Hashing {
     }
 }
 
-/// Files written whole (`AtomicFile`, PoseCore): to a recognisable temporary file
+/// Files written whole (PoseCore's `AtomicWrite`): to a recognisable temporary file
 /// `.<name>.tmp`, flushed and renamed into place, so that a reader (or a crash) never sees half
 /// a file, and a kill leaves a file that the next write or `FitRun.resume` removes.
-extension AtomicFile {
+public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws {
-        try data.withUnsafeBytes { try write($0, to: path) }
+        try data.withUnsafeBytes { try AtomicWrite.write($0, to: path) }
     }
 }

@@ -44,7 +44,7 @@ struct Output {
 enum ActionTrainCLI {
     /// In workflow order: get data in, look at it, train, evaluate, use the model.
     static let commands: [Command] = [
-        Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self),
+        Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
         Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
     ]
 

@@ -17,6 +17,12 @@ extension ConfigOptions {
     /// Defaults, then the config file, then the flags. Unknown keys, wrong types and values
     /// out of range are one-line errors naming the key.
     static func resolve(file: String?, flags: ConfigFlags) throws -> TrainingConfig {
+        try resolveGiven(file: file, flags: flags).config
+    }
+
+    /// `resolve(file:flags:)`, and the keys the user gave (in the file or as flags): the
+    /// recipe chooses the others.
+    static func resolveGiven(file: String?, flags: ConfigFlags) throws -> (config: TrainingConfig, given: Set<String>) {
         var dict: [String: JSONValue] = [:]
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
@@ -24,7 +30,8 @@ extension ConfigOptions {
             }
             dict = try fileValues(data, source: file)
         }
-        return try resolve(base: TrainingConfig(), values: dict, flags: flags)
+        let config = try resolve(base: TrainingConfig(), values: dict, flags: flags)
+        return (config, Set(dict.keys).union(flags.values.keys))
     }
 
     /// `base` with `values` (already checked) and then the flags applied.

@@ -63,6 +63,7 @@ enum ConfigOptions {
 
     static let entries: [Entry] = [
         // Model
+        Entry(key: "recipe", kind: .string, value: "NAME", help: "auto: keys you do not set are chosen from the data (windows, normalisation, channels, regularisation; printed before training); none: the plain defaults (default auto).", choices: names(TrainingConfig.RecipeMode.self)),
         Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window) or tcn (temporal convolution) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
         Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),
         Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN block widths; the depth is their count (default 64,64,64)."),

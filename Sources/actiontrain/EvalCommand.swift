@@ -3,7 +3,6 @@ import Datasets
 import Eval
 import Foundation
 import Pipelines
-import PoseCore
 
 /// `actiontrain eval`: flags, outputs and the gate around `Evaluation.run`.
 enum EvalCommand: ParsableCommand {

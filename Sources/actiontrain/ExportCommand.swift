@@ -2,7 +2,6 @@ import ActionRuntime
 import Foundation
 import ModelExport
 import Pipelines
-import PoseCore
 
 enum ExportCommand: ParsableCommand {
     enum Format: String, ArgumentChoice { case onnx }

@@ -47,10 +47,10 @@ enum FitCommand: ParsableCommand {
                 guard let dataPath = options.data else {
                     throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
                 }
-                let config = try ConfigOptions.resolve(file: options.configFile, flags: options.overrides)
+                let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
                 let dataset = try DatasetLoader.load(dataPath)
                 let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)", replacing: options.force)
-                run = try FitRun.start(dataPath: dataPath, dataset: dataset, config: config, folder: folder)
+                run = try FitRun.start(dataPath: dataPath, dataset: dataset, config: config, explicit: given, folder: folder)
                 describe(run, out: &out)
             }
             try train(run, out: &out)
@@ -79,8 +79,9 @@ enum FitCommand: ParsableCommand {
         return run
     }
 
-    /// The run's warnings, data and network in three lines.
+    /// The recipe's choices, the run's warnings, data and network.
     static func describe(_ run: FitRun, out: inout Output) {
+        if !run.recipe.isEmpty { out.write(recipeBlock(run.recipe)) }
         for w in run.warnings { out.note("warning: \(w)\n") }
         let data = run.data, config = run.config
         out.line(
@@ -129,6 +130,13 @@ enum FitCommand: ParsableCommand {
         for w in result.warnings { out.note("warning: \(w)\n") }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
         out.line(String(format: "fit: trained in %.1f s; wrote %@", run.trainingSeconds, folder.modelPath))
+    }
+
+    /// The recipe in one short block: a line per topic, what the data showed and what was set.
+    static func recipeBlock(_ choices: [Recipe.Choice]) -> String {
+        var text = "fit: recipe chosen from the data (keys you set are kept; \"recipe\": \"none\" turns this off):\n"
+        for c in choices { text += "  " + c.topic.padding(toLength: 12, withPad: " ", startingAt: 0) + c.seen + " → " + c.set + "\n" }
+        return text
     }
 
     /// The library's message, with the flags that fix it where there are some.

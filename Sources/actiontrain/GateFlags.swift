@@ -1,7 +1,6 @@
 import Eval
 import Foundation
 import Pipelines
-import PoseCore
 
 /// Options of the regression gate, shared by `compare` and `eval --baseline`.
 struct GateFlags {

@@ -13,7 +13,7 @@
 /// `removeStaleTemporaries(in:)` clears a folder of them (fit does on resume). Foundation's
 /// atomic writes, which earlier versions used, leave `.dat.nosync<hex>.<6 characters>` files
 /// instead; those are cleared too. POSIX calls only (no Foundation), so every module can use it.
-public enum AtomicFile {
+public enum AtomicWrite {
     /// Why a write failed: the file and the system's reason.
     public struct WriteError: Error, Equatable, CustomStringConvertible {
         public var path: String

@@ -15,17 +15,17 @@ final class AtomicFileTests: XCTestCase {
     func testAtomicWritesLeaveNoTemporaryFile() throws {
         let dir = try folder()
         let path = "\(dir)/model.atm"
-        try AtomicFile.write([1, 2, 3], to: path)
-        try AtomicFile.write([4, 5], to: path)
+        try AtomicWrite.write([1, 2, 3], to: path)
+        try AtomicWrite.write([4, 5], to: path)
         XCTAssertEqual(FileManager.default.contents(atPath: path), Data([4, 5]))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
-        XCTAssertEqual(AtomicFile.temporaryPath(for: path), "\(dir)/.model.atm.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: path), "\(dir)/.model.atm.tmp")
         // A temporary file left by a killed write is replaced by the next write of the same file.
         try Data(repeating: 9, count: 100).write(to: URL(fileURLWithPath: "\(dir)/.model.atm.tmp"))
-        try AtomicFile.write([6], to: path)
+        try AtomicWrite.write([6], to: path)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
         assertThrows(["\(dir)/missing/x.json: cannot write: cannot create \(dir)/missing/.x.json.tmp"]) {
-            try AtomicFile.write([1], to: "\(dir)/missing/x.json")
+            try AtomicWrite.write([1], to: "\(dir)/missing/x.json")
         }
     }
 
@@ -35,16 +35,16 @@ final class AtomicFileTests: XCTestCase {
         let kept = ["model.atm", "notes.tmp", ".hidden", ".dat.nosyncXYZ.abcdef", ".dat.nosync12.short", ".tmp"]
         for name in stale + kept { try Data([0]).write(to: URL(fileURLWithPath: "\(dir)/\(name)")) }
         try FileManager.default.createDirectory(atPath: "\(dir)/.folder.tmp", withIntermediateDirectories: false)
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: dir), stale.sorted())
+        XCTAssertEqual(AtomicWrite.removeStaleTemporaries(in: dir), stale.sorted())
         XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), Set(kept + [".folder.tmp"]))
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: dir), [])
-        XCTAssertEqual(AtomicFile.removeStaleTemporaries(in: "\(dir)/nonexistent"), [])
+        XCTAssertEqual(AtomicWrite.removeStaleTemporaries(in: dir), [])
+        XCTAssertEqual(AtomicWrite.removeStaleTemporaries(in: "\(dir)/nonexistent"), [])
     }
 
     func testTemporaryPaths() {
-        XCTAssertEqual(AtomicFile.temporaryPath(for: "/r/model.atm"), "/r/.model.atm.tmp")
-        XCTAssertEqual(AtomicFile.temporaryPath(for: "/model.atm"), "/.model.atm.tmp")
-        XCTAssertEqual(AtomicFile.temporaryPath(for: "model.atm"), ".model.atm.tmp")
-        XCTAssertEqual(AtomicFile.temporaryPath(for: "runs/a/report.json"), "runs/a/.report.json.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/r/model.atm"), "/r/.model.atm.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/model.atm"), "/.model.atm.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "model.atm"), ".model.atm.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "runs/a/report.json"), "runs/a/.report.json.tmp")
     }
 }
