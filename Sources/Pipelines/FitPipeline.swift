@@ -97,6 +97,9 @@ public struct TrainingData {
     public let train: any BatchSource
     public let trainLabels: [Int32]
     public let isAugmented: Bool
+    /// Share of the training windows' frames that are padding (sequences shorter than a
+    /// sliding window), in [0, 1].
+    public let paddedShare: Double
     /// Nil when `validationIndices` is empty.
     public let validation: TensorSet?
 
@@ -113,6 +116,8 @@ public struct TrainingData {
             useEvents: config.useEvents)
         guard windows.count > 0 else { throw FitError.noTrainingWindows(dataset: dataset.name, sequences: train.count) }
         trainLabels = windows.labels
+        let padded = windows.sources.reduce(0) { $0 + $1.paddedFrames }
+        paddedShare = Double(padded) / Double(max(1, windows.count * input.window.frames))
         isAugmented = config.augmentation.isEnabled
         if isAugmented {
             self.train = try AugmentedBatches(

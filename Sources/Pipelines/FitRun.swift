@@ -80,10 +80,13 @@ public final class FitRun {
 
     private init(dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?) throws {
         let config = resolved.config
-        var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: config.windowFrames)).map(FitWarning.lint)
+        // Fit windows resample short sequences instead of padding them: no short-sequence lint.
+        let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
+        var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
         let split = try split ?? FitPipeline.split(dataset, config: config)
         warnings += split.warnings.map(FitWarning.split)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
+        warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.training = try Training(config: config, data: data)
         self.dataPath = dataPath
         self.dataset = dataset
@@ -91,6 +94,28 @@ public final class FitRun {
         self.warnings = warnings
         configData = try RunFolder.encode(config)
     }
+
+    /// What is wrong with the data for this config, found before training, each with the key
+    /// that fixes it: windows mostly padding, classes with very few sequences, a validation
+    /// split too small to choose an epoch from.
+    static func dataWarnings(_ d: Dataset, split: FitPipeline.Split, data: TrainingData, config: TrainingConfig) -> [FitWarning] {
+        var out: [FitWarning] = []
+        if config.windowMode == .sliding && data.paddedShare > 0.5 {
+            out.append(.mostlyPadding(share: data.paddedShare, windowFrames: config.windowFrames))
+        }
+        var perClass = [String: Int]()
+        for i in split.train { if let l = d.sequences[i].label { perClass[l, default: 0] += 1 } }
+        let tiny = d.classes.filter { perClass[$0, default: 0] < tinyClass }.map { ($0, perClass[$0, default: 0]) }
+        if !tiny.isEmpty { out.append(.tinyClasses(tiny.map { "\($0.0) (\($0.1))" })) }
+        let classes = Set(split.validation.compactMap { d.sequences[$0].label }).count
+        if !split.validation.isEmpty && split.validation.count < 3 * max(1, d.classes.count) {
+            out.append(.smallValidation(sequences: split.validation.count, classes: classes))
+        }
+        return out
+    }
+
+    /// A class with fewer training sequences than this gets a warning.
+    public static let tinyClass = 5
 
     /// True when the checkpoint resumed from had finished (all epochs, or stopped early).
     public var isFinished: Bool { training.trainer.isFinished }
@@ -160,6 +185,7 @@ public final class FitRun {
             trainingFrameRate: dataset.frameRate)
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
+        if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
         let records = progress.records
         if let warning = RunChecks.chanceLevelWarning(
             accuracy: metrics["validationAccuracy"] ?? records.last?.trainAccuracy ?? .nan,
@@ -190,6 +216,14 @@ public final class FitRun {
         }
         if let folder { try RunChecks.afterWritingModel(at: folder.modelPath, report) } else { try report() }
         return result
+    }
+
+    /// A warning when the last epoch's training loss is clearly above the lowest one (more than
+    /// 1.5 times it and 0.05 above): the run ended worse than it was.
+    static func lossWarning(_ records: [EpochRecord]) -> FitWarning? {
+        guard let last = records.last, let best = records.min(by: { $0.trainLoss < $1.trainLoss }) else { return nil }
+        guard last.trainLoss > 1.5 * best.trainLoss && last.trainLoss > best.trainLoss + 0.05 else { return nil }
+        return .lossAboveMinimum(final: last.trainLoss, minimum: best.trainLoss, epoch: best.epoch)
     }
 
     /// The top-level config keys whose values differ between `a` and `b`.

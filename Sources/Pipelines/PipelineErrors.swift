@@ -68,6 +68,14 @@ public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
     case split(SplitWarning)
     /// The model is written but its validation report could not be made.
     case noValidationReport(String)
+    /// More than half of the training windows' frames are padding.
+    case mostlyPadding(share: Double, windowFrames: Int)
+    /// Classes with fewer than `FitRun.tinyClass` training sequences, as "name (count)".
+    case tinyClasses([String])
+    /// A validation split too small to choose an epoch from.
+    case smallValidation(sequences: Int, classes: Int)
+    /// The final training loss is clearly above its minimum.
+    case lossAboveMinimum(final: Double, minimum: Double, epoch: Int)
     /// Temporary files that interrupted writes left in the run folder, removed on resume.
     case removedTemporaryFiles(folder: String, names: [String])
     /// The final accuracy is at chance level (`RunChecks.chanceLevelWarning`: why, and the likely cause).
@@ -78,9 +86,19 @@ public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
         case .lint(let w): return "[\(w.code)] \(w)"
         case .split(let w): return w.description
         case .noValidationReport(let why): return "no validation report: \(why)"
+        case .mostlyPadding(let share, let frames):
+            return "[mostly-padding] \(Int((share * 100).rounded()))% of the training windows' frames are padding: most sequences are shorter than the \(frames)-frame window; set the config's windowMode to fit (each sequence resampled to one window) or a smaller windowFrames"
+        case .tinyClasses(let classes):
+            return "[tiny-classes] \(classes.joined(separator: ", ")) training sequences: too few to learn a class from; collect more, or merge or drop these classes (classWeights \"balanced\" only reweights the loss)"
+        case .smallValidation(let n, let k):
+            return "[small-validation] the validation split has \(n) sequences of \(k) classes, too few to choose an epoch from; set the config's validationFraction to 0 (every sequence trains, the decaying schedule ends the run) or give a larger validation split"
+        case .lossAboveMinimum(let last, let best, let epoch):
+            return String(
+                format: "[loss-above-minimum] the final training loss %.3f is well above its minimum %.3f at epoch %d: the last epochs got worse; use a decaying schedule (schedule cosine), weight averaging (averageEpochs), a lower learningRate or fewer epochs",
+                last, best, epoch)
         case .removedTemporaryFiles(let folder, let names):
-            return "removed \(names.map { "\(folder)/\($0)" }.joined(separator: ", ")), left by an interrupted write"
-        case .chanceLevel(let why): return why
+            return "[temporary-files] removed \(names.map { "\(folder)/\($0)" }.joined(separator: ", ")), left by an interrupted write"
+        case .chanceLevel(let why): return "[chance-level] \(why)"
         }
     }
 }

@@ -31,7 +31,7 @@ extension FitCLITests {
         let dir = try folder()
         let r = run(["fit", Self.fixture, "--out", "\(dir)/run", "--epochs", "3", "--learning-rate", "1e6"] + Self.quick)
         XCTAssertEqual(r.code, 0, r.err)
-        XCTAssertTrue(r.err.contains("warning: the final validation accuracy "), r.err)
+        XCTAssertTrue(r.err.contains("warning: [chance-level] the final validation accuracy "), r.err)
         XCTAssertTrue(r.err.contains("is not above chance level (always answering the most frequent label scores "), r.err)
         XCTAssertTrue(r.err.contains("The learning rate 1e+06 is likely too high"), r.err)
     }
@@ -52,7 +52,7 @@ extension FitCLITests {
         XCTAssertEqual(resumed.code, 0, resumed.err)
         XCTAssertTrue(
             resumed.err.contains(
-                "warning: removed \(runDir)/.dat.nosync2A1F.kX93bQ, \(runDir)/.model.atm.tmp, left by an interrupted write\n"), resumed.err)
+                "warning: [temporary-files] removed \(runDir)/.dat.nosync2A1F.kX93bQ, \(runDir)/.model.atm.tmp, left by an interrupted write\n"), resumed.err)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: runDir).filter { $0.hasPrefix(".") }, [])
         XCTAssertTrue(FileManager.default.fileExists(atPath: "\(runDir)/model.atm"))
     }

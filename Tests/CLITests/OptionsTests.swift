@@ -43,7 +43,8 @@ final class OptionsTests: XCTestCase {
         try assertEveryOptionIsStored(CompareCommand.spec)
         try assertEveryOptionIsStored(PredictCommand.spec)
         try assertEveryOptionIsStored(ExportCommand.spec)
-        XCTAssertEqual(ActionTrainCLI.commands.count, 8, "a new command needs its line above")
+        try assertEveryOptionIsStored(TuneCommand.spec)
+        XCTAssertEqual(ActionTrainCLI.commands.count, 9, "a new command needs its line above")
     }
 
     func testEveryConfigKeyFlagReachesTheOverrides() throws {
