@@ -102,21 +102,20 @@ public enum Evaluation {
             metrics: h.provenance.metrics, notes: h.provenance.notes)
     }
 
-    /// The dataset must have the model's skeleton (same joints and dimensions).
+    /// The dataset must have the model's skeleton (same joints in the same order, same
+    /// dimensions); the error names the first joint that differs.
     public static func checkSkeleton(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
-        let s = model.input.skeleton
-        guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
-            func describe(_ k: Skeleton) -> String { "'\(k.name)' (\(k.jointCount) joints, \(k.dimensions)D)" }
-            throw EvaluationError.skeletonMismatch(dataPath: dataPath, dataset: describe(d.skeleton), model: describe(s))
+        if let why = model.input.skeleton.mismatch(data: d.skeleton) {
+            throw EvaluationError.skeletonMismatch(dataPath: dataPath, reason: why)
         }
     }
 
     /// The model's skeleton, and only labels the model knows.
     public static func checkCompatible(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
         try checkSkeleton(model, d, dataPath: dataPath)
-        let unknown = Set(d.sequences.compactMap(\.label)).subtracting(model.classes)
+        let unknown = d.labels(outside: model.classes).map(\.label)
         guard unknown.isEmpty else {
-            throw EvaluationError.unknownLabels(dataPath: dataPath, labels: unknown.sorted(), classes: model.classes)
+            throw EvaluationError.unknownLabels(dataPath: dataPath, labels: unknown, classes: model.classes)
         }
     }
 }

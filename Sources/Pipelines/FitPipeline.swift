@@ -103,7 +103,9 @@ public struct TrainingData {
     /// Nil when `validationIndices` is empty.
     public let validation: TensorSet?
 
-    /// Throws `FitError.noTrainingWindows` when the training sequences give no window.
+    /// Throws `FitError.noTrainingWindows` when the training sequences give no window, and
+    /// `TrainingError` when validation sequences give none or the data's frame rate is one a
+    /// model file cannot hold (`RunChecks`).
     public init(dataset: Dataset, train: [Int], validation: [Int], config: TrainingConfig, input: InputSpec) throws {
         self.input = input
         classes = dataset.classes
@@ -126,6 +128,10 @@ public struct TrainingData {
         }
         self.validation = try validation.isEmpty
             ? nil : Self.tensors(dataset, validation, input: input, stride: config.windowStride, useEvents: config.useEvents)
+        // What would otherwise fail only after the last epoch.
+        try RunChecks.checkValidationWindows(
+            dataset: dataset.name, sequences: validation.count, windows: self.validation?.count ?? 0, windowFrames: input.window.frames)
+        try RunChecks.checkDataFrameRate(dataset.frameRate, dataset: dataset.name)
     }
 
     /// Features and labels of every window of the sequences at `indices`.

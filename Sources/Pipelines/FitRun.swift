@@ -18,8 +18,8 @@ public final class FitRun {
     /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
     public let folder: RunFolder?
     public let training: Training
-    /// Warnings found while building the run (lint, split).
-    public let warnings: [FitWarning]
+    /// Warnings found while building the run (lint, split, temporary files removed on resume).
+    public private(set) var warnings: [FitWarning]
     /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
     public private(set) var recipe: [Recipe.Choice] = []
     /// The resolved config (`FitPipeline.resolve`).
@@ -53,6 +53,7 @@ public final class FitRun {
         folder: RunFolder, dataPath: String? = nil, configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
         let path = folder.checkpointPath
+        let removed = AtomicWrite.removeStaleTemporaries(in: folder.path)
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
         let config = try configure(checkpoint.config)
@@ -67,6 +68,7 @@ public final class FitRun {
         BLAS.threads = config.threads
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
         let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil)
+        if !removed.isEmpty { run.warnings.append(.removedTemporaryFiles(folder: folder.path, names: removed)) }
         do { try run.training.trainer.restore(checkpoint.state) } catch let e as TrainingError {
             throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
         }
@@ -184,22 +186,35 @@ public final class FitRun {
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
         if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
-        guard !data.validationIndices.isEmpty else { return result }
-        do {
-            let report = try Evaluation.evaluate(
-                model: try ActionModel(bytes: bytes), modelPath: folder?.modelPath ?? "(not written)", dataset: dataset,
-                dataPath: dataPath, indices: data.validationIndices, split: "validation", stride: config.windowStride,
-                useEvents: config.useEvents, settings: EvalSettings())
-            if let folder {
-                try AtomicFile.write(try ReportJSON.encode(report), to: folder.reportJSONPath)
-                try AtomicFile.write(Data(TextReport.render(report).utf8), to: folder.reportTextPath)
-            }
-            result.validationReport = report
-        } catch let e as EvaluationError {
-            // The model is written; a validation set the report cannot score (e.g. one class)
-            // only costs the report.
-            result.warnings.append(.noValidationReport(e.description))
+        let records = progress.records
+        if let warning = RunChecks.chanceLevelWarning(
+            accuracy: metrics["validationAccuracy"] ?? records.last?.trainAccuracy ?? .nan,
+            set: data.validation == nil ? "training" : "validation",
+            labels: (data.validation?.labels ?? data.trainLabels).map(Int.init), classes: data.classes.count, records: records,
+            learningRate: config.learningRate)
+        {
+            result.warnings.append(.chanceLevel(warning))
         }
+        guard !data.validationIndices.isEmpty else { return result }
+        // Anything failing from here moves the written model aside and says so.
+        func report() throws {
+            do {
+                let report = try Evaluation.evaluate(
+                    model: try ActionModel(bytes: bytes), modelPath: folder?.modelPath ?? "(not written)", dataset: dataset,
+                    dataPath: dataPath, indices: data.validationIndices, split: "validation", stride: config.windowStride,
+                    useEvents: config.useEvents, settings: EvalSettings())
+                if let folder {
+                    try AtomicFile.write(try ReportJSON.encode(report), to: folder.reportJSONPath)
+                    try AtomicFile.write(Data(TextReport.render(report).utf8), to: folder.reportTextPath)
+                }
+                result.validationReport = report
+            } catch let e as EvaluationError {
+                // The model is written; a validation set the report cannot score (e.g. one class)
+                // only costs the report.
+                result.warnings.append(.noValidationReport(e.description))
+            }
+        }
+        if let folder { try RunChecks.afterWritingModel(at: folder.modelPath, report) } else { try report() }
         return result
     }
 

@@ -3,6 +3,7 @@ import ActionTrain
 import Datasets
 import Eval
 import Foundation
+import PoseCore
 
 /// Why a fit run cannot start, continue or finish. Messages name files, folders and config
 /// keys (`the config's epochs`), never command-line flags: the CLI adds those where it helps.
@@ -75,6 +76,10 @@ public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
     case smallValidation(sequences: Int, classes: Int)
     /// The final training loss is clearly above its minimum.
     case lossAboveMinimum(final: Double, minimum: Double, epoch: Int)
+    /// Temporary files that interrupted writes left in the run folder, removed on resume.
+    case removedTemporaryFiles(folder: String, names: [String])
+    /// The final accuracy is at chance level (`RunChecks.chanceLevelWarning`: why, and the likely cause).
+    case chanceLevel(String)
 
     public var description: String {
         switch self {
@@ -91,14 +96,18 @@ public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
             return String(
                 format: "[loss-above-minimum] the final training loss %.3f is well above its minimum %.3f at epoch %d: the last epochs got worse; use a decaying schedule (schedule cosine), weight averaging (averageEpochs), a lower learningRate or fewer epochs",
                 last, best, epoch)
+        case .removedTemporaryFiles(let folder, let names):
+            return "[temporary-files] removed \(names.map { "\(folder)/\($0)" }.joined(separator: ", ")), left by an interrupted write"
+        case .chanceLevel(let why): return "[chance-level] \(why)"
         }
     }
 }
 
 /// Why an evaluation cannot run. Messages name the data file and split, never a flag.
 public enum EvaluationError: Error, Equatable, CustomStringConvertible {
-    /// The dataset's skeleton is not the model's.
-    case skeletonMismatch(dataPath: String, dataset: String, model: String)
+    /// The dataset's skeleton is not the model's: `reason` names the first joint that differs
+    /// (`Skeleton.mismatch(data:)`).
+    case skeletonMismatch(dataPath: String, reason: String)
     /// The dataset has labels the model does not know.
     case unknownLabels(dataPath: String, labels: [String], classes: [String])
     /// No sequence is in the requested split.
@@ -108,7 +117,7 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .skeletonMismatch(let path, let d, let m): return "\(path): skeleton \(d) does not match the model's \(m)"
+        case .skeletonMismatch(let path, let why): return "\(path): \(why)"
         case .unknownLabels(let path, let labels, let classes):
             return "\(path): labels \(labels) are not among the model's classes \(classes)"
         case .noSequences(let path, let split, let present):
@@ -118,15 +127,5 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// A file that could not be written.
-public struct WriteError: Error, Equatable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
-
-    public init(path: String, reason: String) {
-        self.path = path
-        self.reason = reason
-    }
-
-    public var description: String { "\(path): cannot write: \(reason)" }
-}
+/// A file that could not be written (`path: cannot write: reason`).
+public typealias WriteError = AtomicWrite.WriteError

@@ -1,5 +1,6 @@
 import ActionTrain
 import Foundation
+import PoseCore
 
 /// The folder of one fit run and the files in it:
 ///
@@ -99,14 +100,11 @@ public enum Hashing {
     }
 }
 
-/// Files written whole: to a temporary file, then renamed into place, so that a reader (or a
-/// crash) never sees half a file.
+/// Files written whole (PoseCore's `AtomicWrite`): to a recognisable temporary file
+/// `.<name>.tmp`, flushed and renamed into place, so that a reader (or a crash) never sees half
+/// a file, and a kill leaves a file that the next write or `FitRun.resume` removes.
 public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws {
-        do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw WriteError(path: path, reason: error.localizedDescription)
-        }
+        try data.withUnsafeBytes { try AtomicWrite.write($0, to: path) }
     }
 }

@@ -72,6 +72,8 @@ enum PredictCommand: ParsableCommand {
         let split: String?
         var sequences = 0, windows = 0, labeled = 0, correct = 0
         var wroteTableHeader = false
+        /// Labels outside the model's classes already warned about.
+        var warnedLabels = Set<String>()
 
         init(model: ActionModel, format: Format, stride: Int, split: String?) {
             self.model = model
@@ -81,13 +83,25 @@ enum PredictCommand: ParsableCommand {
         }
 
         /// The data must have the model's skeleton; a frame-rate mismatch is worth a warning.
-        func check(_ d: Dataset, name: String, out: inout Output) throws {
+        mutating func check(_ d: Dataset, name: String, out: inout Output) throws {
             try Evaluation.checkSkeleton(model, d, dataPath: name)
+            noteUnknownLabels(d, name: name, out: &out)
             if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = d.frameRate,
                 abs(rate - trained) > 1e-6
             {
                 out.note("warning: \(name) is at \(rate) fps but the model was trained on \(trained) fps data and does not resample; predictions may be off\n")
             }
+        }
+
+        /// Labels the model cannot predict get one warning each (their windows never agree).
+        mutating func noteUnknownLabels(_ d: Dataset, name: String, out: inout Output) {
+            let unknown = d.labels(outside: model.classes, split: split).filter { warnedLabels.insert($0.label).inserted }
+            guard !unknown.isEmpty else { return }
+            let list = unknown.map { "'\($0.label)' (\($0.sequences) sequence\($0.sequences == 1 ? "" : "s"))" }.joined(separator: ", ")
+            out.note(
+                "warning: \(name): label\(unknown.count == 1 ? "" : "s") \(list) \(unknown.count == 1 ? "is" : "are") not among the model's classes "
+                    + "(\(model.classes.joined(separator: ", "))): the model cannot predict \(unknown.count == 1 ? "it" : "them"), "
+                    + "so those windows never agree with their label\n")
         }
 
         /// Native JSON Lines from stdin: the header line, then one sequence per line.
@@ -108,6 +122,8 @@ enum PredictCommand: ParsableCommand {
                 if !checked {
                     try check(d, name: file, out: &out)
                     checked = true
+                } else {
+                    noteUnknownLabels(d, name: file, out: &out)
                 }
                 for s in d.sequences { try predict(s, sourceFrameRate: d.frameRate, out: &out) }
             }

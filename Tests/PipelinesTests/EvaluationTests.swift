@@ -65,7 +65,7 @@ final class EvaluationTests: XCTestCase {
         }
         let coco = Dataset(name: "coco", skeleton: try Skeleton.named("coco-17"), sequences: [], classes: d.classes)
         XCTAssertThrowsError(try Evaluation.run(model: model, modelPath: "m.atm", dataset: coco, dataPath: "c.jsonl", options: .init())) {
-            XCTAssertEqual("\($0)", "c.jsonl: skeleton 'coco-17' (17 joints, 2D) does not match the model's 'natops-8' (8 joints, 3D)")
+            XCTAssertEqual("\($0)", "c.jsonl: the data's skeleton 'coco-17' (17 joints, 2D) is 2D but the model's 'natops-8' (8 joints, 3D) is 3D")
         }
     }
 }
