@@ -4,7 +4,9 @@
 //   PoseCore  <- Datasets
 //   PoseCore, CBLAS, CKernels <- ActionRuntime  (the importable inference runtime)
 //   ActionRuntime, Datasets <- ActionTrain
+//   ActionRuntime, PoseCore <- ModelExport  (no processes: the onnxruntime check is the CLI's)
 //   Eval depends on PoseCore only for SeededGenerator (labels, predictions, probabilities only)
+//   ActionTrain, ActionRuntime, Datasets, Eval, PoseCore <- Pipelines  (fit and evaluation runs)
 //   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
 import PackageDescription
 
@@ -15,6 +17,7 @@ let package = Package(
         .library(name: "ActionRuntime", targets: ["ActionRuntime"]),
         .library(name: "Datasets", targets: ["Datasets"]),
         .library(name: "Eval", targets: ["Eval"]),
+        .library(name: "Pipelines", targets: ["Pipelines"]),
     ],
     targets: [
         .systemLibrary(
@@ -30,9 +33,10 @@ let package = Package(
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
         .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
         .target(name: "Eval", dependencies: ["PoseCore"]),  // PoseCore only for SeededGenerator
+        .target(name: "Pipelines", dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]),
         .executableTarget(
             name: "actiontrain",
-            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "PoseCore"]
+            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "Pipelines", "PoseCore"]
         ),
         .executableTarget(
             name: "actiontrain-bench",
@@ -42,11 +46,14 @@ let package = Package(
         .testTarget(name: "PoseCoreTests", dependencies: ["PoseCore", "TestSupport"]),
         .testTarget(name: "DatasetsTests", dependencies: ["Datasets", "PoseCore", "TestSupport"]),
         .testTarget(
-            name: "ActionRuntimeTests", dependencies: ["ActionRuntime", "ModelExport", "PoseCore", "TestSupport"],
+            // actiontrain for ONNXParity: the onnxruntime check lives in the CLI, not in ModelExport.
+            name: "ActionRuntimeTests", dependencies: ["ActionRuntime", "ModelExport", "PoseCore", "TestSupport", "actiontrain"],
             exclude: ["Golden"]),
         .testTarget(name: "ActionTrainTests", dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "PoseCore", "TestSupport"]),
         .testTarget(name: "EvalTests", dependencies: ["Eval", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["actiontrain", "TestSupport"]),
+        .testTarget(
+            name: "PipelinesTests", dependencies: ["Pipelines", "ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["actiontrain", "Pipelines", "TestSupport"]),
     ],
     swiftLanguageModes: [.v5]
 )

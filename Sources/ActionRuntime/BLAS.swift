@@ -23,7 +23,6 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         guard m > 0 && n > 0 else { return }
-        if let r = recording { r.add(m, n, k, transposeA, transposeB, beta, lda, ldb, ldc) }
         if k == 0 {
             // BLAS leaves C untouched for k == 0 only when beta == 1; be explicit.
             for i in 0..<m { for j in 0..<n { c[i * ldc + j] *= beta } }
@@ -79,15 +78,7 @@ public enum BLAS {
             body(p)
             count.insidePart = outer
         }
-        if let r = recording {
-            r.inParallel = true
-            for p in 0..<parts {
-                r.part = p
-                part(p)
-            }
-            (r.inParallel, r.part) = (false, 0)
-            r.region += 1
-        } else if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
+        if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
             WorkerTeam.shared.run(parts, part)
         } else {
             DispatchQueue.concurrentPerform(iterations: parts, execute: part)
@@ -142,26 +133,6 @@ public enum BLAS {
             pthread_mutex_unlock(lock)
         }
     }
-
-    /// The shapes of the GEMMs run while it is set, and how `parallel` grouped them, so that a
-    /// benchmark can replay a step's exact GEMMs alone. While recording, `parallel` runs its
-    /// parts one after another on the calling thread.
-    public final class Recording {
-        public struct Call: Sendable {
-            public let m: Int, n: Int, k: Int, transposeA: Bool, transposeB: Bool, beta: Float
-            public let lda: Int, ldb: Int, ldc: Int
-            /// Calls with the same region ran in one `parallel` (or alone); `part` is theirs.
-            public let region: Int, part: Int
-        }
-        public private(set) var calls: [Call] = []
-        var region = 0, part = 0, inParallel = false
-        public init() {}
-        func add(_ m: Int, _ n: Int, _ k: Int, _ ta: Bool, _ tb: Bool, _ beta: Float, _ lda: Int, _ ldb: Int, _ ldc: Int) {
-            calls.append(Call(m: m, n: n, k: k, transposeA: ta, transposeB: tb, beta: beta, lda: lda, ldb: ldb, ldc: ldc, region: region, part: part))
-            if !inParallel { region += 1 }  // a call outside `parallel` is a region of its own
-        }
-    }
-    nonisolated(unsafe) public static var recording: Recording?
 
     /// Splits `0..<count` into up to `threads` contiguous ranges of at least `minimum` items
     /// each, with boundaries on multiples of `alignment` (16 floats: parts never share a cache

@@ -2,9 +2,11 @@ import Dispatch
 import Foundation
 import PoseCore
 
-/// The CRC-32 of a buffer, started on a helper thread while the caller does other work (a model
-/// file's header checks), which the caller then joins: the helper takes blocks from the front,
-/// the caller from the back, until they meet; the two parts are joined with `CRC32.combine`.
+/// The CRC-32 of a buffer, and the offset of its first float32 that is NaN or infinite
+/// (`ModelFile.firstNonFinite`, run on each block right after its CRC, while it is in cache),
+/// started on a helper thread while the caller does other work (a model file's header checks),
+/// which the caller then joins: the helper takes blocks from the front, the caller from the
+/// back, until they meet; the two parts are joined with `CRC32.combine`.
 /// Whoever is free computes, so the split adapts to how long the caller's own work took and to
 /// when (or whether) the helper got a core.
 ///
@@ -24,7 +26,17 @@ final class BackgroundChecksum: @unchecked Sendable {
     private var back: Int
     private var helperBusy = false
     private var frontCRC: UInt32 = 0
+    /// The first non-finite float in the helper's blocks (they come in order, so the first
+    /// found is the first).
+    private var frontNonFinite: Int?
     private var stopped = false
+
+    /// What the pass found: the CRC-32 of the buffer, and the byte offset of its first float32
+    /// (4-byte words from the start) that is NaN or infinite, if any.
+    struct Result: Equatable {
+        var crc: UInt32
+        var firstNonFinite: Int?
+    }
 
     /// Starts the helper on `bytes`, when they are at least two blocks long (below that a
     /// thread costs more than it saves, and `finish()` computes everything).
@@ -62,9 +74,12 @@ final class BackgroundChecksum: @unchecked Sendable {
             front = end
             helperBusy = true
             condition.unlock()
-            let piece = CRC32.checksum(UnsafeRawBufferPointer(start: base + start, count: end - start))
+            let bytes = UnsafeRawBufferPointer(start: base + start, count: end - start)
+            let piece = CRC32.checksum(bytes)
+            let bad = frontNonFinite == nil ? ModelFile.firstNonFinite(bytes).map { start + $0 } : nil
             condition.lock()
             frontCRC = start == 0 ? piece : CRC32.combine(frontCRC, piece, lengthB: end - start)
+            if frontNonFinite == nil { frontNonFinite = bad }
             helperBusy = false
             condition.broadcast()
         }
@@ -72,15 +87,18 @@ final class BackgroundChecksum: @unchecked Sendable {
     }
 
     /// Computes what the helper has not taken, waits for the block it is computing (if any),
-    /// and returns the CRC of the buffer.
-    func finish() -> UInt32 {
+    /// and returns the CRC of the buffer and its first non-finite float.
+    func finish() -> Result {
         var backCRC: UInt32 = 0, backLength = 0
+        var backNonFinite: Int?  // blocks come from the back: the last found is the first
         condition.lock()
         while back > front {
             let end = back, start = max(back - block, front)
             back = start
             condition.unlock()
-            let crc = CRC32.checksum(UnsafeRawBufferPointer(start: base + start, count: end - start))
+            let bytes = UnsafeRawBufferPointer(start: base + start, count: end - start)
+            let crc = CRC32.checksum(bytes)
+            if let bad = ModelFile.firstNonFinite(bytes) { backNonFinite = start + bad }
             backCRC = backLength == 0 ? crc : CRC32.combine(crc, backCRC, lengthB: backLength)
             backLength += end - start
             condition.lock()
@@ -88,9 +106,11 @@ final class BackgroundChecksum: @unchecked Sendable {
         while helperBusy { condition.wait() }
         stopped = true
         let (frontLength, crc) = (front, frontCRC)
+        let nonFinite = frontNonFinite ?? backNonFinite
         condition.unlock()
-        if backLength == 0 { return crc }
-        return frontLength == 0 ? backCRC : CRC32.combine(crc, backCRC, lengthB: backLength)
+        if backLength == 0 { return Result(crc: crc, firstNonFinite: nonFinite) }
+        return Result(
+            crc: frontLength == 0 ? backCRC : CRC32.combine(crc, backCRC, lengthB: backLength), firstNonFinite: nonFinite)
     }
 
     /// Stops the helper after the block it is computing, and waits for that block.

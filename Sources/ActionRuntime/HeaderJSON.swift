@@ -137,6 +137,60 @@ enum HeaderJSON {
             }
         }
 
+        /// Reads one value without keeping it, throwing `DuplicateKey` at the first object that
+        /// repeats a key (keys compared after escapes are resolved; a key that does not decode
+        /// is compared as written).
+        mutating func walk(path: String) throws {
+            switch try peek() {
+            case UInt8(ascii: "{"):
+                i += 1
+                var keys = Set<String>()
+                if try peek() == UInt8(ascii: "}") {
+                    i += 1
+                    return
+                }
+                while true {
+                    guard try peek() == UInt8(ascii: "\"") else { throw Declined() }
+                    let start = i
+                    let key: String
+                    do { key = try string() } catch {
+                        i = start + 1
+                        while i < bytes.count && bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                        i += 1
+                        guard i <= bytes.count else { throw Declined() }
+                        key = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                    }
+                    guard keys.insert(key).inserted else { throw DuplicateKey(path: path, key: key) }
+                    try expect(UInt8(ascii: ":"))
+                    try walk(path: path.isEmpty ? key : "\(path).\(key)")
+                    let c = try peek()
+                    i += 1
+                    if c == UInt8(ascii: "}") { return }
+                    guard c == UInt8(ascii: ",") else { throw Declined() }
+                }
+            case UInt8(ascii: "["):
+                i += 1
+                if try peek() == UInt8(ascii: "]") {
+                    i += 1
+                    return
+                }
+                var k = 0
+                while true {
+                    try walk(path: "\(path)[\(k)]")
+                    k += 1
+                    let c = try peek()
+                    i += 1
+                    if c == UInt8(ascii: "]") { return }
+                    guard c == UInt8(ascii: ",") else { throw Declined() }
+                }
+            case UInt8(ascii: "\""): _ = try string()
+            case UInt8(ascii: "t"): try literal("true")
+            case UInt8(ascii: "f"): try literal("false")
+            case UInt8(ascii: "n"): try literal("null")
+            default: _ = try number()
+            }
+        }
+
         /// Duplicate keys are declined (readers differ on which one wins).
         func checkDistinct(_ members: [(key: String, value: Value)]) throws {
             if members.count <= 16 {
@@ -269,6 +323,29 @@ enum HeaderJSON {
             guard s.utf8.elementsEqual(raw) else { throw Declined() }
             return s
         }
+    }
+
+    // MARK: - Duplicate keys
+
+    /// Where the first object with a repeated key is, e.g. `input.skeleton has the key 'joints'
+    /// twice`, or nil when no object repeats a key (or the JSON does not parse: `JSONDecoder`
+    /// then reports that). A model header MUST NOT repeat a key (docs/format.md 1.3):
+    /// `JSONDecoder` would keep one of the two silently. The fast reader declines such a
+    /// header, so this runs only on the `JSONDecoder` path. Nesting is bounded by the caller.
+    static func duplicateKey(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var parser = Parser(bytes: bytes)
+        do {
+            try parser.walk(path: "")
+        } catch let found as DuplicateKey {
+            return "\(found.path.isEmpty ? "the header" : found.path) has the key '\(found.key)' twice"
+        } catch {
+            return nil
+        }
+        return nil
+    }
+
+    struct DuplicateKey: Error {
+        var path: String, key: String
     }
 
     // MARK: - Field mapping (the Codable forms of ModelHeader and the types inside it)

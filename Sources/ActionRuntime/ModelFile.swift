@@ -35,12 +35,15 @@ public enum ModelFile {
         public static let totalActivationValues = 1 << 26
         public static let classes = 1 << 16
         public static let joints = 1 << 16
+        /// `layerNorm`'s ε (float32).
+        public static let layerNormEpsilon: ClosedRange<Float> = 1e-12...1
     }
 
     // MARK: - Writing
 
     /// Serialises a model: header and the network's parameters. Identical inputs give
-    /// identical bytes (sorted keys, no time stamps).
+    /// identical bytes (sorted keys, no time stamps). Refuses NaN or infinite weights, which
+    /// no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
         trainingFrameRate: Double? = nil
@@ -50,9 +53,6 @@ public enum ModelFile {
         }
         guard network.classCount == classes.count else {
             throw ModelFileError.cannotEncode("the network has \(network.classCount) outputs for \(classes.count) classes")
-        }
-        for (k, v) in provenance.metrics where !v.isFinite {
-            throw ModelFileError.cannotEncode("metric '\(k)' is \(v); metrics must be finite")
         }
         var tensors: [ModelHeader.Tensor] = []
         var offset = 0
@@ -68,6 +68,11 @@ public enum ModelFile {
             format: formatName, classes: classes,
             coordinateSystem: .init(units: input.skeleton.units), input: input, inputShape: network.inputShape,
             trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance)
+        do {
+            try validate(header)  // what a reader would refuse is not written
+        } catch let e as ModelFileError {
+            throw ModelFileError.cannotEncode("a reader would refuse it: \(e)")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         var headerBytes: [UInt8]
@@ -93,7 +98,15 @@ public enum ModelFile {
             }
         }
         out.replaceSubrange(preambleSize..<dataStart, with: headerBytes)
-        let dataCRC = out.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[dataStart..<total])) }
+        let pass = out.withUnsafeBytes { BackgroundChecksum(UnsafeRawBufferPointer(rebasing: $0[dataStart..<total])).finish() }
+        if let offset = pass.firstNonFinite {
+            let e = out.withUnsafeBytes { nonFiniteError(tensors, data: UnsafeRawBufferPointer(rebasing: $0[dataStart..<total]), at: offset) }
+            guard case .nonFiniteValues(let name, let count, let index, let first) = e else { throw e }
+            throw ModelFileError.cannotEncode(
+                "tensor '\(name)' holds \(count) NaN or infinite value\(count == 1 ? "" : "s") (the first, \(first), at \(index)); "
+                    + "weights must be finite: the training diverged, lower the learning rate")
+        }
+        let dataCRC = pass.crc
         var pre: [UInt8] = magic
         pre += le(UInt16(majorVersion)) + le(UInt16(minorVersion)) + le(UInt32(0))
         pre += le(UInt64(headerBytes.count)) + le(UInt64(dataLength))
@@ -113,17 +126,31 @@ public enum ModelFile {
         var dataStart: Int { preambleSize + headerLength }
     }
 
+    /// True when `path` is meant as a model file: its extension is `.atm` (any case), or it
+    /// starts with the first four bytes of the magic (`\x89ATM`), however damaged further on.
+    /// Tools then report what is wrong with it as a model file (empty, wrong magic, truncated,
+    /// ...) instead of trying it as another format.
+    public static func looksLikeModelFile(path: String) -> Bool {
+        if URL(fileURLWithPath: path).pathExtension.lowercased() == "atm" { return true }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: 4)
+        let n = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, 4, 0) }
+        return n == 4 && head == Array(magic.prefix(4))
+    }
+
     /// Steps 1-4: magic, version, total size and section lengths, for a file of `fileSize`
     /// bytes that starts with `head` (its first 64 bytes, or all of a shorter file).
     static func readPreamble(_ head: UnsafeRawBufferPointer, fileSize n: Int) throws -> Preamble {
-        // 1. Magic.
+        // 1. Magic: the first min(n, 8) bytes must be those of the magic.
         guard n > 0 else { throw ModelFileError.notAModelFile("the file is empty") }
         let m = min(head.count, magic.count)
         if !head.prefix(m).elementsEqual(magic.prefix(m)) {
             if m >= 4 && head.prefix(4).elementsEqual(magic.prefix(4)) {
                 throw ModelFileError.notAModelFile("the magic bytes are damaged, as by a text-mode transfer")
             }
-            throw ModelFileError.notAModelFile("wrong magic bytes")
+            throw ModelFileError.notAModelFile(wrongMagic(Array(head.prefix(m))))
         }
         guard n >= preambleSize, head.count >= preambleSize else { throw ModelFileError.truncated(expected: preambleSize, got: n) }
         func u16(_ o: Int) -> Int { Int(head.loadUnaligned(fromByteOffset: o, as: UInt16.self).littleEndian) }
@@ -156,6 +183,28 @@ public enum ModelFile {
         return Preamble(headerLength: headerLength, dataLength: dataLength, headerCRC: u32(32), dataCRC: u32(36))
     }
 
+    /// What a file that does not start with the magic starts with, for the error message:
+    /// its first bytes in hex, and what they look like when that is recognisable.
+    static func wrongMagic(_ head: [UInt8]) -> String {
+        let hex = head.map { String(format: "%02X", $0) }.joined(separator: " ")
+        let expected = magic.map { String(format: "%02X", $0) }.joined(separator: " ")
+        func starts(_ prefix: [UInt8]) -> Bool { head.starts(with: prefix) }
+        let text = head.drop(while: { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
+        var guess = ""
+        if starts([0x50, 0x4B, 0x03, 0x04]) {
+            guess = ", a zip archive (a NumPy .npz?)"
+        } else if starts([0x93] + Array("NUMPY".utf8)) {
+            guess = ", a NumPy .npy array"
+        } else if starts([0x89] + Array("PNG".utf8)) {
+            guess = ", a PNG image"
+        } else if let c = text.first, c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+            guess = ", JSON text (a dataset, a report or a config?)"
+        } else if !head.isEmpty && head.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            guess = ", plain text"
+        }
+        return "wrong magic bytes: the file starts with \(hex)\(guess); a model file starts with \(expected)"
+    }
+
     /// Steps 5 (header checksum), 6 and 7: the header JSON, its semantics and the tensor table.
     static func readHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
         let crc = CRC32.checksum(headerBytes)
@@ -171,9 +220,11 @@ public enum ModelFile {
         return header
     }
 
-    /// Checks the preamble, checksums, header and tensor table (docs/format.md section 2,
-    /// steps 1-8) and returns the header and the data section (a view into `bytes`).
-    /// Every size is checked before it is used; nothing is allocated from a size in the file.
+    /// Checks the preamble, checksums, header, tensor table and values (docs/format.md
+    /// section 2, steps 1-10) and returns the header and the data section (a view into
+    /// `bytes`). Every size is checked before it is used; nothing is allocated from a size in
+    /// the file. The data CRC and the finiteness scan are one pass, on two threads for large
+    /// files (`BackgroundChecksum`).
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, data: UnsafeRawBufferPointer) {
         let pre = try readPreamble(UnsafeRawBufferPointer(rebasing: bytes.prefix(preambleSize)), fileSize: bytes.count)
         let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<pre.dataStart])
@@ -182,14 +233,16 @@ public enum ModelFile {
             throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
         }
         let data = UnsafeRawBufferPointer(rebasing: bytes[pre.dataStart...])
-        let dataCRC = CRC32.parallelChecksum(data)
-        guard dataCRC == pre.dataCRC else {
-            throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC)
+        let pass = BackgroundChecksum(data).finish()
+        guard pass.crc == pre.dataCRC else {
+            throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc)
         }
-        return (try readHeader(headerBytes, pre), data)
+        let header = try readHeader(headerBytes, pre)
+        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (header, data)
     }
 
-    /// Step 9: the network of a validated header, its tensors checked against the header's
+    /// Step 11: the network of a validated header, its tensors checked against the header's
     /// (names, shapes, layouts, order). The shape pass bounded every size, so building it is
     /// safe; the weights are still zeros.
     static func makeNetwork(_ header: ModelHeader, storage: ParameterStorage? = nil) throws -> Network {
@@ -339,9 +392,9 @@ public enum ModelFile {
     /// laid out as its arena (every tensor but the last a multiple of 64 bytes long, so no
     /// padding between them), or given a copy of them otherwise. Nil when mapping fails.
     ///
-    /// The data checksum runs on a helper thread while this one checks the header and builds
-    /// the network (`BackgroundChecksum`); errors keep `decode`'s order: header checksum, data
-    /// checksum, then the header's contents.
+    /// The data checksum and the finiteness scan run on a helper thread while this one checks
+    /// the header and builds the network (`BackgroundChecksum`); errors keep `load`'s order:
+    /// header checksum, data checksum, the header's contents, the values, then the network.
     static func loadMapped(_ fd: Int32, size: Int) throws -> (header: ModelHeader, network: Network)? {
         guard let file = MappedFile(fd, size: size) else { return nil }
         let bytes = file.bytes
@@ -354,21 +407,25 @@ public enum ModelFile {
             checksum.cancel()
             throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
         }
-        let parsed = Result { () throws -> (ModelHeader, Network?) in
+        // The header, and the network bound in place (its errors held until the values are checked).
+        let parsed = Result { () throws -> (ModelHeader, Result<Network?, Error>) in
             let header = try parseHeader(headerBytes, pre)
             #if _endian(little)
                 if isPacked(header.tensors) {
                     file.dataStart = pre.dataStart
-                    let network = try makeNetwork(header, storage: file)
-                    if zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) { return (header, network) }
+                    return (header, Result { () throws -> Network? in
+                        let network = try makeNetwork(header, storage: file)
+                        return zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) ? network : nil
+                    })
                 }
             #endif
-            return (header, nil)
+            return (header, .success(nil))
         }
-        let dataCRC = checksum.finish()
-        guard dataCRC == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: dataCRC) }
+        let pass = checksum.finish()
+        guard pass.crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc) }
         let (header, inPlace) = try parsed.get()
-        return (header, try inPlace ?? makeNetwork(header, copying: data))
+        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (header, try inPlace.get() ?? makeNetwork(header, copying: data))
     }
 
     /// True when each tensor starts where the previous one ends (no alignment padding).
@@ -406,15 +463,22 @@ public enum ModelFile {
         let network = try makeNetwork(header)
         var crc: UInt32 = 0
         var gap = [UInt8](repeating: 0, count: alignment)
+        // Steps 9 and 10 are found as the data arrives and reported after its checksum.
+        var badPadding: ModelFileError?, nonFinite: ModelFileError?
         for (expected, stored) in zip(network.tensors, header.tensors) {
             let dst = UnsafeMutableRawPointer(network.parameters + expected.offset)
             try readFully(fd, dst, stored.length, at: pre.dataStart + stored.offset)
-            crc = CRC32.checksum(UnsafeRawBufferPointer(start: dst, count: stored.length), continuing: crc)
+            let values = UnsafeRawBufferPointer(start: dst, count: stored.length)
+            crc = CRC32.checksum(values, continuing: crc)
+            if nonFinite == nil, anyNonFinite(values) { nonFinite = nonFiniteError(stored, values) }
             let end = stored.offset + stored.length, gapLength = align(end) - end
             if gapLength > 0 {
                 try gap.withUnsafeMutableBytes { g in
                     try readFully(fd, g.baseAddress!, gapLength, at: pre.dataStart + end)
                     crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: g.prefix(gapLength)), continuing: crc)
+                    if badPadding == nil, let k = g.prefix(gapLength).firstIndex(where: { $0 != 0 }) {
+                        badPadding = .nonZeroPadding(after: stored.name, offset: end + k)
+                    }
                 }
             }
             #if !_endian(little)
@@ -423,6 +487,7 @@ public enum ModelFile {
             #endif
         }
         guard crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: crc) }
+        if let e = badPadding ?? nonFinite { throw e }
         return (header, network)
     }
 

@@ -30,6 +30,7 @@ extension ModelFile {
                 depth -= 1
             }
         }
+        if let duplicate = HeaderJSON.duplicateKey(headerBytes) { throw ModelFileError.badHeader(duplicate) }
         do {
             return try JSONDecoder().decode(ModelHeader.self, from: Data(headerBytes))
         } catch let e as DecodingError {
@@ -113,8 +114,12 @@ extension ModelFile {
             throw ModelFileError.badHeader(
                 "inputShape \(shape) does not match the input description: \(h.input.window.frames) frames of \(h.input.channelsPerFrame) channels")
         }
-        if let r = h.trainingFrameRate, !(r > 0 && r.isFinite) {
-            throw ModelFileError.badHeader("trainingFrameRate \(r) must be a positive number")
+        if let r = h.trainingFrameRate, !WindowSpec.frameRates.contains(r) {
+            throw ModelFileError.badHeader(
+                "trainingFrameRate \(r) must be \(WindowSpec.frameRates.lowerBound) to \(Int(WindowSpec.frameRates.upperBound)) frames per second")
+        }
+        for (name, value) in h.provenance.metrics where !value.isFinite {
+            throw ModelFileError.badHeader("provenance: metric '\(name)' is \(value); metrics must be finite")
         }
         guard h.tensors.count <= Limits.tensors else {
             throw ModelFileError.limitExceeded(what: "the number of tensors", value: h.tensors.count, limit: Limits.tensors)
@@ -185,12 +190,14 @@ extension ModelFile {
             case .layerNorm(let channels, let epsilon):
                 try size("channels", channels)
                 guard channels == s.channels else { throw bad("normalises \(channels) channels, receives \(s)") }
-                guard epsilon > 0 && epsilon.isFinite else { throw bad("epsilon \(epsilon) must be positive") }
+                guard Limits.layerNormEpsilon.contains(epsilon) else {
+                    throw bad("epsilon \(epsilon) must be in [\(Limits.layerNormEpsilon.lowerBound), \(Limits.layerNormEpsilon.upperBound)]")
+                }
                 try params([channels, channels])
             case .conv1d(let inputs, let outputs, let kernel, let stride, let dilation, let padding):
-                for (f, v) in [("inputs", inputs), ("outputs", outputs), ("kernel", kernel), ("stride", stride), ("dilation", dilation)] {
-                    try size(f, v)
-                }
+                try size("inputs", inputs)
+                try size("outputs", outputs)
+                for (f, v) in [("kernel", kernel), ("stride", stride), ("dilation", dilation)] { try size(f, v, max: Limits.inputTime) }
                 guard padding >= 0, padding <= Limits.inputTime else { throw bad("padding \(padding) must be in 0...\(Limits.inputTime)") }
                 guard inputs == s.channels else { throw bad("expects \(inputs) channels, receives \(s)") }
                 // Every factor is ≤ 2^28, so these products fit in 64 bits.

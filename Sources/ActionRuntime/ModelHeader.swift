@@ -102,6 +102,12 @@ public indirect enum ModelFileError: Error, Equatable, CustomStringConvertible {
     /// A size in the file beyond the reader's limits (docs/format.md 2.1).
     case limitExceeded(what: String, value: Int, limit: Int)
     case badTensor(name: String, reason: String)
+    /// A non-zero byte in the zero padding of the data section (docs/format.md 1.4), at `offset`
+    /// from the start of the data section, after tensor `after`.
+    case nonZeroPadding(after: String, offset: Int)
+    /// NaN or infinite values in a tensor (docs/format.md 1.4): how many, and the first one's
+    /// index (in the tensor's shape) and kind (`NaN`, `+infinity`, `-infinity`).
+    case nonFiniteValues(tensor: String, count: Int, firstIndex: [Int], first: String)
     /// Writing: the model cannot be represented (e.g. a non-finite metric).
     case cannotEncode(String)
     case io(String)
@@ -136,6 +142,13 @@ public indirect enum ModelFileError: Error, Equatable, CustomStringConvertible {
             return "model file is beyond this reader's limits: \(what) is \(value), the limit is \(limit)"
         case .badTensor(let name, let why):
             return "model file tensor '\(name)' is invalid: \(why)"
+        case .nonZeroPadding(let after, let offset):
+            return "model file data section has a non-zero padding byte at data offset \(offset), after tensor '\(after)' "
+                + "(padding must be zero); the file is damaged or was not written by a conforming writer"
+        case .nonFiniteValues(let tensor, let count, let index, let first):
+            return "model file tensor '\(tensor)' holds \(count) NaN or infinite value\(count == 1 ? "" : "s") "
+                + "(the first, \(first), at \(index)); such a model cannot compute probabilities: it comes from a diverged "
+                + "or damaged run, retrain it (e.g. with a lower learning rate)"
         case .cannotEncode(let why):
             return "cannot write the model file: \(why)"
         case .io(let why):

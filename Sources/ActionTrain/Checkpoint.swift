@@ -181,62 +181,19 @@ public struct Checkpoint: Equatable, Sendable {
         return try decode([UInt8](data), source: path)
     }
 
-    /// Writes `path` atomically: the bytes go to a temporary file in the same folder, which is
-    /// flushed to disk (fsync) and renamed over `path`, and the folder is flushed too. A crash
-    /// at any moment leaves either the previous checkpoint or the new one, never a mix.
+    /// Writes `path` atomically (`AtomicWrite`): a crash at any moment leaves either the
+    /// previous checkpoint or the new one, never a mix.
     public func write(to path: String) throws {
         try Checkpoint.writeAtomically(try encode(), to: path)
     }
 
     public static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path
-        // A fixed name: a temporary file left by a killed process is replaced by the next save.
-        let temp = "\(dir)/.\(url.lastPathComponent).tmp"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw CheckpointError.io(path, "cannot create \(temp): \(errnoText())") }
-        var ok = true
-        bytes.withUnsafeBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = posixWrite(fd, raw.baseAddress! + done, raw.count - done)
-                if n <= 0 {
-                    if n < 0 && errno == EINTR { continue }
-                    ok = false
-                    return
-                }
-                done += n
-            }
-        }
-        let why = ok ? "" : errnoText()
-        if !ok || fsync(fd) != 0 {
-            let reason = ok ? "fsync failed: \(errnoText())" : "write failed: \(why)"
-            close(fd)
-            unlink(temp)
-            throw CheckpointError.io(path, reason)
-        }
-        close(fd)
-        guard rename(temp, path) == 0 else {
-            let reason = errnoText()
-            unlink(temp)
-            throw CheckpointError.io(path, "cannot rename the temporary file into place: \(reason)")
-        }
-        let dfd = open(dir, O_RDONLY)
-        if dfd >= 0 {
-            _ = fsync(dfd)
-            close(dfd)
+        do {
+            try AtomicWrite.write(bytes, to: path)
+        } catch let e as AtomicWrite.WriteError {
+            throw CheckpointError.io(path, e.reason)
         }
     }
-}
-
-private func errnoText() -> String { String(cString: strerror(errno)) }
-
-private func posixWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int {
-    #if canImport(Glibc)
-        return Glibc.write(fd, p, n)
-    #else
-        return Darwin.write(fd, p, n)
-    #endif
 }
 
 /// Float32 values as little-endian bytes (a plain copy on little-endian machines).

@@ -14,6 +14,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
+    /// Whether `fit` chooses the keys the user did not set from the data (`Recipe`).
+    public enum RecipeMode: String, Codable, Hashable, Sendable, CaseIterable { case auto, none }
     public enum Normalization: String, Codable, Hashable, Sendable, CaseIterable { case none, layerNorm }
     public enum OptimizerKind: String, Codable, Hashable, Sendable, CaseIterable { case sgd, adam, adamw }
     /// The validation metric that picks the best epoch and drives early stopping.
@@ -71,6 +73,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
         }
     }
+
+    /// `auto`: keys not given in the config file or as flags are chosen from the data by
+    /// `Recipe` (docs/training.md, "The recipe"); `none`: the defaults below are used as they are.
+    public var recipe: RecipeMode = .auto
 
     // Model
     public var architecture: Architecture = .tcn

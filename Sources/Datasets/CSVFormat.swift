@@ -373,7 +373,7 @@ struct CSVReader {
             problem: candidates.isEmpty
                 ? "the joint columns (\(NSOrderedSet(array: jointNames).array.map { "\($0)" }.joined(separator: ", "))) match no built-in skeleton"
                 : "the joint columns are a subset of \(candidates.map(\.name).sorted().joined(separator: ", ")), not all of its joints",
-            fix: "pass --skeleton NAME or a schema file (joints without columns are then absent)")
+            fix: "name a skeleton: a built-in name or a schema file (joints without columns are then absent)")
     }
 
     // MARK: rows

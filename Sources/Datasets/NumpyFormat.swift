@@ -135,7 +135,7 @@ public enum NumpyFormat {
                         guard fits.count == 1 else {
                             throw DatasetError.numpy(
                                 xAt, problem: "X has \(J) joints and \(C) channels, which fits \(fits.isEmpty ? "no" : "several") built-in skeletons (\(fits.map(\.name).sorted().joined(separator: ", ")))",
-                                fix: "pass --skeleton NAME or FILE, or save a 'skeleton' string in the archive")
+                                fix: "name a skeleton (a built-in name or a schema file), or save a 'skeleton' string in the archive")
                         }
                         skeleton = fits[0]
                     }

@@ -238,7 +238,7 @@ struct UEAReader {
         if problem.uppercased() == "NATOPS" { return .natops }
         guard dims % 2 == 0 else {
             throw DatasetError.invalidValue(
-                at, problem: "\(dims) dimensions do not group into 2D joints", fix: "pass --skeleton with a schema whose joints x dimensions = \(dims)")
+                at, problem: "\(dims) dimensions do not group into 2D joints", fix: "name a skeleton schema whose joints x dimensions = \(dims)")
         }
         return Skeleton(
             name: "\(problem.isEmpty ? "uea" : problem)-\(dims / 2)", joints: (0..<(dims / 2)).map { "channel\($0)" },

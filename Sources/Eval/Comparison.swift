@@ -58,11 +58,11 @@ public struct Comparison: Sendable {
         }
         guard baseline.data.split == candidate.data.split else {
             throw refuse(
-                "they evaluate different splits (\(baseline.data.split ?? "all") vs \(candidate.data.split ?? "all")); pass the same --split")
+                "they evaluate different splits (\(baseline.data.split ?? "all") vs \(candidate.data.split ?? "all")); evaluate both on the same split")
         }
         let level = requested ?? baseline.headline
         guard requested != nil || baseline.headline == candidate.headline else {
-            throw refuse("their headline levels differ (\(baseline.headline.rawValue) vs \(candidate.headline.rawValue)); choose one with --level")
+            throw refuse("their headline levels differ (\(baseline.headline.rawValue) vs \(candidate.headline.rawValue)); choose the level to compare")
         }
         guard let pa = baseline.predictions?.table(level), let pb = candidate.predictions?.table(level),
             baseline.metrics(level) != nil, candidate.metrics(level) != nil
@@ -138,7 +138,7 @@ public struct Comparison: Sendable {
             var why = "they hold different samples (\(pa.count) vs \(pb.count) \(level.rawValue)s"
             if let first = missingInB.first { why += "; \(missingInB.count) of the baseline's are not in the candidate, e.g. \(describe(first))" }
             if let first = missingInA.first { why += "; \(missingInA.count) of the candidate's are not in the baseline, e.g. \(describe(first))" }
-            why += "); evaluate with the same data, --split and --stride"
+            why += "); evaluate with the same data, split and stride"
             throw refuse(why)
         }
         return try ka.indices.map { i in

@@ -25,7 +25,7 @@ public enum EvalError: Error, Equatable, CustomStringConvertible {
         case .classOutOfRange(let i, let n):
             return "class index \(i) is outside the \(n) classes"
         case .empty:
-            return "the evaluation set is empty; nothing to evaluate (check --split and that the sequences are at least one window long)"
+            return "the evaluation set is empty; nothing to evaluate (check the split and that the sequences are at least one window long)"
         case .singleClass(let label, let n):
             return "the evaluation set holds only class '\(label)' (\(n) samples); per-class and averaged metrics need at least two classes: evaluate on a split with several classes"
         case .noClasses:

@@ -210,7 +210,7 @@ public enum ReportJSON {
             if head.schema == nil && head.confusion != nil {
                 throw EvalError.badReport(
                     file: file,
-                    reason: "is an old classification report without per-sample predictions; re-run 'actiontrain eval MODEL DATA --json FILE' to get a comparable report")
+                    reason: "is an old classification report without per-sample predictions; evaluate the model again for a report with per-sample predictions")
             }
             throw EvalError.badReport(
                 file: file, reason: "is not an actiontrain evaluation report (no \"schema\": \"\(EvalReport.schema)\")")

@@ -5,7 +5,7 @@
 /// each channel block is written at its offset in every frame. Absent joints have zero
 /// coordinates throughout and are zero in every block; the `mask` (and `confidence`) block
 /// says which they were. Nothing is interpolated. The exact maths is in
-/// docs/preprocessing.md; all arithmetic is float32, sums in joint order.
+/// docs/format.md section 5; all arithmetic is float32, sums in joint order.
 ///
 /// Speed: `extract(..., workspace:)` allocates nothing; keep one `Workspace` per thread.
 public struct FeatureExtractor: Sendable {
@@ -287,7 +287,7 @@ public struct FeatureExtractor: Sendable {
         }
     }
 
-    /// The body scale `scaleByTorso` divides by (docs/preprocessing.md), for others that need
+    /// The body scale `scaleByTorso` divides by (docs/format.md 5.6), for others that need
     /// the same measure (augmentation's jitter): the median over frames of the distance between
     /// the means of the present `upper` and `lower` joints; without a positive one, the RMS
     /// distance of the present joints from their mean; 0 without present joints.

@@ -1,5 +1,5 @@
 /// Everything needed to turn raw poses into a network input, exactly as at training time.
-/// It travels inside the model file (as JSON, docs/preprocessing.md gives the exact form and
+/// It travels inside the model file (as JSON, docs/format.md section 5 gives the exact form and
 /// maths), so a runtime reproduces the training-time inputs.
 ///
 /// The network input for one window is `[frames, channelsPerFrame]` (time-major,
@@ -177,8 +177,9 @@ public struct InputSpec: Codable, Hashable, Sendable {
                     throw InputSpecError.step(
                         index: i, reason: "divide needs \(skeleton.dimensions) divisors (one per axis), got \(by.count)")
                 }
-                guard by.allSatisfy({ $0.isFinite && $0 > 0 }) else {
-                    throw InputSpecError.step(index: i, reason: "divide needs positive finite divisors, got \(by)")
+                guard by.allSatisfy({ PreprocessingStep.divisors.contains($0) }) else {
+                    throw InputSpecError.step(
+                        index: i, reason: "divide needs divisors from \(PreprocessingStep.divisors.lowerBound) to \(Int(PreprocessingStep.divisors.upperBound)), got \(by)")
                 }
             case .alignFacing(let left, let right, let verticalAxis):
                 guard skeleton.dimensions == 3 else {
@@ -223,7 +224,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// How a sequence is cut into windows of exactly `frames` frames (docs/preprocessing.md).
+/// How a sequence is cut into windows of exactly `frames` frames (docs/format.md 5.3-5.5).
 ///
 /// JSON: `{"frames": 45, "mode": "sliding", "padding": "empty", "frameRate": 30}`;
 /// `frameRate` is `null` when sequences are used as recorded. Missing `mode`/`padding` keys
@@ -273,12 +274,19 @@ public struct WindowSpec: Codable, Hashable, Sendable {
     /// Window length in seconds, when the frame rate is fixed.
     public var seconds: Double? { frameRate.map { Double(frames) / $0 } }
 
+    /// The frame rates a window (and a model file's `trainingFrameRate`) may have, frames per
+    /// second: every real pose source lies well inside (docs/format.md 2.1).
+    public static let frameRates: ClosedRange<Double> = 0.01...10_000
+
     public func validate() throws {
         guard frames > 0 && frames <= InputSpec.maxFrames else {
             throw InputSpecError.window("length must be 1 to \(InputSpec.maxFrames) frames, got \(frames)")
         }
         if let r = frameRate {
-            guard r.isFinite && r > 0 else { throw InputSpecError.window("frame rate must be positive, got \(r)") }
+            guard WindowSpec.frameRates.contains(r) else {
+                throw InputSpecError.window(
+                    "frame rate must be \(WindowSpec.frameRates.lowerBound) to \(Int(WindowSpec.frameRates.upperBound)) frames per second, got \(r)")
+            }
         }
     }
 
@@ -302,7 +310,7 @@ public struct WindowSpec: Codable, Hashable, Sendable {
 }
 
 /// One coordinate transform. Only present joints are changed; absent joints stay absent with
-/// zero coordinates. Exact maths: docs/preprocessing.md.
+/// zero coordinates. Exact maths: docs/format.md 5.6.
 ///
 /// JSON (one object per step, `op` first in meaning):
 /// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
@@ -322,8 +330,12 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
     /// RMS distance of the present joints from their mean is used; a zero scale leaves
     /// coordinates unchanged.
     case scaleByTorso(upper: [String], lower: [String])
-    /// Divide each axis by a constant (e.g. image width and height).
+    /// Divide each axis by a constant (e.g. image width and height), in `divisors`.
     case divide(by: [Float])
+
+    /// The divisors `divide` accepts (docs/format.md 2.1): image sizes and unit changes lie
+    /// inside, and a bounded coordinate stays finite.
+    public static let divisors: ClosedRange<Float> = 1e-6...1e6
     /// 3D only: rotate the window about the vertical axis (through the origin, so put it after
     /// `centre`) so that the body faces one way. The side vector of frame f is the mean of the
     /// present `right` joints minus the mean of the present `left` joints; its window mean

@@ -1,5 +1,5 @@
 /// Cutting sequences into exact-length windows: resampling to a frame rate, sampling at
-/// fractional frame positions, padding (docs/preprocessing.md, "Windows").
+/// fractional frame positions, padding (docs/format.md 5.3-5.5).
 ///
 /// Shapes: n = frames of the source sequence, F = frames of a window, J = joints,
 /// D = dimensions. A window is described by F source positions `p[i]` (fractional frame

@@ -43,16 +43,20 @@ struct ForeignLoad {
         let v = cpu.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard v.count >= 5 else { return (0, 0, 0) }
         let total = v.reduce(0, +), idle = v[3] + v[4]
+        let own = processCPUSeconds() * Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (total, total - idle, own)
+    }
+
+    /// CPU seconds this process has used, user and system, all threads.
+    static func processCPUSeconds() -> Double {
         var usage = rusage()
         #if os(Linux)
             getrusage(RUSAGE_SELF.rawValue, &usage)
         #else
             getrusage(RUSAGE_SELF, &usage)
         #endif
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        let own = (Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6) * ticks
-        return (total, total - idle, own)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
 

@@ -163,6 +163,8 @@ enum InferenceBench {
                 let map = Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.withContents(of: path) { $0.count } }
                 let crc = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.parallelChecksum(raw) } }
                 let crc1 = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = CRC32.checksum(raw) } }
+                // The scan for NaN or infinite weights that rides on the CRC pass, alone, on 1 thread.
+                let scan = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = ModelFile.firstNonFinite(raw) } }
                 let decode = bytes.withUnsafeBytes { raw in Clock.median(reps: 9, minSeconds: 0.05) { _ = try! ModelFile.decode(raw) } }
                 let headerLength = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian) }
                 let headerJSON = Data(bytes[64..<(64 + headerLength)])
@@ -193,6 +195,7 @@ enum InferenceBench {
                     "  \(r.name) first window after a mapped load (packs the weights) \(format(first * 1e6)) µs")
                 print(
                     "  \(r.name) load µs: map \(format(map * 1e6)); data CRC \(format(crc * 1e6)) on 2 threads (\(format(crc1 * 1e6)) on 1); "
+                        + "non-finite scan \(format(scan * 1e6)) on 1; "
                         + "decode = CRCs + JSON + checks \(format(decode * 1e6)) (JSONDecoder alone on the header: \(format(codable * 1e6))); "
                         + "build the network in fresh memory \(format(build * 1e6)); "
                         + "copy the weights \(format(copy * 1e6))")

@@ -41,19 +41,19 @@ enum LayersBench {
 
     /// The GEMM calls of one training step of `network` at `batch` (zeroGradients, forward in
     /// training mode, backward), exactly as its layers make them, grouped as they run
-    /// (`BLAS.Recording`).
-    static func stepGEMMs(_ network: Network, batch: Int) -> [BLAS.Recording.Call] {
+    /// (`GEMMRecorder`).
+    static func stepGEMMs(_ network: Network, batch: Int) -> [GEMMRecorder.Call] {
         var g = SeededGenerator(seed: 9)
         let x = (0..<(batch * network.inputShape.count)).map { _ in g.nextSymmetric(1) }
         let dlogits = (0..<(batch * network.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
-        let recording = BLAS.Recording()
-        BLAS.recording = recording
-        defer { BLAS.recording = nil }
-        var mode = ForwardMode.training(seed: 3)
-        network.zeroGradients()
-        x.withUnsafeBufferPointer { _ = network.forward($0.baseAddress!, batch: batch, mode: &mode) }
-        dlogits.withUnsafeBufferPointer { _ = network.backward($0.baseAddress!, batch: batch) }
-        return recording.calls
+        let calls = GEMMRecorder.record {
+            var mode = ForwardMode.training(seed: 3)
+            network.zeroGradients()
+            x.withUnsafeBufferPointer { _ = network.forward($0.baseAddress!, batch: batch, mode: &mode) }
+            dlogits.withUnsafeBufferPointer { _ = network.backward($0.baseAddress!, batch: batch) }
+        }
+        precondition(!calls.isEmpty, "no GEMM recorded: the runtime's cblas_sgemm calls did not reach GEMMRecorder")
+        return calls
     }
 
     static func row(_ cells: [String], _ widths: [Int]) -> String {
@@ -204,10 +204,10 @@ enum LayersBench {
 
     /// Median seconds for one replay of `calls` (`stepGEMMs`) on buffers of the right sizes:
     /// each region's parts at once with `BLAS.parallel`, as the layers ran them.
-    static func replay(_ calls: [BLAS.Recording.Call], cpu: Bool) -> Double {
+    static func replay(_ calls: [GEMMRecorder.Call], cpu: Bool) -> Double {
         // Calls of the same shape and part share buffers, as a layer reuses its buffers for
         // every chunk (separate buffers per call would make the replay slower than the step).
-        typealias Call = BLAS.Recording.Call
+        typealias Call = GEMMRecorder.Call
         var index: [String: Int] = [:], slot: [Int] = []
         var buffers: [(a: [Float], b: [Float], c: [Float])] = []
         for c in calls {

@@ -3,10 +3,31 @@ import Datasets
 import Foundation
 import PoseCore
 
-/// One subcommand: its spec (for parsing and help) and what it does with parsed arguments.
+/// A subcommand: its declaration and what it does with the parsed values.
+protocol ParsableCommand {
+    associatedtype Options: CommandOptions
+    static var spec: CommandSpec<Options> { get }
+    static func run(_ options: Options, out: inout Output) throws
+}
+
+/// A subcommand with its option types erased, for the command table.
 struct Command {
-    let spec: CommandSpec
-    let run: (ParsedArguments, inout Output) throws -> Void
+    let name: String
+    let summary: String
+    /// Parses the arguments and runs the command (or prints its help).
+    let run: ([String], inout Output) throws -> Void
+
+    init<C: ParsableCommand>(_ command: C.Type) {
+        name = C.spec.name
+        summary = C.spec.summary
+        run = { arguments, out in
+            guard let options = try ArgumentParser.parse(arguments, for: C.spec) else {
+                out.write(C.spec.help)
+                return
+            }
+            try C.run(options, out: &out)
+        }
+    }
 }
 
 /// Where commands print: stdout and stderr, replaceable in tests.
@@ -16,21 +37,15 @@ struct Output {
     /// True when stdout is a terminal (progress bars) rather than a pipe or file.
     var isTerminal: Bool = isatty(STDOUT_FILENO) != 0
 
-    mutating func line(_ s: String) { write(s + "\n") }
+    func line(_ s: String) { write(s + "\n") }
 }
 
 @main
 enum ActionTrainCLI {
     /// In workflow order: get data in, look at it, train, evaluate, use the model.
     static let commands: [Command] = [
-        Command(spec: ImportCommand.spec, run: ImportCommand.run),
-        Command(spec: ConvertCommand.spec, run: ConvertCommand.run),
-        Command(spec: InspectCommand.spec, run: InspectCommand.run),
-        Command(spec: FitCommand.spec, run: FitCommand.run),
-        Command(spec: EvalCommand.spec, run: EvalCommand.run),
-        Command(spec: CompareCommand.spec, run: CompareCommand.run),
-        Command(spec: PredictCommand.spec, run: PredictCommand.run),
-        Command(spec: ExportCommand.spec, run: ExportCommand.run),
+        Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
+        Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
     ]
 
     static var help: String {
@@ -43,7 +58,7 @@ enum ActionTrainCLI {
 
             """
         for c in commands {
-            out += "  " + c.spec.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.spec.summary + "\n"
+            out += "  " + c.name.padding(toLength: 12, withPad: " ", startingAt: 0) + c.summary + "\n"
         }
         out += "\nSee 'actiontrain <command> --help' for the options of a command. Docs: docs/cli.md\n"
         return out
@@ -69,18 +84,13 @@ enum ActionTrainCLI {
             out.line(ActionRuntimeInfo.tool)
             return 0
         }
-        guard let command = commands.first(where: { $0.spec.name == name }) else {
-            let hint = ArgumentParser.suggestion(for: name, among: commands.map(\.spec.name)).map { " Did you mean '\($0)'?" } ?? ""
+        guard let command = commands.first(where: { $0.name == name }) else {
+            let hint = ArgumentParser.suggestion(for: name, among: commands.map(\.name)).map { " Did you mean '\($0)'?" } ?? ""
             out.note("error: unknown command '\(name)'.\(hint) See 'actiontrain --help'.\n")
             return 2
         }
         do {
-            let args = try ArgumentParser.parse(Array(arguments.dropFirst()), for: command.spec)
-            if args.helpRequested {
-                out.write(command.spec.help)
-                return 0
-            }
-            try command.run(args, &out)
+            try command.run(Array(arguments.dropFirst()), &out)
             return 0
         } catch let e as CLIError {
             if case .interrupted = e { out.note("\(e.description)\n") } else { out.note("error: \(e.description)\n") }

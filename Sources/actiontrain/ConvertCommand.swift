@@ -2,26 +2,42 @@ import Datasets
 import Foundation
 import PoseCore
 
-enum ConvertCommand {
-    static let spec = CommandSpec(
+enum ConvertCommand: ParsableCommand {
+    struct Options: CommandOptions {
+        var out = ""
+        var inputs: [String] = []
+        var labels: String?
+        var skeleton: String?
+        var force = false
+        var to = Target.native
+        var fromNormalized = false
+        var origin: CoordinateFix.Origin?
+        var imageSize: String?
+        var mirror = false
+        var normalizeHeight = false
+        var reading = DataFlags()
+    }
+
+    enum Target: String, ArgumentChoice { case native, createml }
+
+    static let spec = CommandSpec<Options>(
         name: "convert",
         summary: "Convert dataset files (.jsonl, .ts, .csv, .npz, .npy) to one native .jsonl file.",
         positionals: [
-            Positional(name: "OUT", help: "Native .jsonl file to write. It must not exist unless --force."),
-            Positional(name: "INPUT...", help: "One or more dataset files; their sequences are concatenated.", variadic: true),
+            Positional("OUT", \.out, help: "Native .jsonl file to write. It must not exist unless --force."),
+            Positional("INPUT...", \.inputs, help: "One or more dataset files; their sequences are concatenated."),
         ],
         options: [
-            Option("labels", value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
-            Option("skeleton", value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
-            Option("force", help: "Overwrite OUT if it exists."),
-            Option("to", value: "FORMAT", help: "native (default, OUT is a .jsonl file) or createml (OUT is a folder per label of clip .json files, for Create ML)."),
-            Option("from-normalized", help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
-            Option("origin", value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
-            Option("image-size", value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
-            Option("mirror", help: "Front-camera (mirrored) capture: swap left and right joints and mirror x."),
-            Option("normalize-height", help: "3D: scale each person with a Vision bodyHeight to 1.8 m (Vision's reference height)."),
-            DataOptions.minConfidence, DataOptions.strict, DataOptions.people,
-        ],
+            Option("labels", \.labels, value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
+            Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
+            Option("force", \.force, help: "Overwrite OUT if it exists."),
+            Option("to", \.to, value: "FORMAT", help: "native (default, OUT is a .jsonl file) or createml (OUT is a folder per label of clip .json files, for Create ML)."),
+            Option("from-normalized", \.fromNormalized, help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
+            Option("origin", \.origin, value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
+            Option("image-size", \.imageSize, value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
+            Option("mirror", \.mirror, help: "Front-camera (mirrored) capture: swap left and right joints and mirror x."),
+            Option("normalize-height", \.normalizeHeight, help: "3D: scale each person with a Vision bodyHeight to 1.8 m (Vision's reference height)."),
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Without a repair flag the coordinates are copied as they are; each input is checked against
             what it declares (coordinate space, units, y direction, time unit) and every contradiction
@@ -31,40 +47,34 @@ enum ConvertCommand {
               actiontrain convert clips.jsonl raw.jsonl --from-normalized --origin bottom-left --image-size 1920x1080
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let outPath = args.positionals[0]
-        let inputs = Array(args.positionals.dropFirst())
+    static func run(_ options: Options, out: inout Output) throws {
+        let outPath = options.out
+        let inputs = options.inputs
         guard !inputs.isEmpty else { throw CLIError.usage("give at least one INPUT file. Usage: \(spec.usage)") }
-        let to = args.value("to") ?? "native"
-        guard to == "native" || to == "createml" else { throw CLIError.usage("--to must be native or createml, got '\(to)'") }
-        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+        if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
         }
         var renames: [String: String] = [:]
-        for pair in (args.value("labels") ?? "").split(separator: ",") {
+        for pair in (options.labels ?? "").split(separator: ",") {
             let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard kv.count == 2 else { throw CLIError.usage("--labels expects old=new pairs, got '\(pair)'") }
             renames[kv[0]] = kv[1]
         }
-        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
+        let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
         var plan = CoordinateFix.Plan()
-        plan.normalised = args.has("from-normalized")
-        if let raw = args.value("origin") {
-            guard let o = CoordinateFix.Origin(rawValue: raw) else { throw CLIError.usage("--origin must be top-left or bottom-left, got '\(raw)'") }
-            plan.origin = o
-        }
-        plan.mirror = args.has("mirror")
-        plan.imageSize = try args.value("image-size").map { try DataOptions.imageSize($0) }
-        if args.has("normalize-height") { plan.heightReference = 1.8 }
-        var options = try DataOptions.readOptions(args, skeleton: skeleton)
+        plan.normalised = options.fromNormalized
+        plan.origin = options.origin ?? .topLeft
+        plan.mirror = options.mirror
+        plan.imageSize = try options.imageSize.map { try DataFlags.imageSize($0) }
+        if options.normalizeHeight { plan.heightReference = 1.8 }
+        var read = try options.reading.readOptions(skeleton: skeleton)
         // With a repair, the inputs' contradictions are expected: only the result is checked.
-        let strict = options.strict
-        if !plan.isEmpty { options.strict = false }
+        if !plan.isEmpty { read.strict = false }
         var merged: Dataset? = nil
         var ids = Set<String>()
         for path in inputs {
-            let loaded = try DatasetLoader.read(path, options: options)
-            DataOptions.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
+            let loaded = try DatasetLoader.read(path, options: read)
+            DataFlags.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
             var d: Dataset
             do { d = try plan.apply(to: loaded.dataset) } catch let e as CoordinateFix.FixError { throw CLIError.failure("\(path): \(e)") }
             for s in d.sequences where !ids.insert(s.id).inserted {
@@ -84,10 +94,12 @@ enum ConvertCommand {
         }
         if !plan.isEmpty {
             let problems = CoordinateSpace.measure(merged!).problems
-            if strict, let p = problems.first { throw CLIError.failure("\(outPath): after the repairs: [\(p.code)] \(p) (--strict)") }
+            if options.reading.strict, let p = problems.first {
+                throw CLIError.failure("\(outPath): after the repairs: [\(p.code)] \(p) (--strict)")
+            }
             for p in problems { out.note("warning: \(outPath): after the repairs: [\(p.code)] \(p)\n") }
         }
-        if to == "createml" {
+        if options.to == .createml {
             if merged!.imageSize == nil { merged!.imageSize = plan.imageSize }
             let files = try CreateMLFolder.write(merged!, to: outPath)
             out.line("convert: wrote \(files.count) clips in \(merged!.classes.count) label folders to \(outPath)")

@@ -2,45 +2,55 @@ import Datasets
 import Foundation
 import PoseCore
 
-/// The flags every command that reads data shares (docs/cli.md, "Reading data"), turned into
-/// the library's `ReadOptions`.
-enum DataOptions {
-    static let minConfidence = Option(
-        "min-confidence", value: "C",
-        help: "A point whose confidence is at or below C is absent, in every format (default 0: Vision's \"not detected\").")
-    static let strict = Option(
-        "strict", help: "Refuse data whose coordinates contradict what it declares (normalised or y-up points as pixels, millimetres as metres, ...) instead of warning.")
+extension PeoplePolicy: ArgumentValue {
+    static var expectation: String { PeoplePolicy.choices }
+    static var sample: String { "split" }
+}
 
-    static let people = Option(
-        "people", value: "POLICY",
-        help: "Several people per frame: split (one sequence per track, same group), largest, central, longest, confident (one track), or bodies=M (interaction models).")
+/// The reading flags every command that reads data shares (docs/cli.md): the one confidence
+/// rule, several people per frame, and refusing coordinate contradictions. An option group,
+/// as `GateFlags`: `DataFlags.options.map { $0.within(\.reading) }`.
+struct DataFlags {
+    var minConfidence: Double?
+    var people: PeoplePolicy?
+    var strict = false
+
+    static let options: [Option<DataFlags>] = [
+        Option(
+            "min-confidence", \.minConfidence, value: "C",
+            help: "A point whose confidence is at or below C is absent, in every format (default 0: Vision's \"not detected\")."),
+        Option(
+            "people", \.people, value: "POLICY",
+            help: "Several people per frame: split (one sequence per track, same group), largest, central, longest, confident (one track), or bodies=M (interaction models)."),
+        Option(
+            "strict", \.strict,
+            help: "Refuse data whose coordinates contradict what it declares (normalised or y-up points as pixels, millimetres as metres, ...) instead of warning."),
+    ]
 
     /// The data formats every command reads (for `--help`).
     static let formats =
         "Dataset file: .jsonl (native), .csv/.tsv (CSV), .npz/.npy (NumPy), .ts (UEA), .pkl (MMAction2/PYSKL); Create ML folders and the public datasets go through 'actiontrain import'."
 
-    /// Reads DATA with the shared flags and prints the reader's warnings and (unless the
-    /// caller prints `Lint`'s, which include them) the coordinate contradictions.
-    static func load(_ path: String, _ args: ParsedArguments, people: PeoplePolicy? = nil, lintFollows: Bool = false, out: inout Output) throws -> Dataset {
-        var o = try readOptions(args)
-        if o.people == nil { o.people = people }
-        let loaded = try DatasetLoader.read(path, options: o)
-        printWarnings(lintFollows ? loaded.readerWarnings : loaded.warnings, out: &out)
-        return loaded.dataset
-    }
-
-    /// `ReadOptions` from `--min-confidence`, `--strict`, `--people` and a resolved skeleton.
-    static func readOptions(_ args: ParsedArguments, skeleton: Skeleton? = nil) throws -> ReadOptions {
-        var o = ReadOptions(skeleton: skeleton, strict: args.has("strict"))
-        if let raw = args.value("people") {
-            guard let p = PeoplePolicy(argument: raw) else { throw CLIError.usage("--people must be \(PeoplePolicy.choices), got '\(raw)'") }
-            o.people = p
-        }
-        if let c = try args.value("min-confidence", as: Float.self) {
+    /// `ReadOptions` for these flags and a resolved skeleton.
+    func readOptions(skeleton: Skeleton? = nil) throws -> ReadOptions {
+        var o = ReadOptions(skeleton: skeleton, strict: strict)
+        o.people = people
+        if let c = minConfidence {
             guard c.isFinite, c >= 0, c < 1 else { throw CLIError.usage("--min-confidence must be in [0, 1), got \(c)") }
-            o.minConfidence = c
+            o.minConfidence = Float(c)
         }
         return o
+    }
+
+    /// Reads DATA with these flags (`people` when no --people was given) and prints the
+    /// reader's warnings and, unless the caller prints `Lint`'s (which include them), the
+    /// coordinate contradictions.
+    func load(_ path: String, people fallback: PeoplePolicy? = nil, lintFollows: Bool = false, out: inout Output) throws -> Dataset {
+        var o = try readOptions()
+        if o.people == nil { o.people = fallback }
+        let loaded = try DatasetLoader.read(path, options: o)
+        DataFlags.printWarnings(lintFollows ? loaded.readerWarnings : loaded.warnings, out: &out)
+        return loaded.dataset
     }
 
     /// `W,H` or `WxH` in pixels.
@@ -57,3 +67,5 @@ enum DataOptions {
         for w in warnings { out.note("\(w)\n") }
     }
 }
+
+extension CoordinateFix.Origin: ArgumentChoice {}

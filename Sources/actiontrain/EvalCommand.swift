@@ -2,29 +2,54 @@ import ActionRuntime
 import Datasets
 import Eval
 import Foundation
-import PoseCore
+import Pipelines
 
-enum EvalCommand {
-    static let spec = CommandSpec(
+/// `actiontrain eval`: flags, outputs and the gate around `Evaluation.run`.
+enum EvalCommand: ParsableCommand {
+    struct Options: CommandOptions {
+        var model = "", data = ""
+        var split: String?
+        var stride: Int?
+        var report: String?
+        var json: String?
+        var useEvents = false
+        var force = false
+        var bootstrap = Bootstrap.defaultResamples
+        var seed: UInt64 = 0
+        var topK: PositiveIntegers?
+        var baseline: String?
+        var gate = GateFlags()
+        var reading = DataFlags()
+
+        func validate() throws {
+            guard bootstrap >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
+            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            if baseline == nil {
+                if gate.junit != nil { throw CLIError.usage("--junit writes the gate's result and needs --baseline FILE") }
+                if gate.markdown != nil { throw CLIError.usage("--markdown writes the gate's result and needs --baseline FILE") }
+            }
+        }
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "eval",
         summary: "Evaluate a model file on a dataset: metrics at the window and sequence level, reports, and a regression gate.",
         positionals: [
-            Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
-            Positional(name: "DATA", help: DataOptions.formats),
+            Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'."),
+            Positional("DATA", \.data, help: DataFlags.formats),
         ],
         options: [
-            Option("split", value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
-            Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
-            Option("report", value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
-            Option("json", value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
-            Option("use-events", help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
-            DataOptions.minConfidence, DataOptions.people, DataOptions.strict,
-            Option("force", help: "Replace output files that actiontrain did not write."),
-            Option("bootstrap", value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
-            Option("seed", value: "N", help: "Seed of the bootstrap (default 0)."),
-            Option("top-k", value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
-            Option("baseline", value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
-        ] + GateOptions.options,
+            Option("split", \.split, value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("report", \.report, value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
+            Option("json", \.json, value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
+            Option("use-events", \.useEvents, help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
+            Option("force", \.force, help: "Replace output files that actiontrain did not write."),
+            Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
+            Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
+            Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
+            Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
+        ] + GateFlags.options.map { $0.within(\.gate) } + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Each evaluated sequence is cut into the model's windows. Metrics are reported per window
             and per sequence (a sequence's probabilities are the mean of its windows'); the sequence
@@ -35,129 +60,49 @@ enum EvalCommand {
             Report formats and the JSON schema: docs/reports.md.
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let modelPath = args.positionals[0], dataPath = args.positionals[1]
+    static func run(_ options: Options, out: inout Output) throws {
         // Everything that can be refused is checked before the model runs.
         var settings = EvalSettings()
-        settings.bootstrapResamples = try args.value("bootstrap", as: Int.self) ?? Bootstrap.defaultResamples
-        guard settings.bootstrapResamples >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
-        settings.seed = try args.value("seed", as: UInt64.self) ?? 0
-        if let list = args.value("top-k") {
-            let ks = list.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !ks.isEmpty, ks.allSatisfy({ ($0 ?? 0) > 0 }) else {
-                throw CLIError.usage("--top-k expects positive integers separated by commas, got '\(list)'")
-            }
-            settings.topK = ks.map { $0! }
-        }
-        let baselinePath = args.value("baseline")
-        let policy = try GateOptions.policy(args)
-        for name in ["junit", "markdown"] where args.value(name) != nil && baselinePath == nil {
-            throw CLIError.usage("--\(name) writes the gate's result and needs --baseline FILE")
-        }
-        let force = args.has("force")
-        try GateOptions.checkOutputs(args)
-        if let path = args.value("json") { try OutputGuard.check(path, force: force) }
-        let reportDir = args.value("report")
-        if let dir = reportDir { try prepareReportFolder(dir, force: force) }
-        let baseline = try baselinePath.map { path in
-            try GateOptions.reportingErrors(args, baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
+        settings.bootstrapResamples = options.bootstrap
+        settings.seed = options.seed
+        if let ks = options.topK { settings.topK = ks.values }
+        let policy = try options.gate.policy()
+        try options.gate.checkOutputs(force: options.force)
+        if let path = options.json { try OutputGuard.check(path, force: options.force) }
+        if let dir = options.report { try prepareReportFolder(dir, force: options.force) }
+        let baseline = try options.baseline.map { path in
+            try options.gate.reportingErrors(baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
         }
 
-        if let swapped = Guards.swappedArguments(model: modelPath, data: dataPath) { throw CLIError.usage(swapped) }
-        let model = try ActionModel(contentsOf: modelPath)
-        let dataset = try DataOptions.load(dataPath, args, people: PeoplePolicy(modelInput: model.input), out: &out)
-        try checkCompatible(model, dataset, dataPath: dataPath)
-        let splits = Set(dataset.sequences.compactMap(\.split))
-        let split = args.value("split") ?? (splits.contains("test") ? "test" : nil)
-        let indices = dataset.sequences.indices.filter { split == nil || dataset.sequences[$0].split == split }
-        guard !indices.isEmpty else {
-            throw CLIError.failure("\(dataPath): no sequences in split '\(split ?? "")'; splits present: \(splits.sorted())")
-        }
-        let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
-        guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
-        let report = try evaluate(
-            model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
-            stride: stride, useEvents: args.has("use-events"), settings: settings, warn: { out.note("warning: \(dataPath): \($0)\n") })
+        if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
+        let model = try ActionModel(contentsOf: options.model)
+        let dataset = try options.reading.load(options.data, people: PeoplePolicy(modelInput: model.input), out: &out)
+        var warnings: [String] = []
+        let report = try Evaluation.run(
+            model: model, modelPath: options.model, dataset: dataset, dataPath: options.data,
+            options: .init(split: options.split, stride: options.stride, useEvents: options.useEvents, settings: settings),
+            warn: { warnings.append($0) })
+        for w in warnings { out.note("warning: \(options.data): \(w)\n") }
         out.write(TextReport.render(report))
-        if let path = args.value("json") { try write(try ReportJSON.encode(report), to: path) }
-        if let dir = reportDir {
-            for file in try Reports.files(report) { try write(file.data, to: "\(dir)/\(file.name)") }
+        if let path = options.json { try AtomicFile.write(try ReportJSON.encode(report), to: path) }
+        if let dir = options.report {
+            for file in try Reports.files(report) { try AtomicFile.write(file.data, to: "\(dir)/\(file.name)") }
         }
         let h = report.headlineMetrics
         out.line(
             "eval: headline accuracy \(String(format: "%.4f", h.accuracy)) at the \(h.level.rawValue) level (\(h.samples) \(h.level.rawValue)s)"
-                + (reportDir.map { "; reports in \($0)" } ?? ""))
+                + (options.report.map { "; reports in \($0)" } ?? ""))
 
-        if let baseline, let baselinePath {
-            let comparison = try GateOptions.reportingErrors(args, baseline: baselinePath, candidate: "this evaluation") {
+        if let baseline, let baselinePath = options.baseline {
+            let comparison = try options.gate.reportingErrors(baseline: baselinePath, candidate: "this evaluation") {
                 try Comparison(
                     baseline: baseline, candidate: report, baselineName: baselinePath, candidateName: "this evaluation",
                     level: policy.requestedLevel, confidence: 1 - policy.alpha,
                     resamples: settings.bootstrapResamples > 0 ? settings.bootstrapResamples : nil, seed: settings.seed)
             }
             out.line("")
-            try GateOptions.gate(comparison, policy: policy, args: args, out: &out)
+            try options.gate.gate(comparison, policy: policy, out: &out)
         }
-    }
-
-    /// Cuts the sequences at `indices` into the model's windows, runs the model and scores
-    /// them at the window and sequence level (`fit` uses it for its validation report).
-    static func evaluate(
-        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, indices: [Int], split: String?,
-        stride: Int, useEvents: Bool, settings: EvalSettings, warn: (String) -> Void = { _ in }
-    ) throws -> EvalReport {
-        let windows = try WindowSet(
-            dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes, useEvents: useEvents)
-        if let w = Guards.padding(of: windows).warning(windowLength: model.input.window.frames) { warn(w) }
-        let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
-        let ids = sequenceIDs(dataset, indices)
-        let table = try PredictionTable(
-            sequence: windows.sources.map { ids[$0.sequence]! }, start: windows.sources.map(\.start), truth: windows.labels,
-            probabilities: probabilities, classes: model.classes.count)
-        let data = DataInfo(
-            name: dataset.name, path: dataPath, hash: dataset.contentHash, split: split,
-            windowFrames: model.input.window.frames, stride: stride)
-        do {
-            return try EvalReport.evaluate(
-                classes: model.classes, windows: table, model: modelInfo(model.header, path: modelPath), data: data,
-                settings: settings, tool: ActionRuntimeInfo.tool)
-        } catch let e as EvalError {
-            throw CLIError.failure("\(dataPath) (split \(split ?? "all")): \(e)")
-        }
-    }
-
-    /// Sequence ids as given by the data; an id used twice gets `#index` appended.
-    static func sequenceIDs(_ d: Dataset, _ indices: [Int]) -> [Int: String] {
-        var count: [String: Int] = [:]
-        for i in indices { count[d.sequences[i].id, default: 0] += 1 }
-        var out: [Int: String] = [:]
-        for i in indices {
-            let id = d.sequences[i].id
-            out[i] = count[id]! > 1 ? "\(id)#\(i)" : id
-        }
-        return out
-    }
-
-    /// The model's provenance as plain values for Eval.
-    static func modelInfo(_ h: ModelHeader, path: String) -> ModelInfo {
-        let s = h.input.skeleton, w = h.input.window
-        var window = "\(w.frames) frames, \(w.mode.rawValue), padding \(w.padding.rawValue)"
-        if let fps = w.frameRate { window += ", resampled to \(fps) fps" }
-        let layers = h.layers.map { l -> String in
-            if case .linear(_, let outputs) = l { return "linear \(outputs)" }
-            return l.typeName
-        }
-        return ModelInfo(
-            path: path, tool: h.provenance.tool, classes: h.classes,
-            input: [
-                "skeleton": "\(s.name) (\(s.jointCount) joints, \(s.dimensions)D, \(s.units.rawValue))",
-                "window": window,
-                "preprocessing": h.input.steps.isEmpty ? "none" : h.input.steps.map { String(describing: $0) }.joined(separator: ", "),
-                "channels": h.input.channels.map(\.rawValue).joined(separator: ", "),
-                "network": "input \(h.inputShape.time)x\(h.inputShape.channels): " + layers.joined(separator: " > "),
-            ],
-            trainingDataHash: h.provenance.datasetHash, configHash: h.provenance.configHash, seed: h.provenance.seed,
-            metrics: h.provenance.metrics, notes: h.provenance.notes)
     }
 
     /// The report folder may exist; each file we would write must be new or ours (or --force).
@@ -179,17 +124,4 @@ enum EvalCommand {
         "report.txt", "report.json", "report.md", "report.html", "confusion.svg", "metrics.csv", "classes.csv", "confusion.csv",
         "predictions.csv",
     ]
-
-    /// The dataset must have the model's skeleton and only labels the model knows.
-    static func checkCompatible(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
-        let s = model.input.skeleton
-        guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
-            throw CLIError.failure(
-                "\(dataPath): skeleton '\(d.skeleton.name)' (\(d.skeleton.jointCount) joints, \(d.skeleton.dimensions)D) does not match the model's '\(s.name)' (\(s.jointCount) joints, \(s.dimensions)D)")
-        }
-        let unknown = Set(d.sequences.compactMap(\.label)).subtracting(model.classes)
-        guard unknown.isEmpty else {
-            throw CLIError.failure("\(dataPath): labels \(unknown.sorted()) are not among the model's classes \(model.classes)")
-        }
-    }
 }

@@ -1,17 +1,32 @@
 import ActionRuntime
 import Foundation
 import ModelExport
+import Pipelines
 
-enum ExportCommand {
-    static let spec = CommandSpec(
+enum ExportCommand: ParsableCommand {
+    enum Format: String, ArgumentChoice { case onnx }
+
+    struct Options: CommandOptions {
+        var model = ""
+        var format: Format?  // nil: onnx, the only format so far
+        var out: String?
+        var force = false
+        var parityWindows = 64
+
+        func validate() throws {
+            guard parityWindows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
+        }
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "export",
         summary: "Export a model file to another format (ONNX) and check that it computes the same logits.",
-        positionals: [Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'.")],
+        positionals: [Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'.")],
         options: [
-            Option("format", value: "FORMAT", help: "Output format: onnx (the default)."),
-            Option("out", value: "FILE", help: "Output file (default: MODEL with the extension .onnx). Not overwritten unless --force."),
-            Option("force", help: "Overwrite the output file if it exists."),
-            Option("parity-windows", value: "N", help: "Random windows for the parity check (default 64; 0 skips it)."),
+            Option("format", \.format, value: "FORMAT", help: "Output format: onnx (the default)."),
+            Option("out", \.out, value: "FILE", help: "Output file (default: MODEL with the extension .onnx). Not overwritten unless --force."),
+            Option("force", \.force, help: "Overwrite the output file if it exists."),
+            Option("parity-windows", \.parityWindows, value: "N", help: "Random windows for the parity check (default 64; 0 skips it)."),
         ],
         discussion: """
             The ONNX graph (opset 17) takes the network input float32 [batch, frames, channels] and
@@ -22,19 +37,15 @@ enum ExportCommand {
             difference to this runtime is printed; above 1e-4 the command fails.
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let modelPath = args.positionals[0]
-        let format = args.value("format") ?? "onnx"
-        guard format == "onnx" else { throw CLIError.usage("--format must be onnx, got '\(format)'") }
-        let windows = try args.value("parity-windows", as: Int.self) ?? 64
-        guard windows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
-        let outPath = args.value("out") ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ".onnx")
-        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+    static func run(_ options: Options, out: inout Output) throws {
+        let modelPath = options.model, windows = options.parityWindows
+        let outPath = options.out ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ".onnx")
+        if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
         }
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
         let onnx = try ONNXExport.export(header: header, network: network)
-        try write(Data(onnx), to: outPath)
+        try AtomicFile.write(Data(onnx), to: outPath)
         out.line("export: wrote \(outPath) (\(onnx.count) bytes, ONNX opset \(ONNXExport.opset), input [batch, \(header.inputShape.time), \(header.inputShape.channels)], \(header.classes.count) classes)")
         guard windows > 0 else { return }
         guard let r = try ONNXParity.check(onnx: onnx, network: network, windows: windows) else {

@@ -4,30 +4,45 @@ import PoseCore
 
 /// `actiontrain import KIND SRC --out FILE.jsonl`: one command from a public dataset or a
 /// foreign format to the native format.
-enum ImportCommand {
+enum ImportCommand: ParsableCommand {
     static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml", "pyskl"]
 
-    static let spec = CommandSpec(
+    struct Options: CommandOptions {
+        var kind = "", source = ""
+        var out: String?
+        var force = false
+        var skeleton: String?
+        var mapping: String?
+        var labels: String?
+        var keepInvisible = false
+        var split: String?
+        var limit: Int?
+        var classes: String?
+        var splitNames: String?
+        var imageSize: String?
+        var reading = DataFlags()
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "import",
         summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML / PYSKL file into the native format.",
         positionals: [
-            Positional(name: "KIND", help: "One of \(kinds.joined(separator: ", "))."),
-            Positional(name: "SRC", help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml, pyskl .pkl)."),
+            Positional("KIND", \.kind, help: "One of \(kinds.joined(separator: ", "))."),
+            Positional("SRC", \.source, help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml, pyskl .pkl)."),
         ],
         options: [
-            Option("out", value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
-            Option("force", help: "Overwrite --out if it exists."),
-            Option("skeleton", value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
-            Option("mapping", value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
-            Option("labels", value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
-            Option("classes", value: "LIST", help: "csv, npz, createml, pyskl: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
-            Option("split-names", value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split; pyskl: the split dictionary's keys, e.g. xsub_train=train,xsub_val=test."),
-            Option("image-size", value: "WxH", help: "createml: the image size of clips that do not give one (Vision's points are fractions of the image)."),
-            Option("keep-invisible", help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
-            Option("split", value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
-            Option("limit", value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
-            DataOptions.minConfidence, DataOptions.strict, DataOptions.people,
-        ],
+            Option("out", \.out, value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
+            Option("force", \.force, help: "Overwrite --out if it exists."),
+            Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
+            Option("mapping", \.mapping, value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
+            Option("labels", \.labels, value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
+            Option("classes", \.classes, value: "LIST", help: "csv, npz, createml, pyskl: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
+            Option("split-names", \.splitNames, value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split; pyskl: the split dictionary's keys, e.g. xsub_train=train,xsub_val=test."),
+            Option("image-size", \.imageSize, value: "WxH", help: "createml: the image size of clips that do not give one (Vision's points are fractions of the image)."),
+            Option("keep-invisible", \.keepInvisible, help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
+            Option("split", \.split, value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
+            Option("limit", \.limit, value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):
               actiontrain import natops ../shared/datasets/natops --out natops.jsonl
@@ -39,64 +54,64 @@ enum ImportCommand {
               actiontrain import createml ThrowsFolder --image-size 1920x1080 --out throws.jsonl
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let kind = args.positionals[0], src = args.positionals[1]
+    static func run(_ options: Options, out: inout Output) throws {
+        let kind = options.kind, src = options.source
         guard kinds.contains(kind) else {
             let hint = ArgumentParser.suggestion(for: kind, among: kinds).map { " Did you mean '\($0)'?" } ?? ""
             throw CLIError.usage("unknown KIND '\(kind)'; use one of \(kinds.joined(separator: ", ")).\(hint)")
         }
-        guard let outPath = args.value("out") else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !args.has("force") {
+        guard let outPath = options.out else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
+        if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
         }
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
-        let skeleton = try args.value("skeleton").map { try SkeletonFile.resolve($0) }
-        var options = try DataOptions.readOptions(args, skeleton: skeleton)
-        if let list = args.value("classes") {
+        let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
+        var read = try options.reading.readOptions(skeleton: skeleton)
+        if let list = options.classes {
             let classes = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             guard !classes.contains(""), Set(classes).count == classes.count else {
                 throw CLIError.usage("--classes expects distinct names separated by commas, got '\(list)'")
             }
-            options.classes = classes
+            read.classes = classes
         }
-        for pair in (args.value("split-names") ?? "").split(separator: ",") {
+        for pair in (options.splitNames ?? "").split(separator: ",") {
             let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard kv.count == 2, ["train", "validation", "test"].contains(kv[1]) else {
                 throw CLIError.usage("--split-names expects value=train|validation|test pairs, got '\(pair)'")
             }
-            options.splitNames[kv[0]] = kv[1]
+            read.splitNames[kv[0]] = kv[1]
         }
-        let loaded = try load(kind: kind, src: src, options: options, args: args, out: &out)
-        DataOptions.printWarnings(loaded.warnings, out: &out)
+        read.imageSize = try options.imageSize.map { try DataFlags.imageSize($0) }
+        let loaded = try load(kind: kind, src: src, read: read, options: options, out: &out)
+        DataFlags.printWarnings(loaded.warnings, out: &out)
         let dataset = loaded.dataset
         try NativeFormat.write(dataset, to: outPath)
         out.line(summary(dataset, to: outPath))
     }
 
-    static func load(kind: String, src: String, options: ReadOptions, args: ParsedArguments, out: inout Output) throws -> LoadedDataset {
-        var options = options
+    static func load(kind: String, src: String, read: ReadOptions, options: Options, out: inout Output) throws -> LoadedDataset {
+        var read = read
         switch kind {
         case "csv":
-            options.mapping = try args.value("mapping").map { try CSVMapping.load($0) }
-            return try DatasetLoader.read(src, format: .csv, options: options)
+            read.mapping = try options.mapping.map { try CSVMapping.load($0) }
+            return try DatasetLoader.read(src, format: .csv, options: read)
         case "npz":
-            options.labelsPath = args.value("labels")
-            return try DatasetLoader.read(src, format: .npz, options: options)
+            read.labelsPath = options.labels
+            return try DatasetLoader.read(src, format: .npz, options: read)
         case "pyskl":
-            return try DatasetLoader.read(src, format: .pyskl, options: options)
+            return try DatasetLoader.read(src, format: .pyskl, options: read)
         case "createml":
             var isDirectory: ObjCBool = false
             _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
-            options.imageSize = try args.value("image-size").map { try DataOptions.imageSize($0) }
-            return try DatasetLoader.read(src, format: isDirectory.boolValue ? .createmlFolder : .createml, options: options)
+            return try DatasetLoader.read(src, format: isDirectory.boolValue ? .createmlFolder : .createml, options: read)
         default:
-            let d = try loadPublic(kind: kind, src: src, skeleton: options.skeleton, args: args, out: &out)
-            return try DatasetLoader.checked(d, file: src, strict: options.strict)
+            let d = try loadPublic(kind: kind, src: src, skeleton: read.skeleton, options: options, out: &out)
+            return try DatasetLoader.checked(d, file: src, strict: read.strict)
         }
     }
 
     /// The public datasets' importers.
-    static func loadPublic(kind: String, src: String, skeleton: Skeleton?, args: ParsedArguments, out: inout Output) throws -> Dataset {
+    static func loadPublic(kind: String, src: String, skeleton: Skeleton?, options: Options, out: inout Output) throws -> Dataset {
         switch kind {
         case "natops":
             var files: [String]
@@ -117,12 +132,12 @@ enum ImportCommand {
             }
             return merged!
         case "penn-action":
-            let limit = try args.value("limit", as: Int.self)
+            let limit = options.limit
             if let limit, limit <= 0 { throw CLIError.usage("--limit must be positive") }
-            return try PennActionImporter.read(src, options: .init(keepInvisible: args.has("keep-invisible"), limit: limit))
+            return try PennActionImporter.read(src, options: .init(keepInvisible: options.keepInvisible, limit: limit))
         case "utkinect":
             let split: UTKinectImporter.Split
-            switch args.value("split") ?? "cross-subject" {
+            switch options.split ?? "cross-subject" {
             case "cross-subject": split = .crossSubject
             case "none": split = .none
             case let other: throw CLIError.usage("--split must be cross-subject or none, not '\(other)'")

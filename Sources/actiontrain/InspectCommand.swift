@@ -4,18 +4,26 @@ import PoseCore
 
 /// `actiontrain inspect FILE`: what is in a dataset and what is wrong with it (Lint), or the
 /// header of a model file in human form (told apart by the model file's magic bytes).
-enum InspectCommand {
-    static let spec = CommandSpec(
+enum InspectCommand: ParsableCommand {
+    struct Options: CommandOptions {
+        var file = ""
+        var json = false
+        var imageSize: String?
+        var windowFrames: Int?
+        /// --min-confidence, --people, and --strict (which here counts every warning).
+        var reading = DataFlags()
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "inspect",
         summary: "Describe a dataset (and check it) or a model file.",
-        positionals: [Positional(name: "FILE", help: "A dataset file (any supported format) or a model file (.atm).")],
+        positionals: [Positional("FILE", \.file, help: "A dataset file (any supported format) or a model file (.atm).")],
         options: [
-            Option("json", help: "Print the report (or the model header) as JSON instead of tables."),
-            Option("image-size", value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
-            Option("window-frames", value: "N", help: "Also report sequences shorter than a window of N frames."),
-            Option("strict", help: "Exit with status 1 when there is any warning (for CI)."),
-            DataOptions.minConfidence, DataOptions.people,
-        ],
+            Option("json", \.json, help: "Print the report (or the model header) as JSON instead of tables."),
+            Option("image-size", \.imageSize, value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
+            Option("window-frames", \.windowFrames, value: "N", help: "Also report sequences shorter than a window of N frames."),
+            Option("strict", \.reading.strict, help: "Exit with status 1 when there is any warning (for CI)."),
+        ] + DataFlags.options.filter { $0.name != "strict" }.map { $0.within(\.reading) },
         discussion: """
             For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
             layers with their output shapes and parameters, and the provenance.
@@ -25,40 +33,41 @@ enum InspectCommand {
             groups that appear in several splits, then a list of warnings. docs/cli.md lists them.
             """)
 
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        let path = args.positionals[0]
+    static func run(_ options: Options, out: inout Output) throws {
+        let path = options.file
         if InspectModel.isModelFile(path: path) {
-            for option in ["image-size", "window-frames", "min-confidence", "people"] where args.value(option) != nil {
-                throw CLIError.usage("--\(option) applies to datasets; \(path) is a model file")
+            if options.imageSize != nil { throw CLIError.usage("--image-size applies to datasets; \(path) is a model file") }
+            if options.windowFrames != nil { throw CLIError.usage("--window-frames applies to datasets; \(path) is a model file") }
+            if options.reading.minConfidence != nil || options.reading.people != nil {
+                throw CLIError.usage("--min-confidence and --people apply to datasets; \(path) is a model file")
             }
-            try InspectModel.run(path: path, json: args.has("json"), out: &out)
+            try InspectModel.run(path: path, json: options.json, out: &out)
         } else {
-            try runDataset(path: path, args: args, out: &out)
+            try runDataset(path: path, options: options, out: &out)
         }
     }
 
     /// Inspects the dataset at `path` (the lead's `inspect` dispatch calls this for datasets).
-    static func runDataset(path: String, args: ParsedArguments, out: inout Output) throws {
-        var options = Lint.Options()
-        if let raw = args.value("image-size") {
+    static func runDataset(path: String, options: Options, out: inout Output) throws {
+        var lint = Lint.Options()
+        if let raw = options.imageSize {
             let parts = raw.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard parts.count == 2, let w = parts[0], let h = parts[1], w > 0, h > 0, w.isFinite, h.isFinite else {
                 throw CLIError.usage("--image-size expects W,H in pixels, e.g. 1920,1080; got '\(raw)'")
             }
-            options.imageSize = [w, h]
+            lint.imageSize = [w, h]
         }
-        if let n = try args.value("window-frames", as: Int.self) {
+        if let n = options.windowFrames {
             guard n > 0 else { throw CLIError.usage("--window-frames must be positive") }
-            options.windowFrames = n
+            lint.windowFrames = n
         }
-        var read = try DataOptions.readOptions(args)
-        read.strict = false  // inspect reports every contradiction; --strict turns them into exit 1 below
+        var read = try options.reading.readOptions()
+        read.strict = false  // every warning is reported; --strict makes them exit 1 below
         let loaded = try DatasetLoader.read(path, options: read)
-        DataOptions.printWarnings(loaded.readerWarnings, out: &out)
-        let dataset = loaded.dataset
-        var report = Lint.inspect(dataset, options: options)
+        DataFlags.printWarnings(loaded.readerWarnings, out: &out)
+        var report = Lint.inspect(loaded.dataset, options: lint)
         report.jointNames = loaded.jointNames.map(\.description)
-        if args.has("json") {
+        if options.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
             out.line(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -66,7 +75,7 @@ enum InspectCommand {
             out.write(render(report))
         }
         let count = report.warnings.count + loaded.readerWarnings.count
-        if args.has("strict") && count > 0 {
+        if options.reading.strict && count > 0 {
             throw CLIError.failure("\(path): \(count) warning(s) (--strict)")
         }
     }

@@ -5,14 +5,10 @@ import PoseCore
 /// `actiontrain inspect MODEL`: the header of a model file in human form (or as JSON), after
 /// the file has passed every check of docs/format.md.
 enum InspectModel {
-    /// True when the file starts like a model file (`\x89ATM`), even if it is damaged further
-    /// on: `inspect` then reports what is wrong with the model instead of parsing it as data.
-    static func isModelFile(path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 4)) ?? Data()
-        return Array(head) == Array(ModelFile.magic.prefix(4))
-    }
+    /// True for a `.atm` file or one that starts like a model file (`\x89ATM`), even if it is
+    /// empty or damaged: `inspect` then reports what is wrong with the model instead of
+    /// parsing it as data.
+    static func isModelFile(path: String) -> Bool { ModelFile.looksLikeModelFile(path: path) }
 
     static func run(path: String, json: Bool, out: inout Output) throws {
         let (header, network) = try ModelFile.load(contentsOf: path)

@@ -1,25 +1,40 @@
 import ActionRuntime
 import Datasets
 import Foundation
+import Pipelines
 import PoseCore
 
-enum PredictCommand {
-    static let spec = CommandSpec(
+enum PredictCommand: ParsableCommand {
+    enum Format: String, ArgumentChoice { case jsonl, table }
+
+    struct Options: CommandOptions {
+        var model = "", data = ""
+        var stride: Int?
+        var format = Format.jsonl
+        var split: String?
+        var useEvents = false
+        var reading = DataFlags()
+
+        func validate() throws {
+            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+        }
+    }
+
+    static let spec = CommandSpec<Options>(
         name: "predict",
         summary: "Predict the action of every sliding window of whole sequences (JSON Lines or a table).",
         positionals: [
-            Positional(name: "MODEL", help: "Model file written by 'actiontrain fit'."),
+            Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'."),
             Positional(
-                name: "DATA",
-                help: DataOptions.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
+                "DATA", \.data,
+                help: DataFlags.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
-            Option("stride", value: "N", help: "Frames between window starts (default: a third of the window)."),
-            Option("format", value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
-            Option("split", value: "NAME", help: "Only the sequences of this split (default: all)."),
-            Option("use-events", help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
-            DataOptions.minConfidence, DataOptions.people, DataOptions.strict,
-        ],
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
+            Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
+            Option("use-events", \.useEvents, help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Each sequence is resampled to the model's frame rate when it has one, then cut into the
             model's windows exactly as at training time: windows start every --stride frames, the
@@ -31,28 +46,23 @@ enum PredictCommand {
             sequence's own label when it has one. A summary goes to stderr.
             """)
 
-    enum Format: String { case jsonl, table }
-
-    static func run(_ args: ParsedArguments, out: inout Output) throws {
-        try run(args, out: &out, stdin: { readLine(strippingNewline: true) })
+    static func run(_ options: Options, out: inout Output) throws {
+        try run(options, out: &out, stdin: { readLine(strippingNewline: true) })
     }
 
     /// `stdin` yields the lines of standard input (replaceable in tests).
-    static func run(_ args: ParsedArguments, out: inout Output, stdin: () -> String?) throws {
-        if let swapped = Guards.swappedArguments(model: args.positionals[0], data: args.positionals[1]) { throw CLIError.usage(swapped) }
-        let model = try ActionModel(contentsOf: args.positionals[0])
-        let dataPath = args.positionals[1]
-        let stride = try args.value("stride", as: Int.self) ?? max(1, model.input.window.frames / 3)
-        guard stride > 0 else { throw CLIError.usage("--stride must be positive") }
-        guard let format = Format(rawValue: args.value("format") ?? "jsonl") else {
-            throw CLIError.usage("--format must be jsonl or table, got '\(args.value("format")!)'")
-        }
-        var printer = Printer(model: model, format: format, stride: stride, split: args.value("split"))
-        printer.useEvents = args.has("use-events")
+    static func run(_ options: Options, out: inout Output, stdin: () -> String?) throws {
+        if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
+        let model = try ActionModel(contentsOf: options.model)
+        let dataPath = options.data
+        let stride = options.stride ?? Evaluation.defaultStride(model)
+        let format = options.format
+        var printer = Printer(model: model, format: format, stride: stride, split: options.split)
+        printer.useEvents = options.useEvents
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
-            let dataset = try DataOptions.load(dataPath, args, people: PeoplePolicy(modelInput: model.input), out: &out)
+            let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             for s in dataset.sequences { try printer.predict(s, sourceFrameRate: dataset.frameRate, out: &out) }
         }
@@ -67,6 +77,8 @@ enum PredictCommand {
         let split: String?
         var sequences = 0, windows = 0, labeled = 0, correct = 0
         var wroteTableHeader = false
+        /// Labels outside the model's classes already warned about.
+        var warnedLabels = Set<String>()
         var useEvents = false
         var padding = Guards.PaddingTally()
 
@@ -78,17 +90,25 @@ enum PredictCommand {
         }
 
         /// The data must have the model's skeleton; a frame-rate mismatch is worth a warning.
-        func check(_ d: Dataset, name: String, out: inout Output) throws {
-            let s = model.input.skeleton
-            guard d.skeleton.joints == s.joints, d.skeleton.dimensions == s.dimensions else {
-                throw CLIError.failure(
-                    "\(name): skeleton '\(d.skeleton.name)' (\(d.skeleton.jointCount) joints, \(d.skeleton.dimensions)D) does not match the model's '\(s.name)' (\(s.jointCount) joints, \(s.dimensions)D)")
-            }
+        mutating func check(_ d: Dataset, name: String, out: inout Output) throws {
+            try Evaluation.checkSkeleton(model, d, dataPath: name)
+            noteUnknownLabels(d, name: name, out: &out)
             if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = d.frameRate,
                 abs(rate - trained) > 1e-6
             {
                 out.note("warning: \(name) is at \(rate) fps but the model was trained on \(trained) fps data and does not resample; predictions may be off\n")
             }
+        }
+
+        /// Labels the model cannot predict get one warning each (their windows never agree).
+        mutating func noteUnknownLabels(_ d: Dataset, name: String, out: inout Output) {
+            let unknown = d.labels(outside: model.classes, split: split).filter { warnedLabels.insert($0.label).inserted }
+            guard !unknown.isEmpty else { return }
+            let list = unknown.map { "'\($0.label)' (\($0.sequences) sequence\($0.sequences == 1 ? "" : "s"))" }.joined(separator: ", ")
+            out.note(
+                "warning: \(name): label\(unknown.count == 1 ? "" : "s") \(list) \(unknown.count == 1 ? "is" : "are") not among the model's classes "
+                    + "(\(model.classes.joined(separator: ", "))): the model cannot predict \(unknown.count == 1 ? "it" : "them"), "
+                    + "so those windows never agree with their label\n")
         }
 
         /// Native JSON Lines from stdin: the header line, then one sequence per line.
@@ -110,6 +130,8 @@ enum PredictCommand {
                 if !checked {
                     try check(d, name: file, out: &out)
                     checked = true
+                } else {
+                    noteUnknownLabels(d, name: file, out: &out)
                 }
                 for s in d.sequences { try predict(s, sourceFrameRate: d.frameRate, out: &out) }
             }

@@ -1,5 +1,6 @@
 @testable import ActionRuntime
 import Foundation
+@testable import actiontrain
 @testable import ModelExport
 import PoseCore
 import TestSupport

@@ -303,14 +303,41 @@ final class ModelFileLoadTests: XCTestCase {
             for n in [0, 1, 63, 131_071, 131_072, 131_073, 400_000, 1_000_003] {
                 let part = UnsafeRawBufferPointer(rebasing: all.prefix(n))
                 let expected = CRC32.checksum(part)
-                for _ in 0..<3 { XCTAssertEqual(BackgroundChecksum(part).finish(), expected, "\(n) bytes") }
+                let firstNonFinite = ModelFile.firstNonFinite(part)
+                for _ in 0..<3 {
+                    XCTAssertEqual(BackgroundChecksum(part).finish(), .init(crc: expected, firstNonFinite: firstNonFinite), "\(n) bytes")
+                }
                 // The helper has had time to take every block (or none, on a busy machine).
                 let late = BackgroundChecksum(part)
                 usleep(20_000)
-                XCTAssertEqual(late.finish(), expected, "\(n) bytes, finished late")
+                XCTAssertEqual(late.finish(), .init(crc: expected, firstNonFinite: firstNonFinite), "\(n) bytes, finished late")
             }
             // Cancelled at once or half-way, it returns (and the buffer can then go).
             BackgroundChecksum(all).cancel()
         }
+    }
+
+    /// The pass finds the first non-finite float wherever it is: in the helper's blocks (the
+    /// front), the caller's (the back), or both; none in finite data.
+    func testBackgroundChecksumFindsTheFirstNonFiniteFloat() {
+        let count = 300_000  // 1.2 MB: several 256 KiB blocks on each side
+        var g = SeededGenerator(seed: 4)
+        let finite = (0..<count).map { _ in g.nextSymmetric(1e30) }
+        for bad in [[], [0], [count - 1], [5, count - 2], [200_000, 280_000], [70_000, 65_536, 250_000]] {
+            var values = finite
+            for (k, i) in bad.enumerated() { values[i] = [Float.nan, .infinity, -.infinity][k % 3] }
+            values.withUnsafeBytes { raw in
+                let expected = bad.min().map { 4 * $0 }
+                XCTAssertEqual(ModelFile.firstNonFinite(raw), expected, "\(bad)")
+                XCTAssertEqual(ModelFile.anyNonFinite(raw), expected != nil, "\(bad), two halves")
+                XCTAssertEqual(BackgroundChecksum(raw).finish(), .init(crc: CRC32.checksum(raw), firstNonFinite: expected), "\(bad)")
+                let late = BackgroundChecksum(raw)
+                usleep(5_000)
+                XCTAssertEqual(late.finish().firstNonFinite, expected, "\(bad), finished late")
+            }
+        }
+        // The largest finite floats and the smallest subnormals are finite; a signalling NaN is not.
+        let edge: [Float] = [.greatestFiniteMagnitude, -.greatestFiniteMagnitude, .leastNonzeroMagnitude, -0.0, Float(bitPattern: 0x7F80_0001)]
+        edge.withUnsafeBytes { XCTAssertEqual(ModelFile.firstNonFinite($0), 16) }
     }
 }

@@ -104,7 +104,7 @@ final class ModelFileTests: XCTestCase {
         } catch {
             XCTFail("expected a ModelFileError, got \(error)", file: file, line: line)
         }
-        guard let inMemory, bytes.count < 1 << 20 else { return }
+        guard let inMemory, bytes.count < 1 << 23 else { return }
         let path = scratch.appendingPathComponent("case.atm").path
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)), file: file, line: line)
         for mapped in [false, true] {
@@ -163,8 +163,33 @@ final class ModelFileTests: XCTestCase {
     func testWrongMagic() {
         var bytes = Self.good().bytes
         bytes.replaceSubrange(0..<8, with: Array("PK\u{3}\u{4}zip!".utf8))
-        assertRejects(bytes, ["not an actiontrain model file", "wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
-        assertRejects(Array("{\"format\": \"json\"}".utf8), ["wrong magic"]) { $0 == .notAModelFile("wrong magic bytes") }
+        let expected = "a model file starts with 89 41 54 4D 0D 0A 1A 0A"
+        assertRejects(bytes, ["not an actiontrain model file (wrong magic bytes: the file starts with 50 4B 03 04 7A 69 70 21, a zip archive"]) {
+            $0 == .notAModelFile("wrong magic bytes: the file starts with 50 4B 03 04 7A 69 70 21, a zip archive (a NumPy .npz?); \(expected)")
+        }
+        assertRejects(Array("{\"format\": \"json\"}".utf8), ["starts with 7B 22 66 6F 72 6D 61 74, JSON text", expected], notModel)
+        assertRejects(Array("nose,x,y\n".utf8), ["starts with 6E 6F 73 65 2C 78 2C 79, plain text"], notModel)
+        assertRejects([0x93] + Array("NUMPY\u{1}\u{0}v".utf8), ["a NumPy .npy array"], notModel)
+        assertRejects([0xFF, 0x00, 0x13], ["the file starts with FF 00 13; \(expected)"], notModel)
+        // A prefix of the magic is a truncated model file, not a wrong one.
+        assertRejects(Array(ModelFile.magic.prefix(3)), ["truncated"]) { $0 == .truncated(expected: 64, got: 3) }
+    }
+
+    func testModelFilesAreRecognisedByExtensionOrMagic() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func file(_ name: String, _ bytes: [UInt8]) -> String {
+            let path = dir.appendingPathComponent(name).path
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            return path
+        }
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("empty.atm", [])))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("RANDOM.ATM", [1, 2, 3, 4, 5])))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("renamed.bin", Self.good().bytes)))
+        XCTAssertTrue(ModelFile.looksLikeModelFile(path: file("damaged", Array(ModelFile.magic.prefix(4)) + [0x0A])))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: file("data.jsonl", Array("{\"actiontrain\": \"poses\"}".utf8))))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: file("short", [0x89, 0x41])))
+        XCTAssertFalse(ModelFile.looksLikeModelFile(path: dir.appendingPathComponent("missing.jsonl").path))
     }
 
     func testTextModeDamageIsNamed() {
@@ -272,6 +297,73 @@ final class ModelFileTests: XCTestCase {
         }
     }
 
+    // MARK: - Values (docs/format.md 1.4, steps 9 and 10)
+
+    func testNonFiniteWeightsAreRefusedNamingTheTensor() {
+        for (value, kind) in [(Float.nan, "NaN"), (.infinity, "+infinity"), (-.infinity, "-infinity")] {
+            var weights = Self.weights
+            weights[6] = value  // [1, 2] of the [2, 4] weight
+            weights[7] = .nan
+            let data = Self.tensorBytes(weights) + Self.tensorBytes(Self.bias)
+            assertRejects(
+                header: Self.headerJSON(), data: data,
+                ["tensor 'layers.1.weight' holds 2 NaN or infinite values (the first, \(kind), at [1, 2])", "retrain"]
+            ) { $0 == .nonFiniteValues(tensor: "layers.1.weight", count: 2, firstIndex: [1, 2], first: kind) }
+        }
+        var bias = Self.bias
+        bias[1] = -.infinity
+        assertRejects(header: Self.headerJSON(), data: Self.tensorBytes(Self.weights) + Self.tensorBytes(bias), ["tensor 'layers.1.bias'"]) {
+            $0 == .nonFiniteValues(tensor: "layers.1.bias", count: 1, firstIndex: [1], first: "-infinity")
+        }
+    }
+
+    func testNonFiniteWeightsInALargeModelAreRefusedByEveryReader() throws {
+        // Large enough for the helper-thread pass (several 256 KiB blocks), the NaN near the end.
+        let m = try ModelFixtures.randomModel(seed: 11)
+        let inputs = m.network.inputShape.count, hidden = max(4096, (1 << 19) / inputs)
+        let network = try Network(
+            layers: [.flatten, .linear(inputs: inputs, outputs: hidden), .relu, .linear(inputs: hidden, outputs: m.classes.count)],
+            input: m.network.inputShape)
+        network.initialize(seed: 1)
+        var bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: network, provenance: .init())
+        XCTAssertGreaterThan(bytes.count, 1 << 20)
+        let (header, _) = try ModelFile.load(bytes)
+        let weight = header.tensors[0]
+        let dataStart = bytes.count - Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 24, as: UInt64.self) })
+        let flat = weight.length / 4 - 3
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: Float.infinity.bitPattern.littleEndian, toByteOffset: dataStart + weight.offset + 4 * flat, as: UInt32.self) }
+        let crc = CRC32.checksum(Array(bytes[dataStart...]))
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 36, as: UInt32.self) }
+        XCTAssertEqual(weight.shape, [hidden, inputs])
+        assertRejects(bytes, ["tensor 'layers.1.weight' holds 1 NaN or infinite value (the first, +infinity"]) {
+            $0 == .nonFiniteValues(tensor: "layers.1.weight", count: 1, firstIndex: [flat / inputs, flat % inputs], first: "+infinity")
+        }
+    }
+
+    func testNonZeroPaddingIsRefused() {
+        // The weight is 32 bytes: bytes 32..<64 of the data section are padding, as are 72..<128.
+        for (offset, after) in [(32, "layers.1.weight"), (63, "layers.1.weight"), (72, "layers.1.bias"), (127, "layers.1.bias")] {
+            var data = Self.data
+            data[offset] = 0x01
+            assertRejects(header: Self.headerJSON(), data: data, ["non-zero padding byte at data offset \(offset), after tensor '\(after)'"]) {
+                $0 == .nonZeroPadding(after: after, offset: offset)
+            }
+        }
+        // A NaN's bytes in the padding: still a padding error.
+        var data = Self.data
+        data.replaceSubrange(32..<36, with: [0x00, 0x00, 0xC0, 0x7F])
+        assertRejects(header: Self.headerJSON(), data: data, ["padding"]) { $0 == .nonZeroPadding(after: "layers.1.weight", offset: 34) }
+    }
+
+    func testWriterRefusesNonFiniteWeights() throws {
+        let m = try ModelFixtures.randomModel(seed: 3)
+        let t = m.network.tensors[m.network.tensors.count - 1]
+        m.network.parameters[t.offset + t.count - 1] = .nan
+        assertThrows(["tensor '\(t.name)' holds 1 NaN or infinite value (the first, NaN, at", "lower the learning rate"]) {
+            _ = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init())
+        }
+    }
+
     // MARK: - Header JSON
 
     func testHeaderThatIsNotJSON() {
@@ -361,6 +453,64 @@ final class ModelFileTests: XCTestCase {
     func testDropoutRateOutOfRange() {
         let layers = #"[{"rate":1.5,"type":"dropout"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
         assertRejects(header: Self.headerJSON(layers: layers), ["rate 1.5 must be in [0, 1)"], badHeader)
+    }
+
+    /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
+    func testHeaderNumbersOutsideTheirBounds() {
+        func window(_ json: String) -> String {
+            Self.inputJSON.replacingOccurrences(of: #""window":{"frames":2,"#, with: #""window":{\#(json)"frames":2,"#)
+        }
+        for rate in ["1e300", "0.001", "10001", "-30", "0"] {
+            assertRejects(
+                header: Self.headerJSON(input: window(#""frameRate":\#(rate),"#)),
+                ["the input description is invalid: window: frame rate must be 0.01 to 10000 frames per second"], badHeader)
+            assertRejects(
+                header: Self.headerJSON().replacingOccurrences(of: #""layers":"#, with: #""trainingFrameRate":\#(rate),"layers":"#),
+                ["trainingFrameRate", "must be 0.01 to 10000 frames per second"], badHeader)
+        }
+        let divide = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"by":[1920,0.0000001],"op":"divide"}]"#)
+        assertRejects(header: Self.headerJSON(input: divide), ["preprocessing step 0: divide needs divisors from 1e-06 to 1000000"], badHeader)
+        func norm(_ epsilon: String) -> String {
+            #"[{"channels":2,"epsilon":\#(epsilon),"type":"layerNorm"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
+        }
+        let normTensors = tensors([
+            ("layers.0.gamma", [2], "[channels]", 0, 8, "float32"), ("layers.0.beta", [2], "[channels]", 64, 8, "float32"),
+            ("layers.2.weight", [2, 4], "[outputs, inputs]", 128, 32, "float32"), ("layers.2.bias", [2], "[outputs]", 192, 8, "float32"),
+        ])
+        let normData = Self.tensorBytes([1, 1]) + Self.tensorBytes([0, 0]) + Self.data
+        for epsilon in ["2", "1e-13", "0"] {
+            assertRejects(
+                header: Self.headerJSON(layers: norm(epsilon), tensors: normTensors), data: normData,
+                ["layers[0] (layerNorm): epsilon", "must be in [1e-12, 1.0]"], badHeader)
+        }
+        XCTAssertNoThrow(try ModelFile.load(HandMade(header: Self.headerJSON(layers: norm("1e-5"), tensors: normTensors), data: normData).bytes))
+        func conv(kernel: Int = 1, stride: Int = 1, dilation: Int = 1, padding: Int = 0) -> String {
+            #"[{"dilation":\#(dilation),"inputs":2,"kernel":\#(kernel),"outputs":2,"padding":\#(padding),"stride":\#(stride),"type":"conv1d"},{"type":"flatten"}]"#
+        }
+        for (field, layers) in [
+            ("kernel", conv(kernel: 200_001, padding: 100_000)), ("stride", conv(stride: 100_001)), ("dilation", conv(dilation: 1 << 20)),
+        ] {
+            assertRejects(header: Self.headerJSON(layers: layers), ["layers[0] (conv1d) \(field) is", "the limit is 100000"], limit)
+        }
+        assertRejects(header: Self.headerJSON(layers: conv(padding: 100_001)), ["padding 100001 must be in 0...100000"], badHeader)
+        let metric = Self.headerJSON().replacingOccurrences(of: #""metrics":{}"#, with: #""metrics":{"loss":1e999}"#)
+        assertRejects(header: metric, ["header is invalid"], badHeader)  // beyond binary64: JSONDecoder refuses the number
+    }
+
+    func testDuplicateKeysAreRefusedWhereverTheyAre() {
+        let top = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""classes":["x","y"],"format":"#)
+        assertRejects(header: top, ["header is invalid: the header has the key 'classes' twice"]) {
+            $0 == .badHeader("the header has the key 'classes' twice")
+        }
+        let nested = Self.headerJSON(input: Self.inputJSON.replacingOccurrences(of: #""name":"one","#, with: #""name":"one","name":"two","#))
+        assertRejects(header: nested, ["input.skeleton has the key 'name' twice"], badHeader)
+        let inArray = Self.headerJSON(layers: #"[{"type":"flatten"},{"inputs":4,"outputs":2,"outputs":3,"type":"linear"}]"#)
+        assertRejects(header: inArray, ["layers[1] has the key 'outputs' twice"], badHeader)
+        // The same key spelled with an escape, and a duplicate in an object a reader ignores.
+        let escaped = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""cl\u0061sses":["x","y"],"format":"#)
+        assertRejects(header: escaped, ["the header has the key 'classes' twice"], badHeader)
+        let unknown = Self.headerJSON().replacingOccurrences(of: #""format":"#, with: #""future":{"a":1,"a":2},"format":"#)
+        assertRejects(header: unknown, ["future has the key 'a' twice"], badHeader)
     }
 
     func testResidualBranchesMustAgree() {

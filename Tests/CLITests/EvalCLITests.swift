@@ -2,6 +2,7 @@ import ActionRuntime
 import Datasets
 import Eval
 import Foundation
+import Pipelines
 import PoseCore
 import TestSupport
 import XCTest
@@ -233,11 +234,31 @@ final class EvalCLITests: XCTestCase {
     }
 
     func testHelpListsEveryOption() {
-        for spec in [EvalCommand.spec, CompareCommand.spec] {
-            let r = run([spec.name, "--help"])
+        for (name, options) in [("eval", EvalCommand.spec.options.map(\.name)), ("compare", CompareCommand.spec.options.map(\.name))] {
+            let r = run([name, "--help"])
             XCTAssertEqual(r.code, 0)
-            for o in spec.options { XCTAssertTrue(r.out.contains("--\(o.name)"), "\(spec.name): --\(o.name) missing from help") }
+            for o in options { XCTAssertTrue(r.out.contains("--\(o)"), "\(name): --\(o) missing from help") }
         }
         XCTAssertTrue(run(["--help"]).out.contains("compare"))
+    }
+}
+
+/// `actiontrain eval` is the library's `Evaluation.run` plus outputs: the same report.
+final class EvalCommandIsTheLibraryTests: XCTestCase {
+    func testTheCommandsReportIsTheLibrarysReport() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
+        let fixture = FitCLITests.fixture, run = dir.appendingPathComponent("run").path, json = dir.appendingPathComponent("r.json").path
+        XCTAssertEqual(ActionTrainCLI.run(["fit", fixture, "--out", run, "--epochs", "2"] + FitCLITests.quick, out: &output), 0)
+        let model = "\(run)/model.atm"
+        XCTAssertEqual(ActionTrainCLI.run(["eval", model, fixture, "--json", json, "--stride", "4", "--bootstrap", "50", "--seed", "5", "--top-k", "2"], out: &output), 0)
+        var settings = EvalSettings()
+        (settings.bootstrapResamples, settings.seed, settings.topK) = (50, 5, [2])
+        let report = try Evaluation.run(
+            model: try ActionModel(contentsOf: model), modelPath: model, dataset: try DatasetLoader.load(fixture), dataPath: fixture,
+            options: .init(stride: 4, settings: settings))
+        XCTAssertEqual(try ReportJSON.encode(report), try Data(contentsOf: URL(fileURLWithPath: json)))
+        XCTAssertEqual(report.sequence?.samples, 24)
     }
 }

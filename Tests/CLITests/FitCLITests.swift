@@ -2,6 +2,7 @@
 @testable import ActionTrain
 @testable import actiontrain
 import Eval
+import Pipelines
 import TestSupport
 import XCTest
 
@@ -11,7 +12,11 @@ final class FitCLITests: XCTestCase {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tiny-natops.jsonl").path
     /// Small, fast settings for the fixture.
-    static let quick = ["--architecture", "mlp", "--window-frames", "10", "--hidden", "16", "--batch-size", "4", "--seed", "3", "--threads", "1"]
+    /// A small, fast run with the plain defaults (the recipe has its own tests).
+    static let quick = [
+        "--recipe", "none", "--architecture", "mlp", "--window-frames", "10", "--hidden", "16", "--batch-size", "4", "--seed", "3",
+        "--threads", "1",
+    ]
 
     func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
         var stdout = "", stderr = ""
@@ -35,11 +40,11 @@ final class FitCLITests: XCTestCase {
 
     func testTheTableHasEveryConfigKeyAndNothingElse() throws {
         var c = TrainingConfig()
-        c.frameRate = 30  // optional keys are only encoded when set
+        (c.frameRate, c.scaleDivisor) = (30, 1)  // optional keys are only encoded when set
         let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
         XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
         XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)
-        XCTAssertTrue(ConfigOptions.resumable.isSubset(of: Set(keys.keys)))
+        XCTAssertTrue(FitRun.resumableKeys.isSubset(of: Set(keys.keys)))
     }
 
     func testTheDocsDescribeEveryOption() throws {
@@ -123,6 +128,47 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(saved.classWeights, .balanced)
         XCTAssertEqual(saved.seed, UInt64.max)
         XCTAssertEqual(saved.hidden, [16])
+    }
+
+    /// With no config, fit prints the recipe it chose from the data before training and saves
+    /// it; a key given as a flag is kept and not mentioned.
+    func testTheRecipeChoosesUnsetKeysFromTheDataAndSaysSo() throws {
+        let dir = try folder()
+        let r = run(["fit", Self.fixture, "--out", "\(dir)/r", "--epochs", "1", "--threads", "1", "--architecture", "mlp", "--hidden", "8"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("fit: recipe chosen from the data"), r.out)
+        XCTAssertTrue(r.out.contains("windows     24 sequences of 10 frames: clips, one label each"), r.out)
+        XCTAssertTrue(r.out.contains("windowMode fit, windowFrames 32"), r.out)
+        XCTAssertTrue(r.out.contains("channels    skeleton 'natops-8' has 6 bones → channels coordinates+mask+bones"), r.out)
+        XCTAssertFalse(r.out.contains("epochs 120"), "the user set epochs")
+        let saved = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/r/config.json")))
+        XCTAssertEqual(saved.windowMode, .fit)
+        XCTAssertEqual(saved.channels, [.coordinates, .mask, .bones])
+        XCTAssertEqual(saved.epochs, 1)
+        XCTAssertEqual(saved.validationFraction, 0)
+
+        let kept = run(["fit", Self.fixture, "--out", "\(dir)/k", "--window-mode", "sliding", "--epochs", "1", "--threads", "1"])
+        XCTAssertEqual(kept.code, 0, kept.err)
+        XCTAssertFalse(kept.out.contains("windowMode"), kept.out)
+        let plain = run(["fit", Self.fixture, "--out", "\(dir)/n"] + Self.quick + ["--epochs", "1"])
+        XCTAssertFalse(plain.out.contains("recipe"), "recipe none: " + plain.out)
+    }
+
+    /// tune prints every candidate and the table, then trains the chosen config into the run
+    /// folder with the table beside it.
+    func testTuneScoresCandidatesThenTrainsTheChosenOne() throws {
+        let dir = try folder()
+        let r = run(
+            ["tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+             "--architecture", "mlp", "--hidden", "8", "--window-frames", "10"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("tune: tiny-natops: 24 training sequences in 2 folds (12/12 held out)"), r.out)
+        XCTAssertTrue(r.out.contains("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
+        XCTAssertTrue(r.out.contains("tune: chosen "), r.out)
+        for name in ["model.atm", "config.json", "tune.md", "tune.json"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/\(name)"), name)
+        }
+        XCTAssertEqual(run(["tune", Self.fixture, "--folds", "1"]).code, 2, "one fold is a usage error")
     }
 
     // MARK: runs, checkpoints, resume
@@ -216,8 +262,9 @@ final class FitCLITests: XCTestCase {
         let dir = try folder()
         let first = run(["fit", Self.fixture, "--out", "\(dir)/f", "--epochs", "30", "--learning-rate", "1e30"] + Self.quick)
         XCTAssertEqual(first.code, 1)
-        XCTAssertTrue(first.err.hasPrefix("error: training diverged: the loss is "), first.err)
-        XCTAssertTrue(first.err.hasSuffix("at epoch 1, batch 2; lower the learning rate or set gradientClipNorm; no checkpoint was written (it diverged in the first epoch); start again with a lower learning rate\n"), first.err)
+        let error = String(first.err.split(separator: "\n").last { $0.hasPrefix("error:") } ?? "") + "\n"
+        XCTAssertTrue(error.hasPrefix("error: training diverged: the loss is "), first.err)
+        XCTAssertTrue(error.hasSuffix("at epoch 1, batch 2; lower the learning rate or set gradientClipNorm; no checkpoint was written (it diverged in the first epoch); start again with a lower learning rate\n"), first.err)
 
         // A healthy epoch, then a resume with an absurd rate: epoch 2 diverges, epoch 1's
         // checkpoint stays as it was.

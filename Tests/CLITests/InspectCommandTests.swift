@@ -1,5 +1,7 @@
+import ActionRuntime
 @testable import actiontrain
 import Foundation
+import PoseCore
 import TestSupport
 import XCTest
 
@@ -58,6 +60,29 @@ final class InspectCommandTests: XCTestCase {
         XCTAssertEqual(strict.code, 1)
         XCTAssertTrue(strict.err.hasPrefix("error: \(path): "), strict.err)
         XCTAssertTrue(strict.err.contains("warning(s) (--strict)"), strict.err)
+    }
+
+    /// Empty, random and wrong-magic `.atm` files are reported as broken model files (before
+    /// this, as "unknown dataset format").
+    func testBrokenModelFilesAreReportedAsModelFiles() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var g = SeededGenerator(seed: 1)
+        let cases: [(String, [UInt8], String)] = [
+            ("empty.atm", [], "not an actiontrain model file (the file is empty)"),
+            ("random.atm", (0..<300).map { _ in UInt8(truncatingIfNeeded: g.nextInt(below: 256) | 1) }, "not an actiontrain model file (wrong magic bytes: the file starts with "),
+            ("config.atm", Array(#"{"epochs": 3}"#.utf8), "wrong magic bytes: the file starts with 7B 22 65 70 6F 63 68 73, JSON text"),
+            ("cut", Array(ModelFile.magic) + [1, 0, 0, 0], "model file is truncated: it should have 64 bytes but has 12"),
+        ]
+        for (name, bytes, message) in cases {
+            let path = dir.appendingPathComponent(name).path
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            let r = run(["inspect", path])
+            XCTAssertEqual(r.code, 1, name)
+            XCTAssertTrue(r.err.hasPrefix("error: \(path): "), r.err)
+            XCTAssertTrue(r.err.contains(message), "\(name): \(r.err)")
+            XCTAssertFalse(r.err.contains("dataset format"), r.err)
+        }
     }
 
     func testBadOptionsAreUsageErrors() throws {

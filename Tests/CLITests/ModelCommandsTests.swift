@@ -95,8 +95,8 @@ final class ModelCommandsTests: XCTestCase {
         var stdout = "", stderr = ""
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
-        let args = try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec)
-        try PredictCommand.run(args, out: &output, stdin: {
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
+        try PredictCommand.run(options, out: &output, stdin: {
             seenBeforeEnd.append(stdout.split(separator: "\n").count)
             return remaining.popFirst()
         })
@@ -111,9 +111,9 @@ final class ModelCommandsTests: XCTestCase {
         lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
         var remaining = lines[...]
         var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
-        let args = try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec)
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
         assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
-            try PredictCommand.run(args, out: &output, stdin: { remaining.popFirst() })
+            try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
         }
     }
 
@@ -136,12 +136,57 @@ final class ModelCommandsTests: XCTestCase {
         let data = try writeLines(lines, "other.jsonl")
         let r = run(["predict", Self.golden, data])
         XCTAssertEqual(r.code, 1)
-        XCTAssertEqual(r.err, "error: \(data): skeleton 'two' (2 joints, 2D) does not match the model's 'golden-4' (4 joints, 2D)\n")
+        XCTAssertEqual(
+            r.err,
+            "error: \(data): joint 0 is 'a' in the data's skeleton 'two' (2 joints, 2D) but 'head' in the model's 'golden-4' (4 joints, 2D)\n")
         XCTAssertEqual(run(["predict", Self.golden, data, "--format", "xml"]).code, 2)
         XCTAssertEqual(run(["predict", Self.golden, data, "--stride", "0"]).code, 2)
         let missing = run(["predict", "/nonexistent/model.atm", data])
         XCTAssertEqual(missing.code, 1)
         XCTAssertEqual(missing.err, "error: /nonexistent/model.atm: cannot open the model file: no such file; check the path\n")
+    }
+
+    /// The golden model's joints in another order: the error names the first joint that
+    /// differs (before, it showed the same skeleton description twice).
+    func testPredictAndEvalNameTheFirstJointThatDiffers() throws {
+        let reordered = #"{"bones":[["neck","head"],["root","neck"],["neck","hand"]],"centre":["root"],"dimensions":2,"joints":["head","root","neck","hand"],"mirrorPairs":[],"name":"golden-4","torsoLower":["root"],"torsoUpper":["neck"],"units":"pixels"}"#
+        let data = try writeLines(nativeDataset(count: 2, frames: 6, skeleton: reordered), "reordered.jsonl")
+        let message = "joint 1 is 'root' in the data's skeleton 'golden-4' (4 joints, 2D) but 'neck' in the model's 'golden-4' (4 joints, 2D); "
+            + "the model has 'root' at index 2: put the data's joints in the model's order"
+        for command in ["predict", "eval"] {
+            let r = run([command, Self.golden, data])
+            XCTAssertEqual(r.code, 1, command)
+            XCTAssertEqual(r.err, "error: \(data): \(message)\n", command)
+        }
+    }
+
+    /// Labels the model does not know: predict still predicts (exit 0) but warns once per label,
+    /// naming them (before, it said nothing).
+    func testPredictWarnsAboutLabelsTheModelDoesNotKnow() throws {
+        var lines = nativeDataset(count: 4, frames: 6)
+        lines[0] = lines[0].replacingOccurrences(of: #"["wave", "clap", "squat"]"#, with: #"["wave", "clap", "squat", "jump", "kick"]"#)
+        lines[2] = lines[2].replacingOccurrences(of: #""label": "clap""#, with: #""label": "jump""#)
+        lines[3] = lines[3].replacingOccurrences(of: #""label": "wave""#, with: #""label": "kick""#)
+        lines[4] = lines[4].replacingOccurrences(of: #""label": "clap""#, with: #""label": "jump""#)
+        let data = try writeLines(lines, "unknown.jsonl")
+        let warning = "warning: \(data): labels 'jump' (2 sequences), 'kick' (1 sequence) are not among the model's classes "
+            + "(wave, clap, squat): the model cannot predict them, so those windows never agree with their label\n"
+        let r = run(["predict", Self.golden, data])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.err.hasPrefix(warning), r.err)
+        XCTAssertEqual(r.out.split(separator: "\n").count, 4)
+        // Only the split predicted counts; from stdin, each new label is named once, when it arrives.
+        let train = run(["predict", Self.golden, data, "--split", "train"])  // s0 wave, s1 jump
+        XCTAssertTrue(train.err.hasPrefix("warning: \(data): label 'jump' (1 sequence) is not among the model's classes"), train.err)
+        var remaining = lines[...]
+        var stderr = ""
+        var output = Output(write: { _ in }, note: { stderr += $0 }, isTerminal: false)
+        let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
+        try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
+        XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'jump' (1 sequence) is not among").count, 2, stderr)
+        XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'kick' (1 sequence) is not among").count, 2, stderr)
+        let known = run(["predict", Self.golden, try writeLines(nativeDataset(count: 2, frames: 6), "known.jsonl")])
+        XCTAssertFalse(known.err.contains("warning"), known.err)
     }
 
     // MARK: - export

@@ -116,7 +116,7 @@ final class CSVFormatTests: XCTestCase {
     func testHeaderProblems() {
         assertThrows(["poses.csv:1:", "no sequence id column", "mapping file"]) { _ = try parse("label,head_x,head_y\nw,1,2\n", mapping: rigMapping) }
         assertThrows(["poses.csv:1:", "no joint columns"]) { _ = try parse("id,label\na,w\n", mapping: rigMapping) }
-        assertThrows(["poses.csv:1:", "subset of coco-17, mediapipe-pose-33, openpose-body-25, openpose-coco-18, vision-animal, vision-body-2d", "--skeleton"]) {
+        assertThrows(["poses.csv:1:", "subset of coco-17, mediapipe-pose-33, openpose-body-25, openpose-coco-18, vision-animal, vision-body-2d", "name a skeleton"]) {
             _ = try parse("id,nose_x,nose_y\na,1,2\n")
         }
         assertThrows(["joint 'head' has no y column"]) { _ = try parse("id,head_x\na,1\n", mapping: rigMapping) }

@@ -108,7 +108,7 @@ final class NumpyFormatTests: XCTestCase {
             _ = try NumpyFormat.read(fixture("truncated.npz"))
         }
         assertThrows(["damaged_crc.npz", "entry 'X.npy'", "CRC-32 mismatch"]) { _ = try NumpyFormat.read(fixture("damaged_crc.npz")) }
-        assertThrows(["ambiguous.npz", "17 joints and 3 channels", "coco-17, vision-body-3d", "--skeleton"]) {
+        assertThrows(["ambiguous.npz", "17 joints and 3 channels", "coco-17, vision-body-3d", "name a skeleton"]) {
             // 17 joints x 3 channels is coco-17 with confidence or Vision 3D: the reader must not guess.
             _ = try NumpyFormat.parseArchive(try self.archive(X: [Float](repeating: 0, count: 17 * 3), shape: [1, 1, 17, 3]), file: "ambiguous.npz")
         }

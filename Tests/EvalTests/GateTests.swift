@@ -104,11 +104,11 @@ final class GateTests: XCTestCase {
         }
         var split = Fixtures.data
         split.split = "validation"
-        assertThrows(["they evaluate different splits (test vs validation); pass the same --split"]) {
+        assertThrows(["they evaluate different splits (test vs validation); evaluate both on the same split"]) {
             _ = try self.compare(a, try Fixtures.report(data: split))
         }
         let fewer = Array(Fixtures.windowRows.dropLast())
-        assertThrows(["they hold different samples (12 vs 11 windows", "1 of the baseline's are not in the candidate, e.g. sequence 's6' window at frame 10", "--stride"]) {
+        assertThrows(["they hold different samples (12 vs 11 windows", "1 of the baseline's are not in the candidate, e.g. sequence 's6' window at frame 10", "split and stride"]) {
             _ = try self.compare(a, try Fixtures.report(fewer))
         }
         var relabeled = Fixtures.windowRows
@@ -119,7 +119,7 @@ final class GateTests: XCTestCase {
         }
         var mixed = Fixtures.windowRows
         mixed[1].truth = 1
-        assertThrows(["their headline levels differ (sequence vs window); choose one with --level"]) {
+        assertThrows(["their headline levels differ (sequence vs window); choose the level to compare"]) {
             _ = try self.compare(a, try Fixtures.report(mixed))
         }
         assertThrows(["new.json has no sequence-level predictions to pair"]) {

@@ -99,18 +99,27 @@ final class InputSpecTests: XCTestCase {
             InputSpec(skeleton: skeleton, window: WindowSpec(frames: frames), steps: steps, channels: channels)
         }
         assertThrows(["preprocessing step 0", "2 divisors"]) { try spec([.divide(by: [2])]).validate() }
-        assertThrows(["preprocessing step 1", "positive finite"]) {
-            try spec([.centre(joints: ["root"], perFrame: false), .divide(by: [2, 0])]).validate()
+        for bad: Float in [0, -2, .nan, .infinity, 1e-7, 2e6] {
+            assertThrows(["preprocessing step 1", "divisors from 1e-06 to 1000000"]) {
+                try spec([.centre(joints: ["root"], perFrame: false), .divide(by: [2, bad])]).validate()
+            }
         }
+        XCTAssertNoThrow(try spec([.divide(by: [1e-6, 1e6])]).validate())
         assertThrows(["joint 'elbow'"]) { try spec([.centre(joints: ["elbow"], perFrame: false)]).validate() }
         assertThrows(["centre names no joints"]) { try spec([.centre(joints: [], perFrame: false)]).validate() }
         assertThrows(["'mask' is listed twice"]) { try spec([], [.mask, .coordinates, .mask]).validate() }
         assertThrows(["no channel blocks"]) { try spec([], []).validate() }
         assertThrows(["window", "1 to 100000 frames"]) { try spec([], frames: 0).validate() }
         assertThrows(["window", "1 to 100000 frames"]) { try spec([], frames: 1 << 40).validate() }
-        var badRate = spec([])
-        badRate.window.frameRate = -3
-        assertThrows(["frame rate must be positive"]) { try badRate.validate() }
+        var rate = spec([])
+        for bad in [-3, 0, 0.005, 10_001, 1e300, .infinity, .nan] {
+            rate.window.frameRate = bad
+            assertThrows(["window: frame rate must be 0.01 to 10000 frames per second, got \(bad)"]) { try rate.validate() }
+        }
+        for good in [0.01, 29.97, 10_000] {
+            rate.window.frameRate = good
+            XCTAssertNoThrow(try rate.validate())
+        }
         let boneless = Skeleton(name: "bare", joints: ["a"], dimensions: 2, units: .pixels)
         assertThrows(["'bones' is empty", "no bones"]) {
             try InputSpec(skeleton: boneless, window: WindowSpec(frames: 1), steps: [], channels: [.bones]).validate()

@@ -3,18 +3,19 @@ import Foundation
 import PoseCore
 
 /// Runs an exported ONNX model through onnxruntime (Python, when installed) and compares its
-/// logits with the Swift runtime's on seeded random inputs.
-public enum ONNXParity {
-    public struct Result: Sendable {
+/// logits with the Swift runtime's on seeded random inputs: `actiontrain export`'s check, and
+/// the tests'. It lives in the CLI so that the ModelExport library never spawns a process.
+enum ONNXParity {
+    struct Result: Sendable {
         /// `max |logit_onnx − logit_swift|` over all windows and classes.
-        public var maxAbsDifference: Float
-        public var windows: Int
-        public var onnxruntimeVersion: String
+        var maxAbsDifference: Float
+        var windows: Int
+        var onnxruntimeVersion: String
     }
 
-    public enum ParityError: Error, CustomStringConvertible {
+    enum ParityError: Error, CustomStringConvertible {
         case failed(String)
-        public var description: String {
+        var description: String {
             switch self {
             case .failed(let why): return "the onnxruntime parity check failed: \(why)"
             }
@@ -22,10 +23,10 @@ public enum ONNXParity {
     }
 
     /// The Python interpreter used: `$ACTIONTRAIN_PYTHON`, else `python3` on the PATH.
-    public static var python: String { ProcessInfo.processInfo.environment["ACTIONTRAIN_PYTHON"] ?? "python3" }
+    static var python: String { ProcessInfo.processInfo.environment["ACTIONTRAIN_PYTHON"] ?? "python3" }
 
     /// True when `python` can import numpy and onnxruntime.
-    public static func isAvailable() -> Bool {
+    static func isAvailable() -> Bool {
         (try? run([python, "-c", "import numpy, onnxruntime"]))?.status == 0
     }
 
@@ -43,12 +44,12 @@ public enum ONNXParity {
 
     /// Compares `onnx` (the exported bytes of `network`) on `windows` random inputs, uniform in
     /// [-2, 2), seeded. Returns nil when onnxruntime is not available.
-    public static func check(onnx: [UInt8], network: Network, windows: Int = 64, seed: UInt64 = 1) throws -> Result? {
+    static func check(onnx: [UInt8], network: Network, windows: Int = 64, seed: UInt64 = 1) throws -> Result? {
         try check([(onnx, network)], windows: windows, seed: seed)?.first
     }
 
     /// `check` for several models in one Python process (onnxruntime takes a second to import).
-    public static func check(_ models: [(onnx: [UInt8], network: Network)], windows: Int = 64, seed: UInt64 = 1) throws -> [Result]? {
+    static func check(_ models: [(onnx: [UInt8], network: Network)], windows: Int = 64, seed: UInt64 = 1) throws -> [Result]? {
         guard isAvailable() else { return nil }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-onnx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -87,30 +88,24 @@ public enum ONNXParity {
         }
     }
 
-    /// Runs a command found on the PATH; returns its exit status, stdout and stderr.
+    /// Runs a command found on the PATH; returns its exit status, stdout and stderr. The output
+    /// goes to files in a temporary folder, so that no pipe can fill up and block the child.
     static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = ["stdout", "stderr"].map { dir.appendingPathComponent($0) }
+        for f in files { _ = FileManager.default.createFile(atPath: f.path, contents: nil) }
+        let handles = try files.map { try FileHandle(forWritingTo: $0) }
+        defer { for h in handles { try? h.close() } }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
+        p.standardOutput = handles[0]
+        p.standardError = handles[1]
         try p.run()
-        // Read stderr on another thread so that neither pipe can fill up and block the child.
-        let errData = Box()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            errData.data = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()  // orders the write above before the read below
         p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData.data, as: UTF8.self))
-    }
-
-    private final class Box: @unchecked Sendable {
-        var data = Data()
+        let text = try files.map { String(decoding: try Data(contentsOf: $0), as: UTF8.self) }
+        return (p.terminationStatus, text[0], text[1])
     }
 }

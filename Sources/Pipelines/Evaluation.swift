@@ -1,0 +1,125 @@
+import ActionRuntime
+import Datasets
+import Eval
+import Foundation
+import PoseCore
+
+/// An evaluation run: a model and a dataset (or some of its sequences) to an `EvalReport`,
+/// at the window and the sequence level. `actiontrain eval` and a fit's validation report both
+/// come from `evaluate`, so that what a run reports is what the runtime will see.
+public enum Evaluation {
+    /// Which sequences to score and how to cut them.
+    public struct Options: Sendable {
+        /// Sequences of this split; nil: "test" when the data has one, else all.
+        public var split: String?
+        /// Frames between window starts; nil: a third of the model's window.
+        public var stride: Int?
+        /// One window centred on each labeled event instead of sliding windows.
+        public var useEvents = false
+        /// Bootstrap resamples and seed, top-k values.
+        public var settings = EvalSettings()
+
+        public init(split: String? = nil, stride: Int? = nil, useEvents: Bool = false, settings: EvalSettings = EvalSettings()) {
+            self.split = split
+            self.stride = stride
+            self.useEvents = useEvents
+            self.settings = settings
+        }
+    }
+
+    /// Checks that the model can score `dataset`, picks the split's sequences and evaluates
+    /// them (the whole of `actiontrain eval` but its outputs). `warn` hears what the caller
+    /// should know (windows mostly padding, `Guards.PaddingTally`).
+    public static func run(
+        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, options: Options, warn: (String) -> Void = { _ in }
+    ) throws -> EvalReport {
+        try checkCompatible(model, dataset, dataPath: dataPath)
+        let splits = Set(dataset.sequences.compactMap(\.split))
+        let split = options.split ?? (splits.contains("test") ? "test" : nil)
+        let indices = dataset.sequences.indices.filter { split == nil || dataset.sequences[$0].split == split }
+        guard !indices.isEmpty else { throw EvaluationError.noSequences(dataPath: dataPath, split: split, present: splits.sorted()) }
+        return try evaluate(
+            model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
+            stride: options.stride ?? defaultStride(model), useEvents: options.useEvents, settings: options.settings, warn: warn)
+    }
+
+    /// A third of the model's window, at least 1.
+    public static func defaultStride(_ model: ActionModel) -> Int { max(1, model.input.window.frames / 3) }
+
+    /// Cuts the sequences at `indices` into the model's windows, runs the model and scores
+    /// them at the window and sequence level. `split` only labels the report.
+    public static func evaluate(
+        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, indices: [Int], split: String?,
+        stride: Int, useEvents: Bool, settings: EvalSettings, warn: (String) -> Void = { _ in }
+    ) throws -> EvalReport {
+        let windows = try WindowSet(
+            dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes, useEvents: useEvents)
+        if let w = Guards.padding(of: windows).warning(windowLength: model.input.window.frames) { warn(w) }
+        let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
+        let ids = sequenceIDs(dataset, indices)
+        let table = try PredictionTable(
+            sequence: windows.sources.map { ids[$0.sequence]! }, start: windows.sources.map(\.start), truth: windows.labels,
+            probabilities: probabilities, classes: model.classes.count)
+        let data = DataInfo(
+            name: dataset.name, path: dataPath, hash: dataset.contentHash, split: split,
+            windowFrames: model.input.window.frames, stride: stride)
+        do {
+            return try EvalReport.evaluate(
+                classes: model.classes, windows: table, model: modelInfo(model.header, path: modelPath), data: data,
+                settings: settings, tool: ActionRuntimeInfo.tool)
+        } catch let e as EvalError {
+            throw EvaluationError.report(dataPath: dataPath, split: split, e)
+        }
+    }
+
+    /// Sequence ids as given by the data; an id used twice gets `#index` appended.
+    public static func sequenceIDs(_ d: Dataset, _ indices: [Int]) -> [Int: String] {
+        var count: [String: Int] = [:]
+        for i in indices { count[d.sequences[i].id, default: 0] += 1 }
+        var out: [Int: String] = [:]
+        for i in indices {
+            let id = d.sequences[i].id
+            out[i] = count[id]! > 1 ? "\(id)#\(i)" : id
+        }
+        return out
+    }
+
+    /// The model's provenance as plain values for Eval.
+    public static func modelInfo(_ h: ModelHeader, path: String) -> ModelInfo {
+        let s = h.input.skeleton, w = h.input.window
+        var window = "\(w.frames) frames, \(w.mode.rawValue), padding \(w.padding.rawValue)"
+        if let fps = w.frameRate { window += ", resampled to \(fps) fps" }
+        let layers = h.layers.map { l -> String in
+            if case .linear(_, let outputs) = l { return "linear \(outputs)" }
+            return l.typeName
+        }
+        return ModelInfo(
+            path: path, tool: h.provenance.tool, classes: h.classes,
+            input: [
+                "skeleton": "\(s.name) (\(s.jointCount) joints, \(s.dimensions)D, \(s.units.rawValue))",
+                "window": window,
+                "preprocessing": h.input.steps.isEmpty ? "none" : h.input.steps.map { String(describing: $0) }.joined(separator: ", "),
+                "channels": h.input.channels.map(\.rawValue).joined(separator: ", "),
+                "network": "input \(h.inputShape.time)x\(h.inputShape.channels): " + layers.joined(separator: " > "),
+            ],
+            trainingDataHash: h.provenance.datasetHash, configHash: h.provenance.configHash, seed: h.provenance.seed,
+            metrics: h.provenance.metrics, notes: h.provenance.notes)
+    }
+
+    /// The dataset must have the model's skeleton (same joints in the same order, same
+    /// dimensions); the error names the first joint that differs.
+    public static func checkSkeleton(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
+        if let why = model.input.skeleton.mismatch(data: d.skeleton) {
+            throw EvaluationError.skeletonMismatch(dataPath: dataPath, reason: why)
+        }
+    }
+
+    /// The model's skeleton, and only labels the model knows.
+    public static func checkCompatible(_ model: ActionModel, _ d: Dataset, dataPath: String) throws {
+        try checkSkeleton(model, d, dataPath: dataPath)
+        let unknown = d.labels(outside: model.classes).map(\.label)
+        guard unknown.isEmpty else {
+            throw EvaluationError.unknownLabels(dataPath: dataPath, labels: unknown, classes: model.classes)
+        }
+    }
+}

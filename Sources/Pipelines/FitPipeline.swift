@@ -1,0 +1,185 @@
+import ActionRuntime
+import ActionTrain
+import Datasets
+import PoseCore
+
+/// The steps of a fit, each usable on its own (a cross-validation fold, a distributed worker)
+/// and composed by `FitRun` for `actiontrain fit`:
+///
+/// 1. `resolve`: the config to train this dataset with, and the input it implies;
+/// 2. `split`: training and validation sequence indices (or the caller's own, e.g. a fold);
+/// 3. `TrainingData`: windows and tensors for those indices;
+/// 4. `Training`: network, trainer, training;
+/// 5. `FitRun.finish` / `Evaluation`: model file and reports.
+public enum FitPipeline {
+    /// A config ready for a dataset, the network input it implies, and what the recipe chose.
+    public struct ResolvedConfig: Sendable {
+        public var config: TrainingConfig
+        public var input: InputSpec
+        /// The recipe's choices (empty when it was off or everything was set).
+        public var choices: [Recipe.Choice] = []
+    }
+
+    /// The sequence indices a run trains and validates on.
+    public struct Split: Equatable, Sendable {
+        public var train: [Int]
+        public var validation: [Int]
+        public var warnings: [SplitWarning]
+
+        public init(train: [Int], validation: [Int], warnings: [SplitWarning] = []) {
+            self.train = train
+            self.validation = validation
+            self.warnings = warnings
+        }
+    }
+
+    /// Step 1: the config to train `dataset` with. When `explicit` is given (the config keys
+    /// the user set) and `config.recipe` is `auto`, every other key is chosen from the
+    /// dataset's non-test sequences by `Recipe`; nil keeps `config` as it is. Then the config
+    /// is checked (`TrainingConfig.validate`) and the input description derived for the
+    /// dataset's skeleton and image size. The returned config is the one saved with the run; a
+    /// resumed run does not call this again (its checkpoint holds the resolved config).
+    public static func resolve(_ config: TrainingConfig, for dataset: Dataset, explicit: Set<String>? = nil) throws -> ResolvedConfig {
+        var config = config
+        var choices: [Recipe.Choice] = []
+        if let explicit, config.recipe == .auto {
+            let usable = dataset.sequences.indices.filter { dataset.sequences[$0].split != "test" }
+            (config, choices) = Recipe.choose(config, explicit: explicit, profile: DatasetProfile(dataset, indices: usable))
+        }
+        try config.validate()
+        return ResolvedConfig(config: config, input: try input(config, for: dataset), choices: choices)
+    }
+
+    /// The network input that `config` gives for `dataset` (skeleton, image size).
+    public static func input(_ config: TrainingConfig, for dataset: Dataset) throws -> InputSpec {
+        try config.inputSpec(for: dataset.skeleton, imageSize: dataset.imageSize)
+    }
+
+    /// Step 2: the data's own split when it has a "validation" split; otherwise a seeded,
+    /// stratified, group-aware share (`validationFraction`) of the non-test sequences. "test"
+    /// sequences are never used.
+    public static func split(_ d: Dataset, config: TrainingConfig) throws -> Split {
+        let splits = Set(d.sequences.compactMap(\.split))
+        let usable = d.sequences.indices.filter { d.sequences[$0].split != "test" }
+        if splits.contains("validation") {
+            return Split(
+                train: usable.filter { d.sequences[$0].split != "validation" },
+                validation: usable.filter { d.sequences[$0].split == "validation" })
+        }
+        guard !usable.isEmpty else { throw FitError.noTrainingSequences(dataset: d.name) }
+        if config.validationFraction == 0 { return Split(train: usable, validation: []) }
+        let split = try Splits.split(d, indices: usable, fraction: config.validationFraction, seed: config.seed)
+        return Split(train: split.first, validation: split.second, warnings: split.warnings)
+    }
+
+    /// The network `config` describes for `input` and `classes` classes (parameters not
+    /// initialised).
+    public static func network(_ config: TrainingConfig, input: InputSpec, classes: Int) throws -> Network {
+        let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
+        do {
+            return try Network(layers: config.layers(input: shape, classes: classes), input: shape)
+        } catch let e as ModelError {
+            throw FitError.networkDoesNotFit(architecture: config.architecture.rawValue, input: "\(shape)", reason: "\(e)")
+        }
+    }
+}
+
+/// Step 3: network inputs for one run, cut from a dataset's sequences at given indices:
+/// the training windows (fixed features, or re-cut and augmented every epoch when the config
+/// augments) and the validation tensors.
+public struct TrainingData {
+    public let input: InputSpec
+    /// The dataset's classes; labels index them.
+    public let classes: [String]
+    public let trainIndices: [Int]
+    public let validationIndices: [Int]
+    /// `[windows, input.valuesPerWindow]` features and labels, fresh each epoch when augmented.
+    public let train: any BatchSource
+    public let trainLabels: [Int32]
+    public let isAugmented: Bool
+    /// Share of the training windows' frames that are padding (sequences shorter than a
+    /// sliding window), in [0, 1].
+    public let paddedShare: Double
+    /// Nil when `validationIndices` is empty.
+    public let validation: TensorSet?
+
+    /// Throws `FitError.noTrainingWindows` when the training sequences give no window, and
+    /// `TrainingError` when validation sequences give none or the data's frame rate is one a
+    /// model file cannot hold (`RunChecks`).
+    public init(dataset: Dataset, train: [Int], validation: [Int], config: TrainingConfig, input: InputSpec) throws {
+        self.input = input
+        classes = dataset.classes
+        trainIndices = train
+        validationIndices = validation
+        let windows = try WindowSet(
+            dataset: dataset, indices: train, spec: input, stride: config.windowStride, classes: dataset.classes,
+            useEvents: config.useEvents)
+        guard windows.count > 0 else { throw FitError.noTrainingWindows(dataset: dataset.name, sequences: train.count) }
+        trainLabels = windows.labels
+        let padded = windows.sources.reduce(0) { $0 + $1.paddedFrames }
+        paddedShare = Double(padded) / Double(max(1, windows.count * input.window.frames))
+        isAugmented = config.augmentation.isEnabled
+        if isAugmented {
+            self.train = try AugmentedBatches(
+                windows: windows, augmentation: config.augmentation, seed: config.seed, threads: config.threads,
+                imageWidth: dataset.imageSize?.first)
+        } else {
+            self.train = TensorSet(features: try windows.features(), labels: windows.labels, valuesPerWindow: input.valuesPerWindow)
+        }
+        self.validation = try validation.isEmpty
+            ? nil : Self.tensors(dataset, validation, input: input, stride: config.windowStride, useEvents: config.useEvents)
+        // What would otherwise fail only after the last epoch.
+        try RunChecks.checkValidationWindows(
+            dataset: dataset.name, sequences: validation.count, windows: self.validation?.count ?? 0, windowFrames: input.window.frames)
+        try RunChecks.checkDataFrameRate(dataset.frameRate, dataset: dataset.name)
+    }
+
+    /// Features and labels of every window of the sequences at `indices`.
+    public static func tensors(_ d: Dataset, _ indices: [Int], input: InputSpec, stride: Int, useEvents: Bool) throws -> TensorSet {
+        let windows = try WindowSet(dataset: d, indices: indices, spec: input, stride: stride, classes: d.classes, useEvents: useEvents)
+        return TensorSet(features: try windows.features(), labels: windows.labels, valuesPerWindow: input.valuesPerWindow)
+    }
+}
+
+/// Step 4: a network and its trainer for one `TrainingData`. The same object trains a
+/// cross-validation fold in memory or the network of a `FitRun`; `run` is the training step a
+/// distributed run shares.
+public final class Training {
+    public let config: TrainingConfig
+    public let data: TrainingData
+    public let network: Network
+    public let trainer: Trainer
+
+    /// Builds the network for `data` with parameters initialised from `config.seed`, the
+    /// class weights from the training labels, and the trainer. Sets `BLAS.threads`.
+    public init(config: TrainingConfig, data: TrainingData) throws {
+        BLAS.threads = config.threads
+        self.config = config
+        self.data = data
+        network = try FitPipeline.network(config, input: data.input, classes: data.classes.count)
+        network.initialize(seed: config.seed)
+        let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
+        trainer = Trainer(network: network, config: config, classWeights: weights)
+    }
+
+    /// Trains until the config's epochs are done, early stopping ends the run, or
+    /// `shouldStop()` (checked before every batch) returns true; see `Trainer.fit`. After a run
+    /// that was not interrupted and had validation data, the network holds the best epoch's
+    /// parameters.
+    @discardableResult
+    public func run(
+        shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in },
+        onEpoch: (EpochRecord) throws -> Void = { _ in }
+    ) throws -> TrainingOutcome {
+        BLAS.threads = config.threads
+        return try trainer.fit(train: data.train, validation: data.validation, shouldStop: shouldStop, onBatch: onBatch, onEpoch: onEpoch)
+    }
+
+    /// The epoch records so far.
+    public var records: [EpochRecord] { trainer.progress.records }
+
+    /// Validation loss and accuracy of the network as it is now (nil without validation data).
+    public func validationMetrics() -> (loss: Double, accuracy: Double)? {
+        data.validation.map { trainer.evaluate($0) }
+    }
+}

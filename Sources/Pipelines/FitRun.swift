@@ -1,0 +1,257 @@
+import ActionRuntime
+import ActionTrain
+import Datasets
+import Eval
+import Foundation
+import PoseCore
+
+/// One fit run, as `actiontrain fit` makes it: config → data → split → windows → network →
+/// training → model file and validation report, with a run folder (optional) that holds
+/// the config, the log, the curves, a checkpoint after every epoch, the model and the report.
+///
+/// Use: `start` (or `resume`) builds everything and collects `warnings`; `train` runs the
+/// epochs, reporting progress through callbacks and stopping when asked; `finish` writes
+/// the model and the validation report. Nothing is printed.
+public final class FitRun {
+    public let dataPath: String
+    public let dataset: Dataset
+    /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
+    public let folder: RunFolder?
+    public let training: Training
+    /// Warnings found while building the run (lint, split, temporary files removed on resume).
+    public private(set) var warnings: [FitWarning]
+    /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
+    public private(set) var recipe: [Recipe.Choice] = []
+    /// The resolved config (`FitPipeline.resolve`).
+    public var config: TrainingConfig { training.config }
+    public var data: TrainingData { training.data }
+    public var progress: TrainingProgress { training.trainer.progress }
+    /// Seconds spent in `train` (all calls).
+    public private(set) var trainingSeconds = 0.0
+    let configData: Data
+
+    /// Builds a new run of `config` on `dataset` (read from `dataPath`, which the checkpoint
+    /// records). `explicit`: the config keys the user set, the others chosen by the recipe
+    /// (nil: `config` is used as it is; see `FitPipeline.resolve`). `split` overrides the
+    /// default split (`FitPipeline.split`), e.g. with a cross-validation fold.
+    public static func start(
+        dataPath: String, dataset: Dataset, config: TrainingConfig, explicit: Set<String>? = nil, folder: RunFolder?,
+        split: FitPipeline.Split? = nil
+    ) throws -> FitRun {
+        BLAS.threads = config.threads
+        let resolved = try FitPipeline.resolve(config, for: dataset, explicit: explicit)
+        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: split)
+        run.recipe = resolved.choices
+        return run
+    }
+
+    /// Continues the run in `folder` from its checkpoint, exactly where it stopped.
+    /// `configure` may change the checkpoint's config in the fields of
+    /// `FitRun.resumableKeys` only; `dataPath` defaults to the dataset the checkpoint records,
+    /// whose content must not have changed (read with `read`, as the run's data was).
+    public static func resume(
+        folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(),
+        configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
+    ) throws -> FitRun {
+        let path = folder.checkpointPath
+        let removed = AtomicWrite.removeStaleTemporaries(in: folder.path)
+        guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
+        let checkpoint = try Checkpoint.read(path)
+        let config = try configure(checkpoint.config)
+        let changed = try changedKeys(checkpoint.config, config).subtracting(resumableKeys)
+        guard changed.isEmpty else { throw FitError.changedOnResume(keys: changed.sorted()) }
+        try config.validate()
+        guard let dataPath = dataPath ?? checkpoint.metadata["dataset"] else { throw FitError.checkpointNamesNoDataset(checkpoint: path) }
+        let dataset = try DatasetLoader.read(dataPath, options: read).dataset
+        if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
+            throw FitError.datasetChanged(dataPath: dataPath, hash: dataset.contentHash, checkpointHash: hash)
+        }
+        BLAS.threads = config.threads
+        let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
+        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil)
+        if !removed.isEmpty { run.warnings.append(.removedTemporaryFiles(folder: folder.path, names: removed)) }
+        do { try run.training.trainer.restore(checkpoint.state) } catch let e as TrainingError {
+            throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
+        }
+        return run
+    }
+
+    /// Config fields a resumed run may change: they alter neither the model nor the data.
+    public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads"]
+
+    private init(dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?) throws {
+        let config = resolved.config
+        // Fit windows resample short sequences instead of padding them: no short-sequence lint.
+        let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
+        var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
+        let split = try split ?? FitPipeline.split(dataset, config: config)
+        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
+        warnings += split.warnings.map(FitWarning.split)
+        let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
+        warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
+        self.training = try Training(config: config, data: data)
+        self.dataPath = dataPath
+        self.dataset = dataset
+        self.folder = folder
+        self.warnings = warnings
+        configData = try RunFolder.encode(config)
+    }
+
+    /// What is wrong with the data for this config, found before training, each with the key
+    /// that fixes it: windows mostly padding, classes with very few sequences, a validation
+    /// split too small to choose an epoch from.
+    static func dataWarnings(_ d: Dataset, split: FitPipeline.Split, data: TrainingData, config: TrainingConfig) -> [FitWarning] {
+        var out: [FitWarning] = []
+        if config.windowMode == .sliding && data.paddedShare > 0.5 {
+            out.append(.mostlyPadding(share: data.paddedShare, windowFrames: config.windowFrames))
+        }
+        var perClass = [String: Int]()
+        for i in split.train { if let l = d.sequences[i].label { perClass[l, default: 0] += 1 } }
+        let tiny = d.classes.filter { perClass[$0, default: 0] < tinyClass }.map { ($0, perClass[$0, default: 0]) }
+        if !tiny.isEmpty { out.append(.tinyClasses(tiny.map { "\($0.0) (\($0.1))" })) }
+        let classes = Set(split.validation.compactMap { d.sequences[$0].label }).count
+        if !split.validation.isEmpty && split.validation.count < 3 * max(1, d.classes.count) {
+            out.append(.smallValidation(sequences: split.validation.count, classes: classes))
+        }
+        return out
+    }
+
+    /// A class with fewer training sequences than this gets a warning.
+    public static let tinyClass = 5
+
+    /// True when the checkpoint resumed from had finished (all epochs, or stopped early).
+    public var isFinished: Bool { training.trainer.isFinished }
+
+    /// Trains (see `Training.run`). With a run folder: writes config.json, rewrites log.jsonl
+    /// from the records so far, and after every epoch appends to the log, redraws curves.svg
+    /// and saves the checkpoint, before calling `onEpoch`; when `shouldStop` ends the run
+    /// early, saves the checkpoint too. Divergence throws `FitError.diverged` naming the last
+    /// good checkpoint, which is left intact.
+    public func train(
+        shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) -> Void = { _ in }
+    ) throws -> TrainingOutcome {
+        let log = try folder.map { f -> EpochLog in
+            try AtomicFile.write(configData, to: f.configPath)
+            return try f.startLog(progress.records)
+        }
+        var lastGoodEpoch = progress.records.last?.epoch
+        let started = Date()
+        defer { trainingSeconds += Date().timeIntervalSince(started) }
+        let outcome: TrainingOutcome
+        do {
+            outcome = try training.run(
+                shouldStop: shouldStop, onBatch: onBatch,
+                onEpoch: { r in
+                    if let folder, let log {
+                        try log.append(r)
+                        let title = "\(dataset.name): \(config.architecture.rawValue)"
+                        let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
+                        try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
+                        try saveCheckpoint(folder)
+                    }
+                    lastGoodEpoch = r.epoch
+                    onEpoch(r)
+                })
+        } catch let e as TrainingError {
+            guard case .diverged = e else { throw e }
+            throw FitError.diverged(e, checkpoint: folder?.checkpointPath, lastGoodEpoch: lastGoodEpoch)
+        }
+        if case .interrupted = outcome, let folder { try saveCheckpoint(folder) }
+        return outcome
+    }
+
+    func saveCheckpoint(_ folder: RunFolder) throws {
+        let metadata = [
+            "dataset": URL(fileURLWithPath: dataPath).standardizedFileURL.path, "datasetHash": dataset.contentHash,
+            "datasetName": dataset.name, "classes": dataset.classes.joined(separator: ","),
+        ]
+        try Checkpoint(config: config, state: training.trainer.state(), metadata: metadata).write(to: folder.checkpointPath)
+    }
+
+    /// Encodes the model (with its provenance: dataset and config hashes, seed, epochs and
+    /// validation metrics, all deterministic, so identical runs give identical files), writes
+    /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
+    /// model read back from those bytes, writing report.json and report.txt.
+    public func finish() throws -> FitResult {
+        var metrics: [String: Double] = [:]
+        if let last = progress.records.last { metrics["epochs"] = Double(last.epoch) }
+        if let (loss, accuracy) = training.validationMetrics() {
+            metrics["validationAccuracy"] = accuracy
+            metrics["validationLoss"] = loss
+        }
+        let provenance = ModelHeader.Provenance(
+            datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed, metrics: metrics,
+            notes: ["dataset": dataset.name])
+        let bytes = try ModelFile.encode(
+            classes: dataset.classes, input: data.input, network: training.network, provenance: provenance,
+            trainingFrameRate: dataset.frameRate)
+        if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
+        var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
+        if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
+        let records = progress.records
+        if let warning = RunChecks.chanceLevelWarning(
+            accuracy: metrics["validationAccuracy"] ?? records.last?.trainAccuracy ?? .nan,
+            set: data.validation == nil ? "training" : "validation",
+            labels: (data.validation?.labels ?? data.trainLabels).map(Int.init), classes: data.classes.count, records: records,
+            learningRate: config.learningRate)
+        {
+            result.warnings.append(.chanceLevel(warning))
+        }
+        guard !data.validationIndices.isEmpty else { return result }
+        // Anything failing from here moves the written model aside and says so.
+        func report() throws {
+            do {
+                let report = try Evaluation.evaluate(
+                    model: try ActionModel(bytes: bytes), modelPath: folder?.modelPath ?? "(not written)", dataset: dataset,
+                    dataPath: dataPath, indices: data.validationIndices, split: "validation", stride: config.windowStride,
+                    useEvents: config.useEvents, settings: EvalSettings())
+                if let folder {
+                    try AtomicFile.write(try ReportJSON.encode(report), to: folder.reportJSONPath)
+                    try AtomicFile.write(Data(TextReport.render(report).utf8), to: folder.reportTextPath)
+                }
+                result.validationReport = report
+            } catch let e as EvaluationError {
+                // The model is written; a validation set the report cannot score (e.g. one class)
+                // only costs the report.
+                result.warnings.append(.noValidationReport(e.description))
+            }
+        }
+        if let folder { try RunChecks.afterWritingModel(at: folder.modelPath, report) } else { try report() }
+        return result
+    }
+
+    /// A warning when the last epoch's training loss is clearly above the lowest one (more than
+    /// 1.5 times it and 0.05 above): the run ended worse than it was.
+    static func lossWarning(_ records: [EpochRecord]) -> FitWarning? {
+        guard let last = records.last, let best = records.min(by: { $0.trainLoss < $1.trainLoss }) else { return nil }
+        guard last.trainLoss > 1.5 * best.trainLoss && last.trainLoss > best.trainLoss + 0.05 else { return nil }
+        return .lossAboveMinimum(final: last.trainLoss, minimum: best.trainLoss, epoch: best.epoch)
+    }
+
+    /// The top-level config keys whose values differ between `a` and `b`.
+    static func changedKeys(_ a: TrainingConfig, _ b: TrainingConfig) throws -> Set<String> {
+        func fields(_ c: TrainingConfig) throws -> [String: Data] {
+            let object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as? [String: Any] ?? [:]
+            return try object.mapValues { try JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys, .fragmentsAllowed]) }
+        }
+        let x = try fields(a), y = try fields(b)
+        return Set(x.keys).union(y.keys).filter { x[$0] != y[$0] }
+    }
+}
+
+/// What `FitRun.finish` produced.
+public struct FitResult {
+    /// The model file's bytes (written to `modelPath` when the run has a folder).
+    public var modelBytes: [UInt8]
+    public var modelPath: String?
+    /// The validation report, when there were validation sequences and they could be scored.
+    public var validationReport: EvalReport?
+    public var warnings: [FitWarning] = []
+
+    public init(modelBytes: [UInt8], modelPath: String?, validationReport: EvalReport? = nil, warnings: [FitWarning] = []) {
+        self.modelBytes = modelBytes
+        self.modelPath = modelPath
+        self.validationReport = validationReport
+        self.warnings = warnings
+    }
+}

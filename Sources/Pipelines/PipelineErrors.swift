@@ -1,0 +1,131 @@
+import ActionRuntime
+import ActionTrain
+import Datasets
+import Eval
+import Foundation
+import PoseCore
+
+/// Why a fit run cannot start, continue or finish. Messages name files, folders and config
+/// keys (`the config's epochs`), never command-line flags: the CLI adds those where it helps.
+public enum FitError: Error, Equatable, CustomStringConvertible {
+    /// Every sequence is in the test split.
+    case noTrainingSequences(dataset: String)
+    /// The training sequences give no window (e.g. all shorter than the window and no padding).
+    case noTrainingWindows(dataset: String, sequences: Int)
+    /// The configured network cannot take the input (e.g. too many strided layers).
+    case networkDoesNotFit(architecture: String, input: String, reason: String)
+    /// The run folder path exists and is a file.
+    case runFolderIsAFile(String)
+    /// The run folder already holds files and replacing them was not asked for.
+    case runFolderNotEmpty(String)
+    case cannotCreateFolder(String, reason: String)
+    /// `folder` has no checkpoint to resume from.
+    case noCheckpoint(folder: String)
+    /// The checkpoint does not record its dataset and none was given.
+    case checkpointNamesNoDataset(checkpoint: String)
+    /// The dataset's content hash differs from the one recorded in the checkpoint.
+    case datasetChanged(dataPath: String, hash: String, checkpointHash: String)
+    /// Config fields that a resumed run may not change (they change the model or the data).
+    case changedOnResume(keys: [String])
+    /// The checkpoint's state does not fit the network built from its config.
+    case incompatibleCheckpoint(checkpoint: String, reason: String)
+    /// Training diverged. `lastGoodEpoch` is the epoch whose checkpoint is intact at
+    /// `checkpoint` (nil when no checkpoint was written, or no run folder is kept).
+    case diverged(TrainingError, checkpoint: String?, lastGoodEpoch: Int?)
+
+    public var description: String {
+        switch self {
+        case .noTrainingSequences(let d): return "\(d): no training sequences (every sequence is in the test split)"
+        case .noTrainingWindows(let d, let n):
+            return "\(d): no training windows from \(n) training sequences; check the config's windowFrames and the data"
+        case .networkDoesNotFit(let a, let input, let why): return "the \(a) model does not fit the input \(input): \(why)"
+        case .runFolderIsAFile(let dir): return "\(dir) exists and is not a folder; choose another run folder"
+        case .runFolderNotEmpty(let dir): return "\(dir) already holds a run; replace it, resume it or choose another run folder"
+        case .cannotCreateFolder(let dir, let why): return "\(dir): cannot create the run folder: \(why)"
+        case .noCheckpoint(let dir): return "\(dir): no \(RunFolder.checkpointName) to resume from"
+        case .checkpointNamesNoDataset(let path): return "\(path): the checkpoint does not name its dataset; give the dataset to resume with"
+        case .datasetChanged(let path, let hash, let old):
+            return "\(path): the dataset changed since the run started (content hash \(hash), the checkpoint has \(old)); resume with the original data or start a new run"
+        case .changedOnResume(let keys):
+            return "the config's \(keys.joined(separator: ", ")) cannot change when resuming (it changes the model or the data); start a new run instead"
+        case .incompatibleCheckpoint(let path, let why): return "\(path): \(why)"
+        case .diverged(let e, let checkpoint, let epoch):
+            guard let checkpoint else { return "\(e.description); start again with a lower learning rate" }
+            guard let epoch else {
+                return "\(e.description); no checkpoint was written (it diverged in the first epoch); start again with a lower learning rate"
+            }
+            return "\(e.description); the last good checkpoint (end of epoch \(epoch)) is intact in \(checkpoint); resume from it with a lower learning rate"
+        }
+    }
+}
+
+/// Something a fit run noticed that does not stop it. Delivered as values (`FitRun.warnings`,
+/// `FitResult.warnings`); the caller decides how to show them.
+public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
+    /// A problem `Lint` found in the dataset.
+    case lint(LintWarning)
+    /// A class missing from one side of the train/validation split.
+    case split(SplitWarning)
+    /// The model is written but its validation report could not be made.
+    case noValidationReport(String)
+    /// More than half of the training windows' frames are padding.
+    case mostlyPadding(share: Double, windowFrames: Int)
+    /// Classes with fewer than `FitRun.tinyClass` training sequences, as "name (count)".
+    case tinyClasses([String])
+    /// A validation split too small to choose an epoch from.
+    case smallValidation(sequences: Int, classes: Int)
+    /// The final training loss is clearly above its minimum.
+    case lossAboveMinimum(final: Double, minimum: Double, epoch: Int)
+    /// Temporary files that interrupted writes left in the run folder, removed on resume.
+    case removedTemporaryFiles(folder: String, names: [String])
+    /// The final accuracy is at chance level (`RunChecks.chanceLevelWarning`: why, and the likely cause).
+    case chanceLevel(String)
+
+    public var description: String {
+        switch self {
+        case .lint(let w): return "[\(w.code)] \(w)"
+        case .split(let w): return w.description
+        case .noValidationReport(let why): return "no validation report: \(why)"
+        case .mostlyPadding(let share, let frames):
+            return "[mostly-padding] \(Int((share * 100).rounded()))% of the training windows' frames are padding: most sequences are shorter than the \(frames)-frame window; set the config's windowMode to fit (each sequence resampled to one window) or a smaller windowFrames"
+        case .tinyClasses(let classes):
+            return "[tiny-classes] \(classes.joined(separator: ", ")) training sequences: too few to learn a class from; collect more, or merge or drop these classes (classWeights \"balanced\" only reweights the loss)"
+        case .smallValidation(let n, let k):
+            return "[small-validation] the validation split has \(n) sequences of \(k) classes, too few to choose an epoch from; set the config's validationFraction to 0 (every sequence trains, the decaying schedule ends the run) or give a larger validation split"
+        case .lossAboveMinimum(let last, let best, let epoch):
+            return String(
+                format: "[loss-above-minimum] the final training loss %.3f is well above its minimum %.3f at epoch %d: the last epochs got worse; use a decaying schedule (schedule cosine), weight averaging (averageEpochs), a lower learningRate or fewer epochs",
+                last, best, epoch)
+        case .removedTemporaryFiles(let folder, let names):
+            return "[temporary-files] removed \(names.map { "\(folder)/\($0)" }.joined(separator: ", ")), left by an interrupted write"
+        case .chanceLevel(let why): return "[chance-level] \(why)"
+        }
+    }
+}
+
+/// Why an evaluation cannot run. Messages name the data file and split, never a flag.
+public enum EvaluationError: Error, Equatable, CustomStringConvertible {
+    /// The dataset's skeleton is not the model's: `reason` names the first joint that differs
+    /// (`Skeleton.mismatch(data:)`).
+    case skeletonMismatch(dataPath: String, reason: String)
+    /// The dataset has labels the model does not know.
+    case unknownLabels(dataPath: String, labels: [String], classes: [String])
+    /// No sequence is in the requested split.
+    case noSequences(dataPath: String, split: String?, present: [String])
+    /// Eval refused the predictions (e.g. an empty evaluation set).
+    case report(dataPath: String, split: String?, EvalError)
+
+    public var description: String {
+        switch self {
+        case .skeletonMismatch(let path, let why): return "\(path): \(why)"
+        case .unknownLabels(let path, let labels, let classes):
+            return "\(path): labels \(labels) are not among the model's classes \(classes)"
+        case .noSequences(let path, let split, let present):
+            return "\(path): no sequences in split '\(split ?? "")'; splits present: \(present)"
+        case .report(let path, let split, let e): return "\(path) (split \(split ?? "all")): \(e)"
+        }
+    }
+}
+
+/// A file that could not be written (`path: cannot write: reason`).
+public typealias WriteError = AtomicWrite.WriteError

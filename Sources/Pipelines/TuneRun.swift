@@ -1,0 +1,154 @@
+import ActionRuntime
+import ActionTrain
+import Datasets
+import Eval
+import Foundation
+import PoseCore
+
+/// A tune run, as `actiontrain tune` makes it: the recipe for the dataset, candidate changes
+/// around it scored by group-aware k-fold cross-validation on the training split only
+/// (`Tuning.search`), then the winner trained on the whole training split as a normal fit run.
+/// The test split is never read. Nothing is printed; progress comes through `onEvent`.
+public struct TuneRun {
+    public struct Options: Sendable {
+        /// Folds (fewer when there are fewer groups).
+        public var folds = 5
+        /// Seconds for the search; the refit of the winner comes after it. Nil: no limit.
+        public var budget: Double? = 600
+        /// A challenger must beat the incumbent's CV accuracy by more than this.
+        public var margin = 0.005
+
+        public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005) {
+            self.folds = folds
+            self.budget = budget
+            self.margin = margin
+        }
+    }
+
+    /// What the search found, before the refit.
+    public struct Search: Sendable {
+        /// The recipe's choices for the whole training split.
+        public var recipe: [Recipe.Choice]
+        public var outcome: Tuning.Outcome
+        public var chosen: TrainingConfig { outcome.results[outcome.chosen].candidate.config }
+    }
+
+    public let dataPath: String
+    public let dataset: Dataset
+    public let base: TrainingConfig
+    public let explicit: Set<String>?
+    public let options: Options
+
+    /// `explicit`: the keys the user set (the recipe chooses the others; nil: `config` as is).
+    public init(dataPath: String, dataset: Dataset, config: TrainingConfig, explicit: Set<String>?, options: Options) {
+        self.dataPath = dataPath
+        self.dataset = dataset
+        self.base = config
+        self.explicit = explicit
+        self.options = options
+    }
+
+    /// The non-test sequences, which are all tune ever reads.
+    public var trainingIndices: [Int] { dataset.sequences.indices.filter { dataset.sequences[$0].split != "test" } }
+
+    /// Group-aware, stratified folds of the training sequences.
+    public func folds(seed: UInt64) throws -> [Fold] {
+        let indices = trainingIndices
+        guard !indices.isEmpty else { throw FitError.noTrainingSequences(dataset: dataset.name) }
+        let groups = Set(indices.map { dataset.sequences[$0].group ?? "#\($0)" }).count
+        let k = min(options.folds, groups)
+        guard k >= 2 else { throw TuneError.tooFewGroups(dataset: dataset.name, groups: groups) }
+        return try Splits.kFold(dataset, indices: indices, k: k, seed: seed).folds
+    }
+
+    /// Scores the candidates by cross-validation.
+    public func search(shouldStop: () -> Bool = { false }, onEvent: (Tuning.Event) -> Void = { _ in }) throws -> Search {
+        let resolved = try FitPipeline.resolve(base, for: dataset, explicit: explicit)
+        let recipe = resolved.config
+        let folds = try self.folds(seed: recipe.seed)
+        let changes = Tuning.changes(for: dataset.skeleton, base: recipe)
+        let given = explicit ?? []
+        let outcome = try Tuning.search(
+            base: recipe, changes: changes, explicit: given, folds: folds, budget: options.budget, margin: options.margin,
+            shouldStop: shouldStop, onEvent: onEvent
+        ) { config, fold in try score(config, fold) }
+        return Search(recipe: resolved.choices, outcome: outcome)
+    }
+
+    /// Trains `config` on the fold's training sequences (holding out its validation share of
+    /// them when the config asks for one) and returns the sequence accuracy on its test ones.
+    public func score(_ config: TrainingConfig, _ fold: Fold) throws -> Double {
+        var validation: [Int] = []
+        var train = fold.train
+        if config.validationFraction > 0 {
+            let s = try Splits.split(dataset, indices: fold.train, fraction: config.validationFraction, seed: config.seed)
+            (train, validation) = (s.first, s.second)
+        }
+        let run = try FitRun.start(
+            dataPath: dataPath, dataset: dataset, config: config, folder: nil, split: .init(train: train, validation: validation))
+        _ = try run.train()
+        let model = try ActionModel(bytes: try run.finish().modelBytes)
+        var settings = EvalSettings()
+        settings.bootstrapResamples = 0
+        let report = try Evaluation.evaluate(
+            model: model, modelPath: "(\(fold.name))", dataset: dataset, dataPath: dataPath, indices: fold.test,
+            split: fold.name, stride: config.windowStride, useEvents: config.useEvents, settings: settings)
+        return report.headlineMetrics.accuracy
+    }
+}
+
+public enum TuneError: Error, Equatable, CustomStringConvertible {
+    /// Cross-validation needs at least two groups (or ungrouped sequences).
+    case tooFewGroups(dataset: String, groups: Int)
+
+    public var description: String {
+        switch self {
+        case .tooFewGroups(let d, let n):
+            return "\(d): cross-validation needs at least 2 groups of training sequences, found \(n); give the sequences groups (subjects) or more sequences"
+        }
+    }
+}
+
+extension TuneRun.Search {
+    /// The CV table as Markdown: every candidate with its fold scores, mean and spread, the
+    /// chosen one marked. Written to `tune.md` in the run folder and printed by `tune`.
+    public func markdown() -> String {
+        let results = outcome.results
+        let k = outcome.folds.count
+        var text = "| candidate | " + (1...max(1, k)).map { "fold \($0)" }.joined(separator: " | ") + " | mean | sd | seconds |\n"
+        text += "|---|" + String(repeating: "---|", count: k) + "---|---|---|\n"
+        for (i, r) in results.enumerated() {
+            let name = (i == outcome.chosen ? "**\(r.candidate.name)** (chosen)" : r.candidate.name)
+            let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }
+            text += "| \(name) | " + folds.joined(separator: " | ") + " | "
+            text += (r.score.map { String(format: "%.3f", $0) } ?? "-") + " | " + (r.spread.map { String(format: "%.3f", $0) } ?? "-")
+            text += String(format: " | %.1f |\n", r.seconds)
+        }
+        return text
+    }
+
+    /// The table as JSON (`tune.json`): folds with their sizes, and per candidate its changes,
+    /// fold scores, mean, spread, seconds and whether it was chosen.
+    public func json() throws -> Data {
+        struct Row: Encodable {
+            var candidate: String, changes: [String], foldScores: [Double?], mean: Double?, sd: Double?, seconds: Double, chosen: Bool
+        }
+        struct Table: Encodable {
+            var schema = "actiontrain.tune"
+            var schemaVersion = 1
+            var folds: [[String: Int]]
+            var stoppedByBudget: Bool
+            var candidates: [Row]
+        }
+        let table = Table(
+            folds: outcome.folds.map { ["train": $0.train.count, "test": $0.test.count] }, stoppedByBudget: outcome.stoppedByBudget,
+            candidates: outcome.results.enumerated().map { i, r in
+                Row(
+                    candidate: r.candidate.name, changes: r.candidate.changes, foldScores: r.foldScores, mean: r.score, sd: r.spread,
+                    seconds: r.seconds, chosen: i == outcome.chosen)
+            })
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return try e.encode(table)
+    }
+}

@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Files written whole or not at all: the bytes go to a temporary file beside the target, which
+/// is flushed to disk (fsync) and renamed over it, then the folder is flushed. A crash or kill
+/// at any moment leaves the previous file or the new one, never a mix.
+///
+/// The temporary file has a fixed, recognisable name, `.<name>.tmp` (`.model.atm.tmp` for
+/// `model.atm`): the next write of the same file replaces one left by a killed process, and
+/// `removeStaleTemporaries(in:)` clears a folder of them (fit does on resume). Foundation's
+/// atomic writes, which earlier versions used, leave `.dat.nosync<hex>.<6 characters>` files
+/// instead; those are cleared too. POSIX calls only (no Foundation), so every module can use it.
+public enum AtomicWrite {
+    /// Why a write failed: the file and the system's reason.
+    public struct WriteError: Error, Equatable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
+        public var description: String { "\(path): cannot write: \(reason)" }
+    }
+
+    /// `path` split at its last `/`: the folder (`.` when there is none) and the name.
+    static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let folder = String(path[..<slash])
+        return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
+    }
+
+    /// The temporary file a write of `path` goes through.
+    public static func temporaryPath(for path: String) -> String {
+        let (folder, name) = split(path)
+        return path.contains("/") ? "\(folder == "/" ? "" : folder)/.\(name).tmp" : ".\(name).tmp"
+    }
+
+    /// Writes `bytes` to `path` atomically (see the type's comment).
+    public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
+        let temp = temporaryPath(for: path)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw WriteError(path: path, reason: "cannot create \(temp): \(errnoText())") }
+        var done = 0
+        var failure: String?
+        while done < bytes.count {
+            let n = posixWrite(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                failure = "write failed: \(n < 0 ? errnoText() : "no progress")"
+                break
+            }
+            done += n
+        }
+        if failure == nil && fsync(fd) != 0 { failure = "fsync failed: \(errnoText())" }
+        close(fd)
+        if let failure {
+            unlink(temp)
+            throw WriteError(path: path, reason: failure)
+        }
+        guard rename(temp, path) == 0 else {
+            let reason = errnoText()
+            unlink(temp)
+            throw WriteError(path: path, reason: "cannot rename the temporary file into place: \(reason)")
+        }
+        let dfd = open(split(path).folder, O_RDONLY)
+        if dfd >= 0 {
+            _ = fsync(dfd)
+            close(dfd)
+        }
+    }
+
+    public static func write(_ bytes: [UInt8], to path: String) throws {
+        try bytes.withUnsafeBytes { try write($0, to: path) }
+    }
+
+    /// True for the name of a temporary file an interrupted atomic write leaves: ours
+    /// (`.<name>.tmp`) or Foundation's (`.dat.nosync<hex>.<6 characters>`).
+    public static func isTemporaryName(_ name: String) -> Bool {
+        if name.hasPrefix(".") && name.hasSuffix(".tmp") && name.count > 5 { return true }
+        guard name.hasPrefix(".dat.nosync") else { return false }
+        let rest = name.dropFirst(".dat.nosync".count).split(separator: ".", omittingEmptySubsequences: false)
+        return rest.count == 2 && !rest[0].isEmpty && rest[0].allSatisfy(\.isHexDigit) && rest[1].count == 6
+    }
+
+    /// Removes the temporary files that interrupted writes left in `folder` (regular files only,
+    /// not its subfolders); returns their names, sorted. A folder that cannot be read has none.
+    @discardableResult
+    public static func removeStaleTemporaries(in folder: String) -> [String] {
+        guard let dir = opendir(folder) else { return [] }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if isTemporaryName(name) { names.append(name) }
+        }
+        closedir(dir)
+        var removed: [String] = []
+        for name in names.sorted() {
+            let path = "\(folder)/\(name)"
+            var st = stat()
+            guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 { removed.append(name) }
+        }
+        return removed
+    }
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    private static func posixWrite(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int {
+        #if canImport(Glibc)
+            return Glibc.write(fd, p, n)
+        #else
+            return Darwin.write(fd, p, n)
+        #endif
+    }
+}

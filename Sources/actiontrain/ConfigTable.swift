@@ -1,0 +1,120 @@
+import ActionTrain
+import Datasets
+import Foundation
+import PoseCore
+
+/// The training options shared by the config file and the CLI: each flag `--kebab-name`
+/// overrides the config key `camelName`. This table is their one declaration: it serves the
+/// config file's checks, the flags (`ConfigOptions.options`), help and the docs
+/// (docs/training.md lists the same keys; a test keeps the table and `TrainingConfig` in step).
+enum ConfigOptions {
+    enum Kind {
+        case int, number, string, bool, intList, stringList
+        /// `none`, `balanced` or a list of numbers.
+        case classWeights
+        /// An object of augmentation keys and numbers (docs/preprocessing.md); on the command
+        /// line `key=value,key=value`.
+        case augmentation
+
+        var expectation: String {
+            switch self {
+            case .int: return "an integer"
+            case .number: return "a number"
+            case .string: return "a string"
+            case .bool: return "true or false"
+            case .intList: return "a list of integers"
+            case .stringList: return "a list of strings"
+            case .classWeights: return "\"none\", \"balanced\" or a list of numbers"
+            case .augmentation: return "an object of augmentation keys and numbers (key=value,... on the command line)"
+            }
+        }
+    }
+
+    struct Entry {
+        let key: String
+        let kind: Kind
+        let value: String
+        let help: String
+        /// Allowed values of a string (or each item of a string list); empty = any.
+        var choices: [String] = []
+        /// A valid flag value, for the tests that parse every option.
+        var sample: String {
+            switch kind {
+            case .int: return "7"
+            case .number: return "0.125"
+            case .string: return choices.last ?? "sample"
+            case .bool: return "true"
+            case .intList: return "3,5"
+            case .stringList: return choices.last ?? "sample"
+            case .classWeights: return "balanced"
+            case .augmentation: return "flipProbability=0.5"
+            }
+        }
+        var flag: String {
+            key.reduce(into: "") { s, c in
+                if c.isUppercase { s += "-" + c.lowercased() } else { s.append(c) }
+            }
+        }
+    }
+
+    static func names<T: CaseIterable & RawRepresentable>(_: T.Type) -> [String] where T.RawValue == String {
+        T.allCases.map(\.rawValue)
+    }
+
+    static let entries: [Entry] = [
+        // Model
+        Entry(key: "recipe", kind: .string, value: "NAME", help: "auto: keys you do not set are chosen from the data (windows, normalisation, channels, regularisation; printed before training); none: the plain defaults (default auto).", choices: names(TrainingConfig.RecipeMode.self)),
+        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window) or tcn (temporal convolution) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
+        Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),
+        Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN block widths; the depth is their count (default 64,64,64)."),
+        Entry(key: "kernel", kind: .int, value: "N", help: "TCN kernel size in frames, odd (default 5)."),
+        Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
+        Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),
+        Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),
+        Entry(key: "normalization", kind: .string, value: "NAME", help: "none or layerNorm after each linear/convolution (default layerNorm).", choices: names(TrainingConfig.Normalization.self)),
+        Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0.1)."),
+        // Data
+        Entry(key: "windowFrames", kind: .int, value: "N", help: "Window length in frames (default 45)."),
+        Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),
+        Entry(key: "windowMode", kind: .string, value: "MODE", help: "sliding (fixed windows, short sequences padded) or fit (each sequence resampled to one window) (default sliding).", choices: names(WindowSpec.Mode.self)),
+        Entry(key: "frameRate", kind: .number, value: "FPS", help: "Resample sequences to this frame rate first (default: keep recorded frames)."),
+        Entry(key: "channels", kind: .stringList, value: "LIST", help: "Per-frame feature blocks: coordinates, confidence, mask, motion, bones (default coordinates,mask).", choices: names(ChannelBlock.self)),
+        Entry(key: "windowPadding", kind: .string, value: "NAME", help: "Padding of short sequences: empty (poses with nobody in view) or edge (the nearest real frame) (default empty).", choices: names(WindowSpec.Padding.self)),
+        Entry(key: "useEvents", kind: .bool, value: "BOOL", help: "Sequences with labeled events give one window centred on each event instead of sliding windows (default false)."),
+        Entry(key: "centring", kind: .string, value: "NAME", help: "Centre coordinates on the skeleton's centre joints over the window, per frame, on the mean of all joints, or not: window, frame, mean or none (default window).", choices: names(InputSpec.Centring.self)),
+        Entry(key: "scaling", kind: .string, value: "NAME", help: "Scale coordinates: auto (torso length for 2D, metres kept for 3D), torso, image (needs the image size), fixed (divided by scaleDivisor) or none (default auto).", choices: names(InputSpec.Scaling.self)),
+        Entry(key: "scaleDivisor", kind: .number, value: "X", help: "fixed scaling: divide coordinates by X, in data units (the recipe sets it to the training data's body size)."),
+        Entry(key: "alignFacing", kind: .bool, value: "BOOL", help: "3D: rotate each window about the vertical axis so the body faces one way (default false)."),
+        Entry(key: "verticalAxis", kind: .int, value: "N", help: "Vertical axis of 3D data for alignFacing: 0 x, 1 y, 2 z (default 1)."),
+        Entry(key: "augmentation", kind: .augmentation, value: "K=V,...", help: "Training augmentation, e.g. flipProbability=0.5,rotationProbability=0.5,maxRotationDegrees=15 (default none; keys in docs/preprocessing.md)."),
+        Entry(key: "validationFraction", kind: .number, value: "F", help: "Share of training sequences held out for validation when the data gives no validation split, in [0, 1) (default 0.2)."),
+        // Optimisation
+        Entry(key: "epochs", kind: .int, value: "N", help: "Training epochs (default 60)."),
+        Entry(key: "batchSize", kind: .int, value: "N", help: "Windows per mini-batch (default 64)."),
+        Entry(key: "optimizer", kind: .string, value: "NAME", help: "sgd, adam or adamw (default adamw; with weightDecay 0 it is Adam).", choices: names(TrainingConfig.OptimizerKind.self)),
+        Entry(key: "learningRate", kind: .number, value: "LR", help: "Base learning rate (default 0.001)."),
+        Entry(key: "momentum", kind: .number, value: "M", help: "SGD momentum in [0, 1) (default 0)."),
+        Entry(key: "nesterov", kind: .bool, value: "BOOL", help: "SGD with Nesterov momentum (default false)."),
+        Entry(key: "beta1", kind: .number, value: "B", help: "Adam first-moment decay (default 0.9)."),
+        Entry(key: "beta2", kind: .number, value: "B", help: "Adam second-moment decay (default 0.999)."),
+        Entry(key: "epsilon", kind: .number, value: "E", help: "Adam denominator term (default 1e-8)."),
+        Entry(key: "weightDecay", kind: .number, value: "W", help: "L2 penalty for sgd and adam, decoupled decay for adamw (default 0)."),
+        Entry(key: "gradientClipNorm", kind: .number, value: "N", help: "Clip the global gradient norm to N; 0 = off (default 0)."),
+        Entry(key: "schedule", kind: .string, value: "NAME", help: "Learning-rate schedule after warm-up: constant, step or cosine (default constant).", choices: names(LearningRateSchedule.Kind.self)),
+        Entry(key: "warmupEpochs", kind: .int, value: "N", help: "Linear warm-up over the first N epochs (default 0)."),
+        Entry(key: "stepEpochs", kind: .int, value: "N", help: "step schedule: multiply the rate by gamma every N epochs (default 10)."),
+        Entry(key: "gamma", kind: .number, value: "G", help: "step schedule: decay factor in (0, 1] (default 0.1)."),
+        Entry(key: "minLearningRate", kind: .number, value: "LR", help: "cosine schedule: final learning rate (default 0)."),
+        Entry(key: "averageEpochs", kind: .number, value: "E", help: "Keep an exponential moving average of the parameters with a time constant of E epochs and use it as the model; 0 = off (default 0)."),
+        // Loss
+        Entry(key: "labelSmoothing", kind: .number, value: "E", help: "Label smoothing in [0, 1) (default 0)."),
+        Entry(key: "classWeights", kind: .classWeights, value: "W", help: "Loss weight per class: none, balanced (n / (classes x count)), or a comma-separated list (default none)."),
+        // Validation
+        Entry(key: "monitor", kind: .string, value: "METRIC", help: "Metric that picks the kept model and drives early stopping: validationAccuracy or validationLoss (default validationAccuracy).", choices: names(TrainingConfig.Metric.self)),
+        Entry(key: "patience", kind: .int, value: "N", help: "Stop after N epochs without improvement of the monitored metric; 0 = never (default 0)."),
+        Entry(key: "minDelta", kind: .number, value: "D", help: "Smallest change of the monitored metric that counts as an improvement (default 0)."),
+        // Reproducibility
+        Entry(key: "seed", kind: .int, value: "N", help: "Seed for initialisation, shuffling, dropout and splits (default 0)."),
+        Entry(key: "threads", kind: .int, value: "N", help: "Threads for OpenBLAS, the layers' batch split and the optimiser (default 2)."),
+    ]
+}

@@ -1,0 +1,144 @@
+import ActionRuntime
+import ActionTrain
+import Datasets
+import Eval
+import Foundation
+@testable import Pipelines
+import PoseCore
+import TestSupport
+import XCTest
+
+/// Fit runs through the library, on the tiny fixture (24 sequences of 10 frames, 3 classes):
+/// determinism, cancellation and resume, folds, and run folders.
+final class FitRunTests: XCTestCase {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/tiny-natops.jsonl").path
+
+    /// Small, fast settings for the fixture (those of the CLI tests).
+    static var quick: TrainingConfig {
+        var c = TrainingConfig()
+        c.architecture = .mlp
+        c.windowFrames = 10
+        c.hidden = [16]
+        c.batchSize = 4
+        c.seed = 3
+        c.threads = 1
+        c.epochs = 3
+        return c
+    }
+
+    func dataset() throws -> Dataset { try DatasetLoader.load(Self.fixture) }
+
+    func folder() throws -> String {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir.path
+    }
+
+    func parameters(_ t: Training) -> [Float] {
+        Array(UnsafeBufferPointer(start: t.network.parameters, count: t.network.parameterCount))
+    }
+
+    /// A whole run in memory: start, train, finish.
+    func fit(_ config: TrainingConfig, dataset: Dataset, split: FitPipeline.Split? = nil) throws -> (FitRun, FitResult) {
+        let run = try FitRun.start(dataPath: Self.fixture, dataset: dataset, config: config, folder: nil, split: split)
+        XCTAssertEqual(try run.train(), .finished)
+        return (run, try run.finish())
+    }
+
+    func testTheSameSeedGivesIdenticalModelBytesAndTheFolderHoldsThem() throws {
+        let d = try dataset()
+        let (run, a) = try fit(Self.quick, dataset: d)
+        XCTAssertEqual(run.data.trainIndices.count + run.data.validationIndices.count, 24)
+        XCTAssertEqual(run.progress.records.count, 3)
+        XCTAssertNil(a.modelPath)
+        let (_, b) = try fit(Self.quick, dataset: d)
+        XCTAssertEqual(a.modelBytes, b.modelBytes)
+        var other = Self.quick
+        other.seed = 4
+        XCTAssertNotEqual(try fit(other, dataset: d).1.modelBytes, a.modelBytes)
+
+        // With a run folder: the same model, the config as resolved, and every file of the run.
+        let dir = try folder() + "/run"
+        let kept = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
+        var epochs: [Int] = [], batches = 0
+        XCTAssertEqual(try kept.train(onBatch: { _ in batches += 1 }, onEpoch: { epochs.append($0.epoch) }), .finished)
+        XCTAssertEqual(epochs, [1, 2, 3])
+        XCTAssertEqual(batches, 3 * ((kept.data.train.count + 3) / 4))
+        let result = try kept.finish()
+        XCTAssertEqual(result.modelBytes, a.modelBytes)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/model.atm")), Data(a.modelBytes))
+        let saved = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/config.json")))
+        XCTAssertEqual(saved, Self.quick)
+        XCTAssertEqual(try String(contentsOfFile: "\(dir)/log.jsonl", encoding: .utf8).split(separator: "\n").count, 3)
+        for name in ["curves.svg", "checkpoint.atc", "report.txt", "report.json"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/\(name)"), name)
+        }
+        let report = try XCTUnwrap(result.validationReport)
+        XCTAssertEqual(report.data.split, "validation")
+        XCTAssertEqual(report.sequence?.samples, kept.data.validationIndices.count)
+        XCTAssertEqual(try ReportJSON.read("\(dir)/report.json").sequence?.samples, report.sequence?.samples)
+        XCTAssertThrowsError(try RunFolder.create(dir, replacing: false)) { XCTAssertEqual($0 as? FitError, .runFolderNotEmpty(dir)) }
+    }
+
+    func testACancelledRunStopsSavesItsStateAndResumesToTheSameModel() throws {
+        let d = try dataset()
+        let (_, straight) = try fit(Self.quick, dataset: d)
+        let dir = try folder() + "/run"
+        let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
+        var batches = 0
+        let outcome = try run.train(shouldStop: { batches == 7 }, onBatch: { _ in batches += 1 })
+        let perEpoch = (run.data.train.count + 3) / 4
+        XCTAssertEqual(outcome, .interrupted(epoch: 7 / perEpoch + 1, batch: 7 % perEpoch))
+        XCTAssertEqual(batches, 7)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/model.atm"))
+        XCTAssertEqual(try Checkpoint.read("\(dir)/checkpoint.atc").state.progress.batch, 7 % perEpoch)
+
+        let resumed = try FitRun.resume(folder: RunFolder(existing: dir))
+        XCTAssertFalse(resumed.isFinished)
+        XCTAssertEqual(try resumed.train(), .finished)
+        XCTAssertEqual(try resumed.finish().modelBytes, straight.modelBytes)
+        XCTAssertTrue(try FitRun.resume(folder: RunFolder(existing: dir)).isFinished)
+    }
+
+    func testAFoldTrainsOnlyOnItsIndicesAndRunsRepeatInMemory() throws {
+        let d = try dataset()
+        let fold = stride(from: 0, to: 24, by: 2).map { $0 }
+        var config = Self.quick
+        config.validationFraction = 0.5  // ignored: the fold is the split
+        let (run, _) = try fit(config, dataset: d, split: .init(train: fold, validation: []))
+        XCTAssertEqual(run.data.trainIndices, fold)
+        XCTAssertNil(run.data.validation)
+        let windows = try WindowSet(dataset: d, indices: fold, spec: run.data.input, stride: config.windowStride, classes: d.classes)
+        XCTAssertEqual(run.data.train.count, windows.count)
+        // Sequences outside the fold do not matter: scrambling them leaves the weights as they were.
+        var scrambled = d
+        for i in 0..<24 where !fold.contains(i) {
+            scrambled.sequences[i].coordinates = scrambled.sequences[i].coordinates.map { $0 * 3 + 1 }
+            scrambled.sequences[i].label = d.classes[(d.classes.firstIndex(of: d.sequences[i].label!)! + 1) % 3]
+        }
+        let (again, _) = try fit(config, dataset: scrambled, split: .init(train: fold, validation: []))
+        XCTAssertEqual(parameters(again.training), parameters(run.training))
+        // ... while scrambling a sequence inside it changes them.
+        scrambled.sequences[0].coordinates = scrambled.sequences[0].coordinates.map { $0 * 3 + 1 }
+        let (changed, _) = try fit(config, dataset: scrambled, split: .init(train: fold, validation: []))
+        XCTAssertNotEqual(parameters(changed.training), parameters(run.training))
+    }
+
+    func testTheStepsComposeWithoutARun() throws {
+        let d = try dataset()
+        let resolved = try FitPipeline.resolve(Self.quick, for: d)
+        XCTAssertEqual(resolved.config, Self.quick)
+        XCTAssertEqual(resolved.input.window.frames, 10)
+        let split = try FitPipeline.split(d, config: resolved.config)
+        XCTAssertEqual(Set(split.train).union(split.validation), Set(0..<24))
+        XCTAssertTrue(Set(split.train).isDisjoint(with: split.validation))
+        let data = try TrainingData(dataset: d, train: split.train, validation: split.validation, config: resolved.config, input: resolved.input)
+        let training = try Training(config: resolved.config, data: data)
+        XCTAssertEqual(try training.run(), .finished)
+        // The same steps as FitRun.start: the same weights.
+        let (run, _) = try fit(Self.quick, dataset: d)
+        XCTAssertEqual(parameters(training), parameters(run.training))
+        XCTAssertEqual(training.records.map(\.trainLoss), run.progress.records.map(\.trainLoss))
+    }
+}
