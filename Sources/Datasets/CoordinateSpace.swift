@@ -114,7 +114,7 @@ public enum CoordinateProblem: Equatable, Sendable, CustomStringConvertible {
         case .normalisedAsPixels(let share, let size):
             return String(format: "%.1f%%", share * 100)
                 + " of the points lie in [0, 1] and bodies measure \(n(size)) across, but the skeleton says pixels: normalised coordinates (Vision, MediaPipe)? "
-                + "Convert them: actiontrain convert OUT IN --from-normalized --image-size WxH [--origin bottom-left]"
+                + "Convert them to pixels with the image size (convert's from-normalized repair; origin bottom-left for Vision)"
         case .tooSmallForPixels(let size):
             return "bodies measure \(n(size)) across, far too small for pixels: are these metres or another unit? Declare a skeleton with \"units\": \"metres\" or \"unitless\""
         case .notMetres(let size, let scale):
@@ -122,7 +122,7 @@ public enum CoordinateProblem: Equatable, Sendable, CustomStringConvertible {
             return "bodies measure \(n(size)) across, but the skeleton says metres (a person is about 0.3-2 m)\(guess); fix the units or declare \"units\": \"unitless\""
         case .yUp(let frames, let total):
             return "heads are below feet in \(frames) of \(total) frames: the data has y pointing up (origin bottom-left), the Pose contract is y down. "
-                + "Convert it: actiontrain convert OUT IN --origin bottom-left --image-size WxH"
+                + "Flip it with the image height (convert's origin bottom-left repair)"
         case .millisecondsAsSeconds(let interval):
             return "timestamps step by \(n(interval)) per frame (\(n(1000 / interval)) fps if milliseconds, \(String(format: "%.3f", 1 / interval)) fps if seconds): write \"t\" in seconds"
         }
@@ -298,14 +298,14 @@ public enum CoordinateFix {
     /// Normalised 2D points (fractions of the image) to pixels: `x_px = x · W` and
     /// `y_px = y · H` (`origin` top-left) or `(1 − y) · H` (bottom-left, Vision).
     public static func fromNormalised(_ d: Dataset, imageSize: [Double]?, origin: Origin) throws -> Dataset {
-        try transform(d, imageSize: imageSize, what: "--from-normalized") { x, y, size in
+        try transform(d, imageSize: imageSize, what: "converting normalised points") { x, y, size in
             (x * Float(size[0]), (origin == .bottomLeft ? 1 - y : y) * Float(size[1]))
         }
     }
 
     /// Pixels with the origin at the bottom-left to the image convention: `y → H − y`.
     public static func flipVertically(_ d: Dataset, imageSize: [Double]?) throws -> Dataset {
-        try transform(d, imageSize: imageSize, what: "--origin bottom-left") { x, y, size in (x, Float(size[1]) - y) }
+        try transform(d, imageSize: imageSize, what: "flipping a bottom-left origin") { x, y, size in (x, Float(size[1]) - y) }
     }
 
     /// A front-camera (mirrored) capture to anatomical sides: every left/right pair of the
@@ -321,7 +321,7 @@ public enum CoordinateFix {
             var s = out.sequences[k]
             let size = s.imageSize ?? out.imageSize
             if pixels && size == nil {
-                throw FixError.needsImageSize("sequence '\(s.id)': mirroring pixels needs the image width; pass --image-size WxH")
+                throw FixError.needsImageSize("sequence '\(s.id)': mirroring pixels needs the image width; give the image size")
             }
             let old = s
             for f in 0..<s.frameCount {
@@ -399,7 +399,7 @@ public enum CoordinateFix {
         for k in out.sequences.indices {
             var s = out.sequences[k]
             guard let size = s.imageSize ?? out.imageSize else {
-                throw FixError.needsImageSize("sequence '\(s.id)': \(what) needs the image size; pass --image-size WxH")
+                throw FixError.needsImageSize("sequence '\(s.id)': \(what) needs the image size; give it")
             }
             for i in 0..<(s.frameCount * J) where s.present[i] != 0 {
                 (s.coordinates[2 * i], s.coordinates[2 * i + 1]) = f(s.coordinates[2 * i], s.coordinates[2 * i + 1], size)

@@ -172,7 +172,7 @@ public enum CreateMLFolder {
             throw fail("a clip must be a JSON array of frames or an object with \"frames\"", "see docs/datasets.md, Create ML")
         }
         guard let size else {
-            throw fail("no image size: Vision's points are fractions of the image", "give \"imageSize\": [W, H] in the file or pass --image-size WxH")
+            throw fail("no image size: Vision's points are fractions of the image", "give \"imageSize\": [W, H] in the file, or the image size when importing")
         }
         let skeleton = Skeleton.visionBody2D
         var sequence = PoseSequence(id: id, label: nil, jointCount: skeleton.jointCount, dimensions: 2, hasConfidence: true)
@@ -238,7 +238,7 @@ public enum CreateMLFolder {
         guard let size = options.imageSize else {
             throw DatasetError.invalidValue(
                 SourceLocation(file: path, record: id, recordKind: "clip"), problem: "no image size: Vision's points are fractions of the image",
-                fix: "pass --image-size WxH (a CSV clip has no imageSize key)")
+                fix: "give the image size when importing (a CSV clip has no imageSize key)")
         }
         var mapping = CSVMapping()
         mapping.skeleton = .visionBody2D
@@ -271,7 +271,7 @@ public enum CreateMLFolder {
                 throw DatasetError.invalidValue(SourceLocation(file: dir, record: s.id), problem: "the sequence has no label", fix: "Create ML's folders are labels; label every sequence")
             }
             guard let size = s.imageSize ?? d.imageSize else {
-                throw DatasetError.invalidValue(SourceLocation(file: dir, record: s.id), problem: "no image size to normalise the points with", fix: "pass --image-size WxH")
+                throw DatasetError.invalidValue(SourceLocation(file: dir, record: s.id), problem: "no image size to normalise the points with", fix: "give the image size")
             }
             let folder = (dir as NSString).appendingPathComponent(safe(label))
             try fm.createDirectory(atPath: folder, withIntermediateDirectories: true)

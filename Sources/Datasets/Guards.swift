@@ -45,7 +45,7 @@ public enum Guards {
             guard share > threshold else { return nil }
             return String(format: "%.0f%%", share * 100)
                 + " of the window frames are padding (\(paddedWindows) of \(windows) windows come from sequences shorter than the \(windowLength)-frame window); "
-                + "the model mostly sees padding: use a shorter window (fit --window-frames or --window-seconds) or --window-mode fit"
+                + "the model mostly sees padding: use a shorter window (windowFrames, or the window in seconds) or windowMode fit"
         }
     }
 
@@ -76,7 +76,7 @@ public enum Guards {
         guard let rate else {
             throw DatasetError.invalidValue(
                 SourceLocation(file: dataset.name), problem: "the data has no frame rate or timestamps, so \(seconds) s is no number of frames",
-                fix: "give the frame rate (the header's frameRate, --frame-rate) or the window in frames (--window-frames)")
+                fix: "give the frame rate (the header's frameRate, or the frameRate config key) or the window in frames (windowFrames)")
         }
         let frames = Int((seconds * rate).rounded())
         guard frames >= 1, frames <= InputSpec.maxFrames else {

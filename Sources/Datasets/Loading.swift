@@ -160,7 +160,7 @@ public enum DatasetLoader {
         let space = CoordinateSpace.measure(dataset)
         if strict, let problem = space.problems.first {
             throw DatasetError.invalidValue(
-                SourceLocation(file: file), problem: "[\(problem.code)] \(problem)", fix: "or read it without --strict to only warn")
+                SourceLocation(file: file), problem: "[\(problem.code)] \(problem)", fix: "or read it without the strict check to only warn")
         }
         return LoadedDataset(dataset: dataset, readerWarnings: readerWarnings, space: space, file: file)
     }

@@ -314,14 +314,14 @@ public enum NumpyFormat {
                 let example = values.count == 2 ? "np.where(\(n) == \(values[0]), 'train', 'test')" : "np.array(['train', 'test', ...])[\(n)]"
                 throw DatasetError.numpy(
                     source.location(n), problem: "'\(n)' holds integers (\(values.joined(separator: ", "))), not split names",
-                    fix: "pass --split-names \(values.prefix(3).enumerated().map { "\($1)=\(["train", "test", "validation"][$0])" }.joined(separator: ",")) (your meaning of each value), or re-save it as strings: \(n)=\(example)")
+                    fix: "give split names for the values, e.g. \(values.prefix(3).enumerated().map { "\($1)=\(["train", "test", "validation"][$0])" }.joined(separator: ",")) (your meaning of each value), or re-save it as strings: \(n)=\(example)")
             }
             for (k, value) in raw.enumerated() {
                 let v = options.splitNames[value] ?? value
                 guard NativeFormat.splits.contains(v) else {
                     throw DatasetError.numpy(
                         SourceLocation(file: file, record: "\(n)[\(k)]", recordKind: "entry"), problem: "split '\(value)' is not train, validation or test",
-                        fix: options.splitNames.isEmpty ? "rename it, or pass --split-names \(value)=train,..." : "add it to --split-names (\(value)=train, validation or test)")
+                        fix: options.splitNames.isEmpty ? "rename it, or give split names (\(value)=train, ...)" : "add it to the split names (\(value)=train, validation or test)")
                 }
                 for i in sequences.indices where origins[i].row == k { sequences[i].split = v }
             }
@@ -476,7 +476,7 @@ struct NumpySource {
             if archive!.entry(named: "poses.npy") != nil {
                 throw DatasetError.numpy(
                     SourceLocation(file: file), problem: "this is a Create ML keypoints archive ('poses' [N, frames, 3, 18]), not an X array",
-                    fix: "convert it first: actiontrain import createml \(file) --out poses.jsonl")
+                    fix: "convert it first with actiontrain import createml")
             }
             throw DatasetError.numpy(
                 SourceLocation(file: file), problem: "the archive has no '\(name)' array (it has \(archive!.entries.map(\.name).joined(separator: ", ")))",

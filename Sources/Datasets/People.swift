@@ -86,7 +86,7 @@ public enum People {
         guard let policy else {
             throw DatasetError.invalidValue(
                 at, problem: "\(tracks.count) people appear (tracks \(tracks.map { "'\($0.id)'" }.joined(separator: ", ")))",
-                fix: "choose what to do with several people: --people \(PeoplePolicy.choices) (docs/datasets.md)")
+                fix: "choose what to do with several people, a people policy: \(PeoplePolicy.choices) (docs/datasets.md)")
         }
         switch policy {
         case .split:

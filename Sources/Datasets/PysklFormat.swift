@@ -84,12 +84,12 @@ public enum PysklFormat {
                 case (18, 2): skeleton = .openPoseCOCO18
                 case (25, 3): skeleton = .kinectV2
                 default:
-                    throw fail("keypoint has \(V) joints and \(C) channels, which names no skeleton", "pass --skeleton NAME or FILE", record: id)
+                    throw fail("keypoint has \(V) joints and \(C) channels, which names no skeleton", "name the skeleton (a built-in name or a schema file)", record: id)
                 }
             }
             let s = skeleton!
             guard V == s.jointCount, C == s.dimensions else {
-                throw fail("keypoint has shape \(kp.shape), but skeleton '\(s.name)' has \(s.jointCount) joints in \(s.dimensions)D", "pass the matching --skeleton", record: id)
+                throw fail("keypoint has shape \(kp.shape), but skeleton '\(s.name)' has \(s.jointCount) joints in \(s.dimensions)D", "name the matching skeleton", record: id)
             }
             var score: Pickle.ArrayBox? = nil
             if let sc = a["keypoint_score"] {
@@ -180,7 +180,7 @@ public enum PysklFormat {
     static func splitNames(_ names: [String], given: [String: String], at: SourceLocation) throws -> [String: String] {
         if !given.isEmpty {
             for (k, v) in given where !names.contains(k) {
-                throw DatasetError.invalidValue(at, problem: "--split-names names '\(k)' (\(v)), which is not in the split dictionary (\(names.sorted().joined(separator: ", ")))", fix: "use its keys")
+                throw DatasetError.invalidValue(at, problem: "the split names map '\(k)' (\(v)), which is not in the split dictionary (\(names.sorted().joined(separator: ", ")))", fix: "use its keys")
             }
             return given
         }
@@ -192,7 +192,7 @@ public enum PysklFormat {
         guard names.isEmpty else {
             throw DatasetError.invalidValue(
                 at, problem: "the split dictionary has \(names.sorted().joined(separator: ", ")), which is more than one protocol",
-                fix: "choose one with --split-names, e.g. \(train.first ?? "xsub_train")=train,\(test.first ?? "xsub_val")=test")
+                fix: "choose one by mapping its keys to split names, e.g. \(train.first ?? "xsub_train")=train,\(test.first ?? "xsub_val")=test")
         }
         return [:]
     }

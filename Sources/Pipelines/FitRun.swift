@@ -85,9 +85,9 @@ public final class FitRun {
         let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
         var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
         let split = try split ?? FitPipeline.split(dataset, config: config)
-        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += split.warnings.map(FitWarning.split)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
+        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.training = try Training(config: config, data: data)
         self.dataPath = dataPath

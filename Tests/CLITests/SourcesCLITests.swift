@@ -45,7 +45,7 @@ final class SourcesCLITests: XCTestCase {
 
         let noSize = run(["convert", out, source("metres-as-pixels.jsonl"), "--force", "--from-normalized"])
         XCTAssertEqual(noSize.code, 1)
-        XCTAssertTrue(noSize.err.contains("sequence 'm1': --from-normalized needs the image size; pass --image-size WxH"), noSize.err)
+        XCTAssertTrue(noSize.err.contains("sequence 'm1': converting normalised points needs the image size; give it"), noSize.err)
         XCTAssertEqual(run(["convert", out, source("y-up-pixels.jsonl"), "--force", "--origin", "up"]).code, 2)
     }
 
@@ -58,7 +58,7 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertEqual(try DatasetLoader.load(b).classes, ["wave", "clap"])
         let refused = run(["import", "npz", source("int-split.npz"), "--out", a, "--force"])
         XCTAssertEqual(refused.code, 1)
-        XCTAssertTrue(refused.err.contains("pass --split-names 0=train,1=test"), refused.err)
+        XCTAssertTrue(refused.err.contains("give split names for the values, e.g. 0=train,1=test"), refused.err)
         let mapped = run(["import", "npz", source("int-split.npz"), "--out", a, "--force", "--split-names", "0=train,1=test", "--classes", "x,y,z"])
         XCTAssertEqual(mapped.code, 0, mapped.err)
         XCTAssertEqual(mapped.out, "import: wrote 3 sequences (test 1, train 2), 3 classes, 3 frames, skeleton coco-17 to \(a)\n")

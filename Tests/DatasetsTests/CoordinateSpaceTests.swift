@@ -49,7 +49,7 @@ final class CoordinateSpaceTests: XCTestCase {
         let loaded = try DatasetLoader.read(source("vision-normalised.jsonl"))
         XCTAssertEqual(loaded.warnings.count, 2)
         XCTAssertTrue(loaded.warnings[0].description.hasPrefix("warning: \(source("vision-normalised.jsonl")): [normalised-as-pixels] 100.0% of the points lie in [0, 1]"))
-        assertThrows(["millimetres-as-metres.jsonl: [not-metres] bodies measure 1650 across", "millimetres? divide by 1000", "without --strict"]) {
+        assertThrows(["millimetres-as-metres.jsonl: [not-metres] bodies measure 1650 across", "millimetres? divide by 1000", "without the strict check"]) {
             _ = try DatasetLoader.read(self.source("millimetres-as-metres.jsonl"), options: ReadOptions(strict: true))
         }
     }
@@ -96,7 +96,7 @@ final class CoordinateSpaceTests: XCTestCase {
         XCTAssertEqual(try CoordinateFix.mirrored(m, imageSize: nil), d, "mirroring twice is the identity")
         var noSize = d
         noSize.imageSize = nil
-        assertThrows(["sequence 'f1': mirroring pixels needs the image width; pass --image-size WxH"]) {
+        assertThrows(["sequence 'f1': mirroring pixels needs the image width; give the image size"]) {
             _ = try CoordinateFix.mirrored(noSize, imageSize: nil)
         }
     }

@@ -56,7 +56,7 @@ final class CreateMLFolderTests: XCTestCase {
         func clip(_ text: String, size: [Double]? = [400, 200]) throws {
             _ = try CreateMLFolder.parseClip(Array(text.utf8), file: "w/a.json", id: "w/a", options: .init(imageSize: size))
         }
-        assertThrows(["w/a.json: clip 'w/a'", "no image size", "--image-size WxH"]) { try clip("[]", size: nil) }
+        assertThrows(["w/a.json: clip 'w/a'", "no image size", "or the image size when importing"]) { try clip("[]", size: nil) }
         assertThrows(["w/a.json: clip 'w/a' frame 0", "[[x × 18], [y × 18], [confidence × 18]]"]) { try clip("[[[1, 2], [3], [4]]]") }
         assertThrows(["w/a.json: clip 'w/a' frame 1: joint 'elbow' is not in skeleton 'vision-body-2d'"]) { try clip(#"[{}, {"elbow": [0.1, 0.2]}]"#) }
         assertThrows(["w/a.json: clip 'w/a' frame 0 joint 'nose'", "x and y must be numbers"]) { try clip(#"[{"nose": {"x": 0.1}}]"#) }
@@ -66,7 +66,7 @@ final class CreateMLFolderTests: XCTestCase {
     }
 
     func testACreateMLArchiveGivenAsXIsNamed() {
-        assertThrows(["createml.npz", "Create ML keypoints archive", "actiontrain import createml"]) {
+        assertThrows(["createml.npz", "Create ML keypoints archive", "convert it first with actiontrain import createml"]) {
             _ = try NumpyFormat.read(fixture("createml.npz"))
         }
     }

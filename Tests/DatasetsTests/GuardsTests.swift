@@ -50,7 +50,7 @@ final class GuardsTests: XCTestCase {
         XCTAssertEqual(try Guards.windowFrames(seconds: 1.5, dataset: d, resampleRate: 20), 30)
         d.frameRate = nil
         d.sequences[0].timestamps = nil
-        assertThrows(["no frame rate or timestamps", "--window-frames"]) { _ = try Guards.windowFrames(seconds: 1, dataset: d, resampleRate: nil) }
+        assertThrows(["no frame rate or timestamps", "the window in frames (windowFrames)"]) { _ = try Guards.windowFrames(seconds: 1, dataset: d, resampleRate: nil) }
     }
 
     func testSwappedArguments() throws {

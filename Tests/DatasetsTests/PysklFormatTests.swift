@@ -33,11 +33,11 @@ final class PysklFormatTests: XCTestCase {
     }
 
     func testProtocol5PickleOfNTUBodies() throws {
-        assertThrows(["pyskl-3d.pkl", "xsub_train, xsub_val, xview_train, xview_val", "--split-names, e.g. xsub_train=train,xsub_val=test"]) {
+        assertThrows(["pyskl-3d.pkl", "xsub_train, xsub_val, xview_train, xview_val", "mapping its keys to split names, e.g. xsub_train=train,xsub_val=test"]) {
             _ = try self.read("pyskl-3d.pkl")
         }
         let names = ["xsub_train": "train", "xsub_val": "test"]
-        assertThrows(["pyskl-3d.pkl: annotation 'S001C001P001R001A050'", "2 people appear", "--people"]) {
+        assertThrows(["pyskl-3d.pkl: annotation 'S001C001P001R001A050'", "2 people appear", "a people policy"]) {
             _ = try self.read("pyskl-3d.pkl") { $0.splitNames = names }
         }
         let d = try read("pyskl-3d.pkl") {

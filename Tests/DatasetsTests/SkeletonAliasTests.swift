@@ -107,7 +107,7 @@ final class SkeletonAliasTests: XCTestCase {
         let d = try NumpyFormat.parseArchive(try NumpyFormatTests.archive(X: values, shape: [1, 2, 33, 3]), file: "mp.npz")
         XCTAssertEqual(d.skeleton.name, "mediapipe-pose-33")
         // 25 joints x 3 channels: BODY_25 with confidence, the animal with confidence, or Kinect v2 in 3D.
-        assertThrows(["25 joints and 3 channels, which fits several built-in skeletons (kinect-v2-25, openpose-body-25, vision-animal)", "--skeleton"]) {
+        assertThrows(["25 joints and 3 channels, which fits several built-in skeletons (kinect-v2-25, openpose-body-25, vision-animal)", "name a skeleton"]) {
             _ = try NumpyFormat.parseArchive(try NumpyFormatTests.archive(X: Array(repeating: 1, count: 75), shape: [1, 1, 25, 3]), file: "x.npz")
         }
     }
