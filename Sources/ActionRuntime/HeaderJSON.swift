@@ -484,7 +484,7 @@ enum HeaderJSON {
 
     static func inputSpec(_ v: Value) throws -> InputSpec {
         let o = try Object(v)
-        return InputSpec(
+        var spec = InputSpec(
             skeleton: try skeleton(try o.required("skeleton")),
             window: try window(try o.required("window")),
             steps: try array(try o.required("steps")).map(step),
@@ -492,6 +492,8 @@ enum HeaderJSON {
                 guard let block = ChannelBlock(rawValue: try string(c)) else { throw Declined() }
                 return block
             })
+        spec.bodies = try o.optional("bodies").map(int)  // as the file says, like JSONDecoder
+        return spec
     }
 
     static func skeleton(_ v: Value) throws -> Skeleton {

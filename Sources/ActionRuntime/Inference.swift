@@ -69,6 +69,9 @@ public final class ActionModel {
 
     public var classes: [String] { header.classes }
     public var input: InputSpec { header.input }
+    /// Bodies per frame: M > 1 for an interaction model, whose input sequences hold M people
+    /// side by side (build them with `PoseSequence.stackingBodies`), else 1.
+    public var bodies: Int { header.input.bodies ?? 1 }
     /// Values per window, `frames · channelsPerFrame`.
     public var valuesPerWindow: Int { network.inputShape.count }
 
@@ -153,8 +156,10 @@ public final class ActionModel {
 
     /// The windows of a whole sequence, cut as at training time: resampled to the model's
     /// frame rate when it has one (using the sequence's timestamps or `sourceFrameRate`),
-    /// then sliding windows every `stride` frames (or one `fit` window).
-    public func windows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?) throws
+    /// then sliding windows every `stride` frames (or one `fit` window), or with `useEvents`
+    /// one window centred on each labeled event of a sequence that has events (as training
+    /// with `useEvents` cuts them).
+    public func windows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false) throws
         -> [(start: Int, end: Int, window: PoseSequence)]
     {
         let skeleton = input.skeleton
@@ -166,17 +171,24 @@ public final class ActionModel {
         let spec = input.window
         let seq = try spec.retimed(sequence, sourceFrameRate: sourceFrameRate)
         guard seq.frameCount > 0 else { return [] }
+        if useEvents && !seq.events.isEmpty {
+            return seq.events.map { e in
+                let s = spec.start(centredOn: e, frameCount: seq.frameCount)
+                return (s, min(s + spec.frames, seq.frameCount), spec.window(of: seq, centredOn: e))
+            }
+        }
         return spec.starts(frameCount: seq.frameCount, stride: stride).map { s in
             let end = spec.mode == .fit ? seq.frameCount : min(s + spec.frames, seq.frameCount)
             return (s, end, spec.window(of: seq, start: s))
         }
     }
 
-    /// Sliding-window predictions over a whole sequence, in batches.
-    public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, batchSize: Int = 256) throws
-        -> [WindowPrediction]
+    /// Sliding-window (or, with `useEvents`, event-centred) predictions over a whole
+    /// sequence, in batches.
+    public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int = 256)
+        throws -> [WindowPrediction]
     {
-        let cut = try windows(of: sequence, stride: stride, sourceFrameRate: sourceFrameRate)
+        let cut = try windows(of: sequence, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
         let V = valuesPerWindow, K = classes.count
         var features = [Float](repeating: 0, count: cut.count * V)
         features.withUnsafeMutableBufferPointer { p in

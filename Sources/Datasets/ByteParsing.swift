@@ -165,20 +165,31 @@ enum NumberParser {
 enum LineSplitter {
     /// Calls `body(line, number)` for every line of `bytes`, including a last line without
     /// a newline. `endsWithNewline` tells the body whether the text's last line was complete.
+    ///
+    /// With `file` (text datasets), the text is checked as UTF-8: a byte-order mark at the
+    /// start of line 1 is skipped, and a line that is not valid UTF-8 throws an error naming
+    /// the file, line and column.
     static func forEachLine(
-        in bytes: UnsafeBufferPointer<UInt8>, firstLine: Int = 1,
+        in bytes: UnsafeBufferPointer<UInt8>, firstLine: Int = 1, file: String? = nil,
         _ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void
     ) throws {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         var start = 0
         var number = firstLine
         let n = bytes.count
+        if file != nil && firstLine == 1 && n >= 3 && base[0] == 0xEF && base[1] == 0xBB && base[2] == 0xBF { start = 3 }
         while start < n {
             let rest = UnsafeRawPointer(base + start)
             let found = memchr(rest, 0x0A, n - start)
             let stop = found.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? n
             var lineEnd = stop
             if lineEnd > start && base[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+            if let file, let bad = UTF8Check.firstInvalid(base + start, lineEnd - start) {
+                throw DatasetError.invalidValue(
+                    SourceLocation(file: file, line: number, column: bad + 1),
+                    problem: String(format: "the text is not valid UTF-8 (byte 0x%02X)", base[start + bad]),
+                    fix: "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+            }
             try body(UnsafeBufferPointer(start: base + start, count: lineEnd - start), number)
             number += 1
             start = stop + 1
@@ -229,7 +240,7 @@ enum LineSplitter {
                 }
                 if complete > 0 {
                     var lines = 0
-                    try forEachLine(in: UnsafeBufferPointer(start: base, count: complete), firstLine: lineNumber) { line, number in
+                    try forEachLine(in: UnsafeBufferPointer(start: base, count: complete), firstLine: lineNumber, file: path) { line, number in
                         lines += 1
                         try body(line, number)
                     }
@@ -258,6 +269,62 @@ enum LineSplitter {
     static func isBlank(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
         for b in line where b != 0x20 && b != 0x09 && b != 0x0D { return false }
         return true
+    }
+}
+
+/// UTF-8 validation of raw text (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+enum UTF8Check {
+    /// The offset of the first byte that does not belong to a valid UTF-8 sequence, or nil.
+    /// ASCII text is checked eight bytes at a time.
+    @inline(__always)
+    static func firstInvalid(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int? {
+        var i = 0
+        while i + 8 <= n {
+            if UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+            i += 8
+        }
+        while i < n && p[i] < 0x80 { i += 1 }
+        return i == n ? nil : slowCheck(p, i, n)
+    }
+
+    static func slowCheck(_ p: UnsafePointer<UInt8>, _ from: Int, _ n: Int) -> Int? {
+        var i = from
+        while i < n {
+            let b = p[i]
+            if b < 0x80 { i += 1; continue }
+            let length: Int
+            var lower: UInt8 = 0x80, upper: UInt8 = 0xBF  // bounds of the second byte
+            switch b {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; lower = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; upper = 0x9F  // no surrogates
+            case 0xF0: length = 4; lower = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; upper = 0x8F  // at most U+10FFFF
+            default: return i
+            }
+            guard i + length <= n else { return i }
+            guard p[i + 1] >= lower && p[i + 1] <= upper else { return i }
+            for k in 2..<length where p[i + k] & 0xC0 != 0x80 { return i }
+            i += length
+        }
+        return nil
+    }
+}
+
+/// The largest coordinate magnitude any reader accepts. Pose coordinates are pixels (at most
+/// tens of thousands), metres or millimetres; a value beyond this is a unit or writing error,
+/// and its square would overflow Float in feature extraction. Readers refuse it with the
+/// file, record and joint.
+public enum PoseBounds {
+    public static let maxCoordinate: Float = 1e6
+
+    /// The error for a coordinate `value` beyond `maxCoordinate` at `at`.
+    static func outOfRange(_ value: Double, at: SourceLocation) -> DatasetError {
+        .invalidValue(
+            at, problem: "the coordinate \(value) is beyond ±\(Int(maxCoordinate))",
+            fix: "check the units and the writer (pose coordinates are pixels or metres)")
     }
 }
 
@@ -321,7 +388,8 @@ extension JSONValue {
     /// Reads and parses a small JSON file (a skeleton schema, a CSV mapping). A syntax error
     /// names the file, line and column.
     static func parse(file path: String) throws -> JSONValue {
-        let bytes = try DatasetLoader.contents(of: path)
+        var bytes = try DatasetLoader.contents(of: path)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }  // a UTF-8 byte-order mark
         do {
             return try parse(bytes)
         } catch let e as JSONSyntaxError {

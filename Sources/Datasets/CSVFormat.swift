@@ -9,14 +9,23 @@ import PoseCore
 /// `class`); optional `group` (or `subject`, `session`, `person`), `split`, `frame` (a frame
 /// number that must increase) and `t` (or `time`, `timestamp`, seconds). Joint columns are
 /// `<joint>_x`, `<joint>_y`, `<joint>_z` (3D) and `<joint>_c` (or `_conf`, `_confidence`,
-/// `_score`), where `<joint>` is a skeleton joint name in any case, with or without `_`
-/// (`leftShoulder_x` and `left_shoulder_x` both work). Other columns are ignored.
+/// `_score`, `_visibility`), where `<joint>` is a skeleton joint name in any case, with or
+/// without `_` (`leftShoulder_x` and `left_shoulder_x` both work), or an alias of one
+/// (`Skeleton.resolveJoint`: Vision's raw keys, OpenPose's and the Kinect SDK's names). Other
+/// columns are ignored.
 public struct CSVMapping: Sendable, Equatable {
     public var skeleton: Skeleton?
     public var idColumn: String?
     public var labelColumn: String?
     public var groupColumn: String?
     public var splitColumn: String?
+    /// The column of person (track) ids when a frame holds several people: rows of one frame
+    /// share the frame number (or time).
+    public var trackColumn: String?
+    /// What to do with sequences where several tracks appear (nil refuses them).
+    public var people: PeoplePolicy?
+    /// Every row belongs to one sequence with this id (one file per clip); no id column.
+    public var fileSequenceId: String?
     public var frameColumn: String?
     public var timeColumn: String?
     /// Joint name to its column names: `[x, y]`, `[x, y, c]` (2D) or `[x, y, z]`, `[x, y, z, c]`
@@ -35,7 +44,7 @@ public struct CSVMapping: Sendable, Equatable {
     static let fields: Set<String> = [
         "skeleton", "columns", "joints", "classes", "frameRate", "imageSize", "minConfidence", "keepLowConfidence",
     ]
-    static let columnRoles: Set<String> = ["id", "label", "group", "split", "frame", "time"]
+    static let columnRoles: Set<String> = ["id", "label", "group", "split", "frame", "time", "track"]
 
     /// Reads a JSON mapping file:
     ///
@@ -68,6 +77,7 @@ public struct CSVMapping: Sendable, Equatable {
                 case "group": m.groupColumn = name
                 case "split": m.splitColumn = name
                 case "frame": m.frameColumn = name
+                case "track": m.trackColumn = name
                 default: m.timeColumn = name
                 }
             }
@@ -109,15 +119,20 @@ public struct CSVMapping: Sendable, Equatable {
 /// mapping's `minConfidence` (default 0) does too. Infinite values are errors.
 public enum CSVFormat {
     public static func read(_ path: String, mapping: CSVMapping = CSVMapping()) throws -> Dataset {
+        try readReporting(path, mapping: mapping).dataset
+    }
+
+    /// The dataset and how the header's joint names matched the skeleton.
+    public static func readReporting(_ path: String, mapping: CSVMapping = CSVMapping()) throws -> ReadReport {
         var reader = CSVReader(file: path, mapping: mapping)
         try LineSplitter.forEachLine(ofFile: path) { line, number in try reader.consume(line, number) }
-        return try reader.finish()
+        return ReadReport(dataset: try reader.finish(), jointNames: reader.jointNames)
     }
 
     public static func parse(_ bytes: [UInt8], file: String, mapping: CSVMapping = CSVMapping()) throws -> Dataset {
         var reader = CSVReader(file: file, mapping: mapping)
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
         return try reader.finish()
     }
@@ -133,16 +148,17 @@ public enum CSVFormat {
     static let splitNames = ["split"]
     static let frameNames = ["frame", "frameindex", "framenumber"]
     static let timeNames = ["t", "time", "timestamp"]
+    static let trackNames = ["track", "trackid", "personid", "body", "bodyid", "instance", "instanceid"]
     /// Suffix (normalised, with the separator) to coordinate index; 3 = confidence.
     static let suffixes: [(String, Int)] = [
-        ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3),
+        ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3), ("_visibility", 3),
     ]
 }
 
 /// Streaming CSV state: the column roles from the header, then one sequence at a time.
 struct CSVReader {
     enum Role {
-        case ignore, id, label, group, split, frame, time
+        case ignore, id, label, group, split, frame, time, track
         case coordinate(joint: Int, axis: Int)
         case confidence(joint: Int)
     }
@@ -154,6 +170,8 @@ struct CSVReader {
     var delimiter: UInt8 = UInt8(ascii: ",")
     var skeleton: Skeleton!
     var hasConfidence = false
+    /// How header joint names other than the skeleton's own matched.
+    var jointNames: [JointNameMatch] = []
     var sequences: [PoseSequence] = []
     var seenIds: [String: Int] = [:]
     var headerDone = false
@@ -173,7 +191,26 @@ struct CSVReader {
     var conf: [Float] = []
     var times: [Double] = []
     var lastFrameNumber: Double?
+    /// Rows of the current sequence (its frames when there is no track column).
     var frames = 0
+    // With a track column: the current row's track and frame key, and each track's rows.
+    var trackColumn: Int?
+    var rowTrack = ""
+    var rowKey = 0.0
+    var rowTime: Double?
+    /// Rows are matched into frames by time (no frame column) or by frame number.
+    var keyIsTime = false
+    var trackRows: [TrackRows] = []
+
+    /// One track's rows: per row the frame key (frame number, else time), the time, the joints.
+    struct TrackRows {
+        var id: String
+        var keys: [Double] = []
+        var times: [Double] = []
+        var coords: [Float] = []
+        var present: [UInt8] = []
+        var conf: [Float] = []
+    }
     // Per-row scratch.
     var idColumn = 0
     var scratch: CSVRowScratch!
@@ -183,8 +220,8 @@ struct CSVReader {
         self.mapping = mapping
     }
 
-    func location(_ line: Int, column: Int? = nil, frame: Int? = nil) -> SourceLocation {
-        SourceLocation(file: file, line: line, column: column, record: currentId == nil ? nil : currentIdString, frame: frame)
+    func location(_ line: Int, column: Int? = nil, frame: Int? = nil, joint: String? = nil) -> SourceLocation {
+        SourceLocation(file: file, line: line, column: column, record: currentId == nil ? nil : currentIdString, frame: frame, joint: joint)
     }
 
     mutating func consume(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -201,9 +238,12 @@ struct CSVReader {
         guard headerDone else { throw DatasetError.empty(file: file) }
         try closeSequence()
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
+        var skeleton = self.skeleton!
+        if case .bodies(let m) = mapping.people { skeleton = skeleton.bodies(m) }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
-            sequences: sequences, classes: mapping.classes, frameRate: mapping.frameRate, imageSize: mapping.imageSize)
+            sequences: sequences, classes: mapping.classes ?? Dataset.classesInOrderOfAppearance(sequences), frameRate: mapping.frameRate,
+            imageSize: mapping.imageSize)
     }
 
     // MARK: header
@@ -234,6 +274,7 @@ struct CSVReader {
             (\.idColumn, CSVFormat.idNames, .id, "id"), (\.labelColumn, CSVFormat.labelNames, .label, "label"),
             (\.groupColumn, CSVFormat.groupNames, .group, "group"), (\.splitColumn, CSVFormat.splitNames, .split, "split"),
             (\.frameColumn, CSVFormat.frameNames, .frame, "frame"), (\.timeColumn, CSVFormat.timeNames, .time, "time"),
+            (\.trackColumn, CSVFormat.trackNames, .track, "track"),
         ]
         for (path, conventional, role, roleName) in conventions {
             if let given = mapping[keyPath: path] {
@@ -242,7 +283,7 @@ struct CSVReader {
                 if case .ignore = roles[k] { roles[k] = role }
             }
         }
-        guard roles.contains(where: { if case .id = $0 { return true } else { return false } }) else {
+        guard mapping.fileSequenceId != nil || roles.contains(where: { if case .id = $0 { return true } else { return false } }) else {
             throw DatasetError.invalidValue(
                 at, problem: "no sequence id column (header: \(names.joined(separator: ", ")))",
                 fix: "name one column 'sequence' (or seq_id, id, clip, video), or give a mapping file with \"columns\": {\"id\": ...}")
@@ -276,10 +317,9 @@ struct CSVReader {
         }
         let skeleton = try mapping.skeleton ?? inferSkeleton(jointColumns.map(\.name), uses3D: jointColumns.contains { $0.axis == 2 }, at: at)
         self.skeleton = skeleton
-        let byKey = Dictionary(skeleton.joints.enumerated().map { (CSVFormat.normalised($0.element), $0.offset) }, uniquingKeysWith: { a, _ in a })
         var axesSeen = Array(repeating: Set<Int>(), count: skeleton.jointCount)
         for (name, axis, column) in jointColumns {
-            guard let j = skeleton.index(of: name) ?? byKey[CSVFormat.normalised(name)] else {
+            guard let (j, how) = skeleton.resolveJoint(name) else {
                 throw DatasetError.jointNotInSkeleton(
                     SourceLocation(file: file, line: number, column: column + 1), joint: name, skeleton: skeleton.name,
                     known: skeleton.joints)
@@ -296,6 +336,7 @@ struct CSVReader {
                     problem: "joint '\(skeleton.joints[j])' has two \(axis == 3 ? "confidence" : "coordinate \(axis)") columns",
                     fix: "keep one column per joint coordinate")
             }
+            if how != .exact && !jointNames.contains(how) { jointNames.append(how) }
             roles[column] = axis == 3 ? .confidence(joint: j) : .coordinate(joint: j, axis: axis)
             if axis == 3 { hasConfidence = true }
         }
@@ -306,18 +347,27 @@ struct CSVReader {
                     fix: "add the column \(skeleton.joints[j])_\(["x", "y", "z"][a])")
             }
         }
-        idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } }!
+        idColumn = roles.firstIndex { if case .id = $0 { return true } else { return false } } ?? -1
+        trackColumn = roles.firstIndex { if case .track = $0 { return true } else { return false } }
+        keyIsTime = !roles.contains { if case .frame = $0 { return true } else { return false } }
+        if trackColumn != nil && keyIsTime && !roles.contains(where: { if case .time = $0 { return true } else { return false } }) {
+            throw DatasetError.invalidValue(
+                at, problem: "the track column '\(names[trackColumn!])' needs a frame or time column to tell which rows share a frame",
+                fix: "add a frame number column (frame) or a time column (t)")
+        }
         scratch = CSVRowScratch(roles: roles, joints: skeleton.jointCount, dimensions: skeleton.dimensions)
     }
 
-    /// The built-in skeleton whose joints are exactly the named ones. A subset of several (or
-    /// of one) is not guessed: the user names the skeleton.
+    /// The built-in skeleton whose joints are exactly the named ones (by name, alias table or
+    /// loose match: `Skeleton.resolveJoint`). A subset of several (or of one) is not guessed:
+    /// the user names the skeleton.
     private func inferSkeleton(_ jointNames: [String], uses3D: Bool, at: SourceLocation) throws -> Skeleton {
-        let wanted = Set(jointNames.map(CSVFormat.normalised))
         let candidates = Skeleton.builtIn.values.filter { s in
-            (s.dimensions == 3) == uses3D && wanted.isSubset(of: Set(s.joints.map(CSVFormat.normalised)))
+            (s.dimensions == 3) == uses3D && jointNames.allSatisfy { s.resolveJoint($0) != nil }
         }
-        if let exact = candidates.first(where: { Set($0.joints.map(CSVFormat.normalised)) == wanted }) { return exact }
+        if let exact = candidates.first(where: { s in Set(jointNames.compactMap { s.resolveJoint($0)?.index }).count == s.jointCount }) {
+            return exact
+        }
         throw DatasetError.invalidValue(
             at,
             problem: candidates.isEmpty
@@ -421,9 +471,18 @@ struct CSVReader {
         guard fieldCount == columns else {
             throw DatasetError.columnCount(location(number), expected: columns, got: fieldCount)
         }
-        // 2. A new id closes the current sequence before this row is stored.
-        let idStart = sc.starts[idColumn], idEnd = sc.ends[idColumn]
-        if currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0 {
+        // 2. A new id closes the current sequence before this row is stored. Ids are compared
+        // as bytes first, then (when the bytes differ) as values: "a" and a are one id.
+        if let id = mapping.fileSequenceId {
+            if currentId == nil {
+                currentId = Array(id.utf8)
+                currentIdString = id
+                firstLine = number
+            }
+        } else if idColumn >= 0, case let (idStart, idEnd) = (sc.starts[idColumn], sc.ends[idColumn]),
+            currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0,
+            currentId == nil || unquoted(p, idStart, idEnd) != currentIdString
+        {
             try closeSequence()
             if let limit, sequences.count >= limit { throw LimitReached() }
             let id = unquoted(p, idStart, idEnd)
@@ -458,9 +517,12 @@ struct CSVReader {
                     s = trimmedStart(p, start, end)
                     e = trimmedEnd(p, start, end)
                 }
-                if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, v.isFinite {
+                if let (v, next) = NumberParser.parseDouble(p, s, e), next == e, abs(v) <= Double(PoseBounds.maxCoordinate) {
                     sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, s, e)
                 } else if let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: true) {
+                    guard abs(v) <= Double(PoseBounds.maxCoordinate) else {
+                        throw PoseBounds.outOfRange(v, at: location(number, column: column + 1, frame: f, joint: skeleton.joints[j]))
+                    }
                     let ts = trimmedStart(p, start, end)
                     sc.coords[j * D + sc.axes[column]] = NumberParser.float(v, p, ts, trimmedEnd(p, start, end))
                 } else {
@@ -484,7 +546,7 @@ struct CSVReader {
                 try rowField(column, p, start, end, number, f)
             }
         }
-        // 4. Presence, then append the frame.
+        // 4. Presence, then append the frame (to its track's rows when there is a track column).
         for j in 0..<J {
             if sc.missing[j] {
                 for k in 0..<D { sc.coords[j * D + k] = 0 }
@@ -495,6 +557,10 @@ struct CSVReader {
                 sc.conf[j] = 0
             }
         }
+        if trackColumn != nil {
+            try appendTrackRow(number)
+            return
+        }
         coords.append(contentsOf: UnsafeBufferPointer(start: sc.coords, count: J * D))
         present.append(contentsOf: UnsafeBufferPointer(start: sc.present, count: J))
         if hasConfidence { conf.append(contentsOf: UnsafeBufferPointer(start: sc.conf, count: J)) }
@@ -504,8 +570,92 @@ struct CSVReader {
         frames += 1
     }
 
+    /// With a track column: the scratch row appended to its track's rows, whose frame keys
+    /// must increase. Rows of one frame (same key) may come in any track order.
+    private mutating func appendTrackRow(_ number: Int) throws {
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        let sc = scratch!
+        let k: Int
+        if let found = trackRows.firstIndex(where: { $0.id == rowTrack }) {
+            k = found
+        } else {
+            guard trackRows.count < 1000 else {
+                throw DatasetError.invalidValue(location(number), problem: "more than 1000 tracks in one sequence", fix: "split the sequence")
+            }
+            trackRows.append(TrackRows(id: rowTrack))
+            k = trackRows.count - 1
+        }
+        if let last = trackRows[k].keys.last, rowKey <= last {
+            throw DatasetError.notIncreasing(
+                location(number), what: "the frame numbers (or times) of track '\(rowTrack)'", previous: last, value: rowKey)
+        }
+        trackRows[k].keys.append(rowKey)
+        if let t = rowTime { trackRows[k].times.append(t) }
+        trackRows[k].coords.append(contentsOf: UnsafeBufferPointer(start: sc.coords, count: J * D))
+        trackRows[k].present.append(contentsOf: UnsafeBufferPointer(start: sc.present, count: J))
+        trackRows[k].conf.append(contentsOf: UnsafeBufferPointer(start: sc.conf, count: J))
+        frames += 1
+    }
+
+    /// The tracks' rows aligned on the union of their frame keys, absent where a track has no
+    /// row; then the people policy.
+    private mutating func closeTracks(_ base: PoseSequence) throws {
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        var keyTimes: [Double: Double] = [:]
+        for t in trackRows {
+            for (i, key) in t.keys.enumerated() where i < t.times.count && keyTimes[key] == nil { keyTimes[key] = t.times[i] }
+        }
+        let keys = Array(Set(trackRows.flatMap(\.keys))).sorted()
+        let frameOf = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+        let F = keys.count
+        var tracks: [(id: String, sequence: PoseSequence)] = []
+        for t in trackRows {
+            var c = [Float](repeating: 0, count: F * J * D), pr = [UInt8](repeating: 0, count: F * J), cf = [Float](repeating: 0, count: F * J)
+            for (row, key) in t.keys.enumerated() {
+                let f = frameOf[key]!
+                for i in 0..<(J * D) { c[f * J * D + i] = t.coords[row * J * D + i] }
+                for j in 0..<J {
+                    pr[f * J + j] = t.present[row * J + j]
+                    cf[f * J + j] = t.conf[row * J + j]
+                }
+            }
+            tracks.append((t.id, PoseSequence(
+                id: base.id, label: base.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: pr,
+                confidence: hasConfidence ? cf : nil)))
+        }
+        let times = keys.compactMap { keyTimes[$0] }
+        let frame = PoseSequence(
+            id: base.id, label: base.label, group: base.group, split: base.split, jointCount: J, dimensions: D, frameCount: F,
+            coordinates: Array(repeating: 0, count: F * J * D), present: Array(repeating: 0, count: F * J),
+            timestamps: times.count == F && F > 0 ? times : nil)
+        sequences += try People.resolve(
+            TrackedSequence(base: frame, tracks: tracks), policy: mapping.people, skeleton: skeleton, imageSize: mapping.imageSize,
+            at: SourceLocation(file: file, line: firstLine, record: base.id))
+        trackRows.removeAll()
+    }
+
     /// The sequence-level and time columns of a row (not per joint, so not on the hot path).
     private mutating func rowField(_ column: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ end: Int, _ number: Int, _ f: Int) throws {
+        if trackColumn != nil {
+            // Frame keys are checked per track (appendTrackRow).
+            switch roles[column] {
+            case .track:
+                rowTrack = unquoted(p, start, end)
+                guard !rowTrack.isEmpty else {
+                    throw DatasetError.invalidValue(location(number, column: column + 1), problem: "the track id is empty", fix: "give every row its track id")
+                }
+                return
+            case .frame:
+                rowKey = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false)!
+                return
+            case .time:
+                let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false)!
+                rowTime = v
+                if keyIsTime { rowKey = v }
+                return
+            default: break
+            }
+        }
         switch roles[column] {
         case .frame:
             guard let v = try cellNumber(p, start, end, column, line: number, frame: f, allowEmpty: false) else { return }
@@ -618,13 +768,22 @@ struct CSVReader {
         if let label = currentLabel, let classes = mapping.classes, !classes.contains(label) {
             throw DatasetError.labelNotInClasses(SourceLocation(file: file, line: firstLine, record: currentIdString), label: label, classes: classes)
         }
-        seenIds[currentIdString] = firstLine - 1
+        seenIds[currentIdString] = firstLine
         let J = skeleton.jointCount, D = skeleton.dimensions
-        sequences.append(
-            PoseSequence(
-                id: currentIdString, label: currentLabel, group: currentGroup, split: currentSplit, jointCount: J,
-                dimensions: D, frameCount: frames, coordinates: coords.exactCopy(), present: present.exactCopy(),
-                confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy()))
+        // With a track column the rows are in `trackRows`: the sequence carries the metadata.
+        let sequence = PoseSequence(
+            id: currentIdString, label: currentLabel, group: currentGroup, split: currentSplit, jointCount: J,
+            dimensions: D, frameCount: trackColumn == nil ? frames : 0, coordinates: coords.exactCopy(), present: present.exactCopy(),
+            confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy())
+        if trackColumn != nil {
+            try closeTracks(sequence)
+        } else if case .bodies = mapping.people {
+            sequences += try People.resolve(
+                TrackedSequence(base: sequence, tracks: [("0", sequence)]), policy: mapping.people, skeleton: skeleton,
+                imageSize: mapping.imageSize, at: SourceLocation(file: file, line: firstLine, record: currentIdString))
+        } else {
+            sequences.append(sequence)
+        }
         coords.removeAll(keepingCapacity: true)
         present.removeAll(keepingCapacity: true)
         conf.removeAll(keepingCapacity: true)

@@ -25,6 +25,13 @@ public struct Dataset: Sendable, Equatable {
         self.imageSize = imageSize
     }
 
+    /// The distinct labels of `sequences` in order of first appearance: the class order of
+    /// the formats that do not declare one (CSV, NumPy string labels, Create ML, PYSKL).
+    public static func classesInOrderOfAppearance(_ sequences: [PoseSequence]) -> [String] {
+        var seen = Set<String>()
+        return sequences.compactMap(\.label).filter { seen.insert($0).inserted }
+    }
+
     /// Sequences whose data-given split is `split`.
     public func sequences(inSplit split: String) -> [PoseSequence] {
         sequences.filter { $0.split == split }
@@ -157,7 +164,7 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
         case .empty(let file):
             return "\(file): the dataset has no sequences; add sequences or check that you passed the right file"
         case .unknownFormat(let file):
-            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA), .csv, .npz or .npy file, or 'actiontrain import' for the public datasets"
+            return "\(file): unknown dataset format; use a .jsonl (native), .ts (UEA), .csv, .npz, .npy or .pkl (PYSKL) file, or 'actiontrain import' for the public datasets and Create ML folders"
         case .split(let why):
             return why
         case .syntax(let at, let expected):
@@ -198,38 +205,4 @@ public struct DatasetWarning: Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "warning: \(location): \(message)" }
-}
-
-/// Reads a dataset file, choosing the reader from the extension: `.jsonl`/`.json` native,
-/// `.ts` UEA, `.csv`/`.tsv` CSV, `.npz`/`.npy` NumPy. `skeleton` overrides the skeleton of
-/// formats that do not name one (CSV, NumPy, UEA).
-public enum DatasetLoader {
-    public static func load(_ path: String, skeleton: Skeleton? = nil, mapping: CSVMapping? = nil) throws -> Dataset {
-        let url = URL(fileURLWithPath: path)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw DatasetError.cannotRead(file: path, reason: "no such file; check the path")
-        }
-        if isDirectory.boolValue {
-            throw DatasetError.cannotRead(file: path, reason: "is a directory; pass a dataset file (or use 'actiontrain import' for a dataset folder)")
-        }
-        switch url.pathExtension.lowercased() {
-        case "jsonl", "json": return try NativeFormat.read(path)
-        case "ts": return try UEAFormat.read(path, options: .init(skeleton: skeleton))
-        case "csv", "tsv":
-            var m = mapping ?? CSVMapping()
-            if let skeleton { m.skeleton = skeleton }
-            return try CSVFormat.read(path, mapping: m)
-        case "npz", "npy": return try NumpyFormat.read(path, options: .init(skeleton: skeleton))
-        default: throw DatasetError.unknownFormat(file: path)
-        }
-    }
-
-    /// Reads a whole (small) file, with a dataset error on failure.
-    static func contents(of path: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw DatasetError.cannotRead(file: path, reason: "no such file or not readable")
-        }
-        return [UInt8](data)
-    }
 }

@@ -184,6 +184,9 @@ public enum Lint {
         }
         for l in leaks { warnings.append(.groupInSeveralSplits(group: l.group, splits: l.splits)) }
 
+        let space = CoordinateSpace.measure(d)
+        for p in space.problems { warnings.append(.coordinateSpace(p)) }
+
         let lengths = seqs.map { Double($0.frameCount) }
         return DatasetInspection(
             name: d.name, skeleton: d.skeleton.name, jointCount: J, dimensions: D, units: d.skeleton.units.rawValue,
@@ -191,7 +194,7 @@ public enum Lint {
             framesPerSequence: DatasetInspection.Summary(lengths), declaredFrameRate: d.frameRate,
             timestampFrameRate: DatasetInspection.Summary(rates), joints: jointRows, nonFiniteValues: nonFinite,
             imageSize: imageSize, outOfImagePoints: checksImage ? outOfImage : nil, emptyFrames: emptyFrames,
-            emptySequences: emptySequences.count, duplicates: duplicates, groupLeaks: leaks, warnings: warnings)
+            emptySequences: emptySequences.count, duplicates: duplicates, groupLeaks: leaks, space: space, warnings: warnings)
     }
 
     /// Sequences with identical frames and presence (at least one frame), in groups of ids.
@@ -253,6 +256,8 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
     case shorterThanWindow(count: Int, window: Int, shortest: Int)
     case duplicateSequences(ids: [String], splits: [String], labels: [String])
     case groupInSeveralSplits(group: String, splits: [String])
+    /// The coordinates contradict the skeleton's units or the Pose contract (`CoordinateSpace`).
+    case coordinateSpace(CoordinateProblem)
 
     /// A stable kebab-case name for scripts.
     public var code: String {
@@ -274,6 +279,7 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
         case .shorterThanWindow: return "shorter-than-window"
         case .duplicateSequences: return "duplicate-sequences"
         case .groupInSeveralSplits: return "group-leak"
+        case .coordinateSpace(let p): return p.code
         }
     }
 
@@ -326,6 +332,8 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
             return s
         case .groupInSeveralSplits(let g, let splits):
             return "group '\(g)' appears in splits \(splits.joined(separator: ", ")): the same subject/session is on both sides, so test results are optimistic"
+        case .coordinateSpace(let p):
+            return p.description
         }
     }
 
@@ -339,7 +347,7 @@ public enum LintWarning: Equatable, Sendable, CustomStringConvertible, Encodable
         try c.encode(code, forKey: .code)
         try c.encode(description, forKey: .message)
         switch self {
-        case .noSequences: break
+        case .noSequences, .coordinateSpace: break
         case .unlabeled(let n, let e), .emptySequences(let n, let e):
             try c.encode(n, forKey: .count)
             try c.encode(e, forKey: .example)
@@ -488,12 +496,18 @@ public struct DatasetInspection: Encodable, Sendable {
     public var emptySequences: Int
     public var duplicates: [Duplicate]
     public var groupLeaks: [GroupLeak]
+    /// The coordinate space measured from the data.
+    public var space: CoordinateSpaceReport
+    /// How the file's joint names matched the skeleton when not by its own names
+    /// (`JointNameMatch` descriptions, e.g. "alias table vision-raw"); set by the caller that
+    /// read the file.
+    public var jointNames: [String] = []
     public var warnings: [LintWarning]
 
     private enum CodingKeys: String, CodingKey {
         case name, skeleton, jointCount, dimensions, units, sequences, frames, groups, splits, classes
         case framesPerSequence, declaredFrameRate, timestampFrameRate, joints, nonFiniteValues, imageSize
-        case outOfImagePoints, emptyFrames, emptySequences, duplicates, groupLeaks, warnings
+        case outOfImagePoints, emptyFrames, emptySequences, duplicates, groupLeaks, space, jointNames, warnings
     }
 
     /// Every key is written, `null` when a value is unknown.
@@ -520,6 +534,8 @@ public struct DatasetInspection: Encodable, Sendable {
         try c.encode(emptySequences, forKey: .emptySequences)
         try c.encode(duplicates, forKey: .duplicates)
         try c.encode(groupLeaks, forKey: .groupLeaks)
+        try c.encode(space, forKey: .space)
+        try c.encode(jointNames, forKey: .jointNames)
         try c.encode(warnings, forKey: .warnings)
     }
 }

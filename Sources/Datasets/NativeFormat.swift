@@ -25,21 +25,47 @@ public enum NativeFormat {
     /// Values allowed for a sequence's `"split"`.
     public static let splits = ["train", "validation", "test"]
 
-    public static func read(_ path: String) throws -> Dataset {
-        var reader = NativeReader(file: path)
+    /// Per-sequence keys the reader knows; others are kept out of the dataset with a warning.
+    public static let sequenceKeys = ["id", "label", "group", "split", "events", "imageSize", "bodyHeight", "heightEstimation", "frames"]
+
+    public struct Options: Sendable {
+        /// A point whose confidence is at or below this is absent (the one confidence rule,
+        /// docs/datasets.md). Default 0: Vision's "not detected".
+        public var minConfidence: Float = 0
+        /// What to do with sequences where several people appear (`"people"` frames); nil
+        /// refuses them.
+        public var people: PeoplePolicy?
+        public init(minConfidence: Float = 0, people: PeoplePolicy? = nil) {
+            self.minConfidence = minConfidence
+            self.people = people
+        }
+    }
+
+    public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
+        try readReporting(path, options: options).dataset
+    }
+
+    /// The dataset, the reader's warnings (unknown per-sequence keys) and how joint names
+    /// matched.
+    public static func readReporting(_ path: String, options: Options = Options()) throws -> ReadReport {
+        var reader = NativeReader(file: path, options: options)
         let endsWithNewline = try LineSplitter.forEachLine(ofFile: path) { line, number in
             try reader.consume(line, number)
         }
-        return try reader.finish(endsWithNewline: endsWithNewline)
+        return reader.report(try reader.finish(endsWithNewline: endsWithNewline))
     }
 
     /// Parses a whole file held in memory (tests, fuzzing). `file` names it in errors.
-    public static func parse(_ bytes: [UInt8], file: String) throws -> Dataset {
-        var reader = NativeReader(file: file)
+    public static func parse(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
+        try parseReporting(bytes, file: file, options: options).dataset
+    }
+
+    public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> ReadReport {
+        var reader = NativeReader(file: file, options: options)
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
-        return try reader.finish(endsWithNewline: bytes.last == 0x0A)
+        return reader.report(try reader.finish(endsWithNewline: bytes.last == 0x0A))
     }
 
     /// Writes a dataset in the native format. Coordinates are written with the shortest
@@ -49,7 +75,7 @@ public enum NativeFormat {
         var out = ""
         out.reserveCapacity(1 << 20)
         let skeletonJSON: String
-        if Skeleton.builtIn[d.skeleton.name] == d.skeleton {
+        if Skeleton.builtIn(named: d.skeleton.name) == d.skeleton {
             skeletonJSON = jsonString(d.skeleton.name)
         } else {
             let enc = JSONEncoder()
@@ -68,6 +94,8 @@ public enum NativeFormat {
             if let sp = s.split { out += ", \"split\": \(jsonString(sp))" }
             if !s.events.isEmpty { out += ", \"events\": [\(s.events.map(String.init).joined(separator: ", "))]" }
             if let size = s.imageSize { out += ", \"imageSize\": [\(size.map { "\($0)" }.joined(separator: ", "))]" }
+            if let h = s.bodyHeight { out += ", \"bodyHeight\": \(h)" }
+            if let e = s.heightEstimation { out += ", \"heightEstimation\": \(jsonString(e))" }
             out += ", \"frames\": ["
             for f in 0..<s.frameCount {
                 if f > 0 { out += ", " }
@@ -100,14 +128,23 @@ public enum NativeFormat {
     static func jsonString(_ s: String) -> String { JSONText.quote(s) }
 }
 
-/// Joint names as bytes for allocation-free lookup of JSON keys and CSV headers.
+/// Joint names as bytes for allocation-free lookup of JSON keys. A name that is not the
+/// skeleton's own is resolved once through `Skeleton.resolveJoint` (alias tables, loose
+/// matching) and then remembered as bytes too, in a second table searched only when the
+/// skeleton's own names miss.
 final class JointTable {
+    let skeleton: Skeleton
     let names: [String]
     private let bytes: UnsafeMutablePointer<UInt8>
     private let offsets: [Int]  // names[k] is bytes[offsets[k]..<offsets[k+1]]
+    /// Names seen that are not the skeleton's own, as bytes, with their joints.
+    private var aliases: [(name: [UInt8], joint: Int)] = []
+    /// How names other than the skeleton's own matched (`JointNameMatch`), in order of first use.
+    private(set) var matches: [JointNameMatch] = []
 
-    init(_ names: [String]) {
-        self.names = names
+    init(_ skeleton: Skeleton) {
+        self.skeleton = skeleton
+        names = skeleton.joints
         var all: [UInt8] = []
         var offs = [0]
         for n in names {
@@ -121,18 +158,39 @@ final class JointTable {
 
     deinit { bytes.deallocate() }
 
-    /// Index of the joint whose name is `p[start..<start+count]`, trying `hint` first.
+    /// Index of the joint whose name is `p[start..<start+count]`, trying joint `hint` first.
     @inline(__always)
     func index(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, hint: Int) -> Int? {
-        if hint < names.count && matches(hint, p, start, count) { return hint }
-        for k in 0..<names.count where k != hint && matches(k, p, start, count) { return k }
-        return nil
+        if hint < names.count && nameMatches(hint, p, start, count) { return hint }
+        for k in 0..<names.count where k != hint && nameMatches(k, p, start, count) { return k }
+        return alias(p, start, count)
     }
 
-    func index(of name: String) -> Int? { names.firstIndex(of: name) }
+    /// Joint index of a decoded name.
+    func index(of name: String) -> Int? {
+        if let k = names.firstIndex(of: name) { return k }
+        return alias(Array(name.utf8))
+    }
+
+    /// A name that is not the skeleton's own: looked up among the aliases seen, else resolved
+    /// and remembered.
+    private func alias(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Int? {
+        for a in aliases where a.name.count == count && a.name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, p + start, count) == 0 }) {
+            return a.joint
+        }
+        return alias(Array(UnsafeBufferPointer(start: p + start, count: count)))
+    }
+
+    private func alias(_ name: [UInt8]) -> Int? {
+        if let a = aliases.first(where: { $0.name == name }) { return a.joint }
+        guard aliases.count < 4096, let (k, how) = skeleton.resolveJoint(String(decoding: name, as: UTF8.self)) else { return nil }
+        aliases.append((name, k))
+        if !matches.contains(how) { matches.append(how) }
+        return k
+    }
 
     @inline(__always)
-    private func matches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
+    private func nameMatches(_ k: Int, _ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int) -> Bool {
         let o = offsets[k]
         return offsets[k + 1] - o == count && memcmp(bytes + o, p + start, count) == 0
     }
@@ -160,7 +218,7 @@ struct NativeHeader {
         let skeleton: Skeleton
         switch h["skeleton"] {
         case .string(let name)?:
-            guard let s = Skeleton.builtIn[name] else {
+            guard let s = Skeleton.builtIn(named: name) else {
                 throw fail(
                     "unknown skeleton '\(name)'",
                     "use a built-in name (\(Skeleton.builtIn.keys.sorted().joined(separator: ", "))) or embed a schema object")
@@ -203,7 +261,11 @@ struct NativeHeader {
 /// scratch buffers for the sequence being parsed, and the location for error messages.
 struct NativeReader {
     let file: String
+    let options: NativeFormat.Options
     var header: NativeHeader?
+    /// Unknown per-sequence keys: the first line and the count of sequences with each.
+    var unknownKeys: [String: (line: Int, count: Int)] = [:]
+    var unknownKeyOrder: [String] = []
     var joints: JointTable?
     var sequences: [PoseSequence] = []
     var idLines: [String: Int] = [:]
@@ -211,11 +273,24 @@ struct NativeReader {
     /// file's unterminated last line, else as a syntax error.
     var endOfLineError: (line: Int, context: Context)?
 
-    // Scratch for the current sequence, reused across lines.
+    // Scratch for the current sequence, reused across lines: the frames of track "0" (a
+    // frame's "pose", or the first untracked person of its "people").
     var coords: [Float] = []
     var present: [UInt8] = []
     var conf: [Float] = []
     var times: [Double] = []
+    /// The other tracks of the current sequence, in order of first appearance.
+    var tracks: [Track] = []
+    /// Whether track "0" was given in the current sequence.
+    var mainTrackUsed = false
+
+    /// One person's frames (same layout as the scratch buffers).
+    struct Track {
+        var id: String
+        var coords: [Float]
+        var present: [UInt8]
+        var conf: [Float]
+    }
 
     /// What is being parsed, for error messages.
     struct Context {
@@ -225,7 +300,24 @@ struct NativeReader {
     }
     var context = Context()
 
-    init(file: String) { self.file = file }
+    init(file: String, options: NativeFormat.Options = .init()) {
+        self.file = file
+        self.options = options
+    }
+
+    func report(_ d: Dataset) -> ReadReport {
+        ReadReport(dataset: d, warnings: warnings, jointNames: joints?.matches ?? [])
+    }
+
+    /// One warning per unknown per-sequence key, in order of first appearance.
+    var warnings: [DatasetWarning] {
+        unknownKeyOrder.map { key in
+            let (line, count) = unknownKeys[key]!
+            return DatasetWarning(
+                SourceLocation(file: file, line: line),
+                "unknown sequence key \"\(key)\" (in \(count) sequence\(count == 1 ? "" : "s")) is ignored; the keys are \(NativeFormat.sequenceKeys.joined(separator: ", "))")
+        }
+    }
 
     func location(_ line: Int, column: Int? = nil) -> SourceLocation {
         SourceLocation(file: file, line: line, column: column, record: context.id, frame: context.frame, joint: context.joint)
@@ -265,8 +357,10 @@ struct NativeReader {
         }
         guard let header else { throw DatasetError.empty(file: file) }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
+        var skeleton = header.skeleton
+        if case .bodies(let m) = options.people { skeleton = skeleton.bodies(m) }
         return Dataset(
-            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: header.skeleton,
+            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: header.classes, frameRate: header.frameRate, imageSize: header.imageSize)
     }
 
@@ -277,7 +371,7 @@ struct NativeReader {
         guard s.i == s.end else { throw JSONSyntaxError(offset: s.i, expected: "the end of the line after the header object") }
         let h = try NativeHeader.decode(value, at: SourceLocation(file: file, line: number))
         header = h
-        joints = JointTable(h.skeleton.joints)
+        joints = JointTable(h.skeleton)
     }
 
     private mutating func parseSequence(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -289,6 +383,8 @@ struct NativeReader {
         present.removeAll(keepingCapacity: true)
         conf.removeAll(keepingCapacity: true)
         times.removeAll(keepingCapacity: true)
+        tracks.removeAll()
+        mainTrackUsed = false
         var frameCount = 0
         var anyConfidence = false
         var framesWithTime = 0
@@ -299,6 +395,8 @@ struct NativeReader {
         var split: String?
         var events: [Int] = []
         var imageSize: [Double]?
+        var bodyHeight: Double?
+        var heightEstimation: String?
 
         func invalid(_ problem: String, _ fix: String) -> DatasetError {
             .invalidValue(location(number), problem: problem, fix: fix)
@@ -360,8 +458,25 @@ struct NativeReader {
                         try s.expect(UInt8(ascii: "]"), "',' or ']' between frames")
                         context.frame = nil
                     }
+                case .bodyHeight:
+                    let v = try s.number("\"bodyHeight\": a height in metres")
+                    guard v.isFinite, v > 0, v < 10 else { throw invalid("bodyHeight \(v) is not a height in metres", "give Vision's bodyHeight (metres) or leave it out") }
+                    bodyHeight = v
+                case .heightEstimation:
+                    let v = try optionalString(&s, "\"heightEstimation\": \"measured\" or \"reference\"")
+                    guard v == nil || v == "measured" || v == "reference" else {
+                        throw invalid("heightEstimation '\(v!)' is not measured or reference", "write Vision's estimation technique: measured or reference")
+                    }
+                    heightEstimation = v
                 default:
-                    try s.skipValue(depth: 1)  // unknown keys are metadata, ignored
+                    let name = key.decoded ?? String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self)
+                    if let seen = unknownKeys[name] {
+                        unknownKeys[name] = (seen.line, seen.count + 1)
+                    } else {
+                        unknownKeys[name] = (number, 1)
+                        unknownKeyOrder.append(name)
+                    }
+                    try s.skipValue(depth: 1)  // unknown keys are metadata: ignored, with a warning
                 }
             } while s.take(UInt8(ascii: ","))
             try s.expect(UInt8(ascii: "}"), "',' or '}' in the sequence object")
@@ -383,11 +498,25 @@ struct NativeReader {
         if let label, let classes = header.classes, !classes.contains(label) {
             throw DatasetError.labelNotInClasses(location(number), label: label, classes: classes)
         }
-        sequences.append(
-            PoseSequence(
-                id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
-                coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
-                timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize))
+        let sequence = PoseSequence(
+            id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
+            coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
+            timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
+            bodyHeight: bodyHeight, heightEstimation: heightEstimation)
+        if tracks.isEmpty && options.people == nil {
+            sequences.append(sequence)
+            return
+        }
+        // Several people (or a policy that stacks bodies): every track as a sequence, then the policy.
+        var all: [(id: String, sequence: PoseSequence)] = mainTrackUsed || tracks.isEmpty ? [("0", sequence)] : []
+        for t in tracks {
+            all.append((t.id, PoseSequence(
+                id: id, label: label, jointCount: J, dimensions: D, frameCount: frameCount, coordinates: t.coords, present: t.present,
+                confidence: anyConfidence ? t.conf : nil)))
+        }
+        sequences += try People.resolve(
+            TrackedSequence(base: sequence, tracks: all), policy: options.people, skeleton: header.skeleton,
+            imageSize: header.imageSize, at: location(number))
     }
 
     /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.
@@ -400,6 +529,11 @@ struct NativeReader {
         coords.append(contentsOf: repeatElement(0, count: J * D))
         present.append(contentsOf: repeatElement(0, count: J))
         conf.append(contentsOf: repeatElement(0, count: J))
+        for k in tracks.indices {
+            tracks[k].coords.append(contentsOf: repeatElement(0, count: J * D))
+            tracks[k].present.append(contentsOf: repeatElement(0, count: J))
+            tracks[k].conf.append(contentsOf: repeatElement(0, count: J))
+        }
         var sawPose = false
         try s.expect(UInt8(ascii: "{"), "'{' starting a frame object {\"pose\": {...}}")
         if !s.take(UInt8(ascii: "}")) {
@@ -416,8 +550,14 @@ struct NativeReader {
                     times.append(t)
                     framesWithTime += 1
                 case .pose:
+                    guard !sawPose else { throw JSONSyntaxError(offset: key.start, expected: "one of \"pose\" or \"people\" per frame") }
                     sawPose = true
+                    mainTrackUsed = true
                     try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+                case .people:
+                    guard !sawPose else { throw JSONSyntaxError(offset: key.start, expected: "one of \"pose\" or \"people\" per frame") }
+                    sawPose = true
+                    try parsePeople(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
                 default:
                     try s.skipValue(depth: 3)
                 }
@@ -428,6 +568,87 @@ struct NativeReader {
             throw DatasetError.invalidValue(
                 location(number), problem: "the frame has no \"pose\"", fix: "write {\"pose\": {}} for a frame with nobody in view")
         }
+    }
+
+    /// `[{"track": "a", "pose": {...}}, ...]`: each person into its track's frame. A person
+    /// without `"track"` is track `"<position in the list>"`.
+    private mutating func parsePeople(
+        _ s: inout JSONScanner, table: JointTable, J: Int, D: Int, base: Int, jbase: Int, anyConfidence: inout Bool,
+        _ number: Int
+    ) throws {
+        try s.expect(UInt8(ascii: "["), "'[' starting the list of people [{\"track\": ..., \"pose\": {...}}, ...]")
+        if s.take(UInt8(ascii: "]")) { return }
+        var seen: Set<String> = []
+        var position = 0
+        repeat {
+            try s.expect(UInt8(ascii: "{"), "'{' starting a person {\"track\": ..., \"pose\": {...}}")
+            var track: String?
+            var pose: (start: Int, end: Int)?
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.rawString()
+                    try s.expect(UInt8(ascii: ":"), "':' after the key")
+                    let name = key.decoded ?? String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self)
+                    switch name {
+                    case "track":
+                        s.skipSpace()
+                        if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
+                            track = try s.string()
+                        } else {
+                            let v = try s.number("a track id string or integer")
+                            guard v.rounded() == v, abs(v) < 1e15 else { throw JSONSyntaxError(offset: s.i, expected: "an integer track id") }
+                            track = String(Int(v))
+                        }
+                    case "pose":
+                        s.skipSpace()
+                        let start = s.i
+                        try s.skipValue(depth: 4)
+                        pose = (start, s.i)
+                    default:
+                        try s.skipValue(depth: 4)
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"), "',' or '}' in the person object")
+            }
+            let id = track ?? String(position)
+            position += 1
+            guard seen.insert(id).inserted else {
+                throw DatasetError.invalidValue(location(number), problem: "track '\(id)' appears twice in one frame", fix: "give each person in a frame its own track id")
+            }
+            guard let pose else {
+                throw DatasetError.invalidValue(location(number), problem: "a person has no \"pose\"", fix: "write {\"track\": ..., \"pose\": {...}}")
+            }
+            // Parse the pose into its track's frame: track "0" is the scratch itself; another
+            // track's buffers are swapped in for the parse.
+            let end = s.i
+            s.i = pose.start
+            if id == "0" {
+                mainTrackUsed = true
+                try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+            } else {
+                var k = tracks.firstIndex { $0.id == id }
+                if k == nil {
+                    guard tracks.count < 1000 else {
+                        throw DatasetError.invalidValue(location(number), problem: "more than 1000 tracks in one sequence", fix: "split the sequence")
+                    }
+                    tracks.append(Track(
+                        id: id, coords: Array(repeating: 0, count: coords.count), present: Array(repeating: 0, count: present.count),
+                        conf: Array(repeating: 0, count: conf.count)))
+                    k = tracks.count - 1
+                }
+                swap(&coords, &tracks[k!].coords)
+                swap(&present, &tracks[k!].present)
+                swap(&conf, &tracks[k!].conf)
+                defer {
+                    swap(&coords, &tracks[k!].coords)
+                    swap(&present, &tracks[k!].present)
+                    swap(&conf, &tracks[k!].conf)
+                }
+                try parsePose(&s, table: table, J: J, D: D, base: base, jbase: jbase, anyConfidence: &anyConfidence, number)
+            }
+            s.i = end
+        } while s.take(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "]"), "',' or ']' in the list of people")
     }
 
     /// `{"joint": [x, y(, z)(, c)], ...}` into the frame at `base` (coordinates) and `jbase`.
@@ -469,6 +690,7 @@ struct NativeReader {
                         throw JSONSyntaxError(offset: s.i, expected: "a number in the point [x, y, ...]")
                     }
                     guard v.isFinite else { throw DatasetError.nonFinite(location(number), what: "value \(count + 1) of the point") }
+                    if count < D && abs(v) > Double(PoseBounds.maxCoordinate) { throw PoseBounds.outOfRange(v, at: location(number)) }
                     let f = NumberParser.float(v, s.p, s.i, next)
                     s.i = next
                     switch count {
@@ -488,17 +710,23 @@ struct NativeReader {
                     location(number), problem: "expected \(D) coordinates and an optional confidence, got \(count) values",
                     fix: "write \(shape)")
             }
+            if count == D + 1 {
+                anyConfidence = true
+                // The one confidence rule: at or below minConfidence (default 0) is absent.
+                let confidence = D == 2 ? values.2 : values.3
+                if confidence <= options.minConfidence {
+                    context.joint = nil
+                    continue
+                }
+                conf[jbase + j] = confidence
+            } else {
+                conf[jbase + j] = 1
+            }
             let c = base + j * D
             coords[c] = values.0
             coords[c + 1] = values.1
             if D == 3 { coords[c + 2] = values.2 }
             present[jbase + j] = 1
-            if count == D + 1 {
-                conf[jbase + j] = D == 2 ? values.2 : values.3
-                anyConfidence = true
-            } else {
-                conf[jbase + j] = 1
-            }
             context.joint = nil
         } while s.take(UInt8(ascii: ","))
         try s.expect(UInt8(ascii: "}"), "',' or '}' in the pose object")
@@ -519,7 +747,7 @@ struct NativeReader {
         return try s.string()
     }
 
-    enum Key { case id, label, group, split, events, imageSize, frames, t, pose, other }
+    enum Key { case id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames, t, pose, people, other }
 
     /// The key as one of the known names (no allocation).
     @inline(__always)
@@ -538,8 +766,11 @@ struct NativeReader {
         case 6:
             if memcmp(q, "frames", 6) == 0 { return .frames }
             if memcmp(q, "events", 6) == 0 { return .events }
+            if memcmp(q, "people", 6) == 0 { return .people }
             return .other
         case 9: return memcmp(q, "imageSize", 9) == 0 ? .imageSize : .other
+        case 10: return memcmp(q, "bodyHeight", 10) == 0 ? .bodyHeight : .other
+        case 16: return memcmp(q, "heightEstimation", 16) == 0 ? .heightEstimation : .other
         default: return .other
         }
     }

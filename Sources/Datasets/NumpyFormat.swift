@@ -29,6 +29,13 @@ public enum NumpyFormat {
         /// A separate `.npy` of labels for a bare `X.npy`.
         public var labelsPath: String?
         public var minConfidence: Float = 0
+        /// What to do with rows where several people appear (a 5-D `X`); nil refuses them.
+        public var people: PeoplePolicy?
+        /// The class order when the archive has no `label_names`: integer labels index it,
+        /// string labels must be in it.
+        public var classes: [String]?
+        /// Renames split values, e.g. `["0": "train", "1": "test"]` for integer splits.
+        public var splitNames: [String: String] = [:]
         public init(skeleton: Skeleton? = nil, labelsPath: String? = nil) {
             self.skeleton = skeleton
             self.labelsPath = labelsPath
@@ -78,8 +85,10 @@ public enum NumpyFormat {
         if case .createML = layout { skeleton = .visionBody2D }
 
         // X's header decides N, T, J, C.
-        var N = 0, T = 0, J = 0, C = 0, D = 0
+        var N = 0, T = 0, J = 0, C = 0, D = 0, M = 1
         var sequences: [PoseSequence] = []
+        /// Per sequence: the row of X it came from, and the suffix `#<track>` of a split track.
+        var origins: [(row: Int, suffix: String)] = []
         var labels: [String?] = []
         var lengths: [Int]? = nil
         var hasConfidence = false
@@ -89,7 +98,7 @@ public enum NumpyFormat {
         if case .createML(let f) = layout { sizes = f }
 
         // Labels.
-        var classes: [String]? = nil
+        var classes: [String]? = options.classes
         if let (n, names) = array(["label_names", "classes", "class_names"]) {
             guard !names.header.isNumeric else {
                 throw DatasetError.numpy(source.location(n), problem: "class names must be strings", fix: "save numpy.array(names, dtype=str)")
@@ -110,10 +119,17 @@ public enum NumpyFormat {
                 }
                 switch layout {
                 case .framesJointsChannels:
-                    guard h.shape.count == 4 else {
-                        throw DatasetError.numpy(xAt, problem: "X has shape \(h.shape)", fix: "save poses as [sequences, frames, joints, channels]")
+                    guard h.shape.count == 4 || h.shape.count == 5 else {
+                        throw DatasetError.numpy(
+                            xAt, problem: "X has shape \(h.shape)",
+                            fix: "save poses as [sequences, frames, joints, channels] (or [sequences, people, frames, joints, channels])")
                     }
-                    (N, T, J, C) = (h.shape[0], h.shape[1], h.shape[2], h.shape[3])
+                    let d = h.shape.count - 4
+                    (N, T, J, C) = (h.shape[0], h.shape[1 + d], h.shape[2 + d], h.shape[3 + d])
+                    M = d == 1 ? h.shape[1] : 1
+                    guard M >= 1 && M <= 1000 else {
+                        throw DatasetError.numpy(xAt, problem: "X has \(M) people per sequence", fix: "save between 1 and 1000 people per sequence")
+                    }
                     if skeleton == nil {
                         let fits = Skeleton.builtIn.values.filter { $0.jointCount == J && (C == $0.dimensions || C == $0.dimensions + 1) }
                         guard fits.count == 1 else {
@@ -159,14 +175,11 @@ public enum NumpyFormat {
                 sequences.reserveCapacity(N)
                 guard N > 0 else { throw DatasetError.empty(file: file) }
                 guard T > 0 && J > 0 else { throw DatasetError.numpy(xAt, problem: "X has shape \(h.shape), with no frames or joints", fix: "save non-empty sequences") }
-                return layoutRowElements(layout, T: T, J: J, C: C) * h.itemSize
+                return M * layoutRowElements(layout, T: T, J: J, C: C) * h.itemSize
             },
             onRow: { n, raw, h in
-                guard let base = raw.baseAddress else { return }
+                guard let rawBase = raw.baseAddress else { return }
                 let frames = lengths?[n] ?? T
-                var coords = [Float](repeating: 0, count: frames * J * D)
-                var present = [UInt8](repeating: 0, count: frames * J)
-                var conf: [Float]? = hasConfidence ? [Float](repeating: 0, count: frames * J) : nil
                 let id = "\(URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent)-\(n)"
                 var size: [Double]? = nil
                 if case .createML = layout {
@@ -177,102 +190,146 @@ public enum NumpyFormat {
                             fix: "save 'image_size' [width, height] (or 'image_sizes' [N, 2]) so normalised points become pixels")
                     }
                 }
-                var fast = false
-                if case .framesJointsChannels = layout, h.kind == .float, h.itemSize == 4, !h.bigEndian { fast = true }
-                if fast {
-                    // float32 little-endian [T, J, C]: straight loads, no per-element dispatch.
-                    let minConfidence = options.minConfidence
-                    for i in 0..<(frames * J) {
-                        let e = i * C * 4
-                        let x = base.loadUnaligned(fromByteOffset: e, as: Float.self)
-                        let y = base.loadUnaligned(fromByteOffset: e + 4, as: Float.self)
-                        let z: Float = D == 3 ? base.loadUnaligned(fromByteOffset: e + 8, as: Float.self) : 0
-                        let c: Float = hasConfidence ? base.loadUnaligned(fromByteOffset: e + D * 4, as: Float.self) : 1
-                        if x.isNaN || y.isNaN || z.isNaN || c.isNaN { continue }
-                        guard x.isFinite && y.isFinite && z.isFinite && c.isFinite else {
-                            throw DatasetError.nonFinite(
-                                SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]), what: "a coordinate or confidence")
+                // One body ([T, J, C]) at a time: several in a 5-D X ([N, M, T, J, C]).
+                var bodies: [PoseSequence] = []
+                for m in 0..<M {
+                    let base = rawBase + m * T * layoutRowElements(layout, T: 1, J: J, C: C) * h.itemSize
+                    var coords = [Float](repeating: 0, count: frames * J * D)
+                    var present = [UInt8](repeating: 0, count: frames * J)
+                    var conf: [Float]? = hasConfidence ? [Float](repeating: 0, count: frames * J) : nil
+                    var fast = false
+                    if case .framesJointsChannels = layout, h.kind == .float, h.itemSize == 4, !h.bigEndian { fast = true }
+                    if fast {
+                        // float32 little-endian [T, J, C]: straight loads, no per-element dispatch.
+                        let minConfidence = options.minConfidence
+                        for i in 0..<(frames * J) {
+                            let e = i * C * 4
+                            let x = base.loadUnaligned(fromByteOffset: e, as: Float.self)
+                            let y = base.loadUnaligned(fromByteOffset: e + 4, as: Float.self)
+                            let z: Float = D == 3 ? base.loadUnaligned(fromByteOffset: e + 8, as: Float.self) : 0
+                            let c: Float = hasConfidence ? base.loadUnaligned(fromByteOffset: e + D * 4, as: Float.self) : 1
+                            if x.isNaN || y.isNaN || z.isNaN || c.isNaN { continue }
+                            guard x.isFinite && y.isFinite && z.isFinite && c.isFinite else {
+                                throw DatasetError.nonFinite(
+                                    SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]), what: "a coordinate or confidence")
+                            }
+                            guard max(abs(x), abs(y), abs(z)) <= PoseBounds.maxCoordinate else {
+                                throw PoseBounds.outOfRange(
+                                    Double(max(abs(x), abs(y), abs(z))), at: SourceLocation(file: file, record: id, frame: i / J, joint: jointNames[i % J]))
+                            }
+                            if hasConfidence && c <= minConfidence { continue }
+                            coords[i * D] = x
+                            coords[i * D + 1] = y
+                            if D == 3 { coords[i * D + 2] = z }
+                            present[i] = 1
+                            conf?[i] = c
                         }
-                        if hasConfidence && c <= minConfidence { continue }
-                        coords[i * D] = x
-                        coords[i * D + 1] = y
-                        if D == 3 { coords[i * D + 2] = z }
-                        present[i] = 1
-                        conf?[i] = c
                     }
-                }
-                for t in 0..<(fast ? 0 : frames) {
-                    for j in 0..<(layoutJoints(layout, J: J)) {
-                        var v: (Float, Float, Float, Float) = (0, 0, 0, 0)
-                        let target: Int
-                        switch layout {
-                        case .framesJointsChannels:
-                            let e = (t * J + j) * C
-                            v.0 = h.float(base, e)
-                            v.1 = h.float(base, e + 1)
-                            if C > 2 { v.2 = h.float(base, e + 2) }
-                            if C > 3 { v.3 = h.float(base, e + 3) }
-                            target = j
-                        case .createML:
-                            let e = t * 54
-                            let xn = h.float(base, e + j), yn = h.float(base, e + 18 + j)
-                            v.2 = h.float(base, e + 36 + j)
-                            v.0 = xn * Float(size![0])
-                            v.1 = (1 - yn) * Float(size![1])
-                            target = createMLIndex[j]
+                    for t in 0..<(fast ? 0 : frames) {
+                        for j in 0..<(layoutJoints(layout, J: J)) {
+                            var v: (Float, Float, Float, Float) = (0, 0, 0, 0)
+                            let target: Int
+                            switch layout {
+                            case .framesJointsChannels:
+                                let e = (t * J + j) * C
+                                v.0 = h.float(base, e)
+                                v.1 = h.float(base, e + 1)
+                                if C > 2 { v.2 = h.float(base, e + 2) }
+                                if C > 3 { v.3 = h.float(base, e + 3) }
+                                target = j
+                            case .createML:
+                                let e = t * 54
+                                let xn = h.float(base, e + j), yn = h.float(base, e + 18 + j)
+                                v.2 = h.float(base, e + 36 + j)
+                                v.0 = xn * Float(size![0])
+                                v.1 = (1 - yn) * Float(size![1])
+                                target = createMLIndex[j]
+                            }
+                            let coordsNaN = v.0.isNaN || v.1.isNaN || (D == 3 && v.2.isNaN)
+                            let c: Float = hasConfidence ? (D == 2 ? v.2 : v.3) : 1
+                            if coordsNaN || c.isNaN { continue }
+                            guard v.0.isFinite && v.1.isFinite && (D == 2 || v.2.isFinite) && c.isFinite else {
+                                throw DatasetError.nonFinite(
+                                    SourceLocation(file: file, record: id, frame: t, joint: jointNames[target]), what: "a coordinate or confidence")
+                            }
+                            let largest = max(abs(v.0), abs(v.1), D == 3 ? abs(v.2) : 0)
+                            guard largest <= PoseBounds.maxCoordinate else {
+                                throw PoseBounds.outOfRange(Double(largest), at: SourceLocation(file: file, record: id, frame: t, joint: jointNames[target]))
+                            }
+                            if hasConfidence && c <= options.minConfidence { continue }
+                            let o = (t * J + target) * D
+                            coords[o] = v.0
+                            coords[o + 1] = v.1
+                            if D == 3 { coords[o + 2] = v.2 }
+                            present[t * J + target] = 1
+                            conf?[t * J + target] = c
                         }
-                        let coordsNaN = v.0.isNaN || v.1.isNaN || (D == 3 && v.2.isNaN)
-                        let c: Float = hasConfidence ? (D == 2 ? v.2 : v.3) : 1
-                        if coordsNaN || c.isNaN { continue }
-                        guard v.0.isFinite && v.1.isFinite && (D == 2 || v.2.isFinite) && c.isFinite else {
-                            throw DatasetError.nonFinite(
-                                SourceLocation(file: file, record: id, frame: t, joint: jointNames[target]), what: "a coordinate or confidence")
-                        }
-                        if hasConfidence && c <= options.minConfidence { continue }
-                        let o = (t * J + target) * D
-                        coords[o] = v.0
-                        coords[o + 1] = v.1
-                        if D == 3 { coords[o + 2] = v.2 }
-                        present[t * J + target] = 1
-                        conf?[t * J + target] = c
                     }
+                    if M > 1 {
+                        // A frame whose coordinates are all exactly 0 is an absent body (zero padding).
+                        for t in 0..<frames where (0..<(J * D)).allSatisfy({ coords[t * J * D + $0] == 0 }) {
+                            for j in 0..<J { present[t * J + j] = 0 }
+                        }
+                    }
+                    bodies.append(
+                        PoseSequence(
+                            id: id, label: labels.isEmpty ? nil : labels[n], jointCount: J, dimensions: D, frameCount: frames,
+                            coordinates: coords, present: present, confidence: conf, imageSize: size))
                 }
-                sequences.append(
-                    PoseSequence(
-                        id: id, label: labels.isEmpty ? nil : labels[n], jointCount: J, dimensions: D, frameCount: frames,
-                        coordinates: coords, present: present, confidence: conf, imageSize: size))
+                let produced: [PoseSequence]
+                if M == 1 && options.people == nil {
+                    produced = [bodies[0]]
+                } else {
+                    produced = try People.resolve(
+                        TrackedSequence(base: bodies[0], tracks: bodies.enumerated().map { (String($0.offset), $0.element) }),
+                        policy: options.people, skeleton: skeleton!, imageSize: nil, at: SourceLocation(file: file, record: id))
+                }
+                for s in produced { origins.append((n, String(s.id.dropFirst(id.count)))) }
+                sequences += produced
             })
         try source.stream(xName, into: stream)
         try stream.finish()
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
 
-        // Per-sequence metadata.
+        // Per-sequence metadata, by the row each sequence came from (a split track keeps its
+        // row's id with its "#<track>" suffix, and the row's group, else the row's id).
         if let (n, ids) = array(["ids", "id"]) {
             let list = ids.header.isNumeric ? ids.doubles().map(NumpyFormat.integerText) : ids.strings()
             guard Set(list).count == list.count else {
                 throw DatasetError.numpy(source.location(n), problem: "sequence ids repeat", fix: "give every sequence a unique id")
             }
-            for k in sequences.indices { sequences[k].id = list[k] }
+            for k in sequences.indices {
+                sequences[k].id = list[origins[k].row] + origins[k].suffix
+                if !origins[k].suffix.isEmpty { sequences[k].group = list[origins[k].row] }
+            }
         }
         if let (_, g) = array(["groups", "group", "subjects"]) {
             let list = g.header.isNumeric ? g.doubles().map(NumpyFormat.integerText) : g.strings()
-            for k in sequences.indices { sequences[k].group = list[k] }
+            for k in sequences.indices { sequences[k].group = list[origins[k].row] }
         }
         if let (n, s) = array(["split", "splits"]) {
-            guard !s.header.isNumeric else {
-                throw DatasetError.numpy(source.location(n), problem: "'split' must be strings", fix: "save 'train', 'validation' or 'test' per sequence")
+            let raw = s.header.isNumeric ? s.doubles().map(NumpyFormat.integerText) : s.strings()
+            if s.header.isNumeric && options.splitNames.isEmpty {
+                let values = Array(Set(raw)).sorted()
+                let example = values.count == 2 ? "np.where(\(n) == \(values[0]), 'train', 'test')" : "np.array(['train', 'test', ...])[\(n)]"
+                throw DatasetError.numpy(
+                    source.location(n), problem: "'\(n)' holds integers (\(values.joined(separator: ", "))), not split names",
+                    fix: "give split names for the values, e.g. \(values.prefix(3).enumerated().map { "\($1)=\(["train", "test", "validation"][$0])" }.joined(separator: ",")) (your meaning of each value), or re-save it as strings: \(n)=\(example)")
             }
-            for (k, v) in s.strings().enumerated() {
+            for (k, value) in raw.enumerated() {
+                let v = options.splitNames[value] ?? value
                 guard NativeFormat.splits.contains(v) else {
-                    throw DatasetError.numpy(SourceLocation(file: file, record: "\(n)[\(k)]", recordKind: "entry"), problem: "split '\(v)' is not train, validation or test", fix: "rename it")
+                    throw DatasetError.numpy(
+                        SourceLocation(file: file, record: "\(n)[\(k)]", recordKind: "entry"), problem: "split '\(value)' is not train, validation or test",
+                        fix: options.splitNames.isEmpty ? "rename it, or give split names (\(value)=train, ...)" : "add it to the split names (\(value)=train, validation or test)")
                 }
-                sequences[k].split = v
+                for i in sequences.indices where origins[i].row == k { sequences[i].split = v }
             }
         } else if let (n, nt) = array(["n_train"]) {
-            guard let v = nt.doubles().first, v >= 0, v <= Double(sequences.count), v.rounded() == v else {
-                throw DatasetError.numpy(source.location(n), problem: "'n_train' must be an integer in 0...\(sequences.count)", fix: "fix it")
+            guard let v = nt.doubles().first, v >= 0, v <= Double(N), v.rounded() == v else {
+                throw DatasetError.numpy(source.location(n), problem: "'n_train' must be an integer in 0...\(N)", fix: "fix it")
             }
-            for k in sequences.indices { sequences[k].split = k < Int(v) ? "train" : "validation" }
+            for k in sequences.indices { sequences[k].split = origins[k].row < Int(v) ? "train" : "validation" }
         }
         var frameRate: Double? = nil
         if let (n, r) = array(["frame_rate", "fps"]) {
@@ -288,6 +345,15 @@ public enum NumpyFormat {
                 throw DatasetError.numpy(source.location(n), problem: "'image_size' must be [width, height]", fix: "fix it")
             }
             imageSize = v
+        }
+        if case .bodies(let m) = options.people { skeleton = skeleton!.bodies(m) }
+        // The class order: label_names or the declared classes, else (string labels) first
+        // appearance, else (integer labels without names) numeric order.
+        if classes == nil {
+            classes = Dataset.classesInOrderOfAppearance(sequences)
+            if let y = yArray?.1, y.header.isNumeric {
+                classes = classes!.sorted { Double($0) ?? .infinity < Double($1) ?? .infinity }
+            }
         }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton!, sequences: sequences,
@@ -407,6 +473,11 @@ struct NumpySource {
             return
         }
         guard let entry = archive!.entry(named: name + ".npy") else {
+            if archive!.entry(named: "poses.npy") != nil {
+                throw DatasetError.numpy(
+                    SourceLocation(file: file), problem: "this is a Create ML keypoints archive ('poses' [N, frames, 3, 18]), not an X array",
+                    fix: "convert it first with actiontrain import createml")
+            }
             throw DatasetError.numpy(
                 SourceLocation(file: file), problem: "the archive has no '\(name)' array (it has \(archive!.entries.map(\.name).joined(separator: ", ")))",
                 fix: "save the poses as X=... (or poses=... for Create ML)")

@@ -9,10 +9,15 @@ import PoseCore
 /// Each clip is one sequence labelled with its action, with the official split (`train` /
 /// `test`) and its own image size. A joint annotated `visibility 0` is absent by default (the
 /// Pose contract: not seen); `keepInvisible` keeps the annotators' estimated position as a
-/// present point with confidence 0 (visible points get confidence 1). Points at exactly
+/// present point with confidence 0.5 (visible points get confidence 1; a confidence of 0
+/// would make the point absent again when the file is read back, by the one confidence rule
+/// of docs/datasets.md, and `--min-confidence 0.5` drops them at read time). Points at exactly
 /// (0, 0) with visibility 0 carry no estimate and stay absent either way. The annotations
 /// give no frame rate.
 public enum PennActionImporter {
+    /// The confidence of an invisible point kept by `keepInvisible`.
+    public static let invisibleConfidence: Float = 0.5
+
     public struct Options: Sendable {
         public var keepInvisible = false
         /// Read only the first `limit` sequences of frames.csv (quick looks, tests).
@@ -113,9 +118,13 @@ public enum PennActionImporter {
             s.split = clip.split
             s.imageSize = [clip.width, clip.height]
             if options.keepInvisible {
-                // Points without any estimate (0, 0) stay absent.
+                // Points without any estimate (0, 0) stay absent; estimated ones get 0.5.
                 for i in 0..<(s.frameCount * J) where s.present[i] == 1 && s.confidence![i] == 0 {
-                    if s.coordinates[2 * i] == 0 && s.coordinates[2 * i + 1] == 0 { s.present[i] = 0 }
+                    if s.coordinates[2 * i] == 0 && s.coordinates[2 * i + 1] == 0 {
+                        s.present[i] = 0
+                    } else {
+                        s.confidence![i] = PennActionImporter.invisibleConfidence
+                    }
                 }
             } else {
                 s.confidence = nil  // visibility duplicates the presence flags

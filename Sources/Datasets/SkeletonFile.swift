@@ -22,7 +22,7 @@ public enum SkeletonFile {
 
     /// A built-in skeleton name, or the path of a JSON schema file.
     public static func resolve(_ nameOrPath: String) throws -> Skeleton {
-        if let s = Skeleton.builtIn[nameOrPath] { return s }
+        if let s = Skeleton.builtIn(named: nameOrPath) { return s }
         if FileManager.default.fileExists(atPath: nameOrPath) { return try load(nameOrPath) }
         throw DatasetError.invalidValue(
             SourceLocation(file: nameOrPath), problem: "neither a built-in skeleton nor a schema file",

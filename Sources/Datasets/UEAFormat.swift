@@ -51,7 +51,7 @@ public enum UEAFormat {
     public static func parse(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
         var reader = UEAReader(file: file, options: options)
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in try reader.consume(line, number) }
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
         return try reader.finish()
     }
@@ -193,6 +193,7 @@ struct UEAReader {
                     missing[c].append(true)
                 } else if let (v, end) = NumberParser.parseDouble(p, vs, ve), end == ve {
                     guard v.isFinite else { throw DatasetError.nonFinite(at(column: vs - s + 1), what: "a value of dimension \(c + 1)") }
+                    guard abs(v) <= Double(PoseBounds.maxCoordinate) else { throw PoseBounds.outOfRange(v, at: at(column: vs - s + 1)) }
                     series[c].append(NumberParser.float(v, p, vs, ve))
                     missing[c].append(false)
                 } else {

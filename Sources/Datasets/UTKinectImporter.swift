@@ -48,7 +48,7 @@ public enum UTKinectImporter {
         var segments: [Segment] = []
         var recording: String?
         try bytes.withUnsafeBufferPointer { b in
-            try LineSplitter.forEachLine(in: b) { line, number in
+            try LineSplitter.forEachLine(in: b, file: file) { line, number in
                 let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
                 if text.isEmpty { return }
                 let at = SourceLocation(file: file, line: number)
@@ -121,6 +121,7 @@ public enum UTKinectImporter {
                     }
                 } else if keep {
                     guard v.isFinite else { throw DatasetError.nonFinite(SourceLocation(file: path, line: number, column: i + 1), what: "a coordinate") }
+                    guard abs(v) <= Double(PoseBounds.maxCoordinate) else { throw PoseBounds.outOfRange(v, at: SourceLocation(file: path, line: number, column: i + 1)) }
                     if values <= 60 { coords.append(NumberParser.float(v, p, i, next)) }
                 }
                 values += 1

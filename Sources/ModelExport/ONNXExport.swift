@@ -46,6 +46,7 @@ public enum ONNXExport {
             ("actiontrain.provenance", try json(h.provenance)),
         ]
         if let r = h.trainingFrameRate { out.append(("actiontrain.trainingFrameRate", "\(r)")) }
+        if let m = h.input.bodies { out.append(("actiontrain.bodies", "\(m)")) }
         return out
     }
 

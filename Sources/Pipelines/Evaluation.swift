@@ -28,8 +28,11 @@ public enum Evaluation {
     }
 
     /// Checks that the model can score `dataset`, picks the split's sequences and evaluates
-    /// them (the whole of `actiontrain eval` but its outputs).
-    public static func run(model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, options: Options) throws -> EvalReport {
+    /// them (the whole of `actiontrain eval` but its outputs). `warn` hears what the caller
+    /// should know (windows mostly padding, `Guards.PaddingTally`).
+    public static func run(
+        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, options: Options, warn: (String) -> Void = { _ in }
+    ) throws -> EvalReport {
         try checkCompatible(model, dataset, dataPath: dataPath)
         let splits = Set(dataset.sequences.compactMap(\.split))
         let split = options.split ?? (splits.contains("test") ? "test" : nil)
@@ -37,7 +40,7 @@ public enum Evaluation {
         guard !indices.isEmpty else { throw EvaluationError.noSequences(dataPath: dataPath, split: split, present: splits.sorted()) }
         return try evaluate(
             model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
-            stride: options.stride ?? defaultStride(model), useEvents: options.useEvents, settings: options.settings)
+            stride: options.stride ?? defaultStride(model), useEvents: options.useEvents, settings: options.settings, warn: warn)
     }
 
     /// A third of the model's window, at least 1.
@@ -47,10 +50,11 @@ public enum Evaluation {
     /// them at the window and sequence level. `split` only labels the report.
     public static func evaluate(
         model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, indices: [Int], split: String?,
-        stride: Int, useEvents: Bool, settings: EvalSettings
+        stride: Int, useEvents: Bool, settings: EvalSettings, warn: (String) -> Void = { _ in }
     ) throws -> EvalReport {
         let windows = try WindowSet(
             dataset: dataset, indices: indices, spec: model.input, stride: stride, classes: model.classes, useEvents: useEvents)
+        if let w = Guards.padding(of: windows).warning(windowLength: model.input.window.frames) { warn(w) }
         let probabilities = try model.probabilities(features: try windows.features(), count: windows.count)
         let ids = sequenceIDs(dataset, indices)
         let table = try PredictionTable(

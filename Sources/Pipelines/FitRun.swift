@@ -48,9 +48,10 @@ public final class FitRun {
     /// Continues the run in `folder` from its checkpoint, exactly where it stopped.
     /// `configure` may change the checkpoint's config in the fields of
     /// `FitRun.resumableKeys` only; `dataPath` defaults to the dataset the checkpoint records,
-    /// whose content must not have changed.
+    /// whose content must not have changed (read with `read`, as the run's data was).
     public static func resume(
-        folder: RunFolder, dataPath: String? = nil, configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
+        folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(),
+        configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
         let path = folder.checkpointPath
         let removed = AtomicWrite.removeStaleTemporaries(in: folder.path)
@@ -61,7 +62,7 @@ public final class FitRun {
         guard changed.isEmpty else { throw FitError.changedOnResume(keys: changed.sorted()) }
         try config.validate()
         guard let dataPath = dataPath ?? checkpoint.metadata["dataset"] else { throw FitError.checkpointNamesNoDataset(checkpoint: path) }
-        let dataset = try DatasetLoader.load(dataPath)
+        let dataset = try DatasetLoader.read(dataPath, options: read).dataset
         if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
             throw FitError.datasetChanged(dataPath: dataPath, hash: dataset.contentHash, checkpointHash: hash)
         }
@@ -86,6 +87,7 @@ public final class FitRun {
         let split = try split ?? FitPipeline.split(dataset, config: config)
         warnings += split.warnings.map(FitWarning.split)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
+        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.training = try Training(config: config, data: data)
         self.dataPath = dataPath

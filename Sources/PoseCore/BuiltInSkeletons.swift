@@ -6,7 +6,10 @@ extension Skeleton {
     /// All built-in schemas by name.
     public static let builtIn: [String: Skeleton] = {
         var all: [String: Skeleton] = [:]
-        for s in [visionBody2D, visionBody3D, visionAnimal, coco17, natops, pennAction, kinectV1] {
+        for s in [
+            visionBody2D, visionBody3D, visionAnimal, coco17, natops, pennAction, kinectV1, mediaPipePose, openPoseBody25,
+            openPoseCOCO18, kinectV2,
+        ] {
             all[s.name] = s
         }
         return all
@@ -14,7 +17,7 @@ extension Skeleton {
 
     /// Looks up a built-in schema by name.
     public static func named(_ name: String) throws -> Skeleton {
-        guard let s = builtIn[name] else {
+        guard let s = builtIn(named: name) else {
             throw PoseError.unknownSkeleton(name, known: builtIn.keys.sorted())
         }
         return s
@@ -203,5 +206,129 @@ extension Skeleton {
         ],
         centre: ["hipCenter"],
         torsoUpper: ["shoulderCenter"], torsoLower: ["hipCenter"]
+    )
+
+    /// MediaPipe Pose (BlazePose) landmarks, 33 in MediaPipe's order (`PoseLandmark`), image
+    /// pixels (MediaPipe's normalised landmarks times the image size: `convert
+    /// --from-normalized`). MediaPipe's snake_case names (`left_eye_inner`) match by the
+    /// case- and separator-insensitive comparison.
+    public static let mediaPipePose = Skeleton(
+        name: "mediapipe-pose-33",
+        joints: [
+            "nose", "leftEyeInner", "leftEye", "leftEyeOuter", "rightEyeInner", "rightEye", "rightEyeOuter",
+            "leftEar", "rightEar", "mouthLeft", "mouthRight", "leftShoulder", "rightShoulder", "leftElbow", "rightElbow",
+            "leftWrist", "rightWrist", "leftPinky", "rightPinky", "leftIndex", "rightIndex", "leftThumb", "rightThumb",
+            "leftHip", "rightHip", "leftKnee", "rightKnee", "leftAnkle", "rightAnkle", "leftHeel", "rightHeel",
+            "leftFootIndex", "rightFootIndex",
+        ],
+        dimensions: 2, units: .pixels,
+        mirrorPairs: [
+            ["leftEyeInner", "rightEyeInner"], ["leftEye", "rightEye"], ["leftEyeOuter", "rightEyeOuter"], ["leftEar", "rightEar"],
+            ["mouthLeft", "mouthRight"], ["leftShoulder", "rightShoulder"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"],
+            ["leftPinky", "rightPinky"], ["leftIndex", "rightIndex"], ["leftThumb", "rightThumb"], ["leftHip", "rightHip"],
+            ["leftKnee", "rightKnee"], ["leftAnkle", "rightAnkle"], ["leftHeel", "rightHeel"], ["leftFootIndex", "rightFootIndex"],
+        ],
+        bones: [
+            ["nose", "leftEyeInner"], ["leftEyeInner", "leftEye"], ["leftEye", "leftEyeOuter"], ["leftEyeOuter", "leftEar"],
+            ["nose", "rightEyeInner"], ["rightEyeInner", "rightEye"], ["rightEye", "rightEyeOuter"], ["rightEyeOuter", "rightEar"],
+            ["mouthLeft", "mouthRight"], ["leftShoulder", "rightShoulder"],
+            ["leftShoulder", "leftElbow"], ["leftElbow", "leftWrist"], ["leftWrist", "leftPinky"], ["leftWrist", "leftIndex"],
+            ["leftWrist", "leftThumb"], ["leftPinky", "leftIndex"],
+            ["rightShoulder", "rightElbow"], ["rightElbow", "rightWrist"], ["rightWrist", "rightPinky"], ["rightWrist", "rightIndex"],
+            ["rightWrist", "rightThumb"], ["rightPinky", "rightIndex"],
+            ["leftShoulder", "leftHip"], ["rightShoulder", "rightHip"], ["leftHip", "rightHip"],
+            ["leftHip", "leftKnee"], ["leftKnee", "leftAnkle"], ["leftAnkle", "leftHeel"], ["leftHeel", "leftFootIndex"],
+            ["leftAnkle", "leftFootIndex"],
+            ["rightHip", "rightKnee"], ["rightKnee", "rightAnkle"], ["rightAnkle", "rightHeel"], ["rightHeel", "rightFootIndex"],
+            ["rightAnkle", "rightFootIndex"],
+        ],
+        centre: ["leftHip", "rightHip"],
+        torsoUpper: ["leftShoulder", "rightShoulder"], torsoLower: ["leftHip", "rightHip"]
+    )
+
+    /// OpenPose BODY_25 (COCO plus mid-hip and feet), OpenPose's order, image pixels. The
+    /// `openpose` alias table maps OpenPose's names (`RShoulder`, `MidHip`, `LBigToe`).
+    public static let openPoseBody25 = Skeleton(
+        name: "openpose-body-25",
+        joints: [
+            "nose", "neck", "rightShoulder", "rightElbow", "rightWrist", "leftShoulder", "leftElbow", "leftWrist",
+            "midHip", "rightHip", "rightKnee", "rightAnkle", "leftHip", "leftKnee", "leftAnkle",
+            "rightEye", "leftEye", "rightEar", "leftEar", "leftBigToe", "leftSmallToe", "leftHeel",
+            "rightBigToe", "rightSmallToe", "rightHeel",
+        ],
+        dimensions: 2, units: .pixels,
+        mirrorPairs: [
+            ["leftShoulder", "rightShoulder"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"], ["leftHip", "rightHip"],
+            ["leftKnee", "rightKnee"], ["leftAnkle", "rightAnkle"], ["leftEye", "rightEye"], ["leftEar", "rightEar"],
+            ["leftBigToe", "rightBigToe"], ["leftSmallToe", "rightSmallToe"], ["leftHeel", "rightHeel"],
+        ],
+        bones: [
+            ["neck", "nose"], ["nose", "rightEye"], ["rightEye", "rightEar"], ["nose", "leftEye"], ["leftEye", "leftEar"],
+            ["neck", "rightShoulder"], ["rightShoulder", "rightElbow"], ["rightElbow", "rightWrist"],
+            ["neck", "leftShoulder"], ["leftShoulder", "leftElbow"], ["leftElbow", "leftWrist"],
+            ["neck", "midHip"], ["midHip", "rightHip"], ["rightHip", "rightKnee"], ["rightKnee", "rightAnkle"],
+            ["rightAnkle", "rightHeel"], ["rightAnkle", "rightBigToe"], ["rightBigToe", "rightSmallToe"],
+            ["midHip", "leftHip"], ["leftHip", "leftKnee"], ["leftKnee", "leftAnkle"],
+            ["leftAnkle", "leftHeel"], ["leftAnkle", "leftBigToe"], ["leftBigToe", "leftSmallToe"],
+        ],
+        centre: ["midHip"],
+        torsoUpper: ["neck"], torsoLower: ["midHip"]
+    )
+
+    /// OpenPose's 18-joint COCO model, the "Kinetics skeleton" of ST-GCN and MMAction2's
+    /// `openpose` layout, image pixels. Create ML's keypoint layout has the same joints in the
+    /// same order (`CreateMLFormat.jointOrder`).
+    public static let openPoseCOCO18 = Skeleton(
+        name: "openpose-coco-18",
+        joints: [
+            "nose", "neck", "rightShoulder", "rightElbow", "rightWrist", "leftShoulder", "leftElbow", "leftWrist",
+            "rightHip", "rightKnee", "rightAnkle", "leftHip", "leftKnee", "leftAnkle", "rightEye", "leftEye", "rightEar", "leftEar",
+        ],
+        dimensions: 2, units: .pixels,
+        mirrorPairs: [
+            ["leftShoulder", "rightShoulder"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"], ["leftHip", "rightHip"],
+            ["leftKnee", "rightKnee"], ["leftAnkle", "rightAnkle"], ["leftEye", "rightEye"], ["leftEar", "rightEar"],
+        ],
+        bones: [
+            ["neck", "nose"], ["nose", "rightEye"], ["rightEye", "rightEar"], ["nose", "leftEye"], ["leftEye", "leftEar"],
+            ["neck", "rightShoulder"], ["rightShoulder", "rightElbow"], ["rightElbow", "rightWrist"],
+            ["neck", "leftShoulder"], ["leftShoulder", "leftElbow"], ["leftElbow", "leftWrist"],
+            ["neck", "rightHip"], ["rightHip", "rightKnee"], ["rightKnee", "rightAnkle"],
+            ["neck", "leftHip"], ["leftHip", "leftKnee"], ["leftKnee", "leftAnkle"],
+        ],
+        centre: ["leftHip", "rightHip"],
+        torsoUpper: ["neck"], torsoLower: ["leftHip", "rightHip"]
+    )
+
+    /// Kinect v2 SDK skeleton (`JointType` order; NTU RGB+D's 25 joints, 1-based there), 3D
+    /// metres in camera space (y up, z away from the sensor). The `kinect-v2-sdk` alias table
+    /// maps the SDK's names (`SpineBase`, `ShoulderLeft`, `HandTipRight`).
+    public static let kinectV2 = Skeleton(
+        name: "kinect-v2-25",
+        joints: [
+            "spineBase", "spineMid", "neck", "head",
+            "leftShoulder", "leftElbow", "leftWrist", "leftHand",
+            "rightShoulder", "rightElbow", "rightWrist", "rightHand",
+            "leftHip", "leftKnee", "leftAnkle", "leftFoot",
+            "rightHip", "rightKnee", "rightAnkle", "rightFoot",
+            "spineShoulder", "leftHandTip", "leftThumb", "rightHandTip", "rightThumb",
+        ],
+        dimensions: 3, units: .metres,
+        mirrorPairs: [
+            ["leftShoulder", "rightShoulder"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"], ["leftHand", "rightHand"],
+            ["leftHip", "rightHip"], ["leftKnee", "rightKnee"], ["leftAnkle", "rightAnkle"], ["leftFoot", "rightFoot"],
+            ["leftHandTip", "rightHandTip"], ["leftThumb", "rightThumb"],
+        ],
+        bones: [
+            ["spineBase", "spineMid"], ["spineMid", "spineShoulder"], ["spineShoulder", "neck"], ["neck", "head"],
+            ["spineShoulder", "leftShoulder"], ["leftShoulder", "leftElbow"], ["leftElbow", "leftWrist"], ["leftWrist", "leftHand"],
+            ["leftHand", "leftHandTip"], ["leftWrist", "leftThumb"],
+            ["spineShoulder", "rightShoulder"], ["rightShoulder", "rightElbow"], ["rightElbow", "rightWrist"], ["rightWrist", "rightHand"],
+            ["rightHand", "rightHandTip"], ["rightWrist", "rightThumb"],
+            ["spineBase", "leftHip"], ["leftHip", "leftKnee"], ["leftKnee", "leftAnkle"], ["leftAnkle", "leftFoot"],
+            ["spineBase", "rightHip"], ["rightHip", "rightKnee"], ["rightKnee", "rightAnkle"], ["rightAnkle", "rightFoot"],
+        ],
+        centre: ["spineBase"],
+        torsoUpper: ["spineShoulder"], torsoLower: ["spineBase"]
     )
 }

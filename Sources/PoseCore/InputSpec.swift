@@ -11,12 +11,19 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public var steps: [PreprocessingStep]
     /// Per-frame feature blocks, in order.
     public var channels: [ChannelBlock]
+    /// Interaction models: the number M > 1 of bodies per frame, on a skeleton of M copies
+    /// (`Skeleton.bodies`, joints `p1.<joint>` ... `pM.<joint>`); nil for one body. Written to
+    /// the model header only when set (docs/format.md, section 5).
+    public var bodies: Int?
 
+    /// `bodies` is the skeleton's `bodyCount` (nil for one body).
     public init(skeleton: Skeleton, window: WindowSpec, steps: [PreprocessingStep], channels: [ChannelBlock]) {
         self.skeleton = skeleton
         self.window = window
         self.steps = steps
         self.channels = channels
+        let m = skeleton.bodyCount
+        bodies = m > 1 ? m : nil
     }
 
     /// Where the coordinates are centred.
@@ -150,6 +157,10 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public func validate() throws {
         try skeleton.validate()
         try window.validate()
+        guard (bodies ?? 1) == skeleton.bodyCount, bodies != 1 else {
+            throw InputSpecError.bodies(
+                "bodies is \(bodies.map(String.init) ?? "absent (one body)") but skeleton '\(skeleton.name)' holds \(skeleton.bodyCount) (joints p1.<joint> ... pM.<joint>)")
+        }
         for (i, step) in steps.enumerated() {
             for j in step.joints where skeleton.index(of: j) == nil {
                 throw PoseError.unknownJoint(j, skeleton: skeleton.name)
@@ -201,9 +212,11 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
     case window(String)
     case step(index: Int, reason: String)
     case channels(String)
+    case bodies(String)
 
     public var description: String {
         switch self {
+        case .bodies(let why): return "bodies: \(why)"
         case .window(let why): return "window: \(why)"
         case .step(let index, let why): return "preprocessing step \(index): \(why)"
         case .channels(let why): return "channels: \(why)"

@@ -54,12 +54,18 @@ public struct PoseSequence: Sendable, Equatable {
     /// Image size `[width, height]` in pixels of this sequence's video, when it differs per
     /// sequence (Penn Action); nil means the dataset's `imageSize`, if any.
     public var imageSize: [Double]?
+    /// The person's height in metres as Vision 3D estimates it (`bodyHeight`), when known.
+    public var bodyHeight: Double?
+    /// How `bodyHeight` was obtained: `measured` (from depth) or `reference` (Vision's default
+    /// 1.8 m when it cannot measure).
+    public var heightEstimation: String?
 
     public init(
         id: String, label: String?, group: String? = nil, split: String? = nil,
         jointCount: Int, dimensions: Int, frameCount: Int,
         coordinates: [Float], present: [UInt8], confidence: [Float]? = nil,
-        timestamps: [Double]? = nil, events: [Int] = [], imageSize: [Double]? = nil
+        timestamps: [Double]? = nil, events: [Int] = [], imageSize: [Double]? = nil,
+        bodyHeight: Double? = nil, heightEstimation: String? = nil
     ) {
         precondition(coordinates.count == frameCount * jointCount * dimensions, "coordinates shape")
         precondition(present.count == frameCount * jointCount, "present shape")
@@ -78,6 +84,8 @@ public struct PoseSequence: Sendable, Equatable {
         self.timestamps = timestamps
         self.events = events
         self.imageSize = imageSize
+        self.bodyHeight = bodyHeight
+        self.heightEstimation = heightEstimation
     }
 
     /// An empty sequence to which frames are appended.
@@ -157,6 +165,6 @@ public struct PoseSequence: Sendable, Equatable {
             confidence: confidence.map { Array($0[start * jointCount..<(start + count) * jointCount]) },
             timestamps: timestamps.map { Array($0[start..<start + count]) },
             events: events.filter { $0 >= start && $0 < start + count }.map { $0 - start },
-            imageSize: imageSize)
+            imageSize: imageSize, bodyHeight: bodyHeight, heightEstimation: heightEstimation)
     }
 }

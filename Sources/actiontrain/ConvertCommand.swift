@@ -9,7 +9,16 @@ enum ConvertCommand: ParsableCommand {
         var labels: String?
         var skeleton: String?
         var force = false
+        var to = Target.native
+        var fromNormalized = false
+        var origin: CoordinateFix.Origin?
+        var imageSize: String?
+        var mirror = false
+        var normalizeHeight = false
+        var reading = DataFlags()
     }
+
+    enum Target: String, ArgumentChoice { case native, createml }
 
     static let spec = CommandSpec<Options>(
         name: "convert",
@@ -22,7 +31,21 @@ enum ConvertCommand: ParsableCommand {
             Option("labels", \.labels, value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
             Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", \.force, help: "Overwrite OUT if it exists."),
-        ])
+            Option("to", \.to, value: "FORMAT", help: "native (default, OUT is a .jsonl file) or createml (OUT is a folder per label of clip .json files, for Create ML)."),
+            Option("from-normalized", \.fromNormalized, help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
+            Option("origin", \.origin, value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
+            Option("image-size", \.imageSize, value: "WxH", help: "Image size in pixels for --from-normalized, --origin and --mirror (default: the data's)."),
+            Option("mirror", \.mirror, help: "Front-camera (mirrored) capture: swap left and right joints and mirror x."),
+            Option("normalize-height", \.normalizeHeight, help: "3D: scale each person with a Vision bodyHeight to 1.8 m (Vision's reference height)."),
+        ] + DataFlags.options.map { $0.within(\.reading) },
+        discussion: """
+            Without a repair flag the coordinates are copied as they are; each input is checked against
+            what it declares (coordinate space, units, y direction, time unit) and every contradiction
+            is a warning (an error with --strict). The repairs are applied in this order: normalised
+            to pixels (or a bottom-left origin flipped), mirroring, height normalisation; the result
+            is checked again. Example, Vision points saved as they come:
+              actiontrain convert clips.jsonl raw.jsonl --from-normalized --origin bottom-left --image-size 1920x1080
+            """)
 
     static func run(_ options: Options, out: inout Output) throws {
         let outPath = options.out
@@ -38,10 +61,22 @@ enum ConvertCommand: ParsableCommand {
             renames[kv[0]] = kv[1]
         }
         let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
+        var plan = CoordinateFix.Plan()
+        plan.normalised = options.fromNormalized
+        plan.origin = options.origin ?? .topLeft
+        plan.mirror = options.mirror
+        plan.imageSize = try options.imageSize.map { try DataFlags.imageSize($0) }
+        if options.normalizeHeight { plan.heightReference = 1.8 }
+        var read = try options.reading.readOptions(skeleton: skeleton)
+        // With a repair, the inputs' contradictions are expected: only the result is checked.
+        if !plan.isEmpty { read.strict = false }
         var merged: Dataset? = nil
         var ids = Set<String>()
         for path in inputs {
-            var d = try DatasetLoader.load(path, skeleton: skeleton)
+            let loaded = try DatasetLoader.read(path, options: read)
+            DataFlags.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
+            var d: Dataset
+            do { d = try plan.apply(to: loaded.dataset) } catch let e as CoordinateFix.FixError { throw CLIError.failure("\(path): \(e)") }
             for s in d.sequences where !ids.insert(s.id).inserted {
                 throw CLIError.failure("\(path): sequence id '\(s.id)' is also in an earlier input; ids must be unique across inputs")
             }
@@ -56,6 +91,19 @@ enum ConvertCommand: ParsableCommand {
                 merged!.sequences += d.sequences
                 for c in d.classes where !merged!.classes.contains(c) { merged!.classes.append(c) }
             }
+        }
+        if !plan.isEmpty {
+            let problems = CoordinateSpace.measure(merged!).problems
+            if options.reading.strict, let p = problems.first {
+                throw CLIError.failure("\(outPath): after the repairs: [\(p.code)] \(p) (--strict)")
+            }
+            for p in problems { out.note("warning: \(outPath): after the repairs: [\(p.code)] \(p)\n") }
+        }
+        if options.to == .createml {
+            if merged!.imageSize == nil { merged!.imageSize = plan.imageSize }
+            let files = try CreateMLFolder.write(merged!, to: outPath)
+            out.line("convert: wrote \(files.count) clips in \(merged!.classes.count) label folders to \(outPath)")
+            return
         }
         try NativeFormat.write(merged!, to: outPath)
         out.line("convert: wrote \(merged!.sequences.count) sequences, \(merged!.classes.count) classes to \(outPath)")

@@ -19,6 +19,7 @@ enum EvalCommand: ParsableCommand {
         var topK: PositiveIntegers?
         var baseline: String?
         var gate = GateFlags()
+        var reading = DataFlags()
 
         func validate() throws {
             guard bootstrap >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
@@ -35,7 +36,7 @@ enum EvalCommand: ParsableCommand {
         summary: "Evaluate a model file on a dataset: metrics at the window and sequence level, reports, and a regression gate.",
         positionals: [
             Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'."),
-            Positional("DATA", \.data, help: "Dataset file (.jsonl native, .ts UEA)."),
+            Positional("DATA", \.data, help: DataFlags.formats),
         ],
         options: [
             Option("split", \.split, value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
@@ -48,7 +49,7 @@ enum EvalCommand: ParsableCommand {
             Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
             Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
             Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
-        ] + GateFlags.options.map { $0.within(\.gate) },
+        ] + GateFlags.options.map { $0.within(\.gate) } + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Each evaluated sequence is cut into the model's windows. Metrics are reported per window
             and per sequence (a sequence's probabilities are the mean of its windows'); the sequence
@@ -73,11 +74,15 @@ enum EvalCommand: ParsableCommand {
             try options.gate.reportingErrors(baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
         }
 
+        if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
         let model = try ActionModel(contentsOf: options.model)
-        let dataset = try DatasetLoader.load(options.data)
+        let dataset = try options.reading.load(options.data, people: PeoplePolicy(modelInput: model.input), out: &out)
+        var warnings: [String] = []
         let report = try Evaluation.run(
             model: model, modelPath: options.model, dataset: dataset, dataPath: options.data,
-            options: .init(split: options.split, stride: options.stride, useEvents: options.useEvents, settings: settings))
+            options: .init(split: options.split, stride: options.stride, useEvents: options.useEvents, settings: settings),
+            warn: { warnings.append($0) })
+        for w in warnings { out.note("warning: \(options.data): \(w)\n") }
         out.write(TextReport.render(report))
         if let path = options.json { try AtomicFile.write(try ReportJSON.encode(report), to: path) }
         if let dir = options.report {

@@ -15,12 +15,14 @@ enum FitCommand: ParsableCommand {
         var resume: String?
         /// The config keys given as flags.
         var overrides = ConfigFlags()
+        var windowSeconds: Double?
+        var reading = DataFlags()
     }
 
     static let spec = CommandSpec<Options>(
         name: "fit",
         summary: "Train a classifier on a dataset and write a model file and a run folder.",
-        positionals: [Positional("DATA", \.data, help: "Dataset file (.jsonl native, .ts UEA). Optional with --resume.")],
+        positionals: [Positional("DATA", \.data, help: DataFlags.formats + " Optional with --resume.")],
         options: [
             Option("config", \.configFile, value: "FILE", help: "JSON config file; flags override its keys."),
             Option("out", \.out, value: "DIR", help: "Run folder (default runs/<dataset>). It must not exist unless --force."),
@@ -28,7 +30,8 @@ enum FitCommand: ParsableCommand {
             Option(
                 "resume", \.resume, value: "RUN",
                 help: "Continue the run in folder RUN from its checkpoint, exactly where it stopped. Only --epochs, --learning-rate, --gradient-clip-norm, --patience, --min-delta and --threads may change."),
-        ] + ConfigOptions.options.map { $0.within(\.overrides) },
+            Option("window-seconds", \.windowSeconds, value: "S", help: "Window length in seconds instead of --window-frames: S times the frame rate (the resampling rate, else the data's)."),
+        ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
             Training uses the sequences whose split is "train" (all sequences when the data gives no
             split; "test" sequences are never used). Validation uses the "validation" split when there
@@ -47,8 +50,13 @@ enum FitCommand: ParsableCommand {
                 guard let dataPath = options.data else {
                     throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
                 }
-                let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-                let dataset = try DatasetLoader.load(dataPath)
+                var (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
+                let dataset = try options.reading.load(dataPath, lintFollows: true, out: &out)
+                if let seconds = options.windowSeconds {
+                    guard !given.contains("windowFrames") else { throw CLIError.usage("give --window-frames or --window-seconds, not both") }
+                    config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
+                    given.insert("windowFrames")
+                }
                 let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)", replacing: options.force)
                 run = try FitRun.start(dataPath: dataPath, dataset: dataset, config: config, explicit: given, folder: folder)
                 describe(run, out: &out)
@@ -63,10 +71,11 @@ enum FitCommand: ParsableCommand {
     static func resume(_ dir: String, _ options: Options, out: inout Output) throws -> FitRun {
         if options.configFile != nil { throw CLIError.usage("--config cannot be combined with --resume; the run keeps its config") }
         if options.out != nil { throw CLIError.usage("--out cannot be combined with --resume; the run folder is RUN") }
+        if options.windowSeconds != nil { throw CLIError.usage("--window-seconds cannot change when resuming; start a new run instead") }
         for e in ConfigOptions.entries where options.overrides.values[e.key] != nil && !FitRun.resumableKeys.contains(e.key) {
             throw CLIError.usage("--\(e.flag) cannot change when resuming (it changes the model or the data); start a new run instead")
         }
-        let run = try FitRun.resume(folder: RunFolder(existing: dir), dataPath: options.data) {
+        let run = try FitRun.resume(folder: RunFolder(existing: dir), dataPath: options.data, read: try options.reading.readOptions()) {
             try ConfigOptions.resolve(base: $0, values: [:], flags: options.overrides)
         }
         describe(run, out: &out)

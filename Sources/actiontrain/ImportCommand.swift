@@ -5,7 +5,7 @@ import PoseCore
 /// `actiontrain import KIND SRC --out FILE.jsonl`: one command from a public dataset or a
 /// foreign format to the native format.
 enum ImportCommand: ParsableCommand {
-    static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml"]
+    static let kinds = ["natops", "penn-action", "utkinect", "csv", "npz", "createml", "pyskl"]
 
     struct Options: CommandOptions {
         var kind = "", source = ""
@@ -17,14 +17,18 @@ enum ImportCommand: ParsableCommand {
         var keepInvisible = false
         var split: String?
         var limit: Int?
+        var classes: String?
+        var splitNames: String?
+        var imageSize: String?
+        var reading = DataFlags()
     }
 
     static let spec = CommandSpec<Options>(
         name: "import",
-        summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML file into the native format.",
+        summary: "Import a public dataset (natops, penn-action, utkinect) or a CSV / NumPy / Create ML / PYSKL file into the native format.",
         positionals: [
             Positional("KIND", \.kind, help: "One of \(kinds.joined(separator: ", "))."),
-            Positional("SRC", \.source, help: "The dataset folder (natops, penn-action, utkinect) or file (csv, npz, createml)."),
+            Positional("SRC", \.source, help: "The dataset folder (natops, penn-action, utkinect, createml with a folder per label) or file (csv, npz, createml, pyskl .pkl)."),
         ],
         options: [
             Option("out", \.out, value: "FILE", help: "Native .jsonl file to write (required). It must not exist unless --force."),
@@ -32,10 +36,13 @@ enum ImportCommand: ParsableCommand {
             Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for csv and npz: a built-in name or a JSON schema file."),
             Option("mapping", \.mapping, value: "FILE", help: "csv: a JSON column mapping (docs/datasets.md)."),
             Option("labels", \.labels, value: "FILE", help: "npz: a .npy of labels when SRC is a bare X.npy."),
-            Option("keep-invisible", \.keepInvisible, help: "penn-action: keep joints annotated invisible as present points with confidence 0."),
+            Option("classes", \.classes, value: "LIST", help: "csv, npz, createml, pyskl: the class order, comma-separated (default: label_names, else first appearance; integer labels index it)."),
+            Option("split-names", \.splitNames, value: "MAP", help: "npz: split values to split names, e.g. 0=train,1=test for a 0/1 integer split; pyskl: the split dictionary's keys, e.g. xsub_train=train,xsub_val=test."),
+            Option("image-size", \.imageSize, value: "WxH", help: "createml: the image size of clips that do not give one (Vision's points are fractions of the image)."),
+            Option("keep-invisible", \.keepInvisible, help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", \.split, value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", \.limit, value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
-        ],
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):
               actiontrain import natops ../shared/datasets/natops --out natops.jsonl
@@ -43,6 +50,8 @@ enum ImportCommand: ParsableCommand {
               actiontrain import utkinect ../shared/datasets/utkinect_action3d --out utk.jsonl
               actiontrain import csv poses.csv --mapping columns.json --out poses.jsonl
               actiontrain import npz poses.npz --skeleton coco-17 --out poses.jsonl
+              actiontrain import pyskl ntu60_hrnet.pkl --split-names xsub_train=train,xsub_val=test --people bodies=2 --out ntu.jsonl
+              actiontrain import createml ThrowsFolder --image-size 1920x1080 --out throws.jsonl
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
@@ -57,12 +66,52 @@ enum ImportCommand: ParsableCommand {
         }
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
         let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
-        let dataset = try load(kind: kind, src: src, skeleton: skeleton, options: options, out: &out)
+        var read = try options.reading.readOptions(skeleton: skeleton)
+        if let list = options.classes {
+            let classes = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !classes.contains(""), Set(classes).count == classes.count else {
+                throw CLIError.usage("--classes expects distinct names separated by commas, got '\(list)'")
+            }
+            read.classes = classes
+        }
+        for pair in (options.splitNames ?? "").split(separator: ",") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard kv.count == 2, ["train", "validation", "test"].contains(kv[1]) else {
+                throw CLIError.usage("--split-names expects value=train|validation|test pairs, got '\(pair)'")
+            }
+            read.splitNames[kv[0]] = kv[1]
+        }
+        read.imageSize = try options.imageSize.map { try DataFlags.imageSize($0) }
+        let loaded = try load(kind: kind, src: src, read: read, options: options, out: &out)
+        DataFlags.printWarnings(loaded.warnings, out: &out)
+        let dataset = loaded.dataset
         try NativeFormat.write(dataset, to: outPath)
         out.line(summary(dataset, to: outPath))
     }
 
-    static func load(kind: String, src: String, skeleton: Skeleton?, options: Options, out: inout Output) throws -> Dataset {
+    static func load(kind: String, src: String, read: ReadOptions, options: Options, out: inout Output) throws -> LoadedDataset {
+        var read = read
+        switch kind {
+        case "csv":
+            read.mapping = try options.mapping.map { try CSVMapping.load($0) }
+            return try DatasetLoader.read(src, format: .csv, options: read)
+        case "npz":
+            read.labelsPath = options.labels
+            return try DatasetLoader.read(src, format: .npz, options: read)
+        case "pyskl":
+            return try DatasetLoader.read(src, format: .pyskl, options: read)
+        case "createml":
+            var isDirectory: ObjCBool = false
+            _ = FileManager.default.fileExists(atPath: src, isDirectory: &isDirectory)
+            return try DatasetLoader.read(src, format: isDirectory.boolValue ? .createmlFolder : .createml, options: read)
+        default:
+            let d = try loadPublic(kind: kind, src: src, skeleton: read.skeleton, options: options, out: &out)
+            return try DatasetLoader.checked(d, file: src, strict: read.strict)
+        }
+    }
+
+    /// The public datasets' importers.
+    static func loadPublic(kind: String, src: String, skeleton: Skeleton?, options: Options, out: inout Output) throws -> Dataset {
         switch kind {
         case "natops":
             var files: [String]
@@ -96,14 +145,8 @@ enum ImportCommand: ParsableCommand {
             let (d, warnings) = try UTKinectImporter.read(src, options: .init(split: split))
             for w in warnings { out.note("\(w)\n") }
             return d
-        case "csv":
-            var mapping = try options.mapping.map { try CSVMapping.load($0) } ?? CSVMapping()
-            if let skeleton { mapping.skeleton = skeleton }
-            return try CSVFormat.read(src, mapping: mapping)
-        case "npz":
-            return try NumpyFormat.read(src, options: .init(skeleton: skeleton, labelsPath: options.labels))
         default:
-            return try CreateMLFormat.read(src)
+            preconditionFailure("not a public dataset: \(kind)")
         }
     }
 

@@ -10,7 +10,8 @@ enum InspectCommand: ParsableCommand {
         var json = false
         var imageSize: String?
         var windowFrames: Int?
-        var strict = false
+        /// --min-confidence, --people, and --strict (which here counts every warning).
+        var reading = DataFlags()
     }
 
     static let spec = CommandSpec<Options>(
@@ -21,8 +22,8 @@ enum InspectCommand: ParsableCommand {
             Option("json", \.json, help: "Print the report (or the model header) as JSON instead of tables."),
             Option("image-size", \.imageSize, value: "W,H", help: "Image size in pixels, for the out-of-image check (default: the dataset's)."),
             Option("window-frames", \.windowFrames, value: "N", help: "Also report sequences shorter than a window of N frames."),
-            Option("strict", \.strict, help: "Exit with status 1 when there is any warning (for CI)."),
-        ],
+            Option("strict", \.reading.strict, help: "Exit with status 1 when there is any warning (for CI)."),
+        ] + DataFlags.options.filter { $0.name != "strict" }.map { $0.within(\.reading) },
         discussion: """
             For a model file: the classes, the input (skeleton, window, preprocessing, channels), the
             layers with their output shapes and parameters, and the provenance.
@@ -37,6 +38,9 @@ enum InspectCommand: ParsableCommand {
         if InspectModel.isModelFile(path: path) {
             if options.imageSize != nil { throw CLIError.usage("--image-size applies to datasets; \(path) is a model file") }
             if options.windowFrames != nil { throw CLIError.usage("--window-frames applies to datasets; \(path) is a model file") }
+            if options.reading.minConfidence != nil || options.reading.people != nil {
+                throw CLIError.usage("--min-confidence and --people apply to datasets; \(path) is a model file")
+            }
             try InspectModel.run(path: path, json: options.json, out: &out)
         } else {
             try runDataset(path: path, options: options, out: &out)
@@ -57,8 +61,12 @@ enum InspectCommand: ParsableCommand {
             guard n > 0 else { throw CLIError.usage("--window-frames must be positive") }
             lint.windowFrames = n
         }
-        let dataset = try DatasetLoader.load(path)
-        let report = Lint.inspect(dataset, options: lint)
+        var read = try options.reading.readOptions()
+        read.strict = false  // every warning is reported; --strict makes them exit 1 below
+        let loaded = try DatasetLoader.read(path, options: read)
+        DataFlags.printWarnings(loaded.readerWarnings, out: &out)
+        var report = Lint.inspect(loaded.dataset, options: lint)
+        report.jointNames = loaded.jointNames.map(\.description)
         if options.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
@@ -66,8 +74,9 @@ enum InspectCommand: ParsableCommand {
         } else {
             out.write(render(report))
         }
-        if options.strict && !report.warnings.isEmpty {
-            throw CLIError.failure("\(path): \(report.warnings.count) warning(s) (--strict)")
+        let count = report.warnings.count + loaded.readerWarnings.count
+        if options.reading.strict && count > 0 {
+            throw CLIError.failure("\(path): \(count) warning(s) (--strict)")
         }
     }
 
@@ -80,7 +89,8 @@ enum InspectCommand: ParsableCommand {
         func num(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e9 ? String(Int(x)) : String(format: "%.1f", x) }
 
         line(
-            "dataset \(r.name): skeleton \(r.skeleton) (\(r.jointCount) joints, \(r.dimensions)D, \(r.units)), "
+            "dataset \(r.name): skeleton \(r.skeleton) (\(r.jointCount) joints, \(r.dimensions)D, \(r.units)"
+                + (r.jointNames.isEmpty ? "" : "; joint names by \(r.jointNames.joined(separator: " and "))") + "), "
                 + "\(r.sequences) sequences, \(r.frames) frames, \(r.classes.count) classes, \(r.groups) groups")
         if let f = r.framesPerSequence {
             line("frames per sequence: min \(num(f.min)), median \(num(f.median)), max \(num(f.max))")
@@ -91,6 +101,7 @@ enum InspectCommand: ParsableCommand {
             rate += "; from timestamps \(num(t.median)) fps median (\(num(t.min))-\(num(t.max)))"
         }
         line(rate)
+        line(CoordinateSpace.summary(r.space))
         line()
 
         // Classes x splits.

@@ -12,6 +12,8 @@ enum PredictCommand: ParsableCommand {
         var stride: Int?
         var format = Format.jsonl
         var split: String?
+        var useEvents = false
+        var reading = DataFlags()
 
         func validate() throws {
             if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
@@ -25,13 +27,14 @@ enum PredictCommand: ParsableCommand {
             Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'."),
             Positional(
                 "DATA", \.data,
-                help: "Dataset file (.jsonl native, .ts UEA), or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
+                help: DataFlags.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
             Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
             Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
             Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
-        ],
+            Option("use-events", \.useEvents, help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Each sequence is resampled to the model's frame rate when it has one, then cut into the
             model's windows exactly as at training time: windows start every --stride frames, the
@@ -49,15 +52,17 @@ enum PredictCommand: ParsableCommand {
 
     /// `stdin` yields the lines of standard input (replaceable in tests).
     static func run(_ options: Options, out: inout Output, stdin: () -> String?) throws {
+        if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
         let model = try ActionModel(contentsOf: options.model)
         let dataPath = options.data
         let stride = options.stride ?? Evaluation.defaultStride(model)
         let format = options.format
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
+        printer.useEvents = options.useEvents
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
-            let dataset = try DatasetLoader.load(dataPath)
+            let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             for s in dataset.sequences { try printer.predict(s, sourceFrameRate: dataset.frameRate, out: &out) }
         }
@@ -74,6 +79,8 @@ enum PredictCommand: ParsableCommand {
         var wroteTableHeader = false
         /// Labels outside the model's classes already warned about.
         var warnedLabels = Set<String>()
+        var useEvents = false
+        var padding = Guards.PaddingTally()
 
         init(model: ActionModel, format: Format, stride: Int, split: String?) {
             self.model = model
@@ -114,7 +121,8 @@ enum PredictCommand: ParsableCommand {
                 if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
                 let d: Dataset
                 do {
-                    d = try NativeFormat.parse(Array((header + "\n" + line).utf8), file: file)
+                    d = try NativeFormat.parse(
+                        Array((header + "\n" + line).utf8), file: file, options: .init(people: PeoplePolicy(modelInput: model.input)))
                 } catch let e as DatasetError {
                     // The line was parsed as line 2 of a two-line document: name its real line.
                     throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(number):"))
@@ -134,10 +142,12 @@ enum PredictCommand: ParsableCommand {
 
         mutating func predict(_ s: PoseSequence, sourceFrameRate: Double?, out: inout Output) throws {
             if let split, s.split != split { return }
-            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate)
+            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
             sequences += 1
+            let F = model.input.window.frames
             for (i, p) in predictions.enumerated() {
                 windows += 1
+                padding.add(frames: F, real: model.input.window.mode == .fit ? F : p.end - p.start)
                 let label = model.classes[p.classIndex]
                 if let truth = s.label {
                     labeled += 1
@@ -174,7 +184,9 @@ enum PredictCommand: ParsableCommand {
         func summary() -> String {
             var s = "predict: \(windows) windows from \(sequences) sequences"
             if labeled > 0 { s += String(format: "; %d of %d labeled windows agree with their sequence's label (%.3f)", correct, labeled, Double(correct) / Double(labeled)) }
-            return s + "\n"
+            s += "\n"
+            if let w = padding.warning(windowLength: model.input.window.frames) { s += "warning: \(w)\n" }
+            return s
         }
     }
 

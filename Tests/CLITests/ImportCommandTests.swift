@@ -21,7 +21,7 @@ final class ImportCommandTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertEqual(r.out, "import: wrote 3 sequences (test 1, train 2), 2 classes, 9 frames, skeleton coco-17 to \(out)\n")
         let text = try String(contentsOfFile: out, encoding: .utf8)
-        XCTAssertTrue(text.hasPrefix(#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 30.0, "imageSize": [640.0, 480.0], "classes": ["clap", "wave"]}"#), text)
+        XCTAssertTrue(text.hasPrefix(#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 30.0, "imageSize": [640.0, 480.0], "classes": ["wave", "clap"]}"#), text)
         let again = run(["import", "npz", src, "--out", out])
         XCTAssertEqual(again.code, 1)
         XCTAssertEqual(again.err, "error: \(out) exists; pass --force to overwrite it\n")
@@ -42,7 +42,7 @@ final class ImportCommandTests: XCTestCase {
     func testUsageAndInputErrors() {
         let bad = run(["import", "nptz", "x.npz", "--out", "/tmp/never.jsonl"])
         XCTAssertEqual(bad.code, 2)
-        XCTAssertEqual(bad.err, "error: unknown KIND 'nptz'; use one of natops, penn-action, utkinect, csv, npz, createml. Did you mean 'npz'?\n")
+        XCTAssertEqual(bad.err, "error: unknown KIND 'nptz'; use one of natops, penn-action, utkinect, csv, npz, createml, pyskl. Did you mean 'npz'?\n")
         XCTAssertEqual(run(["import", "npz", "x.npz"]).code, 2, "--out is required")
         let dtype = run(["import", "npz", fixtures.appendingPathComponent("bad_dtype.npz").path, "--out", "/tmp/never-written.jsonl"])
         XCTAssertEqual(dtype.code, 1)

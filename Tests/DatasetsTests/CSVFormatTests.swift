@@ -29,7 +29,7 @@ final class CSVFormatTests: XCTestCase {
         XCTAssertEqual(d.sequences.map(\.id), ["a", "b"])
         XCTAssertEqual(d.sequences.map(\.label), ["wave", "clap"])
         XCTAssertEqual(d.sequences.map(\.group), ["p1", "p2"])
-        XCTAssertEqual(d.classes, ["clap", "wave"])
+        XCTAssertEqual(d.classes, ["wave", "clap"], "first appearance")
         let a = d.sequences[0]
         XCTAssertEqual(a.frameCount, 2)
         XCTAssertEqual(a.present, [1, 1, 0, 1, 0, 0], "empty cells, NaN and confidence 0 are absent")
@@ -116,7 +116,7 @@ final class CSVFormatTests: XCTestCase {
     func testHeaderProblems() {
         assertThrows(["poses.csv:1:", "no sequence id column", "mapping file"]) { _ = try parse("label,head_x,head_y\nw,1,2\n", mapping: rigMapping) }
         assertThrows(["poses.csv:1:", "no joint columns"]) { _ = try parse("id,label\na,w\n", mapping: rigMapping) }
-        assertThrows(["poses.csv:1:", "subset of coco-17, vision-animal, vision-body-2d", "name a skeleton"]) {
+        assertThrows(["poses.csv:1:", "subset of coco-17, mediapipe-pose-33, openpose-body-25, openpose-coco-18, vision-animal, vision-body-2d", "name a skeleton"]) {
             _ = try parse("id,nose_x,nose_y\na,1,2\n")
         }
         assertThrows(["joint 'head' has no y column"]) { _ = try parse("id,head_x\na,1\n", mapping: rigMapping) }

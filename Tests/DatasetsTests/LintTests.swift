@@ -85,8 +85,8 @@ final class LintTests: XCTestCase {
             obj.keys.sorted(),
             [
                 "classes", "declaredFrameRate", "dimensions", "duplicates", "emptyFrames", "emptySequences", "frames",
-                "framesPerSequence", "groupLeaks", "groups", "imageSize", "jointCount", "joints", "name", "nonFiniteValues",
-                "outOfImagePoints", "sequences", "skeleton", "splits", "timestampFrameRate", "units", "warnings",
+                "framesPerSequence", "groupLeaks", "groups", "imageSize", "jointCount", "jointNames", "joints", "name", "nonFiniteValues",
+                "outOfImagePoints", "sequences", "skeleton", "space", "splits", "timestampFrameRate", "units", "warnings",
             ])
         XCTAssertTrue(obj["timestampFrameRate"] is NSNull)
         XCTAssertEqual(obj["outOfImagePoints"] as? Int, 2)

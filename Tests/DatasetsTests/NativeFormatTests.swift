@@ -97,10 +97,22 @@ final class NativeFormatTests: XCTestCase {
             if f.isFinite { values.append(f) }
             values.append(Float(Int(g.next() % 200_000)) / 100 - 1000)
         }
-        let points = values.indices.map { #"{"pose": {"nose": [\#(values[$0]), 0]}}"# }.joined(separator: ", ")
+        // Every magnitude through the number parser; coordinates within the readers' bound
+        // (PoseBounds.maxCoordinate) through the whole reader.
+        for v in values {
+            let text = Array("\(v)".utf8)
+            let parsed = text.withUnsafeBufferPointer { b -> Float? in
+                guard let (d, next) = NumberParser.parseDouble(b.baseAddress!, 0, b.count), next == b.count else { return nil }
+                return NumberParser.float(d, b.baseAddress!, 0, next)
+            }
+            XCTAssertEqual(parsed?.bitPattern, v.bitPattern, "\(v)")
+        }
+        let inRange = values.filter { abs($0) <= PoseBounds.maxCoordinate }
+        XCTAssertGreaterThan(inRange.count, 3000)
+        let points = inRange.indices.map { #"{"pose": {"nose": [\#(inRange[$0]), 0]}}"# }.joined(separator: ", ")
         let d = try parse([header, seq(points)])
         let read = stride(from: 0, to: d.sequences[0].frameCount, by: 1).map { d.sequences[0].coordinates[$0 * 34] }
-        XCTAssertEqual(read.map(\.bitPattern), values.map(\.bitPattern))
+        XCTAssertEqual(read.map(\.bitPattern), inRange.map(\.bitPattern))
     }
 
     /// Decimals whose Double lies near a Float rounding boundary take the careful path.

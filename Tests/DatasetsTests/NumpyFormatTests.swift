@@ -125,8 +125,10 @@ final class NumpyFormatTests: XCTestCase {
         }
     }
 
+    func archive(X: [Float], shape: [Int]) throws -> [UInt8] { try Self.archive(X: X, shape: shape) }
+
     /// A stored `.npz` with one float32 array `X`, built by hand.
-    func archive(X: [Float], shape: [Int]) throws -> [UInt8] {
+    static func archive(X: [Float], shape: [Int]) throws -> [UInt8] {
         let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (\(shape.map(String.init).joined(separator: ", ")),), }"
         var header = Array(dict.utf8)
         while (10 + header.count + 1) % 64 != 0 { header.append(0x20) }

@@ -67,7 +67,12 @@ final class PublicDatasetImportTests: XCTestCase {
         let kept = try PennActionImporter.read(root, options: .init(keepInvisible: true, limit: 1))
         XCTAssertEqual(Array(kept.sequences[0].present[0..<3]), [1, 1, 1], "keep-invisible keeps the estimated point")
         XCTAssertEqual(Array(kept.sequences[0].coordinates[4..<6]), [102.75, 99])
-        XCTAssertEqual(kept.sequences[0].confidence.map { Array($0[0..<3]) }, [1, 1, 0])
+        XCTAssertEqual(kept.sequences[0].confidence.map { Array($0[0..<3]) }, [1, 1, 0.5])
+        // Written and read back, the kept points stay present (confidence 0 would be absent).
+        let path = try temporaryDirectory().appendingPathComponent("penn.jsonl").path
+        try NativeFormat.write(kept, to: path)
+        XCTAssertEqual(try NativeFormat.read(path).sequences[0].present, kept.sequences[0].present)
+        XCTAssertEqual(Array(try NativeFormat.read(path, options: .init(minConfidence: 0.5)).sequences[0].present[0..<3]), [1, 1, 0])
     }
 
     func testUTKinectSegmentsSubjectsAndTimestamps() throws {

@@ -29,7 +29,7 @@ final class SkeletonSchemaTests: XCTestCase {
         XCTAssertEqual(Skeleton.visionAnimal.jointCount, 25)
         XCTAssertEqual(Set(CreateMLFormat.jointOrder), body2D.subtracting(["root"]))
         let counts = Skeleton.builtIn.mapValues(\.jointCount)
-        XCTAssertEqual(counts, ["vision-body-2d": 19, "vision-body-3d": 17, "vision-animal": 25, "coco-17": 17, "natops-8": 8, "penn-action-13": 13, "kinect-v1-20": 20])
+        XCTAssertEqual(counts, ["vision-body-2d": 19, "vision-body-3d": 17, "vision-animal": 25, "coco-17": 17, "natops-8": 8, "penn-action-13": 13, "kinect-v1-20": 20, "mediapipe-pose-33": 33, "openpose-body-25": 25, "openpose-coco-18": 18, "kinect-v2-25": 25])
     }
 
     func testEveryBuiltInIsConsistentAndMirrorsAreAnatomical() {

@@ -12,5 +12,7 @@ public func fuzzCSVFormat(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var m = CSVMapping()
     m.skeleton = rig
     _ = try? CSVFormat.parse(bytes, file: "fuzz", mapping: m)
+    m.people = .split
+    _ = try? CSVFormat.parse(bytes, file: "fuzz", mapping: m)
     return 0
 }

@@ -6,6 +6,10 @@ import Datasets
 public func fuzzNativeFormat(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     _ = try? NativeFormat.parse(bytes, file: "fuzz")
+    // Several people per frame, through each kind of policy.
+    _ = try? NativeFormat.parse(bytes, file: "fuzz", options: .init(minConfidence: 0.3, people: .split))
+    _ = try? NativeFormat.parse(bytes, file: "fuzz", options: .init(people: .pick(.central)))
+    _ = try? NativeFormat.parse(bytes, file: "fuzz", options: .init(people: .bodies(2)))
     _ = try? JSONValue.parse(bytes)
     return 0
 }

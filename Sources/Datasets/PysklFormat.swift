@@ -1,0 +1,199 @@
+import Foundation
+import PoseCore
+
+/// MMAction2 / PYSKL skeleton annotation pickles (docs/datasets.md, "MMAction2 / PYSKL"), read
+/// through the restricted `Pickle` reader (never executed):
+///
+///     {"split": {"xsub_train": [frame_dir, ...], "xsub_val": [...]},
+///      "annotations": [{"frame_dir": "S001C001P001R001A001", "label": 0,
+///                       "keypoint": ndarray [M, T, V, C], "keypoint_score": ndarray [M, T, V],
+///                       "img_shape": (h, w), "total_frames": T}, ...]}
+///
+/// or the list of annotations alone. Each annotation is one sequence with id `frame_dir`;
+/// its M bodies are tracks (`PeoplePolicy`); a body whose coordinates are all 0 in a frame is
+/// absent there (PYSKL's padding) and a score at or below the minimum confidence makes a joint
+/// absent. The skeleton comes from `skeleton` or (V, C): 17 × 2 `coco-17` (PYSKL's HRNet 2D),
+/// 18 × 2 `openpose-coco-18`, 25 × 3 `kinect-v2-25` (NTU RGB+D 3D); 2D points are pixels and
+/// 3D points metres, as PYSKL stores them.
+public enum PysklFormat {
+    public struct Options: Sendable {
+        public var skeleton: Skeleton?
+        public var minConfidence: Float = 0
+        public var people: PeoplePolicy?
+        /// Class names for the integer labels (index = label); default their numbers.
+        public var classes: [String]?
+        /// The `split` dictionary's keys to split names; by default a pair `<x>train`,
+        /// `<x>val` (or `test`) becomes train and test.
+        public var splitNames: [String: String] = [:]
+        public init() {}
+    }
+
+    public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw DatasetError.cannotRead(file: path, reason: "no such file or not readable")
+        }
+        return try parse([UInt8](data), file: path, options: options)
+    }
+
+    /// Reads a pickle held in memory (tests, fuzzing).
+    public static func parse(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
+        let root: Pickle.Value
+        do { root = try Pickle.load(bytes) } catch let e as Pickle.Failure {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file), problem: "byte \(e.offset): \(e.problem)", fix: "save the annotations with pickle.dump of dicts, lists and NumPy arrays")
+        }
+        let at = SourceLocation(file: file)
+        func fail(_ problem: String, _ fix: String, record: String? = nil) -> DatasetError {
+            .invalidValue(SourceLocation(file: file, record: record, recordKind: "annotation"), problem: problem, fix: fix)
+        }
+        guard let annotations = (root["annotations"] ?? root).items else {
+            throw DatasetError.invalidValue(at, problem: "the pickle holds \(root.kind), not annotations", fix: "give a dict with \"annotations\" (and \"split\"), or the list of annotations")
+        }
+        guard !annotations.isEmpty else { throw DatasetError.empty(file: file) }
+
+        // split: name -> frame_dirs, mapped to train / validation / test.
+        var splitOf: [String: String] = [:]
+        if let split = root["split"] {
+            guard case .dict(let d) = split else { throw DatasetError.invalidValue(at, problem: "\"split\" is \(split.kind), not a dict", fix: "save {name: [frame_dir, ...]}") }
+            let names = d.compactMap { $0.key.string }
+            let mapping = try splitNames(names, given: options.splitNames, at: at)
+            for (key, value) in d {
+                guard let name = key.string, let target = mapping[name] else { continue }
+                guard let ids = value.items else { throw DatasetError.invalidValue(at, problem: "split '\(name)' is \(value.kind), not a list of frame_dir", fix: "fix the pickle") }
+                for id in ids { if let s = id.string { splitOf[s] = target } }
+            }
+        }
+
+        var skeleton = options.skeleton
+        var sequences: [PoseSequence] = []
+        var seen = Set<String>()
+        var labels = Set<Int>()
+        for (n, a) in annotations.enumerated() {
+            guard case .dict = a else { throw fail("annotation \(n) is \(a.kind), not a dict", "each annotation is a dict with frame_dir, label, keypoint") }
+            guard let id = a["frame_dir"]?.string ?? a["frame_dir"]?.integer.map(String.init) else {
+                throw fail("annotation \(n) has no string \"frame_dir\"", "give every annotation its frame_dir (the sequence id)")
+            }
+            guard seen.insert(id).inserted else { throw fail("frame_dir '\(id)' appears twice", "give every annotation a unique frame_dir", record: id) }
+            guard case .array(let kp)? = a["keypoint"], kp.dtype.isNumeric, kp.shape.count == 4 else {
+                throw fail("\"keypoint\" is \(a["keypoint"]?.kind ?? "missing"), not an array [M, T, V, C]", "save keypoint as a float array [people, frames, joints, channels]", record: id)
+            }
+            let (M, T, V, C) = (kp.shape[0], kp.shape[1], kp.shape[2], kp.shape[3])
+            if skeleton == nil {
+                switch (V, C) {
+                case (17, 2): skeleton = .coco17
+                case (18, 2): skeleton = .openPoseCOCO18
+                case (25, 3): skeleton = .kinectV2
+                default:
+                    throw fail("keypoint has \(V) joints and \(C) channels, which names no skeleton", "name the skeleton (a built-in name or a schema file)", record: id)
+                }
+            }
+            let s = skeleton!
+            guard V == s.jointCount, C == s.dimensions else {
+                throw fail("keypoint has shape \(kp.shape), but skeleton '\(s.name)' has \(s.jointCount) joints in \(s.dimensions)D", "name the matching skeleton", record: id)
+            }
+            var score: Pickle.ArrayBox? = nil
+            if let sc = a["keypoint_score"] {
+                guard case .array(let box) = sc, box.dtype.isNumeric, box.shape == [M, T, V] else {
+                    throw fail("\"keypoint_score\" is \(sc.kind), not an array [\(M), \(T), \(V)]", "save one score per keypoint", record: id)
+                }
+                score = box
+            }
+            var label: String? = nil
+            if let l = a["label"] {
+                guard let k = l.integer, k >= 0, k < 1_000_000 else { throw fail("\"label\" is \(l.kind), not a class index", "save integer labels", record: id) }
+                if let classes = options.classes {
+                    guard k < classes.count else {
+                        throw DatasetError.labelNotInClasses(SourceLocation(file: file, record: id, recordKind: "annotation"), label: String(k), classes: classes)
+                    }
+                    label = classes[k]
+                } else {
+                    label = String(k)
+                }
+                labels.insert(k)
+            }
+            var imageSize: [Double]? = nil
+            if let shape = a["img_shape"]?.items, shape.count == 2, let h = shape[0].number, let w = shape[1].number, h > 0, w > 0 {
+                imageSize = [w, h]
+            }
+            var tracks: [(id: String, sequence: PoseSequence)] = []
+            for m in 0..<M {
+                var frame = [PosePoint?](repeating: nil, count: V)
+                var body = PoseSequence(id: id, label: label, jointCount: V, dimensions: C, hasConfidence: score != nil)
+                for t in 0..<T {
+                    var allZero = true
+                    for j in 0..<V {
+                        let o = ((m * T + t) * V + j) * C
+                        var p = PosePoint(x: 0, y: 0)
+                        var values = [Double](repeating: 0, count: C)
+                        for c in 0..<C { values[c] = kp.double(o + c) }
+                        let conf = score.map { $0.double((m * T + t) * V + j) }
+                        frame[j] = nil
+                        if values.contains(where: { $0 != 0 }) { allZero = false }
+                        if values.contains(where: \.isNaN) || conf?.isNaN == true { continue }
+                        guard values.allSatisfy(\.isFinite), conf?.isFinite ?? true else {
+                            throw DatasetError.nonFinite(SourceLocation(file: file, record: id, frame: t, joint: s.joints[j], recordKind: "annotation"), what: "a keypoint or score")
+                        }
+                        for v in values where abs(v) > Double(PoseBounds.maxCoordinate) {
+                            throw PoseBounds.outOfRange(v, at: SourceLocation(file: file, record: id, frame: t, joint: s.joints[j], recordKind: "annotation"))
+                        }
+                        if let conf, Float(conf) <= options.minConfidence { continue }
+                        p.x = Float(values[0])
+                        p.y = Float(values[1])
+                        if C == 3 { p.z = Float(values[2]) }
+                        p.confidence = conf.map(Float.init)
+                        frame[j] = p
+                    }
+                    if allZero { for j in 0..<V { frame[j] = nil } }  // padding: the body is not there
+                    body.appendFrame(frame)
+                }
+                tracks.append((String(m), body))
+            }
+            var base = tracks.first?.sequence ?? PoseSequence(id: id, label: label, jointCount: V, dimensions: C, hasConfidence: false)
+            base.split = splitOf[id]
+            base.imageSize = imageSize
+            if M <= 1 && options.people == nil {
+                sequences.append(base)
+            } else {
+                sequences += try People.resolve(
+                    TrackedSequence(base: base, tracks: tracks), policy: options.people, skeleton: s, imageSize: imageSize,
+                    at: SourceLocation(file: file, record: id, recordKind: "annotation"))
+            }
+        }
+        var classes = options.classes ?? labels.sorted().map(String.init)
+        if options.classes == nil && labels.isEmpty { classes = [] }
+        var out = Dataset(
+            name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton!, sequences: sequences,
+            classes: classes)
+        // One image size for every sequence is the dataset's.
+        let sizes = Set(sequences.compactMap(\.imageSize))
+        if sizes.count == 1 && sequences.allSatisfy({ $0.imageSize != nil }) {
+            out.imageSize = sizes.first
+            for k in out.sequences.indices { out.sequences[k].imageSize = nil }
+        }
+        if case .bodies(let m) = options.people { out.skeleton = out.skeleton.bodies(m) }
+        return out
+    }
+
+    /// The split dictionary's names to train / validation / test: `given`, else one pair of
+    /// names ending in `train` and `val` (or `test`), which become train and test (PYSKL's
+    /// `val` is the evaluation split of the published protocols).
+    static func splitNames(_ names: [String], given: [String: String], at: SourceLocation) throws -> [String: String] {
+        if !given.isEmpty {
+            for (k, v) in given where !names.contains(k) {
+                throw DatasetError.invalidValue(at, problem: "the split names map '\(k)' (\(v)), which is not in the split dictionary (\(names.sorted().joined(separator: ", ")))", fix: "use its keys")
+            }
+            return given
+        }
+        let train = names.filter { $0.hasSuffix("train") }
+        let test = names.filter { $0.hasSuffix("val") || $0.hasSuffix("test") }
+        if train.count == 1 && test.count == 1 && names.count == 2 {
+            return [train[0]: "train", test[0]: "test"]
+        }
+        guard names.isEmpty else {
+            throw DatasetError.invalidValue(
+                at, problem: "the split dictionary has \(names.sorted().joined(separator: ", ")), which is more than one protocol",
+                fix: "choose one by mapping its keys to split names, e.g. \(train.first ?? "xsub_train")=train,\(test.first ?? "xsub_val")=test")
+        }
+        return [:]
+    }
+}
