@@ -225,7 +225,7 @@ public final class Trainer {
                 let logits = batchX.withUnsafeBufferPointer { network.forward($0.baseAddress!, batch: n, mode: &mode) }
                 lap(\.forward)
                 let l = batchY.withUnsafeBufferPointer { y in
-                    for b in 0..<n where argmax(logits + b * K, K) == Int(y[b]) { correct += 1 }
+                    for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(y[b]) { correct += 1 }
                     return dlogits.withUnsafeMutableBufferPointer { d in
                         loss.lossAndGradient(logits: logits, labels: y.baseAddress!, batch: n, classes: K, dlogits: d.baseAddress!)
                     }
@@ -331,17 +331,8 @@ public final class Trainer {
         for i in 0..<set.count {
             let y = Int(set.labels[i])
             lossSum -= log(max(Double(probabilities[i * K + y]), 1e-12))
-            var best = 0
-            for k in 1..<K where probabilities[i * K + k] > probabilities[i * K + best] { best = k }
-            if best == y { correct += 1 }
+            if argmax(probabilities[(i * K)..<((i + 1) * K)]) == y { correct += 1 }
         }
         return (lossSum / Double(set.count), Double(correct) / Double(set.count))
     }
-}
-
-@inline(__always)
-func argmax(_ p: UnsafePointer<Float>, _ n: Int) -> Int {
-    var best = 0
-    for k in 1..<n where p[k] > p[best] { best = k }
-    return best
 }

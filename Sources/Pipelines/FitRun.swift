@@ -180,7 +180,7 @@ public final class FitRun {
             metrics["validationLoss"] = loss
         }
         let provenance = ModelHeader.Provenance(
-            datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed, metrics: metrics,
+            datasetHash: dataset.contentHash, configHash: FNV1a64.text(of: configData), seed: config.seed, metrics: metrics,
             notes: ["dataset": dataset.name])
         let bytes = try ModelFile.encode(
             classes: dataset.classes, input: data.input, network: training.network, provenance: provenance,

@@ -169,4 +169,3 @@ extension ConfigOptions {
         return "\(error)"
     }
 }
-

@@ -40,10 +40,12 @@ final class ONNXExportTests: XCTestCase {
         XCTAssertEqual(a, try ONNXExport.export(header: model.header, network: model.network))
         let text = String(decoding: a, as: UTF8.self)
         let meta = try ONNXExport.metadata(model.header)
-        XCTAssertEqual(meta.map(\.key), [
-            "actiontrain.format", "actiontrain.classes", "actiontrain.input", "actiontrain.inputShape", "actiontrain.inputLayout",
-            "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate",
-        ])
+        XCTAssertEqual(
+            meta.map(\.key),
+            [
+                "actiontrain.format", "actiontrain.classes", "actiontrain.input", "actiontrain.inputShape", "actiontrain.inputLayout",
+                "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate",
+            ])
         for (k, v) in meta { XCTAssertTrue(text.contains(k) && text.contains(v), "metadata \(k) missing") }
         // The input description round-trips through the metadata JSON.
         let input = try JSONDecoder().decode(InputSpec.self, from: Data(meta[2].value.utf8))
@@ -55,7 +57,7 @@ final class ONNXExportTests: XCTestCase {
 
     func requireOnnxruntime() throws {
         guard ONNXParity.isAvailable() else {
-            throw XCTSkip("python3 with numpy and onnxruntime is not available (pip install numpy onnxruntime)")
+            throw missingPrerequisite("python3 with numpy and onnxruntime", fix: "pip install numpy onnxruntime")
         }
     }
 
