@@ -60,5 +60,5 @@ let package = Package(
             name: "PipelinesTests", dependencies: ["Pipelines", "ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["actiontrain", "Pipelines", "TestSupport"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )
