@@ -141,15 +141,16 @@ final class Conv1d: Layer {
     @inline(__always)
     func range(_ p: Int, of parts: Int, batch: Int) -> (lo: Int, hi: Int) { (p * batch / parts, (p + 1) * batch / parts) }
 
-    /// How a forward (and its backward) is computed; see the type's comment.
-    enum Formulation { case im2col, winograd(Winograd), frozenWinograd(Winograd), packed }
+    /// How a forward (and its backward) is computed; see the type's comment. (No payload: the
+    /// Winograd cases use `winograd`, which copying into the enum would retain on every call.)
+    enum Formulation { case im2col, winograd, frozenWinograd, packed }
 
     /// The one choice between the formulations, from the geometry, the batch size and
     /// whether the layer is frozen.
     func formulation(batch: Int) -> Formulation {
-        if frozen, let w = winograd { return .frozenWinograd(w) }
+        if frozen && winograd != nil { return .frozenWinograd }
         if frozen && dilation == 1 && batch < winogradMinimumBatch { return .packed }
-        if let w = winograd, batch >= winogradMinimumBatch { return .winograd(w) }
+        if winograd != nil && batch >= winogradMinimumBatch { return .winograd }
         return .im2col
     }
 
@@ -161,9 +162,9 @@ final class Conv1d: Layer {
         let f = formulation(batch: batch)
         lastFormulation = f
         switch f {
-        case .frozenWinograd(let w): forwardPackedWinograd(x, batch: batch, w)
+        case .frozenWinograd: forwardPackedWinograd(x, batch: batch, winograd!)
         case .packed: forwardPacked(x, batch: batch)
-        case .winograd(let w): forwardWinograd(x, batch: batch, w)
+        case .winograd: forwardWinograd(x, batch: batch, winograd!)
         case .im2col: forwardIm2col(x, batch: batch)
         }
         return UnsafePointer(y.pointer)
@@ -175,7 +176,7 @@ final class Conv1d: Layer {
         guard batch > 0 else { return needInputGradient ? UnsafePointer(dx.pointer) : nil }
         if needInputGradient { dx.reserve(batch * inputTime * inputs) }
         switch lastFormulation {
-        case .winograd(let w): backwardWinograd(x, dy, batch: batch, needInputGradient: needInputGradient, w)
+        case .winograd: backwardWinograd(x, dy, batch: batch, needInputGradient: needInputGradient, winograd!)
         case .im2col: backwardIm2col(x, dy, batch: batch, needInputGradient: needInputGradient)
         case .frozenWinograd, .packed: preconditionFailure("Conv1d.backward after a frozen forward")
         }
