@@ -107,7 +107,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
             return "frame \(f): the timestamp jumps from \(a) s to \(b) s; timestamps must be seconds (not milliseconds or nanoseconds)"
         case .invalidStride(let s): return "the stride must be at least 1 frame, got \(s)"
         case .tooManyTracks(let limit, let track):
-            return "track \(track) would be the \(limit + 1)th followed at once (the limit is \(limit)); raise the track limit or forget unseen tracks sooner"
+            return "track \(track) is one more than the \(limit) tracks followed at once (the limit is \(limit)); raise the track limit or forget unseen tracks sooner"
         }
     }
 }
@@ -136,7 +136,8 @@ struct FrameReader {
             case .divide: break
             }
         }
-        required = groups.filter { !$0.joints.isEmpty }
+        var seen = Set<String>()
+        required = groups.filter { !$0.joints.isEmpty && seen.insert($0.name).inserted }
     }
 
     mutating func index(of name: String) -> Int {
@@ -147,32 +148,59 @@ struct FrameReader {
     }
 
     /// Writes `points` into `coordinates [J, D]`, `present [J]`, `confidence [J]` (absent
-    /// joints zero) and reports what is wrong with them to `warn`.
+    /// joints zero) and reports what is wrong with them to `warn`. A point whose confidence
+    /// is at or below `minimumConfidence` is absent (the readers' one confidence rule).
     mutating func read(
-        _ points: [String: PosePoint], coordinates: UnsafeMutablePointer<Float>, present: UnsafeMutablePointer<UInt8>,
-        confidence: UnsafeMutablePointer<Float>, warn: (StreamWarning.Kind, String) -> Void
+        _ points: [String: PosePoint], minimumConfidence: Float, coordinates: UnsafeMutablePointer<Float>,
+        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>, warn: (StreamWarning.Kind, String) -> Void
     ) {
-        let J = skeleton.jointCount, D = skeleton.dimensions
-        coordinates.update(repeating: 0, count: J * D)
-        present.update(repeating: 0, count: J)
-        confidence.update(repeating: 0, count: J)
+        clear(coordinates: coordinates, present: present, confidence: confidence)
         for (name, p) in points {
             let j = index(of: name)
             guard j >= 0 else {
                 warn(.unknownJoint, name)
                 continue
             }
-            guard p.x.isFinite, p.y.isFinite, D == 2 || p.z.isFinite, (p.confidence ?? 1).isFinite else {
-                warn(.nonFinite, name)
-                continue
-            }
-            coordinates[j * D] = p.x
-            coordinates[j * D + 1] = p.y
-            if D == 3 { coordinates[j * D + 2] = p.z }
-            present[j] = 1
-            confidence[j] = p.confidence ?? 1
+            put(p, joint: j, name: name, minimumConfidence: minimumConfidence, coordinates, present, confidence, warn)
         }
         check(coordinates: coordinates, present: present, warn: warn)
+    }
+
+    /// As `read`, for points in the skeleton's joint order (nil: absent).
+    func read(
+        joints points: [PosePoint?], minimumConfidence: Float, coordinates: UnsafeMutablePointer<Float>,
+        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>, warn: (StreamWarning.Kind, String) -> Void
+    ) {
+        precondition(points.count == skeleton.jointCount, "\(points.count) points for \(skeleton.jointCount) joints")
+        clear(coordinates: coordinates, present: present, confidence: confidence)
+        for (j, p) in points.enumerated() {
+            if let p { put(p, joint: j, name: skeleton.joints[j], minimumConfidence: minimumConfidence, coordinates, present, confidence, warn) }
+        }
+        check(coordinates: coordinates, present: present, warn: warn)
+    }
+
+    private func clear(coordinates: UnsafeMutablePointer<Float>, present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>) {
+        let J = skeleton.jointCount
+        coordinates.update(repeating: 0, count: J * skeleton.dimensions)
+        present.update(repeating: 0, count: J)
+        confidence.update(repeating: 0, count: J)
+    }
+
+    private func put(
+        _ p: PosePoint, joint j: Int, name: String, minimumConfidence: Float, _ coordinates: UnsafeMutablePointer<Float>,
+        _ present: UnsafeMutablePointer<UInt8>, _ confidence: UnsafeMutablePointer<Float>, _ warn: (StreamWarning.Kind, String) -> Void
+    ) {
+        let D = skeleton.dimensions
+        guard p.x.isFinite, p.y.isFinite, D == 2 || p.z.isFinite, (p.confidence ?? 1).isFinite else {
+            warn(.nonFinite, name)
+            return
+        }
+        if let c = p.confidence, c <= minimumConfidence { return }
+        coordinates[j * D] = p.x
+        coordinates[j * D + 1] = p.y
+        if D == 3 { coordinates[j * D + 2] = p.z }
+        present[j] = 1
+        confidence[j] = p.confidence ?? 1
     }
 
     /// The missing-joint and units checks of one dense frame (thresholds as `CoordinateSpace`'s).

@@ -10,11 +10,15 @@ public struct StreamOptions: Equatable, Sendable {
     /// A longer pause between frames is a `gap` warning (the frames between are still
     /// interpolated, as offline resampling does).
     public var maximumGap = 0.5
+    /// A point whose confidence is at or below this is absent, as the dataset readers' one
+    /// confidence rule (0: Vision's "not detected").
+    public var minimumConfidence: Float = 0
 
-    public init(stride: Int, strict: Bool = false, maximumGap: Double = 0.5) {
+    public init(stride: Int, strict: Bool = false, maximumGap: Double = 0.5, minimumConfidence: Float = 0) {
         self.stride = stride
         self.strict = strict
         self.maximumGap = maximumGap
+        self.minimumConfidence = minimumConfidence
     }
 
     /// The stride offline `predict` uses: a third of the model's window.
@@ -112,18 +116,34 @@ public final class StreamSession {
     /// tables, or those names without case and separators), at `time` seconds. An empty
     /// frame is a real frame: the person is not seen. Returns the windows completed by it.
     public func push(_ points: [String: PosePoint], time: Double) throws -> [StreamWindow] {
-        var problems: [StreamWarning] = []
+        try push(time: time) { warn in
+            reader.read(
+                points, minimumConfidence: options.minimumConfidence, coordinates: current.coordinates, present: current.present,
+                confidence: current.confidence, warn: warn)
+        }
+    }
+
+    /// As `push(_:time:)`, with the points in the model's joint order (nil: not seen).
+    public func push(joints points: [PosePoint?], time: Double) throws -> [StreamWindow] {
+        try push(time: time) { warn in
+            reader.read(
+                joints: points, minimumConfidence: options.minimumConfidence, coordinates: current.coordinates,
+                present: current.present, confidence: current.confidence, warn: warn)
+        }
+    }
+
+    /// Checks the time, reads the frame into `current` with `read`, then resamples.
+    private func push(time: Double, read: ((StreamWarning.Kind, String) -> Void) -> Void) throws -> [StreamWindow] {
         let frame = statistics.frames
         statistics.frames += 1
+        var problems: [StreamWarning] = []
         if !time.isFinite || (pushed > 0 && time < previousTime) {
             let w = StreamWarning(kind: .timeBackwards, frame: frame, time: time, detail: "\(time) after \(previousTime)")
             if options.strict { throw StreamError.rejected(w) }
             statistics.note(w)
             return []
         }
-        reader.read(points, coordinates: current.coordinates, present: current.present, confidence: current.confidence) {
-            problems.append(StreamWarning(kind: $0, frame: frame, time: time, detail: $1))
-        }
+        read { problems.append(StreamWarning(kind: $0, frame: frame, time: time, detail: $1)) }
         if pushed > 0 && time - previousTime > options.maximumGap {
             problems.append(StreamWarning(kind: .gap, frame: frame, time: time, detail: "\(time - previousTime) s"))
         }
