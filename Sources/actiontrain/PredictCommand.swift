@@ -20,6 +20,10 @@ enum PredictCommand: ParsableCommand {
 
         func validate() throws {
             if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+        }
+
+        /// The checks across options (run, not `validate`: the options test sets every one at once).
+        func checkStreaming() throws {
             if stream && data != "-" { throw CLIError.usage("--stream reads frames from stdin: give - as DATA") }
             if useEvents && (stream || events) { throw CLIError.usage("--use-events cuts whole sequences; it does not go with --stream or --events") }
         }
@@ -69,6 +73,7 @@ enum PredictCommand: ParsableCommand {
     /// `stdin` yields the lines of standard input (replaceable in tests).
     static func run(_ options: Options, out: inout Output, stdin: () -> String?) throws {
         if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
+        try options.checkStreaming()
         let model = try ActionModel(contentsOf: options.model)
         let dataPath = options.data
         let stride = options.stride ?? Evaluation.defaultStride(model)
