@@ -207,20 +207,19 @@ struct FrameReader {
     func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, warn: (StreamWarning.Kind, String) -> Void) {
         let J = skeleton.jointCount, D = skeleton.dimensions
         var seen = 0, inUnit = true
-        var lo = [Float](repeating: .infinity, count: D), hi = [Float](repeating: -.infinity, count: D)
+        var lo = SIMD3<Float>(repeating: .infinity), hi = SIMD3<Float>(repeating: -.infinity)  // z stays 0 in 2D
         for j in 0..<J where present[j] != 0 {
             seen += 1
-            for d in 0..<D {
-                let v = coordinates[j * D + d]
-                lo[d] = min(lo[d], v)
-                hi[d] = max(hi[d], v)
-                if v < -0.1 || v > 1.1 { inUnit = false }
-            }
+            var v = SIMD3<Float>(repeating: 0)
+            for d in 0..<D { v[d] = coordinates[j * D + d] }
+            lo = pointwiseMin(lo, v)
+            hi = pointwiseMax(hi, v)
+            if D == 2 && (v.x < -0.1 || v.x > 1.1 || v.y < -0.1 || v.y > 1.1) { inUnit = false }
         }
         guard seen > 0 else { return }  // an empty pose is a real frame
         for g in required where !g.joints.contains(where: { present[$0] != 0 }) { warn(.missingJoint, g.name) }
         guard seen >= 2 else { return }
-        let size = (0..<D).map { hi[$0] - lo[$0] }.max()!
+        let size = (hi - lo).max()
         switch skeleton.units {
         case .pixels where D == 2 && inUnit && size < 1.5:
             warn(.normalisedPoints, "all inside the unit square, \(size) across")

@@ -74,7 +74,9 @@ public final class TrackedStream {
 
     private func forget(before time: Double) -> [Output] {
         var out: [Output] = []
-        for id in tracks.keys.sorted() where tracks[id]!.lastSeen < time {
+        var stale: [Int] = []
+        for (id, t) in tracks where t.lastSeen < time { stale.append(id) }
+        for id in stale.sorted() {
             let (session, kept, _) = tracks.removeValue(forKey: id)!
             var detector = kept
             var result = Output(track: id, windows: session.finish())
