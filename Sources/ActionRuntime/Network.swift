@@ -148,7 +148,9 @@ public final class Network {
     /// The network must be frozen (its parameters no longer change), and stays alive as long
     /// as a replica does. Packs the weights first if no forward has yet; not thread-safe
     /// itself (`ActionModel` calls it under a lock), the replicas are independent of each
-    /// other and of this network from then on.
+    /// other and of this network from then on. Changing this network's parameters afterwards
+    /// (even through `load` or `initialize`) leaves the replicas' packed copies stale: a
+    /// loaded model never does.
     public func replica() -> Network {
         precondition(isFrozen, "replica of a network that is not frozen")
         for layer in layers { layer.prepareFrozen() }

@@ -25,6 +25,7 @@ enum PredictCommand: ParsableCommand {
         /// The checks across options (run, not `validate`: the options test sets every one at once).
         func checkStreaming() throws {
             if stream && data != "-" { throw CLIError.usage("--stream reads frames from stdin: give - as DATA") }
+            if events && !stream && data == "-" { throw CLIError.usage("--events reads a file, or frames from stdin with --stream") }
             if useEvents && (stream || events) { throw CLIError.usage("--use-events cuts whole sequences; it does not go with --stream or --events") }
         }
     }

@@ -82,6 +82,18 @@ final class StreamBoundaryTests: XCTestCase {
         XCTAssertEqual(s.statistics.frames, 3)
     }
 
+    func testPixelsForAMetreModelAndATinyBodyForAPixelModelAreWarned() throws {
+        let metres = try StreamSession(model: StreamFixtures.model(skeleton: .visionBody3D), options: StreamOptions(stride: 3))
+        _ = try metres.push(["root": PosePoint(x: 0, y: 0, z: 0), "centerShoulder": PosePoint(x: 0.02, y: 0.5, z: 0.1)], time: 0)
+        _ = try metres.push(["root": PosePoint(x: 320, y: 400, z: 0), "centerShoulder": PosePoint(x: 322, y: 180, z: 0)], time: 0.1)
+        XCTAssertEqual(metres.statistics.count(.wrongScale), 1, "220 units across is not a body in metres")
+        XCTAssertTrue(metres.statistics.firstWarnings[0].description.contains("for a model in metres"))
+        let pixels = try session()
+        _ = try pixels.push(["neck": PosePoint(x: 3, y: 2), "root": PosePoint(x: 3.5, y: 6)], time: 0)
+        XCTAssertEqual(pixels.statistics.count(.wrongScale), 1, "4 pixels across")
+        XCTAssertEqual(pixels.statistics.count(.normalisedPoints), 0)
+    }
+
     func testStrictSessionsThrowTheFirstProblemAndIgnoreTheFrame() throws {
         let s = try session(strict: true)
         _ = try s.push(body, time: 0)

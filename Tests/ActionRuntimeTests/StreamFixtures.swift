@@ -9,10 +9,10 @@ enum StreamFixtures {
 
     /// A vision-body-2d model of 12-frame windows: a convnet (`conv`) or an MLP, at `frameRate`
     /// (nil: no resampling), centred and scaled by the torso, with confidence, mask and motion.
-    static func model(conv: Bool = true, frameRate: Double? = 30, seed: UInt64 = 7) throws -> ActionModel {
+    static func model(conv: Bool = true, frameRate: Double? = 30, seed: UInt64 = 7, skeleton: Skeleton = skeleton) throws -> ActionModel {
         let input = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: 12, mode: .sliding, padding: .empty, frameRate: frameRate),
-            steps: [.centre(joints: ["root"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["root"])],
+            steps: [.centre(joints: ["root"], perFrame: false), .scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)],
             channels: [.coordinates, .confidence, .mask, .motion])
         let C = input.channelsPerFrame
         let layers: [LayerSpec] =

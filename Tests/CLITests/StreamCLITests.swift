@@ -118,6 +118,7 @@ final class StreamCLITests: XCTestCase {
         let warned = try runPredict([Self.golden, "-", "--stream"], stdin: [line(0, 0), "{\"t\": 0.1, \"pose\": {\"tail\": [1, 2]}}"])
         XCTAssertTrue(warned.err.contains("warning: <stdin>:2: person 0: frame 1 (t = 0.1 s): unknown joint name tail"), warned.err)
         XCTAssertTrue(warned.err.contains("warning: 1 x unknownJoint"), warned.err)
+        assertThrows(["--events reads a file, or frames from stdin with --stream"]) { _ = try self.runPredict([Self.golden, "-", "--events"], stdin: []) }
         assertThrows(["--stream reads frames from stdin"]) { _ = try self.runPredict([Self.golden, "x.jsonl", "--stream"], stdin: []) }
         assertThrows(["background class 'other' is not among the model's classes"]) {
             _ = try self.runPredict([Self.golden, "-", "--stream", "--background", "other"], stdin: [])
