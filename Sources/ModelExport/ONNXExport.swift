@@ -7,7 +7,9 @@ import PoseCore
 ///
 /// Graph contract:
 /// - input `input`, float32 `[batch, frames, channels]`: the same network input as the
-///   runtime's (docs/format.md section 5 builds it from poses);
+///   runtime's (docs/format.md section 5 builds it from poses); or, with `rawPoses`, `poses`
+///   float32 `[batch, frames, joints, dimensions + 1]` and the preprocessing in the graph
+///   (docs/format.md 7.1);
 /// - outputs `logits` and `probabilities` (softmax), float32 `[batch, classes]`;
 /// - `metadata_props` carries what the graph cannot: the classes and the whole input
 ///   description (skeleton, window, preprocessing steps, channel blocks) as JSON, under keys
