@@ -129,4 +129,16 @@ final class StreamCLITests: XCTestCase {
         XCTAssertEqual(ActionTrainCLI.run(["predict", "--help"], out: &output), 0)
         XCTAssertTrue(help.contains("pose-estimator | actiontrain predict model.atm - --stream --events"), help)
     }
+
+    func testExportWithRawPosesChecksItsParityOnRawWindows() throws {
+        guard ONNXParity.isAvailable() else { throw XCTSkip("python3 with numpy and onnxruntime is not available") }
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        var out = "", err = ""
+        var output = Output(write: { out += $0 }, note: { err += $0 }, isTerminal: false)
+        let path = dir.appendingPathComponent("raw.onnx").path
+        XCTAssertEqual(ActionTrainCLI.run(["export", Self.golden, "--raw-poses", "--out", path, "--parity-windows", "8"], out: &output), 0, err)
+        XCTAssertTrue(out.contains("poses [batch, 6, 4, 3] with the preprocessing, 3 classes"), out)
+        XCTAssertTrue(out.contains("over 8 random raw windows"), out)
+    }
 }
