@@ -131,6 +131,21 @@ final class Conv1d: Layer {
         packedU = nil
     }
 
+    func prepareFrozen() {
+        guard frozen else { return }
+        if let w = winograd {
+            if packedU == nil { packedU = packWinograd(w) }
+        } else if dilation == 1 && packed == nil {
+            packed = PackedGEMM.packed(transposed: weight, n: outputs, k: kernel * inputs)
+        }
+    }
+
+    func shareFrozen(from other: Layer) {
+        guard frozen else { return }
+        let o = other as! Conv1d
+        (packed, packedU) = (o.packed, o.packedU)
+    }
+
     /// Parts for a batch: one per thread, each at least `minimumPartWork` of forward GEMM.
     func partCount(batch: Int) -> Int {
         let work = batch * outputTime * kernel * inputs * outputs

@@ -2,6 +2,15 @@
 /// `Conv1dWinograd.swift`) at every batch size, with U[ξ] packed once for the runtime's own
 /// kernels (`PackedGEMM`, C with AVX-512 / AVX2 variants).
 extension Conv1d {
+    /// Winograd's U[ξ] packed as PackedGEMM's B `[I, O]` for each ξ, `PackedGEMM.packedCount(n: O, k: I)` apart.
+    func packWinograd(_ w: Winograd) -> Buffer {
+        let I = inputs, O = outputs, per = PackedGEMM.packedCount(n: O, k: I)
+        _ = transformWeights(w, parts: 1)
+        let b = Buffer(capacity: w.alpha * per)
+        for xi in 0..<w.alpha { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
+        return b
+    }
+
     /// A frozen layer with a Winograd transform, any batch: the transformed weights packed once
     /// (`U[ξ]` as B `[I, O]` for each ξ), then for every tile its input transform
     /// `V[tile, ξ, :]`, for each ξ `M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ` (`PackedGEMM`, rows =
@@ -12,12 +21,7 @@ extension Conv1d {
     func forwardPackedWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
         let T = inputTime, I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
         let per = PackedGEMM.packedCount(n: O, k: I)  // a multiple of 16: each U[ξ] stays 64-byte aligned
-        if packedU == nil {
-            _ = transformWeights(w, parts: 1)
-            let b = Buffer(capacity: a * per)
-            for xi in 0..<a { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
-            packedU = b
-        }
+        prepareFrozen()
         let total = batch * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
         let parts = max(1, min(total, maxParts ?? PackedGEMM.threads(forWork: total * a * I * O)))
         while workspaces.count < parts { workspaces.append(Workspace()) }

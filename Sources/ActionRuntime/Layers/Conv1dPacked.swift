@@ -12,7 +12,7 @@ extension Conv1d {
     /// count never changes a bit.
     func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
         let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime, P = padding
-        if packed == nil { packed = PackedGEMM.packed(transposed: weight, n: O, k: KI) }
+        prepareFrozen()
         let rows = T + 2 * P
         var a = x
         if P > 0 {
