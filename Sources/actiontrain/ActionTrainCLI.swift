@@ -45,6 +45,7 @@ enum ActionTrainCLI {
     /// In workflow order: get data in, look at it, train, evaluate, use the model.
     static let commands: [Command] = [
         Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
+        Command(SweepCommand.self),
         Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
     ]
 
@@ -66,8 +67,12 @@ enum ActionTrainCLI {
 
     static func main() {
         var out = Output()
+        if let failure = Job.start(out: &out) {
+            out.note("error: \(failure)\n")
+            exit(1)
+        }
         let code = run(Array(CommandLine.arguments.dropFirst()), out: &out)
-        exit(code)
+        Job.end(code: code)
     }
 
     /// Runs a command line and returns the exit code. Errors become one line on stderr.

@@ -1,0 +1,53 @@
+import ActionTrain
+import Foundation
+
+#if ACTIONTRAIN_MPI
+    import MPICollective
+#endif
+
+/// The ranks this process runs with: one, or those `mpirun` / `srun` started when the tool was
+/// built with `ACTIONTRAIN_MPI=1` (docs/distributed.md). Rank 0 prints; the others print only
+/// their errors, prefixed with their rank. An error on any rank of several ends them all.
+enum Job {
+    nonisolated(unsafe) private(set) static var group: Collective = SingleProcess()
+
+    /// The rank count a launcher announced in the environment (1 when started directly).
+    static var launchedRanks: Int {
+        let env = ProcessInfo.processInfo.environment
+        return ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"].lazy.compactMap { env[$0].flatMap(Int.init) }.first ?? 1
+    }
+
+    /// Joins the launcher's ranks; returns an error message when that is impossible.
+    static func start(out: inout Output) -> String? {
+        guard launchedRanks > 1 else { return nil }
+        #if ACTIONTRAIN_MPI
+            do {
+                group = try MPIGroup()
+            } catch {
+                return "cannot start MPI: \(error)"
+            }
+            if group.rank > 0 {
+                let prefix = "rank \(group.rank): "
+                let note = out.note
+                out.write = { _ in }
+                out.note = { if $0.hasPrefix("error:") || $0.hasPrefix("interrupted") { note(prefix + $0) } }
+                out.isTerminal = false
+            }
+            return nil
+        #else
+            return "started as one of \(launchedRanks) MPI ranks, but this actiontrain was built without MPI; "
+                + "build it with ACTIONTRAIN_MPI=1 (docs/distributed.md), or run it without mpirun"
+        #endif
+    }
+
+    /// Ends the job: normally, or, after an error on this rank of several, every rank with `code`.
+    static func end(code: Int32) -> Never {
+        #if ACTIONTRAIN_MPI
+            if let mpi = group as? MPIGroup {
+                if code != 0 && mpi.size > 1 { mpi.abort(code: code) }
+                mpi.finish()
+            }
+        #endif
+        exit(code)
+    }
+}
