@@ -90,9 +90,9 @@ enum SweepCommand: ParsableCommand {
         let resolved = try FitPipeline.resolve(base, for: dataset, explicit: given)
         let candidates = try grid.combinations.map { c in
             Tuning.Candidate(
-                name: c.map { "\($0.key)=\($0.value)" }.joined(separator: ", "),
+                name: c.map { "\($0.key)=\(text($0.value))" }.joined(separator: ", "),
                 config: try ConfigOptions.resolve(base: resolved.config, values: Dictionary(uniqueKeysWithValues: c.map { ($0.key, $0.value) }), flags: ConfigFlags()),
-                changes: c.map { "\($0.key)=\($0.value)" })
+                changes: c.map { "\($0.key)=\(text($0.value))" })
         }
         let sweep = SweepRun(dataPath: options.data, dataset: dataset, candidates: candidates, folds: grid.folds, seeds: grid.seeds)
         let folds = try sweep.tune.folds(seed: resolved.config.seed)
@@ -119,6 +119,12 @@ enum SweepCommand: ParsableCommand {
         try AtomicFile.write(try RunFolder.encode(outcome.chosen), to: "\(folder.path)/chosen.json")
         let chosen = outcome.search.outcome.results[outcome.search.outcome.chosen]
         out.line("sweep: chosen \(chosen.candidate.name); its config is \(folder.path)/chosen.json (actiontrain fit DATA --config it)")
+    }
+
+    /// A grid value as it is written in JSON (strings without their quotes).
+    static func text(_ v: JSONValue) -> String {
+        if case .string(let s) = v { return s }
+        return (try? JSONEncoder().encode(v)).map { String(decoding: $0, as: UTF8.self) } ?? "\(v)"
     }
 
     /// sweep.json: every trial and the chosen candidate.
