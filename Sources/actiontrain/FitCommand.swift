@@ -147,6 +147,10 @@ enum FitCommand: ParsableCommand {
         let result = try run.finish()
         for w in result.warnings { out.note("warning: \(w)\n") }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
+        let t = run.training.trainer.timings
+        if t.exchange > 0 && t.steps > 0 {
+            out.line(String(format: "fit: summing and exchanging gradients took %.3f ms per step, %.1f%% of the steps' time", 1000 * t.exchange / Double(t.steps), 100 * t.exchange / t.total))
+        }
         out.line(String(format: "fit: trained in %.1f s; wrote %@", run.trainingSeconds, result.modelPath ?? "nothing (not rank 0)"))
     }
 

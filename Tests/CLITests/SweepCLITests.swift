@@ -9,18 +9,8 @@ import XCTest
 final class SweepCLITests: XCTestCase {
     let fixture = FitCLITests.fixture
 
-    func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
-        var stdout = "", stderr = ""
-        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
-        let code = ActionTrainCLI.run(args, out: &output)
-        return (code, stdout, stderr)
-    }
-
-    func folder() throws -> String {
-        let dir = try temporaryDirectory()
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
-        return dir.path
-    }
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) { runCLI(args) }
+    func folder() throws -> String { try scratchFolder() }
 
     func write(_ text: String, _ path: String) throws { try text.write(toFile: path, atomically: true, encoding: .utf8) }
 
