@@ -71,8 +71,12 @@ enum ActionTrainCLI {
             out.note("error: \(failure)\n")
             exit(1)
         }
-        let code = run(Array(CommandLine.arguments.dropFirst()), out: &out)
-        Job.end(code: code)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let failure = Job.refuse(arguments.first) {
+            out.note("error: \(failure)\n")
+            Job.end(code: 2)
+        }
+        Job.end(code: run(arguments, out: &out))
     }
 
     /// Runs a command line and returns the exit code. Errors become one line on stderr.

@@ -40,6 +40,15 @@ enum Job {
         #endif
     }
 
+    /// Commands that share their work between ranks; the others would only repeat it.
+    static let distributedCommands: Set<String> = ["fit", "sweep"]
+
+    /// Why `command` cannot run on this job's ranks, or nil when it can.
+    static func refuse(_ command: String?) -> String? {
+        guard group.size > 1, let command, !distributedCommands.contains(command) else { return nil }
+        return "'\(command)' runs in one process; of the commands only fit and sweep use several MPI ranks. Run it without mpirun"
+    }
+
     /// Ends the job: normally, or, after an error on this rank of several, every rank with `code`.
     static func end(code: Int32) -> Never {
         #if ACTIONTRAIN_MPI
