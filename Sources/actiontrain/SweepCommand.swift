@@ -18,7 +18,9 @@ enum SweepCommand: ParsableCommand {
         name: "sweep",
         summary: "Score a grid of configs by cross-validation (folds x seeds), spread over MPI ranks.",
         positionals: [
-            Positional("GRID", \.grid, help: "JSON grid: {\"config\": {keys}, \"grid\": {\"key\": [values]}, \"folds\": 3, \"seeds\": 1}."),
+            Positional(
+                "GRID", \.grid,
+                help: "JSON: {\"config\": {keys}, \"grid\": {\"key\": [values]} or \"candidates\": [{keys}], \"folds\": 3, \"seeds\": 1}."),
             Positional("DATA", \.data, help: "Dataset file, as for fit. Its test split is never read."),
         ],
         options: [
@@ -26,7 +28,7 @@ enum SweepCommand: ParsableCommand {
             Option("force", \.force, help: "Replace the files of an existing folder."),
         ] + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
-            Every combination of the grid's values is a candidate: the grid file's "config" keys and the
+            Every combination of the grid's values is a candidate (or each object of "candidates"): the file's "config" keys and the
             flags, the recipe for the keys given nowhere (as fit would choose them), then the grid's keys.
             Each candidate is trained on every fold (k-fold by group on the training sequences, as tune
             does) with every seed (the config's seed + 0 ..< seeds): one trial each. Under
@@ -35,10 +37,14 @@ enum SweepCommand: ParsableCommand {
             and written as chosen.json, a config file for 'fit --config'. docs/distributed.md.
             """)
 
-    /// The grid file: base keys, the values to try per key, folds and seeds.
+    /// The grid file: base keys, the candidates (a grid of values per key, or a list), folds
+    /// and seeds.
     struct Grid {
+        typealias Assignment = [(key: String, value: JSONValue)]
+        static let keys = ["config", "grid", "candidates", "folds", "seeds"]
         var config: [String: JSONValue] = [:]
-        var values: [(key: String, values: [JSONValue])] = []
+        /// The keys each candidate sets, in order.
+        var candidates: [Assignment] = []
         var folds = 3
         var seeds = 1
 
@@ -46,24 +52,37 @@ enum SweepCommand: ParsableCommand {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CLIError.failure("\(path): cannot read the grid file; check the path")
             }
+            let shape = "\"config\", \"grid\" or \"candidates\", \"folds\" and \"seeds\""
             guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
-                throw CLIError.failure("\(path): not a JSON object with \"config\", \"grid\", \"folds\" and \"seeds\"")
+                throw CLIError.failure("\(path): not a JSON object with \(shape)")
             }
-            for key in object.keys where !["config", "grid", "folds", "seeds"].contains(key) {
-                throw CLIError.failure("\(path): unknown key '\(key)'; a grid has \"config\", \"grid\", \"folds\" and \"seeds\"")
+            for key in object.keys.sorted() where !Self.keys.contains(key) {
+                throw CLIError.failure("\(path): unknown key '\(key)'; a grid has \(shape)")
             }
             if let c = object["config"] {
                 config = try ConfigOptions.fileValues(try JSONEncoder().encode(c), source: "\(path) \"config\"")
             }
-            guard case .object(let grid)? = object["grid"], !grid.isEmpty else {
-                throw CLIError.failure("\(path): \"grid\" must be an object of config keys, each with a list of values")
+            /// The keys of one object, checked as a config file's, sorted.
+            func assignment(_ v: JSONValue, _ source: String) throws -> Assignment {
+                guard case .object(let o) = v else { throw CLIError.failure("\(path): \(source) must be an object of config keys") }
+                _ = try ConfigOptions.fileValues(try JSONEncoder().encode(v), source: "\(path) \(source)")
+                return o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             }
-            for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
-                guard case .array(let list) = v, !list.isEmpty else {
-                    throw CLIError.failure("\(path): grid key '\(key)' needs a non-empty list of values")
+            switch (object["grid"], object["candidates"]) {
+            case (.object(let grid)?, nil) where !grid.isEmpty:
+                candidates = [[]]
+                for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
+                    guard case .array(let list) = v, !list.isEmpty else {
+                        throw CLIError.failure("\(path): grid key '\(key)' needs a non-empty list of values")
+                    }
+                    let values = try list.map { try assignment(.object([key: $0]), "grid")[0].value }
+                    candidates = candidates.flatMap { c in values.map { c + [(key, $0)] } }  // the first key varies slowest
                 }
-                for item in list { _ = try ConfigOptions.fileValues(try JSONEncoder().encode([key: item]), source: "\(path) grid") }
-                values.append((key, list))
+            case (nil, .array(let list)?) where !list.isEmpty:
+                candidates = try list.enumerated().map { try assignment($1, "candidate \($0 + 1)") }
+            default:
+                throw CLIError.failure(
+                    "\(path): give either \"grid\" (config keys, each with a list of values) or \"candidates\" (a list of objects of config keys)")
             }
             func count(_ key: String, _ least: Int) throws -> Int? {
                 guard let v = object[key] else { return nil }
@@ -73,11 +92,6 @@ enum SweepCommand: ParsableCommand {
             folds = try count("folds", 2) ?? folds
             seeds = try count("seeds", 1) ?? seeds
         }
-
-        /// Every combination, the first key varying slowest.
-        var combinations: [[(key: String, value: JSONValue)]] {
-            values.reduce([[]]) { partial, entry in partial.flatMap { c in entry.values.map { c + [(entry.key, $0)] } } }
-        }
     }
 
     static func run(_ options: Options, out: inout Output) throws {
@@ -86,11 +100,11 @@ enum SweepCommand: ParsableCommand {
         let group = Job.group
         let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)-sweep", replacing: options.force) : nil
         let base = try ConfigOptions.resolve(base: TrainingConfig(), values: grid.config, flags: options.overrides)
-        let given = Set(grid.config.keys).union(options.overrides.values.keys).union(grid.values.map(\.key))
+        let given = Set(grid.config.keys).union(options.overrides.values.keys).union(grid.candidates.flatMap { $0.map(\.key) })
         let resolved = try FitPipeline.resolve(base, for: dataset, explicit: given)
-        let candidates = try grid.combinations.map { c in
+        let candidates = try grid.candidates.map { c in
             Tuning.Candidate(
-                name: c.map { "\($0.key)=\(text($0.value))" }.joined(separator: ", "),
+                name: c.isEmpty ? "(config)" : c.map { "\($0.key)=\(text($0.value))" }.joined(separator: ", "),
                 config: try ConfigOptions.resolve(base: resolved.config, values: Dictionary(uniqueKeysWithValues: c.map { ($0.key, $0.value) }), flags: ConfigFlags()),
                 changes: c.map { "\($0.key)=\(text($0.value))" })
         }

@@ -39,6 +39,16 @@ final class SweepCLITests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/fit/config.json"))), config)
     }
 
+    func testCandidatesAreTriedAsListedOnTheConfig() throws {
+        let dir = try folder()
+        try write(#"{\#(Self.base), "candidates": [{}, {"hidden": [8], "learningRate": 0.01}], "folds": 2, "seeds": 2}"#, "\(dir)/c.json")
+        let r = run(["sweep", "\(dir)/c.json", fixture, "--out", "\(dir)/sweep"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("2 candidates x 2 folds x 2 seeds = 8 trials"), r.out)
+        let table = try String(contentsOfFile: "\(dir)/sweep/sweep.md", encoding: .utf8)
+        XCTAssertTrue(table.contains("(config)") && table.contains("hidden=[8], learningRate=0.01"), table)
+    }
+
     func testBadGridsAreOneLineErrorsNamingTheKey() throws {
         let dir = try folder()
         let cases: [(String, [String])] = [
@@ -46,7 +56,10 @@ final class SweepCLITests: XCTestCase {
             (#"{"grid": {"learningRat": [0.1]}}"#, ["unknown config key 'learningRat'", "learningRate"]),
             (#"{"grid": {"learningRate": []}}"#, ["grid key 'learningRate' needs a non-empty list"]),
             (#"{"grid": {"epochs": ["many"]}}"#, ["config key 'epochs'"]),
-            (#"{"grid": {}}"#, ["\"grid\" must be an object"]),
+            (#"{"grid": {}}"#, ["give either \"grid\"", "or \"candidates\""]),
+            (#"{"grid": {"epochs": [1]}, "candidates": [{}]}"#, ["give either \"grid\""]),
+            (#"{"candidates": [{"epochs": 2}, 3]}"#, ["candidate 2 must be an object of config keys"]),
+            (#"{"candidates": [{"epohcs": 2}]}"#, ["candidate 1", "unknown config key 'epohcs'"]),
             (#"{\#(Self.base), "grid": {"epochs": [1]}, "folds": 1}"#, ["\"folds\" must be an integer ≥ 2"]),
             ("[1, 2]", ["not a JSON object"]),
         ]
