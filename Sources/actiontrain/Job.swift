@@ -11,15 +11,20 @@ import Foundation
 enum Job {
     nonisolated(unsafe) private(set) static var group: Collective = SingleProcess()
 
-    /// The rank count a launcher announced in the environment (1 when started directly).
+    /// The rank count a launcher announced in the environment: `mpirun` (Open MPI), PMI-2
+    /// (`srun --mpi=pmi2`, MPICH); 1 when started directly.
     static var launchedRanks: Int {
         let env = ProcessInfo.processInfo.environment
-        return ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"].lazy.compactMap { env[$0].flatMap(Int.init) }.first ?? 1
+        return ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].lazy.compactMap { env[$0].flatMap(Int.init) }.first ?? 1
     }
+
+    /// True when a launcher started this process: a known rank count above 1, or a PMIx rank
+    /// (`srun --mpi=pmix`), whose count MPI tells.
+    static var launched: Bool { launchedRanks > 1 || ProcessInfo.processInfo.environment["PMIX_RANK"] != nil }
 
     /// Joins the launcher's ranks; returns an error message when that is impossible.
     static func start(out: inout Output) -> String? {
-        guard launchedRanks > 1 else { return nil }
+        guard launched else { return nil }
         #if ACTIONTRAIN_MPI
             do {
                 group = try MPIGroup()
@@ -35,6 +40,7 @@ enum Job {
             }
             return nil
         #else
+            guard launchedRanks > 1 else { return nil }
             return "started as one of \(launchedRanks) MPI ranks, but this actiontrain was built without MPI; "
                 + "build it with ACTIONTRAIN_MPI=1 (docs/distributed.md), or run it without mpirun"
         #endif
