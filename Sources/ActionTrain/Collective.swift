@@ -2,10 +2,10 @@
 /// fit (`Trainer`) gathers every rank's gradient sum each step, a sweep gathers its results.
 ///
 /// The default package knows one implementation, `SingleProcess`; the MPI one lives in the
-/// `MPICollective` target, built only when asked (docs/distributed.md, "Building"). Both
-/// exchanges are all-gathers, not reductions: every rank receives every rank's contribution and
-/// sums them itself in rank order, so the result is the same bits on every rank and equal to
-/// what one process summing the same parts in the same order gets.
+/// `MPICollective` target, built only when asked (docs/distributed.md, "Building"). The
+/// exchanges move data and never add: the caller sums what it receives in rank order, so the
+/// result is the same bits on every rank and equal to what one process summing the same parts
+/// in the same order gets, whatever algorithms the transport uses.
 ///
 /// Every rank must make the same calls in the same order. A failed exchange throws
 /// `CollectiveError`; the caller then ends the whole job (a rank that returns alone would
@@ -16,6 +16,9 @@ public protocol Collective: AnyObject {
     var size: Int { get }
     /// Every rank gives `count` floats; `receive [size, count]` gets rank r's at `r * count`.
     func allGather(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) throws
+    /// Every rank gives `size` blocks of `count` floats, block j for rank j; `receive [size,
+    /// count]` gets rank r's block for this rank at `r * count`.
+    func allToAll(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) throws
     /// Every rank gives some bytes (any length); every rank gets all of them, in rank order.
     func allGather(bytes: [UInt8]) throws -> [[UInt8]]
 }
@@ -26,6 +29,9 @@ public final class SingleProcess: Collective {
     public var rank: Int { 0 }
     public var size: Int { 1 }
     public func allGather(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) {
+        receive.update(from: send, count: count)
+    }
+    public func allToAll(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) {
         receive.update(from: send, count: count)
     }
     public func allGather(bytes: [UInt8]) -> [[UInt8]] { [bytes] }

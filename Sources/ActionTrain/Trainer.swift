@@ -410,17 +410,31 @@ func argmax(_ p: UnsafePointer<Float>, _ n: Int) -> Int {
 
 /// One rank's share of a step cut into parts: its ordered sum of part gradients, loss and
 /// correct count, exchanged with the other ranks and summed in rank order.
+///
+/// The exchange is a reduce-scatter followed by an all-gather, both in a fixed order: the
+/// vector `[gradients P, loss, correct, stop]` is cut into one chunk per rank; an all-to-all
+/// gives rank j every rank's chunk j, which it sums in rank order `((c0 + c1) + c2) + ...`;
+/// an all-gather then gives everyone every summed chunk. Each element is summed in rank order,
+/// so the result equals the sequential sum of one process, and each rank sends and receives
+/// about 2 (N − 1)/N of the vector: the bandwidth of a ring allreduce.
 final class Parts {
-    let P: Int
-    /// `[gradients P, loss, correct, stop]` of this rank, then of all ranks after the gather.
-    private var local: [Float]
-    private var all: [Float]
+    let P: Int, ranks: Int
+    /// Floats per chunk: `[gradients P, loss, correct, stop]` padded to `ranks · chunk`.
+    let chunk: Int
+    /// This rank's sum, chunked; then the gathered sums.
+    private var local: [Float], summed: [Float]
+    /// Every rank's copy of this rank's chunk, and their sum.
+    private var received: [Float], mine: [Float]
     var stopRequested = false
 
     init(parameters P: Int, ranks: Int) {
         self.P = P
-        local = [Float](repeating: 0, count: P + 3)
-        all = [Float](repeating: 0, count: ranks > 1 ? ranks * (P + 3) : 0)
+        self.ranks = ranks
+        chunk = (P + 3 + ranks - 1) / ranks
+        local = [Float](repeating: 0, count: ranks * chunk)
+        summed = local
+        received = ranks > 1 ? local : []
+        mine = [Float](repeating: 0, count: chunk)
     }
 
     /// Adds one part (its gradient in `g [P]`) to this rank's sum; `first` starts the sum.
@@ -438,29 +452,29 @@ final class Parts {
         }
     }
 
-    /// Gathers every rank's sum and adds them in rank order: the step's gradient into
-    /// `gradients [P]`, its loss and correct count, and whether any rank asked to stop.
+    /// Sums every rank's sum in rank order: the step's gradient into `gradients [P]`, its loss
+    /// and correct count, and whether any rank asked to stop.
     func exchange(_ group: Collective, into gradients: UnsafeMutablePointer<Float>) throws -> (loss: Float, correct: Int, stop: Bool) {
-        let W = P + 3
         local[P + 2] = stopRequested ? 1 : 0
-        if group.size == 1 {
-            local.withUnsafeBufferPointer { gradients.update(from: $0.baseAddress!, count: P) }
-            return (local[P], Int(local[P + 1]), stopRequested)
-        }
-        try local.withUnsafeBufferPointer { l in
-            try all.withUnsafeMutableBufferPointer { try group.allGather(l.baseAddress!, count: W, into: $0.baseAddress!) }
-        }
-        var loss: Float = 0, correct: Float = 0, stop = false
-        all.withUnsafeBufferPointer { a in
-            gradients.update(from: a.baseAddress!, count: P)
-            for r in 0..<group.size {
-                let p = a.baseAddress! + r * W
-                if r > 0 { for i in 0..<P { gradients[i] += p[i] } }
-                loss = r == 0 ? p[P] : loss + p[P]
-                correct += p[P + 1]
-                stop = stop || p[P + 2] != 0
+        if ranks > 1 {
+            let c = chunk
+            try local.withUnsafeBufferPointer { l in
+                try received.withUnsafeMutableBufferPointer { try group.allToAll(l.baseAddress!, count: c, into: $0.baseAddress!) }
             }
+            received.withUnsafeBufferPointer { r in
+                for i in 0..<c {
+                    var s = r[i]
+                    for k in 1..<ranks { s += r[k * c + i] }
+                    mine[i] = s
+                }
+            }
+            try mine.withUnsafeBufferPointer { m in
+                try summed.withUnsafeMutableBufferPointer { try group.allGather(m.baseAddress!, count: c, into: $0.baseAddress!) }
+            }
+        } else {
+            summed = local
         }
-        return (loss, Int(correct), stop)
+        summed.withUnsafeBufferPointer { gradients.update(from: $0.baseAddress!, count: P) }
+        return (summed[P], Int(summed[P + 1]), summed[P + 2] != 0)
     }
 }

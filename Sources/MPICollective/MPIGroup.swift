@@ -4,8 +4,8 @@ import CMPI
 /// `Collective` over Open MPI's `MPI_COMM_WORLD`: the processes `mpirun` (or Slurm's `srun`)
 /// started. Built only with `ACTIONTRAIN_MPI=1` (docs/distributed.md).
 ///
-/// Exchanges are `MPI_Allgather(v)`: every rank receives every rank's part and sums in rank
-/// order itself, so no reduction order inside MPI can change a result. Errors are returned
+/// Exchanges are `MPI_Alltoall` and `MPI_Allgather(v)`, never MPI reductions: the caller sums
+/// what it receives in rank order, so no reduction order inside MPI can change a result. Errors are returned
 /// (`MPI_ERRORS_RETURN`), not fatal, and become `CollectiveError`; the caller then calls
 /// `abort` so that no rank waits for a dead one. MPI calls come from one thread only
 /// (`MPI_THREAD_FUNNELED`); the compute threads never call MPI.
@@ -33,6 +33,11 @@ public final class MPIGroup: Collective {
     public func allGather(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) throws {
         let c = Int32(count)
         try Self.check(MPI_Allgather(send, c, cmpi_float(), receive, c, cmpi_float(), world), rank: rank, "gradient")
+    }
+
+    public func allToAll(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) throws {
+        let c = Int32(count)
+        try Self.check(MPI_Alltoall(send, c, cmpi_float(), receive, c, cmpi_float(), world), rank: rank, "gradient")
     }
 
     public func allGather(bytes: [UInt8]) throws -> [[UInt8]] {

@@ -7,8 +7,8 @@ import PoseCore
 import TestSupport
 import XCTest
 
-/// Ranks as threads of this process: the same `Collective` contract as the MPI backend (an
-/// all-gather that blocks until every rank has given its part), so the data-parallel and sweep
+/// Ranks as threads of this process: the same `Collective` contract as the MPI backend
+/// (exchanges that block until every rank has given its part), so the data-parallel and sweep
 /// code is tested without MPI. scripts/test-mpi runs the same equivalences under mpirun.
 final class ThreadGroup: Collective, @unchecked Sendable {
     final class Shared: @unchecked Sendable {
@@ -50,6 +50,15 @@ final class ThreadGroup: Collective, @unchecked Sendable {
         let mine = Array(UnsafeRawBufferPointer(start: send, count: count * 4))
         for (r, part) in allGather(bytes: mine).enumerated() {
             part.withUnsafeBytes { (receive + r * count).update(from: $0.bindMemory(to: Float.self).baseAddress!, count: count) }
+        }
+    }
+
+    func allToAll(_ send: UnsafePointer<Float>, count: Int, into receive: UnsafeMutablePointer<Float>) {
+        let all = allGather(bytes: Array(UnsafeRawBufferPointer(start: send, count: size * count * 4)))
+        for (r, blocks) in all.enumerated() {
+            blocks.withUnsafeBytes {
+                (receive + r * count).update(from: $0.bindMemory(to: Float.self).baseAddress! + rank * count, count: count)
+            }
         }
     }
 
