@@ -96,7 +96,7 @@ final class DistributedTests: XCTestCase {
     static var busy: TrainingConfig {
         var c = FitRunTests.quick
         c.dropout = 0.2
-        c.augmentation = Tuning.standardAugmentation(for: .natops)
+        c.augmentation = Recipe.standardAugmentation
         c.classWeights = .explicit([1, 3, 0.5])  // parts must be normalised by the batch's weight
         c.labelSmoothing = 0.1
         c.batchSize = 6
