@@ -178,10 +178,13 @@ public final class Trainer {
     /// `shouldStop()` (checked before every batch) returns true. Calls `onBatch` after each
     /// step and `onEpoch` after each epoch's validation and bookkeeping (so `state()` there is
     /// an epoch-boundary checkpoint). When the run ends (not when interrupted) and validation
-    /// data was given, the network is left with the parameters of the best epoch.
+    /// data was given, the network is left with the parameters of the best epoch. With parts
+    /// (`accumulate` > 1 or several ranks) `shouldStop` is asked during each step's exchange
+    /// instead, and every rank stops after the first step in which any rank asked.
     ///
     /// Throws `TrainingError.diverged` when a batch loss is NaN or infinite, before that
-    /// batch's update (the state of the last `onEpoch` is the last good one).
+    /// batch's update (the state of the last `onEpoch` is the last good one), and
+    /// `CollectiveError` when an exchange between ranks fails.
     @discardableResult
     public func fit(
         train: BatchSource, validation: TensorSet?, shouldStop: () -> Bool = { false },

@@ -174,6 +174,35 @@ final class DistributedTests: XCTestCase {
         XCTAssertEqual(try again[0].get(), bytes[0])
     }
 
+    func testAStopAskedOnOneRankStopsBothAfterTheSameStepAndResumesToTheSameModel() throws {
+        var config = Self.busy
+        config.accumulate = 2
+        let (_, straight) = try fit(config)
+        let dirs = try (0..<2).map { _ in try temporaryDirectory().path + "/run" }
+        addTeardownBlock { for d in dirs { try? FileManager.default.removeItem(atPath: (d as NSString).deletingLastPathComponent) } }
+        let stopped = ThreadGroup.run(2) { group -> (TrainingOutcome, Int) in
+            let run = try FitRun.start(
+                dataPath: FitRunTests.fixture, dataset: try DatasetLoader.load(FitRunTests.fixture), config: config,
+                folder: try RunFolder.create(dirs[group.rank], replacing: false), group: group)
+            var steps = 0
+            // Only rank 1 asks, during its 5th step's exchange: both finish that step, then stop.
+            let outcome = try run.train(shouldStop: { group.rank == 1 && steps == 4 }, onBatch: { _ in steps += 1 })
+            return (outcome, run.progress.globalStep)
+        }
+        let outcomes = try stopped.map { try $0.get() }
+        XCTAssertEqual(outcomes[0].0, outcomes[1].0)
+        XCTAssertEqual(outcomes.map(\.1), [5, 5], "both ranks did 5 steps")
+        guard case .interrupted = outcomes[0].0 else { return XCTFail("\(outcomes[0].0)") }
+        // Rank 0 saved the checkpoint; both ranks resume from it.
+        let resumed = ThreadGroup.run(2) { group -> [UInt8] in
+            let run = try FitRun.resume(folder: RunFolder(existing: dirs[0]), group: group)
+            XCTAssertEqual(try run.train(), .finished)
+            return try run.finish().modelBytes
+        }
+        for result in resumed { XCTAssertEqual(try result.get(), straight.modelBytes) }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dirs[1]), [], "rank 1 wrote nothing")
+    }
+
     func testRanksStopTogetherOnAMismatchOrAPartCountTheyCannotShare() throws {
         var config = Self.busy
         config.accumulate = 3
