@@ -132,6 +132,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     // optimisers derive their constants in double precision and round them to Float once.
     public var epochs: Int = 60
     public var batchSize: Int = 64
+    /// Micro-batches per step (nil = 1): each batch is cut into this many consecutive parts
+    /// whose gradients are summed in order before the update, which equals the one-batch
+    /// gradient within float rounding. Under `mpirun` the parts are spread over the ranks, so
+    /// it must be a multiple of their number (docs/distributed.md).
+    public var accumulate: Int? = nil
+    /// `accumulate`, 1 when unset.
+    public var microBatches: Int { accumulate ?? 1 }
     public var optimizer: OptimizerKind = .adamw
     public var learningRate: Double = 1e-3
     public var momentum: Double = 0
@@ -186,6 +193,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try positive("windowStride", windowStride)
         try positive("epochs", epochs)
         try positive("batchSize", batchSize)
+        if let accumulate {
+            guard (1...batchSize).contains(accumulate) else {
+                throw bad("accumulate", "must be in [1, batchSize] = [1, \(batchSize)], got \(accumulate)")
+            }
+        }
         try positive("threads", threads)
         try positive("kernel", kernel)
         try positive("dilationBase", dilationBase)

@@ -151,15 +151,16 @@ public final class Training {
     public let trainer: Trainer
 
     /// Builds the network for `data` with parameters initialised from `config.seed`, the
-    /// class weights from the training labels, and the trainer. Sets `BLAS.threads`.
-    public init(config: TrainingConfig, data: TrainingData) throws {
+    /// class weights from the training labels, and the trainer, which shares its steps with
+    /// `group` (docs/distributed.md). Sets `BLAS.threads`.
+    public init(config: TrainingConfig, data: TrainingData, group: Collective = SingleProcess()) throws {
         BLAS.threads = config.threads
         self.config = config
         self.data = data
         network = try FitPipeline.network(config, input: data.input, classes: data.classes.count)
         network.initialize(seed: config.seed)
         let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
-        trainer = Trainer(network: network, config: config, classWeights: weights)
+        trainer = Trainer(network: network, config: config, classWeights: weights, group: group)
     }
 
     /// Trains until the config's epochs are done, early stopping ends the run, or

@@ -91,6 +91,7 @@ enum ConfigOptions {
         // Optimisation
         Entry(key: "epochs", kind: .int, value: "N", help: "Training epochs (default 60)."),
         Entry(key: "batchSize", kind: .int, value: "N", help: "Windows per mini-batch (default 64)."),
+        Entry(key: "accumulate", kind: .int, value: "N", help: "Cut each batch into N parts whose gradients are summed in order before the update (default 1; under mpirun a multiple of the ranks, default the rank count)."),
         Entry(key: "optimizer", kind: .string, value: "NAME", help: "sgd, adam or adamw (default adamw; with weightDecay 0 it is Adam).", choices: names(TrainingConfig.OptimizerKind.self)),
         Entry(key: "learningRate", kind: .number, value: "LR", help: "Base learning rate (default 0.001)."),
         Entry(key: "momentum", kind: .number, value: "M", help: "SGD momentum in [0, 1) (default 0)."),
