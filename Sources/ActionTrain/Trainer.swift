@@ -324,7 +324,10 @@ public final class Trainer {
 
     /// Mean plain cross-entropy (no smoothing, no class weights) and accuracy over a set,
     /// in inference mode.
-    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) {
+    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) { Self.evaluate(network, set) }
+
+    /// Mean cross-entropy and accuracy of `network` on `set`.
+    public static func evaluate(_ network: Network, _ set: TensorSet) -> (loss: Double, accuracy: Double) {
         let probabilities = Inference.probabilities(network, features: set.features, count: set.count)
         let K = network.classCount
         var lossSum = 0.0, correct = 0

@@ -87,7 +87,7 @@ final class ONNXExportTests: XCTestCase {
         func collect(_ specs: [LayerSpec]) {
             for s in specs {
                 types.insert(s.typeName)
-                if case .residual(let b, let c) = s { collect(b + c) }
+                if let r = s.kind as? ResidualKind { collect(r.body + r.shortcut) }
             }
         }
         var models: [(onnx: [UInt8], network: Network)] = []
