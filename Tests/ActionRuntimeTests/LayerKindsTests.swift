@@ -13,9 +13,14 @@ import XCTest
 /// fails here; so does a kind in format.md's table that the registry lacks.
 final class LayerKindsTests: XCTestCase {
     static let input = Shape(time: 4, channels: 5)
-    static let modelInput = InputSpec(
-        skeleton: Skeleton(name: "five", joints: (0..<5).map { "j\($0)" }, dimensions: 2, units: .pixels),
-        window: WindowSpec(frames: 4), steps: [], channels: [.mask])
+    static let modelInput = modelInput(channels: 5, frames: 4)
+
+    /// An input of `channels` mask channels (one per joint) over `frames` frames.
+    static func modelInput(channels: Int, frames: Int) -> InputSpec {
+        InputSpec(
+            skeleton: Skeleton(name: "joints", joints: (0..<channels).map { "j\($0)" }, dimensions: 2, units: .pixels),
+            window: WindowSpec(frames: frames), steps: [], channels: [.mask])
+    }
 
     /// The kind's example, then a pool when it keeps time, then a linear layer to 2 classes.
     static func exampleLayers(_ kind: any LayerKind.Type) throws -> [LayerSpec] {
