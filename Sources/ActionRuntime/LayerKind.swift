@@ -32,6 +32,17 @@ extension LayerKind {
     public var summary: String { Self.typeName }
 }
 
+/// A kind without fields (`relu`, `flatten`, ...): its JSON form is `{"type": name}` only.
+public protocol FieldlessLayerKind: LayerKind {
+    init()
+}
+
+extension FieldlessLayerKind {
+    public init(fields: some LayerFieldReader) throws { self.init() }
+    public var fields: [(key: String, value: LayerField)] { [] }
+    public static func example(input: Shape) -> Self { Self() }
+}
+
 /// The registration of every layer kind: the one list the readers and writers consult.
 public enum LayerKinds {
     public static let all: [any LayerKind.Type] = [

@@ -47,11 +47,9 @@ final class GELU: Layer {
 }
 
 /// `{"type": "gelu"}`: GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))`.
-public struct GELUKind: LayerKind {
+public struct GELUKind: FieldlessLayerKind {
     public static let typeName = "gelu"
     public init() {}
-    public init(fields: some LayerFieldReader) throws {}
-    public var fields: [(key: String, value: LayerField)] { [] }
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GELU(shape: input) }
     public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
@@ -65,7 +63,6 @@ public struct GELUKind: LayerKind {
         let t = g.node("Tanh", [g.node("Mul", [u, c0], name: n)], name: n)
         return g.node("Mul", [g.node("Mul", [x, half], name: n), g.node("Add", [t, one], name: n)], name: n)
     }
-    public static func example(input: Shape) -> GELUKind { GELUKind() }
 }
 
 extension LayerSpec {

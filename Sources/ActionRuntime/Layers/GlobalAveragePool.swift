@@ -48,17 +48,14 @@ final class GlobalAveragePool: Layer {
 }
 
 /// `{"type": "globalAveragePool"}`: Mean over time: `[time, channels] -> [1, channels]`.
-public struct GlobalAveragePoolKind: LayerKind {
+public struct GlobalAveragePoolKind: FieldlessLayerKind {
     public static let typeName = "globalAveragePool"
     public init() {}
-    public init(fields: some LayerFieldReader) throws {}
-    public var fields: [(key: String, value: LayerField)] { [] }
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.channels)) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GlobalAveragePool(shape: input) }
     public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
         return g.node("ReduceMean", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
     }
-    public static func example(input: Shape) -> GlobalAveragePoolKind { GlobalAveragePoolKind() }
 }
 
 extension LayerSpec {

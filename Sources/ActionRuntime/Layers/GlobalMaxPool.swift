@@ -47,17 +47,14 @@ final class GlobalMaxPool: Layer {
 }
 
 /// `{"type": "globalMaxPool"}`: Max over time: `[time, channels] -> [1, channels]`.
-public struct GlobalMaxPoolKind: LayerKind {
+public struct GlobalMaxPoolKind: FieldlessLayerKind {
     public static let typeName = "globalMaxPool"
     public init() {}
-    public init(fields: some LayerFieldReader) throws {}
-    public var fields: [(key: String, value: LayerField)] { [] }
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.channels)) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GlobalMaxPool(shape: input) }
     public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
         return g.node("ReduceMax", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "max")
     }
-    public static func example(input: Shape) -> GlobalMaxPoolKind { GlobalMaxPoolKind() }
 }
 
 extension LayerSpec {

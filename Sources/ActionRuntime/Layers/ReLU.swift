@@ -39,17 +39,14 @@ final class ReLU: Layer {
 }
 
 /// `{"type": "relu"}`: `y = max(x, 0)`.
-public struct ReLUKind: LayerKind {
+public struct ReLUKind: FieldlessLayerKind {
     public static let typeName = "relu"
     public init() {}
-    public init(fields: some LayerFieldReader) throws {}
-    public var fields: [(key: String, value: LayerField)] { [] }
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { ReLU(shape: input) }
     public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
         return g.node("Relu", [x], name: p + "relu")
     }
-    public static func example(input: Shape) -> ReLUKind { ReLUKind() }
 }
 
 extension LayerSpec {
