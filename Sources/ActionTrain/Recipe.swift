@@ -116,10 +116,11 @@ public enum Recipe {
         let small = p.smallestClass < smallClass
         _ = set("validationFraction", \.validationFraction, small ? 0 : 0.1)
         _ = set("labelSmoothing", \.labelSmoothing, Float(0.1))
+        if small { _ = set("augmentation", \.augmentation, standardAugmentation) }
         note(
             "size",
             "\(p.sequences) training sequences, \(p.classes) classes, smallest \(p.smallestClass)"
-                + (small ? " (small: every sequence trains)" : ""))
+                + (small ? " (small: every sequence trains, augmented)" : ""))
 
         // Training length and schedule.
         _ = set("schedule", \.schedule, LearningRateSchedule.Kind.cosine)
@@ -127,6 +128,24 @@ public enum Recipe {
         note("training", "a decaying schedule ends every run well without a validation split")
         return (c, choices)
     }
+
+    /// The augmentation of small datasets: small rotations, scale, jitter, speed and time-warp
+    /// changes, each applied to half of the windows. No flips: they change lateral classes
+    /// (a left-hand wave is not a right-hand wave).
+    public static let standardAugmentation: AugmentationConfig = {
+        var a = AugmentationConfig()
+        a.rotationProbability = 0.5
+        a.maxRotationDegrees = 15
+        a.scaleProbability = 0.5
+        a.maxScaleChange = 0.1
+        a.jitterProbability = 0.5
+        a.jitterStandardDeviation = 0.02
+        a.speedProbability = 0.5
+        a.maxSpeedChange = 0.15
+        a.timeWarpProbability = 0.5
+        a.maxTimeWarp = 0.2
+        return a
+    }()
 
     /// The `fit` window length for clips whose median length is `median` frames.
     static func fitFrames(_ median: Int) -> Int { 32 }
@@ -152,6 +171,8 @@ public enum Recipe {
         case let list as [ChannelBlock]: return list.map(\.rawValue).joined(separator: "+")
         case let e as any RawRepresentable: return "\(e.rawValue)"
         case let o as Double?: return o.map { format($0) } ?? "none"
+        case let a as AugmentationConfig where a == standardAugmentation:
+            return "standard (rotation ±15°, scale ±10%, jitter, speed ±15%, time warp ±20%)"
         default: return "\(v)"
         }
     }

@@ -73,7 +73,7 @@ public enum Tuning {
         if base.augmentation.isEnabled {
             out.append(Change("no augmentation", keys: ["augmentation"]) { $0.augmentation = AugmentationConfig() })
         } else {
-            out.append(Change("augmentation", keys: ["augmentation"]) { $0.augmentation = standardAugmentation(for: skeleton) })
+            out.append(Change("augmentation", keys: ["augmentation"]) { $0.augmentation = Recipe.standardAugmentation })
         }
         if !base.channels.contains(.motion) {
             out.append(Change("+ motion", keys: ["channels"]) { $0.channels.append(.motion) })
@@ -94,23 +94,6 @@ public enum Tuning {
             out.append(Change("mlp", keys: ["architecture"]) { $0.architecture = .mlp })
         }
         return out
-    }
-
-    /// The augmentation the recipe uses for small datasets: small rotations, scale, jitter and
-    /// speed changes; flips only when asked (they change lateral classes).
-    public static func standardAugmentation(for skeleton: Skeleton) -> AugmentationConfig {
-        var a = AugmentationConfig()
-        a.rotationProbability = 0.5
-        a.maxRotationDegrees = 15
-        a.scaleProbability = 0.5
-        a.maxScaleChange = 0.1
-        a.jitterProbability = 0.5
-        a.jitterStandardDeviation = 0.02
-        a.speedProbability = 0.5
-        a.maxSpeedChange = 0.15
-        a.timeWarpProbability = 0.5
-        a.maxTimeWarp = 0.2
-        return a
     }
 
     /// Runs the search. `run(config, fold)` trains on the fold's training indices and returns

@@ -65,6 +65,9 @@ final class RecipeTests: XCTestCase {
         XCTAssertTrue(c.alignFacing)
         XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
         XCTAssertEqual(c.validationFraction, 0, "9 sequences a class is small")
+        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "small data is augmented")
+        XCTAssertTrue(c.augmentation.isEnabled)
+        XCTAssertEqual(c.augmentation.flipProbability, 0, "flips change lateral classes")
         XCTAssertEqual(Set(choices.map(\.topic)), ["windows", "coordinates", "channels", "size", "training"])
         XCTAssertTrue(choices[0].seen.contains("27 sequences of 20-40 frames (median 30)"), choices[0].seen)
         XCTAssertTrue(choices[0].set.contains("windowMode fit"), choices[0].set)
@@ -125,5 +128,18 @@ final class RecipeTests: XCTestCase {
         let d = Self.dataset(perClass: Recipe.smallClass)
         let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
         XCTAssertEqual(c.validationFraction, 0.1)
+        XCTAssertFalse(c.augmentation.isEnabled, "enough data: no augmentation")
+        XCTAssertEqual(c.labelSmoothing, 0.1)
+    }
+
+    func testAnAugmentationTheUserGaveIsKept() {
+        let d = Self.dataset(perClass: 9)
+        var base = TrainingConfig()
+        base.augmentation.jitterProbability = 1
+        base.augmentation.jitterStandardDeviation = 0.05
+        let (c, choices) = Recipe.choose(base, explicit: ["augmentation"], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.augmentation, base.augmentation)
+        let size = choices.first { $0.topic == "size" }
+        XCTAssertFalse(size?.set.contains("augmentation") ?? true, size?.set ?? "")
     }
 }

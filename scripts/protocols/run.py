@@ -6,8 +6,10 @@
     scripts/protocols/run.py utkinect    [--source DIR] ... [--loso] [--half-splits 10]
 
 Each protocol imports the dataset from ../shared/datasets/<name> (or --source) with its official
-split, trains with the committed config (configs/<protocol>.json) once per seed on the whole
-official training split, evaluates on the official test split (`actiontrain eval --report`),
+split, trains once per seed on the whole official training split in each of --modes (default
+`default,config`; `default` is `fit` with no config, i.e. the recipe; `config` the committed
+configs/<protocol>.json; `tune` is `actiontrain tune` on the training split, then its refitted
+winner), evaluates on the official test split (`actiontrain eval --report`),
 and prints accuracy per seed, mean and standard deviation, training time and model size.
 `--loso` (UTKinect) adds leave-one-subject-out over all 10 subjects (seed 0); `--half-splits N`
 adds N random 5/5 subject splits (the protocol of Vemulapalli et al. 2014; seed 0). Settings were
@@ -27,6 +29,10 @@ ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDe
 ap.add_argument("protocol", choices=sorted(DATASETS))
 ap.add_argument("--source", help="dataset folder (default ../shared/datasets/<name>)")
 ap.add_argument("--seeds", default="0,1,2")
+ap.add_argument("--modes", default="default,config",
+                help="comma-separated: default (fit with no config: the recipe), config (configs/<protocol>.json), "
+                     "tune (actiontrain tune on the training split, then the refitted winner)")
+ap.add_argument("--minutes", default="10", help="tune: search budget in minutes")
 ap.add_argument("--out", default="runs/protocols")
 ap.add_argument("--loso", action="store_true", help="UTKinect: also leave-one-subject-out over all subjects")
 ap.add_argument("--half-splits", type=int, default=0, metavar="N",
@@ -51,10 +57,15 @@ data = os.path.join(out, "data.jsonl")
 print(sh(binary, "import", kind, source, "--out", data, "--force").strip())
 
 
-def train_and_eval(data, run, seed):
+def train_and_eval(data, run, seed, mode="config"):
     t = time.time()
-    log = sh(binary, "fit", data, "--config", os.path.join(root, config), "--seed", str(seed), "--out", run, "--force")
-    seconds = float(re.search(r"trained in ([0-9.]+) s", log).group(1)) if "trained in" in log else time.time() - t
+    if mode == "tune":
+        sh(binary, "tune", data, "--minutes", args.minutes, "--seed", str(seed), "--out", run, "--force")
+        seconds = time.time() - t  # the whole search and the final fit
+    else:
+        given = ["--config", os.path.join(root, config)] if mode == "config" else []
+        log = sh(binary, "fit", data, *given, "--seed", str(seed), "--out", run, "--force")
+        seconds = float(re.search(r"trained in ([0-9.]+) s", log).group(1)) if "trained in" in log else time.time() - t
     sh(binary, "eval", f"{run}/model.atm", data, "--split", "test", "--report", f"{run}/test-report", "--force")
     report = json.load(open(f"{run}/test-report/report.json"))
     level = report[report["headline"]]
@@ -69,11 +80,12 @@ def summary(name, rows):
           f"(max {max(r[2] for r in rows):.1f}), model {rows[0][3] / 1024:.0f} KiB")
 
 
-rows = []
-for seed in [int(s) for s in args.seeds.split(",")]:
-    rows.append(train_and_eval(data, os.path.join(out, f"seed{seed}"), seed))
-    print(f"  seed {seed}: accuracy {rows[-1][0]:.4f}, {rows[-1][2]:.1f} s", flush=True)
-summary(f"{args.protocol} official split", rows)
+for mode in args.modes.split(","):
+    rows = []
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        rows.append(train_and_eval(data, os.path.join(out, f"{mode}-seed{seed}"), seed, mode))
+        print(f"  {mode}, seed {seed}: accuracy {rows[-1][0]:.4f}, {rows[-1][2]:.1f} s", flush=True)
+    summary(f"{args.protocol} official split, {mode}", rows)
 
 lines = open(data).read().splitlines()
 seqs = [json.loads(l) for l in lines[1:] if l.strip()]
