@@ -119,16 +119,38 @@ final class AverageProbabilities: Layer {
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        backward(batch: batch, needInputGradient: needInputGradient) { m in average.backward(dy, member: m, batch: batch) }
+    }
+
+    /// `dx = Σ_m` member m's input gradient for its logits' gradient `dz(m)`.
+    private func backward(batch: Int, needInputGradient: Bool, _ dz: (Int) -> UnsafePointer<Float>) -> UnsafePointer<Float>? {
         let n = batch * inputShape.count
         if needInputGradient {
             dx.reserve(n)
             dx.pointer.update(repeating: 0, count: n)
         }
         for (m, chain) in chains.enumerated() {
-            let g = chain.backward(average.backward(dy, member: m, batch: batch), batch: batch, needInputGradient: needInputGradient)
+            let g = chain.backward(dz(m), batch: batch, needInputGradient: needInputGradient)
             if needInputGradient, let g { for i in 0..<n { dx.pointer[i] += g[i] } }
         }
         return needInputGradient ? UnsafePointer(dx.pointer) : nil
+    }
+
+    // MARK: - Training member by member (`Network.forwardMembers`)
+
+    private let memberLogits = Buffer()  // [M, B, K]
+
+    /// Each member's logits, member-major `[M, B, K]`.
+    func forwardMembers(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        let n = batch * outputShape.channels
+        memberLogits.reserve(members.count * n)
+        for (m, chain) in chains.enumerated() { (memberLogits.pointer + m * n).update(from: chain.forward(x, batch: batch, mode: &mode), count: n) }
+        return UnsafePointer(memberLogits.pointer)
+    }
+
+    /// Back-propagates the members' own logit gradients `dz [M, B, K]`.
+    func backwardMembers(_ dz: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        backward(batch: batch, needInputGradient: needInputGradient) { m in dz + m * batch * self.outputShape.channels }
     }
 }
 
