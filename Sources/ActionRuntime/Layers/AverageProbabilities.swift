@@ -177,8 +177,12 @@ public struct AverageProbabilitiesKind: LayerKind {
     public init(members: [[LayerSpec]]) { self.members = members }
     public init(fields f: some LayerFieldReader) throws { self.init(members: try f.layerLists("members")) }
     public var fields: [(key: String, value: LayerField)] { [("members", .layerLists(members))] }
-    public var summary: String {
-        "averageProbabilities of " + members.map { "[\($0.map(\.kind.summary).joined(separator: ", "))]" }.joined(separator: ", ")
+    public var summary: String { "averageProbabilities of \(members.count) members: " + members.map(Self.brief).joined(separator: "; ") }
+
+    /// A layer list in a few words: its first layer and how many follow.
+    static func brief(_ layers: [LayerSpec]) -> String {
+        guard let first = layers.first else { return "the identity" }
+        return first.kind.summary + (layers.count > 1 ? " and \(layers.count - 1) more layers" : "")
     }
 
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {

@@ -92,7 +92,7 @@ public struct FlipAverageKind: LayerKind {
         self.init(channels: try f.ints("channels"), signs: try f.floats("signs"), body: try f.layers("body"))
     }
     public var fields: [(key: String, value: LayerField)] { [("channels", .ints(channels)), ("signs", .floats(signs)), ("body", .layers(body))] }
-    public var summary: String { "flipAverage of [\(body.map(\.kind.summary).joined(separator: ", "))] and its mirror image" }
+    public var summary: String { "flipAverage over each window and its mirror image of " + AverageProbabilitiesKind.brief(body) }
 
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
         guard channels.count == input.channels, signs.count == input.channels else {
