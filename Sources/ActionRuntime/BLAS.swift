@@ -60,7 +60,7 @@ public enum BLAS {
     /// worker threads would be serialised by a lock. Nested calls run their parts one after
     /// another (`threads` reads 1 inside).
     ///
-    /// Several threads may run regions at once (one model per thread in a service). OpenBLAS's
+    /// Several threads may run regions at once (contexts of a shared model on several threads in a service). OpenBLAS's
     /// thread count is one setting for the process, so it is 1 while any region runs anywhere
     /// and back to `threads` when the last one ends; meanwhile other threads' GEMMs run on one
     /// thread, which for large GEMMs can change the last bits, as a different `threads` does.

@@ -59,13 +59,21 @@ public struct WindowPrediction: Hashable, Sendable {
 }
 
 /// A loaded model: header, network and feature extractor. The inference service's entry
-/// point: load once, then call `logits` / `probabilities` / `predict`.
+/// point: load once, then call `logits` / `probabilities` / `predict`, or open a
+/// `StreamSession` per client.
 ///
-/// Not thread-safe (the network owns its activation buffers); use one instance per thread.
-public final class ActionModel {
+/// Thread-safe: one instance may be shared by any number of threads and sessions. The weights
+/// never change once loaded (the network is frozen); every call runs on an `InferenceContext`
+/// (a replica of the network with activation buffers of its own) taken from a pool and given
+/// back after the call, and a `StreamSession` owns one. Every result is a value the caller
+/// owns. The same input gives the same bits whichever thread runs it and whatever runs
+/// beside it. `network` itself is the frozen original the contexts share: use it from one
+/// thread only, or not at all.
+public final class ActionModel: @unchecked Sendable {
     public let header: ModelHeader
     public let network: Network
     public let extractor: FeatureExtractor
+    private let pool = ContextPool()
 
     public var classes: [String] { header.classes }
     public var input: InputSpec { header.input }
@@ -109,13 +117,27 @@ public final class ActionModel {
         }
     }
 
+    // MARK: - Contexts
+
+    /// A context of its own (a replica of the network with its own buffers), for a caller that
+    /// runs many calls from one thread at a time without the pool's lock (a session).
+    public func makeContext() -> InferenceContext {
+        pool.lock.withLock { InferenceContext(self, network: network.replica()) }
+    }
+
+    /// Runs `body` on a context from the pool (made when none is free) and gives it back.
+    public func withContext<R>(_ body: (InferenceContext) throws -> R) rethrows -> R {
+        let context = pool.lock.withLock { pool.free.popLast() } ?? makeContext()
+        defer { pool.lock.withLock { pool.free.append(context) } }
+        return try body(context)
+    }
+
     // MARK: - Network inputs
 
-    /// Logits `[count, classes]` for network inputs `x [count, frames, channels]`. The result
-    /// points into the network's buffers and stays valid until the next call. No allocation
-    /// once the buffers have grown to `count`.
-    public func logits(_ x: UnsafePointer<Float>, count: Int) -> UnsafeBufferPointer<Float> {
-        UnsafeBufferPointer(start: network.forward(x, batch: count), count: count * network.classCount)
+    /// Writes the logits `[count, classes]` of network inputs `x [count, frames, channels]` to
+    /// `out`. No allocation once a free context's buffers have grown to `count`.
+    public func logits(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<Float>) {
+        withContext { $0.logits(x, count: count, into: out) }
     }
 
     /// Logits `[count, classes]` for network inputs `[count, valuesPerWindow]`.
@@ -123,7 +145,7 @@ public final class ActionModel {
         guard features.count == count * valuesPerWindow else {
             throw ModelError.inputSize(expected: count * valuesPerWindow, got: features.count)
         }
-        return Inference.logits(network, features: features, count: count)
+        return withContext { Inference.logits($0.network, features: features, count: count) }
     }
 
     /// Probabilities `[count, classes]` for network inputs `[count, valuesPerWindow]`.
@@ -131,7 +153,7 @@ public final class ActionModel {
         guard features.count == count * valuesPerWindow else {
             throw ModelError.inputSize(expected: count * valuesPerWindow, got: features.count)
         }
-        return Inference.probabilities(network, features: features, count: count)
+        return withContext { Inference.probabilities($0.network, features: features, count: count) }
     }
 
     // MARK: - Poses
@@ -194,7 +216,7 @@ public final class ActionModel {
         features.withUnsafeMutableBufferPointer { p in
             for (i, w) in cut.enumerated() { extractor.extract(w.window, into: p.baseAddress! + i * V) }
         }
-        let z = Inference.logits(network, features: features, count: cut.count, batchSize: batchSize)
+        let z = withContext { Inference.logits($0.network, features: features, count: cut.count, batchSize: batchSize) }
         return cut.enumerated().map { i, w in
             var row = Array(z[(i * K)..<((i + 1) * K)])
             var best = 0  // argmax of the logits, the first on ties
@@ -203,4 +225,31 @@ public final class ActionModel {
             return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)
         }
     }
+}
+
+/// What one call of a model needs of its own: a replica of the network (shared weights, its
+/// own activation buffers), a feature workspace and one window's features. Use a context from
+/// one thread at a time; any number of contexts of one model run at once.
+public final class InferenceContext {
+    let network: Network
+    let workspace: FeatureExtractor.Workspace
+    /// One window's network input `[valuesPerWindow]`.
+    let window: Buffer
+
+    init(_ model: ActionModel, network: Network) {
+        self.network = network
+        workspace = model.extractor.makeWorkspace()
+        window = Buffer(capacity: model.valuesPerWindow)
+    }
+
+    /// Writes the logits `[count, classes]` of network inputs `x [count, frames, channels]` to `out`.
+    public func logits(_ x: UnsafePointer<Float>, count: Int, into out: UnsafeMutablePointer<Float>) {
+        out.update(from: network.forward(x, batch: count), count: count * network.classCount)
+    }
+}
+
+/// The free contexts of a model.
+private final class ContextPool {
+    let lock = NSLock()
+    var free: [InferenceContext] = []
 }

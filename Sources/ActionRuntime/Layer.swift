@@ -105,6 +105,12 @@ public protocol Layer: AnyObject {
     /// not change, so the layer may keep derived copies of them (`Linear` and `Conv1d` pack
     /// their weights for the runtime's own kernels) and must drop them when thawed.
     func setFrozen(_ frozen: Bool)
+    /// While frozen: makes the derived copies now (instead of at the next forward), so that
+    /// replicas can share them (`Network.replica()`). Not thread-safe.
+    func prepareFrozen()
+    /// While frozen: uses the derived copies of `other`, a frozen layer of the same spec bound to
+    /// the same parameters (after its `prepareFrozen()`); they are read-only from then on.
+    func shareFrozen(from other: Layer)
 }
 
 extension Layer {
@@ -112,6 +118,8 @@ extension Layer {
     public func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {}
     public func initialize(using g: inout SeededGenerator) {}
     public func setFrozen(_ frozen: Bool) {}
+    public func prepareFrozen() {}
+    public func shareFrozen(from other: Layer) {}
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.count } }
 }
 

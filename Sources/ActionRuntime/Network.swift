@@ -146,6 +146,24 @@ public final class Network {
         for layer in layers { layer.setFrozen(false) }
     }
 
+    /// A network of the same layers bound to the same parameters, sharing their packed copies,
+    /// with activation buffers of its own: what `ActionModel` gives each thread and session.
+    /// The network must be frozen (its parameters no longer change), and stays alive as long
+    /// as a replica does. Packs the weights first if no forward has yet; not thread-safe
+    /// itself (`ActionModel` calls it under a lock), the replicas are independent of each
+    /// other and of this network from then on. Changing this network's parameters afterwards
+    /// (even through `load` or `initialize`) leaves the replicas' packed copies stale: a
+    /// loaded model never does.
+    public func replica() -> Network {
+        precondition(isFrozen, "replica of a network that is not frozen")
+        for layer in layers { layer.prepareFrozen() }
+        // The same layers over the same input built before, so this cannot throw.
+        let copy = try! Network(layers: specs, input: inputShape, storage: SharedParameters(self))
+        copy.freeze()
+        for (mine, theirs) in zip(copy.layers, layers) { mine.shareFrozen(from: theirs) }
+        return copy
+    }
+
     private func refreeze() {
         if isFrozen { freeze() }
     }
@@ -223,6 +241,14 @@ protocol ParameterStorage: AnyObject {
     /// At least `count` writable values, 64-byte aligned.
     var values: UnsafeMutablePointer<Float> { get }
     var count: Int { get }
+}
+
+/// Another network's parameters, kept alive with it (`Network.replica()`).
+private final class SharedParameters: ParameterStorage {
+    let owner: Network
+    init(_ owner: Network) { self.owner = owner }
+    var values: UnsafeMutablePointer<Float> { owner.parameters }
+    var count: Int { owner.parameterCount }
 }
 
 /// An ordered list of layers (a network's, or a branch of a residual block) with what its

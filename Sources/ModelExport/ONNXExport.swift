@@ -7,7 +7,9 @@ import PoseCore
 ///
 /// Graph contract:
 /// - input `input`, float32 `[batch, frames, channels]`: the same network input as the
-///   runtime's (docs/format.md section 5 builds it from poses);
+///   runtime's (docs/format.md section 5 builds it from poses); or, with `rawPoses`, `poses`
+///   float32 `[batch, frames, joints, dimensions + 1]` and the preprocessing in the graph
+///   (docs/format.md 7.1);
 /// - outputs `logits` and `probabilities` (softmax), float32 `[batch, classes]`;
 /// - `metadata_props` carries what the graph cannot: the classes and the whole input
 ///   description (skeleton, window, preprocessing steps, channel blocks) as JSON, under keys
@@ -47,10 +49,14 @@ public enum ONNXExport {
         return out
     }
 
-    /// The ONNX model bytes for `header` and its loaded `network`. Deterministic.
-    public static func export(header: ModelHeader, network: Network) throws -> [UInt8] {
+    /// The ONNX model bytes for `header` and its loaded `network`. Deterministic. With
+    /// `rawPoses`, the graph takes raw poses `poses [batch, frames, joints, dimensions + 1]`
+    /// (coordinates, then a confidence above 0 for present joints and 0 for absent ones) and
+    /// includes the preprocessing (`GraphBuilder.preprocessing`, docs/format.md section 7).
+    public static func export(header: ModelHeader, network: Network, rawPoses: Bool = false) throws -> [UInt8] {
         let g = GraphBuilder(network: network)
         var x = "input"
+        if rawPoses { x = g.preprocessing(header.input, poses: "poses") }
         x = try g.emit(header.layers, prefix: "layers.", input: x)
         let logits = g.node("Reshape", [x, g.int64s("shape.batch_classes", [0, -1])], name: "logits", output: "logits")
         _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "probabilities")
@@ -60,13 +66,18 @@ public enum ONNXExport {
         model.int(1, irVersion)
         model.string(2, "actiontrain")
         model.string(3, ActionRuntimeInfo.version)
-        model.string(
-            6, "actiontrain action classifier: input [batch, \(T), \(C)] network inputs, outputs logits and probabilities over \(header.classes)")
+        let inputText = rawPoses ? "poses [batch, \(T), joints, dimensions + 1] raw windows" : "input [batch, \(T), \(C)] network inputs"
+        model.string(6, "actiontrain action classifier: \(inputText), outputs logits and probabilities over \(header.classes)")
         model.message(7) { graph in
             for n in g.nodes { graph.message(1) { n.write(&$0) } }
             graph.string(2, "actiontrain")
             for t in g.initializers { graph.message(5) { t.write(&$0) } }
-            graph.message(11) { valueInfo(&$0, "input", dims: [nil, T, C]) }
+            let skeleton = header.input.skeleton
+            if rawPoses {
+                graph.message(11) { valueInfo(&$0, "poses", dims: [nil, T, skeleton.jointCount, skeleton.dimensions + 1]) }
+            } else {
+                graph.message(11) { valueInfo(&$0, "input", dims: [nil, T, C]) }
+            }
             graph.message(12) { valueInfo(&$0, "logits", dims: [nil, K]) }
             graph.message(12) { valueInfo(&$0, "probabilities", dims: [nil, K]) }
         }
@@ -74,7 +85,14 @@ public enum ONNXExport {
             $0.string(1, "")  // the default ai.onnx domain
             $0.int(2, opset)
         }
-        for (k, v) in try metadata(header) {
+        var properties = try metadata(header)
+        if rawPoses {
+            properties.append((
+                "actiontrain.posesLayout",
+                "poses [batch, frames, joints, dimensions + 1]: joints in actiontrain.input.skeleton.joints order, their coordinates in its units, then a confidence above 0 for present joints (1 without one) and 0 for absent joints; windows cut and resampled as docs/format.md section 5.2-5.5 says, the preprocessing is in the graph"
+            ))
+        }
+        for (k, v) in properties {
             model.message(14) {
                 $0.string(1, k)
                 $0.string(2, v)
@@ -165,6 +183,14 @@ final class GraphBuilder: ONNXGraph {
         let out = output ?? "\(name ?? op.lowercased())_\(counter)"
         nodes.append(Node(op: op, inputs: inputs, outputs: [out], name: "\(name ?? op)_\(counter)", attributes: attributes))
         return out
+    }
+
+    /// Adds a node with `outputs` outputs; returns their names.
+    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, Attribute)] = [], name: String) -> [String] {
+        counter += 1
+        let names = (0..<outputs).map { "\(name)_\(counter)_\($0)" }
+        nodes.append(Node(op: op, inputs: inputs, outputs: names, name: "\(name)_\(counter)", attributes: attributes))
+        return names
     }
 
     /// A float32 initializer (once per name).

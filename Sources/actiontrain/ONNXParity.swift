@@ -30,15 +30,15 @@ enum ONNXParity {
         (try? run([python, "-c", "import numpy, onnxruntime"]))?.status == 0
     }
 
-    /// Arguments: groups of (model.onnx, inputs.f32, count, frames, channels, logits.f32).
+    /// Arguments: groups of (model.onnx, inputs.f32, input name, comma-separated dims, logits.f32).
     static let script = """
         import sys, numpy as np, onnxruntime as ort
         args = sys.argv[1:]
-        for i in range(0, len(args), 6):
-            model, x, n, t, c, out = args[i:i + 6]
+        for i in range(0, len(args), 5):
+            model, x, name, dims, out = args[i:i + 5]
             s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-            X = np.fromfile(x, "<f4").reshape(int(n), int(t), int(c))
-            np.ascontiguousarray(s.run(["logits"], {"input": X})[0], "<f4").tofile(out)
+            X = np.fromfile(x, "<f4").reshape([int(d) for d in dims.split(",")])
+            np.ascontiguousarray(s.run(["logits"], {name: X})[0], "<f4").tofile(out)
         print(ort.__version__)
         """
 
@@ -50,30 +50,81 @@ enum ONNXParity {
 
     /// `check` for several models in one Python process (onnxruntime takes a second to import).
     static func check(_ models: [(onnx: [UInt8], network: Network)], windows: Int = 64, seed: UInt64 = 1) throws -> [Result]? {
+        let cases = models.enumerated().map { i, m -> Case in
+            var g = SeededGenerator(seed: seed &+ UInt64(i))
+            let x = (0..<(windows * m.network.inputShape.count)).map { _ in g.nextSymmetric(2) }
+            return Case(
+                onnx: m.onnx, input: x, name: "input", dims: [windows, m.network.inputShape.time, m.network.inputShape.channels],
+                expected: m.network.predictLogits(x, batch: windows), classes: m.network.classCount)
+        }
+        return try compare(cases, windows: windows)
+    }
+
+    /// The check of an export with the preprocessing (`rawPoses`): seeded random raw windows
+    /// `[windows, frames, joints, D + 1]`, about a third of the joints absent (their coordinates
+    /// random, to be ignored), every 4th window without the steps' first joints (so that the
+    /// fallbacks run) and every 8th with no joint at all, against the runtime's own
+    /// `FeatureExtractor` and network.
+    static func checkRaw(onnx: [UInt8], header: ModelHeader, network: Network, windows: Int = 64, seed: UInt64 = 1) throws -> Result? {
+        try compare([rawCase(onnx: onnx, header: header, network: network, windows: windows, seed: seed)], windows: windows)?.first
+    }
+
+    /// The inputs and expected logits of `checkRaw`.
+    static func rawCase(onnx: [UInt8], header: ModelHeader, network: Network, windows: Int, seed: UInt64) throws -> Case {
+        let s = header.input.skeleton, F = header.input.window.frames, J = s.jointCount, D = s.dimensions
+        let extractor = try FeatureExtractor(header.input)
+        let hidden = Set(header.input.steps.compactMap { $0.joints.first }.compactMap { s.index(of: $0) })
+        var g = SeededGenerator(seed: seed)
+        var raw: [Float] = [], features = [Float](repeating: 0, count: windows * network.inputShape.count)
+        for w in 0..<windows {
+            var coordinates = [Float](), present = [UInt8](), confidence = [Float]()
+            for _ in 0..<F {
+                for j in 0..<J {
+                    let point = (0..<D).map { _ in s.units == .pixels ? 200 + g.nextSymmetric(150) : g.nextSymmetric(1.5) }
+                    var k = g.nextUnitFloat() < 0.3 ? 0 : 0.1 + 0.9 * g.nextUnitFloat()
+                    if w % 8 == 7 || (w % 4 == 1 && hidden.contains(j)) { k = 0 }
+                    raw += point + [k]
+                    coordinates += point
+                    present.append(k > 0 ? 1 : 0)
+                    confidence.append(k)
+                }
+            }
+            features.withUnsafeMutableBufferPointer { out in
+                extractor.extract(
+                    coordinates: coordinates, present: present, confidence: confidence,
+                    into: out.baseAddress! + w * network.inputShape.count, workspace: extractor.makeWorkspace())
+            }
+        }
+        return Case(
+            onnx: onnx, input: raw, name: "poses", dims: [windows, F, J, D + 1], expected: network.predictLogits(features, batch: windows),
+            classes: network.classCount)
+    }
+
+    /// One model to run: its bytes, input values and shape, and the runtime's logits.
+    struct Case {
+        var onnx: [UInt8], input: [Float], name: String, dims: [Int], expected: [Float], classes: Int
+    }
+
+    /// Runs every case in one Python process and compares the logits; nil without onnxruntime.
+    static func compare(_ cases: [Case], windows: Int) throws -> [Result]? {
         guard isAvailable() else { return nil }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-onnx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        var args: [String] = [], inputs: [[Float]] = []
-        for (i, m) in models.enumerated() {
+        var args: [String] = []
+        for (i, c) in cases.enumerated() {
             let modelURL = dir.appendingPathComponent("m\(i).onnx"), xURL = dir.appendingPathComponent("x\(i).f32")
-            try Data(m.onnx).write(to: modelURL)
-            var g = SeededGenerator(seed: seed &+ UInt64(i))
-            let x = (0..<(windows * m.network.inputShape.count)).map { _ in g.nextSymmetric(2) }
-            try x.withUnsafeBufferPointer { try Data(buffer: $0).write(to: xURL) }
-            inputs.append(x)
-            args += [
-                modelURL.path, xURL.path, "\(windows)", "\(m.network.inputShape.time)", "\(m.network.inputShape.channels)",
-                dir.appendingPathComponent("z\(i).f32").path,
-            ]
+            try Data(c.onnx).write(to: modelURL)
+            try c.input.withUnsafeBufferPointer { try Data(buffer: $0).write(to: xURL) }
+            args += [modelURL.path, xURL.path, c.name, c.dims.map(String.init).joined(separator: ","), dir.appendingPathComponent("z\(i).f32").path]
         }
         let r = try run([python, "-c", script] + args)
         guard r.status == 0 else {
             throw ParityError.failed(r.stderr.split(separator: "\n").last.map(String.init) ?? "exit \(r.status)")
         }
         let version = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        return try models.enumerated().map { i, m in
-            let K = m.network.classCount
+        return try cases.enumerated().map { i, c in
+            let K = c.classes
             let data = try Data(contentsOf: dir.appendingPathComponent("z\(i).f32"))
             guard data.count == windows * K * 4 else {
                 throw ParityError.failed("onnxruntime gave \(data.count / 4) logits, expected \(windows * K)")
@@ -81,9 +132,8 @@ enum ONNXParity {
             let theirs = data.withUnsafeBytes { raw in
                 (0..<(windows * K)).map { Float(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self).littleEndian) }
             }
-            let ours = m.network.predictLogits(inputs[i], batch: windows)
             var worst: Float = 0
-            for (a, b) in zip(theirs, ours) { worst = max(worst, a.isFinite && b.isFinite ? abs(a - b) : .infinity) }
+            for (a, b) in zip(theirs, c.expected) { worst = max(worst, a.isFinite && b.isFinite ? abs(a - b) : .infinity) }
             return Result(maxAbsDifference: worst, windows: windows, onnxruntimeVersion: version)
         }
     }

@@ -129,4 +129,37 @@ final class ONNXExportTests: XCTestCase {
         XCTAssertEqual(
             types, Set(["linear", "relu", "gelu", "dropout", "layerNorm", "conv1d", "flatten", "globalAveragePool", "globalMaxPool", "residual"]))
     }
+
+    // MARK: - Raw poses (the preprocessing in the graph)
+
+    func testRawPoseExportsReproduceTheRuntimesPreprocessingAndNetwork() throws {
+        try requireOnnxruntime()
+        // The golden model: per-frame centring, torso scaling, divide; every channel block.
+        let golden = try goldenModel()
+        var cases = [
+            try ONNXParity.rawCase(
+                onnx: ONNXExport.export(header: golden.header, network: golden.network, rawPoses: true), header: golden.header,
+                network: golden.network, windows: 16, seed: 3)
+        ]
+        // Random models: any steps (alignFacing on 3D skeletons) and blocks.
+        var steps = Set<String>()
+        for seed in UInt64(10)..<26 {
+            let m = try ModelFixtures.randomModel(seed: seed)
+            steps.formUnion(m.input.steps.map(\.op))
+            let (header, network) = try ModelFile.load(ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init()))
+            cases.append(try ONNXParity.rawCase(onnx: ONNXExport.export(header: header, network: network, rawPoses: true), header: header, network: network, windows: 16, seed: seed))
+        }
+        XCTAssertEqual(steps, ["centre", "scaleByTorso", "divide", "alignFacing"])
+        let results = try XCTUnwrap(try ONNXParity.compare(cases, windows: 16))
+        for (i, r) in results.enumerated() { XCTAssertLessThan(r.maxAbsDifference, 1e-4, "case \(i)") }
+    }
+
+    func testRawPoseExportDeclaresItsInput() throws {
+        let model = try goldenModel()
+        let onnx = try ONNXExport.export(header: model.header, network: model.network, rawPoses: true)
+        let text = String(decoding: onnx, as: UTF8.self)
+        XCTAssertTrue(text.contains("poses"))
+        XCTAssertTrue(text.contains("actiontrain.posesLayout"))
+        XCTAssertNotEqual(onnx, try ONNXExport.export(header: model.header, network: model.network))
+    }
 }

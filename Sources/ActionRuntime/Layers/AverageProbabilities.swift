@@ -112,6 +112,14 @@ final class AverageProbabilities: Layer {
         for layer in all { layer.setFrozen(frozen) }
     }
 
+    func prepareFrozen() {
+        for layer in all { layer.prepareFrozen() }
+    }
+
+    func shareFrozen(from other: Layer) {
+        for (a, b) in zip(all, (other as! AverageProbabilities).all) { a.shareFrozen(from: b) }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         var logits: [UnsafePointer<Float>] = []
         for chain in chains { logits.append(chain.forward(x, batch: batch, mode: &mode)) }

@@ -146,6 +146,21 @@ final class Conv1d: Layer {
         packedU = nil
     }
 
+    func prepareFrozen() {
+        guard frozen else { return }
+        if let w = winograd {
+            if packedU == nil { packedU = packWinograd(w) }
+        } else if dilation == 1 && packed == nil {
+            packed = PackedGEMM.packed(transposed: weight, n: outputs, k: kernel * inputs)
+        }
+    }
+
+    func shareFrozen(from other: Layer) {
+        guard frozen else { return }
+        let o = other as! Conv1d
+        (packed, packedU) = (o.packed, o.packedU)
+    }
+
     /// Parts for a batch: one per thread, each at least `minimumPartWork` of forward GEMM.
     func partCount(batch: Int) -> Int {
         let work = batch * outputTime * kernel * inputs * outputs
@@ -201,7 +216,7 @@ final class Conv1d: Layer {
     /// count never changes a bit.
     private func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
         let T = inputTime, I = inputs, KI = kernel * inputs, O = outputs, To = outputTime, P = padding
-        if packed == nil { packed = PackedGEMM.packed(transposed: weight, n: O, k: KI) }
+        prepareFrozen()
         let rows = T + 2 * P
         var a = x
         if P > 0 {
@@ -234,15 +249,19 @@ final class Conv1d: Layer {
     /// (of all windows) are split over the threads, each part doing all three steps for its own,
     /// in chunks whose V and M stay within about 1 MB: no barrier between the steps, and every
     /// output computed by one part with the same sums, whatever the split or the batch.
+    /// Winograd's U[ξ] packed as PackedGEMM's B `[I, O]` for each ξ, `PackedGEMM.packedCount(n: O, k: I)` apart.
+    private func packWinograd(_ w: Winograd) -> Buffer {
+        let I = inputs, O = outputs, per = PackedGEMM.packedCount(n: O, k: I)
+        _ = transformWeights(w, parts: 1)
+        let b = Buffer(capacity: w.alpha * per)
+        for xi in 0..<w.alpha { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
+        return b
+    }
+
     private func forwardPackedWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
         let T = inputTime, I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
         let per = PackedGEMM.packedCount(n: O, k: I)  // a multiple of 16: each U[ξ] stays 64-byte aligned
-        if packedU == nil {
-            _ = transformWeights(w, parts: 1)
-            let b = Buffer(capacity: a * per)
-            for xi in 0..<a { PackedGEMM.pack(transposed: U.pointer + xi * O * I, n: O, k: I, into: b.pointer + xi * per) }
-            packedU = b
-        }
+        prepareFrozen()
         let total = batch * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
         let parts = max(1, min(total, maxParts ?? PackedGEMM.threads(forWork: total * a * I * O)))
         while workspaces.count < parts { workspaces.append(Workspace()) }

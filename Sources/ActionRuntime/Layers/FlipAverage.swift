@@ -51,6 +51,15 @@ final class FlipAverage: Layer {
         for layer in body + mirrored { layer.setFrozen(frozen) }
     }
 
+    func prepareFrozen() {
+        for layer in body + mirrored { layer.prepareFrozen() }
+    }
+
+    func shareFrozen(from other: Layer) {
+        let o = other as! FlipAverage
+        for (a, b) in zip(body + mirrored, o.body + o.mirrored) { a.shareFrozen(from: b) }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let C = inputShape.channels, rows = batch * inputShape.time
         xm.reserve(rows * C)

@@ -50,6 +50,14 @@ final class Linear: Layer {
         packed = nil  // packed again at the next forward, from the current weights
     }
 
+    func prepareFrozen() {
+        if frozen && packed == nil { packed = PackedGEMM.packed(transposed: weight, n: outputs, k: inputs) }
+    }
+
+    func shareFrozen(from other: Layer) {
+        if frozen { packed = (other as! Linear).packed }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let R = batch * time, I = inputs, O = outputs
         self.x = x
@@ -66,7 +74,7 @@ final class Linear: Layer {
 
     private func forwardPacked(_ x: UnsafePointer<Float>, rows R: Int, into out: UnsafeMutablePointer<Float>) {
         let I = inputs, O = outputs
-        if packed == nil { packed = PackedGEMM.packed(transposed: weight, n: O, k: I) }
+        prepareFrozen()
         let pk = UnsafePointer(packed!.pointer), bias = UnsafePointer(self.bias!)
         let panels = PackedGEMM.panels(O), blocks = (R + 11) / 12  // 12 rows: a whole AVX-512 tile
         var parts = max(1, maxParts ?? PackedGEMM.threads(forWork: R * I * O))

@@ -50,6 +50,15 @@ final class Residual: Layer {
         for layer in body + shortcut { layer.setFrozen(frozen) }
     }
 
+    func prepareFrozen() {
+        for layer in body + shortcut { layer.prepareFrozen() }
+    }
+
+    func shareFrozen(from other: Layer) {
+        let o = other as! Residual
+        for (a, b) in zip(body + shortcut, o.body + o.shortcut) { a.shareFrozen(from: b) }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let a = bodyChain.forward(x, batch: batch, mode: &mode)
         let s = shortcutChain.forward(x, batch: batch, mode: &mode)

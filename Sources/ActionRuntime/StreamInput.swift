@@ -1,0 +1,233 @@
+import PoseCore
+
+/// The Pose contract at the runtime boundary: what a pushed frame may get wrong, and how a
+/// session turns points by joint name into the model's dense frame.
+
+/// A problem with one pushed frame. A session counts it in its statistics and goes on (the
+/// frame is used as described per kind), or with `StreamOptions.strict` throws it as
+/// `StreamError.rejected` and ignores the frame.
+public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
+    public enum Kind: String, CaseIterable, Sendable {
+        /// A joint name that is neither the skeleton's, nor an alias of its tables, nor the
+        /// skeleton's name without case and separators. The point is ignored.
+        case unknownJoint
+        /// A frame with points but none of the joints a preprocessing step needs (the centre,
+        /// a torso end, a side): the step falls back as docs/format.md 5 says.
+        case missingJoint
+        /// A NaN or infinite coordinate or confidence. The joint is taken as absent.
+        case nonFinite
+        /// 2D points all inside the unit square (Vision's normalised coordinates?) for a model
+        /// trained on pixels. Used as given: convert them to pixels first.
+        case normalisedPoints
+        /// A body size implausible for the model's units (under 8 for pixels, over 20 for
+        /// metres: millimetres?). Used as given.
+        case wrongScale
+        /// A timestamp before the previous frame's, or NaN. The frame is ignored.
+        case timeBackwards
+        /// More than `StreamOptions.maximumGap` seconds since the previous frame: the frames
+        /// between are interpolated. Push empty poses while the person is not seen.
+        case gap
+    }
+
+    public var kind: Kind
+    /// Index of the pushed frame (from 0), and its timestamp.
+    public var frame: Int
+    public var time: Double
+    /// The joint name, the values or the times concerned.
+    public var detail: String
+
+    public init(kind: Kind, frame: Int, time: Double, detail: String) {
+        self.kind = kind
+        self.frame = frame
+        self.time = time
+        self.detail = detail
+    }
+
+    public var description: String {
+        let what: String
+        switch kind {
+        case .unknownJoint: what = "unknown joint name \(detail) (ignored); use the model's skeleton names or a documented alias"
+        case .missingJoint: what = "none of the joints \(detail) is present, which the model's preprocessing needs"
+        case .nonFinite: what = "NaN or infinite value for joint \(detail) (taken as absent)"
+        case .normalisedPoints: what = "the points look normalised (\(detail)) but the model was trained on pixels; convert them to pixels"
+        case .wrongScale: what = "the body measures \(detail), implausible for the model's units"
+        case .timeBackwards: what = "timestamp \(detail) (frame ignored); timestamps must not decrease"
+        case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
+        }
+        return "frame \(frame) (t = \(time) s): \(what)"
+    }
+}
+
+/// What a session has seen: frames, windows and the warnings by kind.
+public struct StreamStatistics: Equatable, Sendable {
+    /// Frames pushed, including ignored ones.
+    public var frames = 0
+    /// Frames at the model's frame rate (after resampling).
+    public var modelFrames = 0
+    /// Window predictions made.
+    public var windows = 0
+    /// How often each kind of warning occurred.
+    public var warningCounts: [StreamWarning.Kind: Int] = [:]
+    /// The first warning of each kind, in the order they occurred.
+    public var firstWarnings: [StreamWarning] = []
+    /// Unknown joint names seen (at most 16).
+    public var unknownNames: [String] = []
+
+    public init() {}
+
+    public func count(_ kind: StreamWarning.Kind) -> Int { warningCounts[kind, default: 0] }
+    public var warningTotal: Int { warningCounts.values.reduce(0, +) }
+
+    mutating func note(_ w: StreamWarning) {
+        warningCounts[w.kind, default: 0] += 1
+        if warningCounts[w.kind] == 1 { firstWarnings.append(w) }
+        if w.kind == .unknownJoint && unknownNames.count < 16 && !unknownNames.contains(w.detail) { unknownNames.append(w.detail) }
+    }
+}
+
+/// Errors of sessions and multi-track streams. Each says what to fix.
+public enum StreamError: Error, Equatable, CustomStringConvertible {
+    /// A problem with a frame, under `StreamOptions.strict`.
+    case rejected(StreamWarning)
+    /// The model cuts one window per whole sequence (`fit` windows): it cannot run on a stream.
+    case fitWindows
+    /// A timestamp so far after the previous one that resampling would make too many frames.
+    case timeJump(frame: Int, from: Double, to: Double)
+    /// A stride below 1.
+    case invalidStride(Int)
+    /// A multi-track stream already follows `limit` tracks.
+    case tooManyTracks(limit: Int, track: Int)
+
+    public var description: String {
+        switch self {
+        case .rejected(let w): return "rejected \(w)"
+        case .fitWindows:
+            return "the model was trained on whole sequences resampled to one window (fit windows), which a stream never has; train it with sliding windows to stream"
+        case .timeJump(let f, let a, let b):
+            return "frame \(f): the timestamp jumps from \(a) s to \(b) s; timestamps must be seconds (not milliseconds or nanoseconds)"
+        case .invalidStride(let s): return "the stride must be at least 1 frame, got \(s)"
+        case .tooManyTracks(let limit, let track):
+            return "track \(track) is one more than the \(limit) tracks followed at once (the limit is \(limit)); raise the track limit or forget unseen tracks sooner"
+        }
+    }
+}
+
+/// Turns points by joint name into the model's dense frame, checking the Pose contract.
+struct FrameReader {
+    let skeleton: Skeleton
+    /// Joint groups a preprocessing step needs, with a name for messages.
+    let required: [(name: String, joints: [Int])]
+    /// Resolved names (`-1`: unknown), at most `cacheLimit` of them.
+    private var names: [String: Int] = [:]
+    private let cacheLimit = 1024
+
+    init(_ input: InputSpec) {
+        skeleton = input.skeleton
+        let s = input.skeleton
+        func group(_ joints: [String]) -> (name: String, joints: [Int]) {
+            ("[" + joints.joined(separator: ", ") + "]", joints.compactMap { s.index(of: $0) })
+        }
+        var groups: [(name: String, joints: [Int])] = []
+        for step in input.steps {
+            switch step {
+            case .centre(let joints, _): groups.append(group(joints))
+            case .scaleByTorso(let upper, let lower): groups += [group(upper), group(lower)]
+            case .alignFacing(let left, let right, _): groups += [group(left), group(right)]
+            case .divide: break
+            }
+        }
+        var seen = Set<String>()
+        required = groups.filter { !$0.joints.isEmpty && seen.insert($0.name).inserted }
+    }
+
+    mutating func index(of name: String) -> Int {
+        if let k = names[name] { return k }
+        let k = skeleton.resolveJoint(name)?.index ?? -1
+        if names.count < cacheLimit { names[name] = k }
+        return k
+    }
+
+    /// Writes `points` into `coordinates [J, D]`, `present [J]`, `confidence [J]` (absent
+    /// joints zero) and reports what is wrong with them to `warn`. A point whose confidence
+    /// is at or below `minimumConfidence` is absent (the readers' one confidence rule).
+    mutating func read(
+        _ points: [String: PosePoint], minimumConfidence: Float, coordinates: UnsafeMutablePointer<Float>,
+        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>, warn: (StreamWarning.Kind, String) -> Void
+    ) {
+        clear(coordinates: coordinates, present: present, confidence: confidence)
+        for (name, p) in points {
+            let j = index(of: name)
+            guard j >= 0 else {
+                warn(.unknownJoint, name)
+                continue
+            }
+            put(p, joint: j, name: name, minimumConfidence: minimumConfidence, coordinates, present, confidence, warn)
+        }
+        check(coordinates: coordinates, present: present, warn: warn)
+    }
+
+    /// As `read`, for points in the skeleton's joint order (nil: absent).
+    func read(
+        joints points: [PosePoint?], minimumConfidence: Float, coordinates: UnsafeMutablePointer<Float>,
+        present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>, warn: (StreamWarning.Kind, String) -> Void
+    ) {
+        precondition(points.count == skeleton.jointCount, "\(points.count) points for \(skeleton.jointCount) joints")
+        clear(coordinates: coordinates, present: present, confidence: confidence)
+        for (j, p) in points.enumerated() {
+            if let p { put(p, joint: j, name: skeleton.joints[j], minimumConfidence: minimumConfidence, coordinates, present, confidence, warn) }
+        }
+        check(coordinates: coordinates, present: present, warn: warn)
+    }
+
+    private func clear(coordinates: UnsafeMutablePointer<Float>, present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>) {
+        let J = skeleton.jointCount
+        coordinates.update(repeating: 0, count: J * skeleton.dimensions)
+        present.update(repeating: 0, count: J)
+        confidence.update(repeating: 0, count: J)
+    }
+
+    private func put(
+        _ p: PosePoint, joint j: Int, name: String, minimumConfidence: Float, _ coordinates: UnsafeMutablePointer<Float>,
+        _ present: UnsafeMutablePointer<UInt8>, _ confidence: UnsafeMutablePointer<Float>, _ warn: (StreamWarning.Kind, String) -> Void
+    ) {
+        let D = skeleton.dimensions
+        guard p.x.isFinite, p.y.isFinite, D == 2 || p.z.isFinite, (p.confidence ?? 1).isFinite else {
+            warn(.nonFinite, name)
+            return
+        }
+        if let c = p.confidence, c <= minimumConfidence { return }
+        coordinates[j * D] = p.x
+        coordinates[j * D + 1] = p.y
+        if D == 3 { coordinates[j * D + 2] = p.z }
+        present[j] = 1
+        confidence[j] = p.confidence ?? 1
+    }
+
+    /// The missing-joint and units checks of one dense frame (thresholds as `CoordinateSpace`'s).
+    func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, warn: (StreamWarning.Kind, String) -> Void) {
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        var seen = 0, inUnit = true
+        var lo = SIMD3<Float>(repeating: .infinity), hi = SIMD3<Float>(repeating: -.infinity)  // z stays 0 in 2D
+        for j in 0..<J where present[j] != 0 {
+            seen += 1
+            var v = SIMD3<Float>(repeating: 0)
+            for d in 0..<D { v[d] = coordinates[j * D + d] }
+            lo = pointwiseMin(lo, v)
+            hi = pointwiseMax(hi, v)
+            if D == 2 && (v.x < -0.1 || v.x > 1.1 || v.y < -0.1 || v.y > 1.1) { inUnit = false }
+        }
+        guard seen > 0 else { return }  // an empty pose is a real frame
+        for g in required where !g.joints.contains(where: { present[$0] != 0 }) { warn(.missingJoint, g.name) }
+        guard seen >= 2 else { return }
+        let size = (hi - lo).max()
+        switch skeleton.units {
+        case .pixels where D == 2 && inUnit && size < 1.5:
+            warn(.normalisedPoints, "all inside the unit square, \(size) across")
+        case .pixels where size < 8 && size > 0:
+            warn(.wrongScale, "\(size) pixels across")
+        case .metres where size > 20:
+            warn(.wrongScale, "\(size) across for a model in metres")
+        default: break
+        }
+    }
+}

@@ -1,0 +1,306 @@
+import PoseCore
+
+/// How a session cuts its stream.
+public struct StreamOptions: Equatable, Sendable {
+    /// Frames (at the model's frame rate) between window predictions: 1 predicts at every
+    /// frame. Offline `predict` uses a third of the window.
+    public var stride: Int
+    /// Throw `StreamError.rejected` at a frame's first problem instead of counting it.
+    public var strict = false
+    /// A longer pause between frames is a `gap` warning (the frames between are still
+    /// interpolated, as offline resampling does).
+    public var maximumGap = 0.5
+    /// A point whose confidence is at or below this is absent, as the dataset readers' one
+    /// confidence rule (0: Vision's "not detected").
+    public var minimumConfidence: Float = 0
+
+    public init(stride: Int, strict: Bool = false, maximumGap: Double = 0.5, minimumConfidence: Float = 0) {
+        self.stride = stride
+        self.strict = strict
+        self.maximumGap = maximumGap
+        self.minimumConfidence = minimumConfidence
+    }
+
+    /// The stride offline `predict` uses: a third of the model's window.
+    public static func standard(for model: ActionModel) -> StreamOptions {
+        StreamOptions(stride: max(1, model.input.window.frames / 3))
+    }
+}
+
+/// One window prediction of a stream.
+public struct StreamWindow: Equatable, Sendable {
+    /// First frame of the window and one past its last real frame, at the model's frame rate,
+    /// counted from the session's first frame (`WindowPrediction`'s `start` and `end` for the
+    /// same recording read whole).
+    public var start: Int
+    public var end: Int
+    /// Timestamps in seconds of the window's first and last real frames.
+    public var startTime: Double
+    public var endTime: Double
+    /// Index into the model's classes of the most probable class (the first on ties).
+    public var classIndex: Int
+    /// Class probabilities, in the model's class order.
+    public var probabilities: [Float]
+}
+
+/// One person's (or animal's) stream of poses, one frame at a time: the session resamples
+/// the frames to the model's frame rate from their timestamps, keeps the last window, and
+/// predicts a window every `stride` frames, the same windows `ActionModel.predict` cuts from
+/// the whole recording (docs/streaming.md).
+///
+/// Frame k at the model's rate r lies at `t₀ + k / r` and is interpolated between the pushed
+/// frames around it exactly as `WindowSpec.retimed` does offline, so it exists once a frame
+/// after that time has arrived. Without a model frame rate every pushed frame is a model frame.
+///
+/// A session owns its inference context: use it from one thread at a time. Any number of
+/// sessions of one model run at once on any threads.
+public final class StreamSession {
+    public let model: ActionModel
+    public let options: StreamOptions
+    public private(set) var statistics = StreamStatistics()
+
+    private let context: InferenceContext
+    private var reader: FrameReader
+    private let J: Int, D: Int, F: Int
+    private let frameRate: Double?
+    // The pushed frames: the current one (being read) and the previous one.
+    private var current: Frames, previous: Frames
+    private var pushed = 0
+    private var firstTime = 0.0, previousTime = 0.0
+    // The frames at the model's rate, the last ones in `ring` (capacity 2F, shifted down when
+    // full, so that a window is always contiguous).
+    private let ring: Frames
+    private var ringTimes: [Double]
+    private var ringCount = 0
+    private var made = 0  // frames at the model's rate so far
+    private let probabilities: UnsafeMutablePointer<Float>  // [classes]
+
+    /// Frames `coordinates [n, J, D]`, `present [n, J]`, `confidence [n, J]`.
+    private final class Frames {
+        let coordinates: UnsafeMutablePointer<Float>, present: UnsafeMutablePointer<UInt8>, confidence: UnsafeMutablePointer<Float>
+        init(_ n: Int, joints J: Int, dimensions D: Int) {
+            coordinates = .allocate(capacity: n * J * D)
+            coordinates.initialize(repeating: 0, count: n * J * D)
+            present = .allocate(capacity: n * J)
+            present.initialize(repeating: 0, count: n * J)
+            confidence = .allocate(capacity: n * J)
+            confidence.initialize(repeating: 0, count: n * J)
+        }
+        deinit {
+            coordinates.deallocate()
+            present.deallocate()
+            confidence.deallocate()
+        }
+    }
+
+    public init(model: ActionModel, options: StreamOptions) throws {
+        guard model.input.window.mode == .sliding else { throw StreamError.fitWindows }
+        guard options.stride >= 1 else { throw StreamError.invalidStride(options.stride) }
+        self.model = model
+        self.options = options
+        context = model.makeContext()
+        reader = FrameReader(model.input)
+        let skeleton = model.input.skeleton
+        (J, D, F) = (skeleton.jointCount, skeleton.dimensions, model.input.window.frames)
+        frameRate = model.input.window.frameRate
+        current = Frames(1, joints: J, dimensions: D)
+        previous = Frames(1, joints: J, dimensions: D)
+        ring = Frames(2 * F, joints: J, dimensions: D)
+        ringTimes = [Double](repeating: 0, count: 2 * F)
+        probabilities = .allocate(capacity: model.classes.count)
+    }
+
+    deinit { probabilities.deallocate() }
+
+    /// Pushes one frame: points by joint name (the model's skeleton names, an alias of its
+    /// tables, or those names without case and separators), at `time` seconds. An empty
+    /// frame is a real frame: the person is not seen. Returns the windows completed by it.
+    public func push(_ points: [String: PosePoint], time: Double) throws -> [StreamWindow] {
+        try push(time: time) { warn in
+            reader.read(
+                points, minimumConfidence: options.minimumConfidence, coordinates: current.coordinates, present: current.present,
+                confidence: current.confidence, warn: warn)
+        }
+    }
+
+    /// As `push(_:time:)`, with the points in the model's joint order (nil: not seen).
+    public func push(joints points: [PosePoint?], time: Double) throws -> [StreamWindow] {
+        try push(time: time) { warn in
+            reader.read(
+                joints: points, minimumConfidence: options.minimumConfidence, coordinates: current.coordinates,
+                present: current.present, confidence: current.confidence, warn: warn)
+        }
+    }
+
+    /// Checks the time, reads the frame into `current` with `read`, then resamples.
+    private func push(time: Double, read: ((StreamWarning.Kind, String) -> Void) -> Void) throws -> [StreamWindow] {
+        let frame = statistics.frames
+        statistics.frames += 1
+        var problems: [StreamWarning] = []
+        if !time.isFinite || (pushed > 0 && time < previousTime) {
+            let w = StreamWarning(kind: .timeBackwards, frame: frame, time: time, detail: "\(time) after \(previousTime)")
+            if options.strict { throw StreamError.rejected(w) }
+            statistics.note(w)
+            return []
+        }
+        read { problems.append(StreamWarning(kind: $0, frame: frame, time: time, detail: $1)) }
+        if pushed > 0 && time - previousTime > options.maximumGap {
+            problems.append(StreamWarning(kind: .gap, frame: frame, time: time, detail: "\(time - previousTime) s"))
+        }
+        if options.strict, let first = problems.first { throw StreamError.rejected(first) }
+        for p in problems { statistics.note(p) }
+        return try advance(to: time)
+    }
+
+    /// The windows that need the end of the stream, as offline `predict` cuts them from the
+    /// whole recording: the frames at the model's rate up to the last frame's time, the last
+    /// window ending at the last frame when the stride did not land there, or one padded
+    /// window when the stream is shorter than a window. The session then starts afresh.
+    public func finish() -> [StreamWindow] {
+        guard pushed > 0 else { return [] }
+        var out: [StreamWindow] = []
+        if let r = frameRate {
+            // Offline: k = 0 ... floor((t_last - t_0) r + 1e-6), the ones left at the last frame.
+            let count = Int(((previousTime - firstTime) * r + 1e-6).rounded(.down)) + 1
+            while made < count { append(previous, time: firstTime + Double(made) / r, into: &out) }
+        }
+        if made < F {
+            out.append(paddedWindow())
+        } else if (made - F) % options.stride != 0 {
+            out.append(predict(start: made - F))
+        }
+        reset()
+        return out
+    }
+
+    /// Forgets the frames (not the statistics): the next push starts a new stream.
+    public func reset() {
+        (pushed, made, ringCount) = (0, 0, 0)
+    }
+
+    /// Makes the frames at the model's rate that lie before `time` (the current frame's).
+    private func advance(to time: Double) throws -> [StreamWindow] {
+        defer {
+            swap(&previous, &current)
+            previousTime = time
+            pushed += 1
+        }
+        var out: [StreamWindow] = []
+        guard let r = frameRate else {
+            append(current, time: time, into: &out)
+            return out
+        }
+        if pushed == 0 {
+            firstTime = time
+            return out
+        }
+        let t0 = previousTime, dt = time - t0
+        let frames = ((time - firstTime) * r).rounded(.up) - Double(made)
+        guard frames <= Double(PoseSequence.maxResampledFrames) else {
+            throw StreamError.timeJump(frame: statistics.frames - 1, from: t0, to: time)
+        }
+        while true {
+            let t = firstTime + Double(made) / r
+            guard t < time else { break }
+            // As `WindowSpec.retimed` and `PoseSequence.sample`: position i + frac between the
+            // previous frame (i) and the current one, within 1e-6 of a whole frame is that frame.
+            let i = Double(pushed - 1)
+            var p = i + min(max((t - t0) / dt, 0), 1)
+            if abs(p - p.rounded()) < 1e-6 { p = p.rounded() }
+            let w = Float(p - p.rounded(.down))
+            if w == 0 {
+                append(p == i ? previous : current, time: t, into: &out)
+            } else {
+                appendInterpolated(w, time: t, into: &out)
+            }
+        }
+        return out
+    }
+
+    /// Appends a frame at the model's rate and predicts the window it completes, if any.
+    private func append(_ frame: Frames, time: Double, into out: inout [StreamWindow]) {
+        let slot = nextSlot(time: time)
+        (ring.coordinates + slot * J * D).update(from: frame.coordinates, count: J * D)
+        (ring.present + slot * J).update(from: frame.present, count: J)
+        (ring.confidence + slot * J).update(from: frame.confidence, count: J)
+        completed(into: &out)
+    }
+
+    /// Appends `(1 − w)·previous + w·current` for joints present in both, else the nearer
+    /// frame's joint (`PoseSequence.sample`'s rule).
+    private func appendInterpolated(_ w: Float, time: Double, into out: inout [StreamWindow]) {
+        let slot = nextSlot(time: time)
+        let a = previous, b = current, near = w < 0.5 ? previous : current
+        let c = ring.coordinates + slot * J * D, p = ring.present + slot * J, k = ring.confidence + slot * J
+        for j in 0..<J {
+            if a.present[j] != 0 && b.present[j] != 0 {
+                for d in 0..<D { c[j * D + d] = a.coordinates[j * D + d] * (1 - w) + b.coordinates[j * D + d] * w }
+                p[j] = 1
+                k[j] = a.confidence[j] * (1 - w) + b.confidence[j] * w
+            } else {
+                for d in 0..<D { c[j * D + d] = near.coordinates[j * D + d] }
+                p[j] = near.present[j]
+                k[j] = near.confidence[j]
+            }
+        }
+        completed(into: &out)
+    }
+
+    /// The ring slot of the next frame at the model's rate, moving the last F − 1 frames
+    /// down when the ring is full.
+    private func nextSlot(time: Double) -> Int {
+        if ringCount == 2 * F {
+            let keep = F - 1, from = ringCount - keep
+            for k in 0..<keep { ringTimes[k] = ringTimes[from + k] }
+            ring.coordinates.update(from: ring.coordinates + from * J * D, count: keep * J * D)
+            ring.present.update(from: ring.present + from * J, count: keep * J)
+            ring.confidence.update(from: ring.confidence + from * J, count: keep * J)
+            ringCount = keep
+        }
+        ringTimes[ringCount] = time
+        ringCount += 1
+        made += 1
+        statistics.modelFrames += 1
+        return ringCount - 1
+    }
+
+    private func completed(into out: inout [StreamWindow]) {
+        if made >= F && (made - F) % options.stride == 0 { out.append(predict(start: made - F)) }
+    }
+
+    /// The prediction of the window of the last F frames, which starts at frame `start`.
+    private func predict(start: Int) -> StreamWindow {
+        let base = ringCount - F
+        model.extractor.extract(
+            coordinates: ring.coordinates + base * J * D, present: ring.present + base * J, confidence: ring.confidence + base * J,
+            into: context.window.pointer, workspace: context.workspace)
+        return prediction(start: start, end: made, startTime: ringTimes[base], endTime: ringTimes[ringCount - 1])
+    }
+
+    /// The one window of a stream shorter than a window: its frames then the model's padding,
+    /// cut as offline (`WindowSpec.window(of:start:)`).
+    private func paddedWindow() -> StreamWindow {
+        let n = ringCount
+        let seq = PoseSequence(
+            id: "stream", label: nil, jointCount: J, dimensions: D, frameCount: n,
+            coordinates: Array(UnsafeBufferPointer(start: ring.coordinates, count: n * J * D)),
+            present: Array(UnsafeBufferPointer(start: ring.present, count: n * J)),
+            confidence: Array(UnsafeBufferPointer(start: ring.confidence, count: n * J)))
+        let window = model.input.window.window(of: seq, start: 0)
+        model.extractor.extract(window, into: context.window.pointer, workspace: context.workspace)
+        return prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1])
+    }
+
+    /// Runs the network on `context.window` and packs the result.
+    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) -> StreamWindow {
+        let K = model.classes.count
+        context.logits(context.window.pointer, count: 1, into: probabilities)
+        var best = 0  // argmax of the logits, the first on ties (as `ActionModel.predict`)
+        for k in 0..<K where probabilities[k] > probabilities[best] { best = k }
+        Inference.softmax(probabilities, rows: 1, classes: K)
+        statistics.windows += 1
+        return StreamWindow(
+            start: start, end: end, startTime: startTime, endTime: endTime, classIndex: best,
+            probabilities: Array(UnsafeBufferPointer(start: probabilities, count: K)))
+    }
+}

@@ -1,0 +1,146 @@
+import PoseCore
+
+/// The preprocessing of docs/format.md 5.6-5.7 as ONNX operators, for an export that takes raw
+/// poses (`ONNXExport.export(header:network:rawPoses: true)`).
+///
+/// Shapes: B = batch, F = frames, J = joints, D = dimensions. The input `poses [B, F, J, D + 1]`
+/// holds each joint's D coordinates and its confidence: a joint is present when the confidence
+/// is above 0 (give 1 for sources without confidence, 0 for absent joints, whose coordinates
+/// are then ignored). `P [B, F, J, 1]` is the presence (1 or 0), `X [B, F, J, D]` the
+/// coordinates with absent joints 0. Each step is the Swift `FeatureExtractor`'s, with its
+/// fallbacks as `Where`s; sums may run in another order (float32 rounding).
+extension GraphBuilder {
+    /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
+    func preprocessing(_ spec: InputSpec, poses: String) -> String {
+        let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
+        func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
+        let confidence = slice(poses, axis: 3, D, D + 1)
+        let P = node("Cast", [node("Greater", [confidence, constant(0)], name: "pre.present")], attributes: [("to", .int(1))], name: "pre.present")
+        var X = node("Mul", [slice(poses, axis: 3, 0, D), P], name: "pre.coordinates")
+        for (i, step) in spec.steps.enumerated() {
+            switch step {
+            case .centre(let joints, let perFrame): X = centre(X, P, indices(joints), perFrame: perFrame)
+            case .scaleByTorso(let upper, let lower): X = scaleByTorso(X, P, indices(upper), indices(lower), frames: F)
+            case .divide(let by): X = node("Div", [X, floats("pre.\(i).divisors", [D], by)], name: "pre.divide")
+            case .alignFacing(let left, let right, let v): X = alignFacing(X, P, indices(left), indices(right), vertical: v)
+            }
+        }
+        let blocks = spec.channels.map { block -> String in
+            switch block {
+            case .coordinates: return flat(X)
+            case .confidence: return flat(node("Mul", [confidence, P], name: "pre.confidence"))
+            case .mask: return flat(P)
+            case .motion:
+                // Frame f: X[f] − X[f−1] where the joint is present in both; 0 at frame 0.
+                let both = node("Mul", [slice(P, axis: 1, 1, F), slice(P, axis: 1, 0, F - 1)], name: "pre.motion")
+                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 1, F), slice(X, axis: 1, 0, F - 1)], name: "pre.motion"), both], name: "pre.motion")
+                let first = node("Mul", [slice(X, axis: 1, 0, 1), constant(0)], name: "pre.motion")
+                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion"))
+            case .bones:
+                let children = s.bones.map { s.index(of: $0[1])! }, parents = s.bones.map { s.index(of: $0[0])! }
+                let both = node("Mul", [gather(P, children, axis: 2), gather(P, parents, axis: 2)], name: "pre.bones")
+                return flat(node("Mul", [node("Sub", [gather(X, children, axis: 2), gather(X, parents, axis: 2)], name: "pre.bones"), both], name: "pre.bones"))
+            }
+        }
+        return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")
+    }
+
+    /// Subtracts the centre from present joints: the window centre (the mean of the frame
+    /// centres that exist, else of all present joints), or with `perFrame` each frame's own.
+    private func centre(_ X: String, _ P: String, _ joints: [Int], perFrame: Bool) -> String {
+        let (m, has) = maskedMean(X, P, joints)
+        let seen = sum(has, [1])
+        let fromFrames = node("Div", [sum(node("Mul", [m, has], name: "pre.centre"), [1]), atLeastOne(seen)], name: "pre.centre")
+        let window = node("Where", [positive(seen), fromFrames, meanOfAll(X, P)], name: "pre.centre")
+        let c = perFrame ? node("Where", [positive(has), m, window], name: "pre.centre") : window
+        return node("Sub", [X, node("Mul", [c, P], name: "pre.centre")], name: "pre.centre")
+    }
+
+    /// Divides by the median torso length over the frames that have both ends, else by the RMS
+    /// distance of the present joints from their mean; a zero scale changes nothing.
+    private func scaleByTorso(_ X: String, _ P: String, _ upper: [Int], _ lower: [Int], frames F: Int) -> String {
+        let (u, hu) = maskedMean(X, P, upper), (l, hl) = maskedMean(X, P, lower)
+        let d = node("Sub", [u, l], name: "pre.torso")
+        let length = node("Sqrt", [sum(node("Mul", [d, d], name: "pre.torso"), [3])], name: "pre.torso")  // [B, F, 1, 1]
+        let valid = node("Mul", [hu, hl], name: "pre.torso")
+        let lengths = node("Where", [positive(valid), length, constant(.infinity)], name: "pre.torso")
+        let sorted = node(
+            "TopK", [reshape(lengths, [0, F]), int64s("pre.frames", [F])], outputs: 2,
+            attributes: [("axis", .int(1)), ("largest", .int(0)), ("sorted", .int(1))], name: "pre.torso")[0]
+        // The median of the n valid lengths: the mean of sorted[⌊(n−1)/2⌋] and sorted[⌊n/2⌋].
+        let n = reshape(sum(valid, [1]), [0, 1])
+        func at(_ position: String) -> String {
+            let index = node("Max", [node("Floor", [position], name: "pre.median"), constant(0)], name: "pre.median")
+            return node("GatherElements", [sorted, node("Cast", [index], attributes: [("to", .int(7))], name: "pre.median")], attributes: [("axis", .int(1))], name: "pre.median")
+        }
+        let lo = at(node("Div", [node("Sub", [n, constant(1)], name: "pre.median"), constant(2)], name: "pre.median"))
+        let hi = at(node("Div", [n, constant(2)], name: "pre.median"))
+        let median = reshape(node("Div", [node("Add", [lo, hi], name: "pre.median"), constant(2)], name: "pre.median"), [0, 1, 1, 1])
+        let count = reshape(n, [0, 1, 1, 1])
+        let useMedian = node("And", [positive(count), positive(median)], name: "pre.torso")
+        let scale = node("Where", [useMedian, median, rms(X, P)], name: "pre.torso")
+        return node("Where", [positive(scale), node("Div", [X, scale], name: "pre.torso"), X], name: "pre.torso")
+    }
+
+    /// Rotates present joints about the vertical axis so that the window's mean right-minus-left
+    /// side vector lies on the first horizontal axis (3D).
+    private func alignFacing(_ X: String, _ P: String, _ left: [Int], _ right: [Int], vertical v: Int) -> String {
+        let h1 = v == 0 ? 1 : 0, h2 = v == 2 ? 1 : 2
+        let (l, hl) = maskedMean(X, P, left), (r, hr) = maskedMean(X, P, right)
+        let both = node("Mul", [hl, hr], name: "pre.align")
+        let side = sum(node("Mul", [node("Sub", [r, l], name: "pre.align"), both], name: "pre.align"), [1])  // [B, 1, 1, 3]
+        let a1 = gather(side, [h1], axis: 3), a2 = gather(side, [h2], axis: 3)
+        let norm = node("Sqrt", [node("Add", [node("Mul", [a1, a1], name: "pre.align"), node("Mul", [a2, a2], name: "pre.align")], name: "pre.align")], name: "pre.align")
+        let c = node("Div", [a1, norm], name: "pre.align"), s = node("Div", [a2, norm], name: "pre.align")
+        let x1 = gather(X, [h1], axis: 3), x2 = gather(X, [h2], axis: 3)
+        let n1 = node("Add", [node("Mul", [c, x1], name: "pre.align"), node("Mul", [s, x2], name: "pre.align")], name: "pre.align")
+        let n2 = node("Sub", [node("Mul", [c, x2], name: "pre.align"), node("Mul", [s, x1], name: "pre.align")], name: "pre.align")
+        let axes = (0..<3).map { k in k == h1 ? n1 : k == h2 ? n2 : gather(X, [v], axis: 3) }
+        let rotated = node("Concat", axes, attributes: [("axis", .int(3))], name: "pre.align")
+        return node("Where", [positive(norm), rotated, X], name: "pre.align")
+    }
+
+    // MARK: - Pieces
+
+    /// The mean of the present `joints` at each frame `[B, F, 1, D]` and whether there is one `[B, F, 1, 1]`.
+    private func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
+        let count = sum(gather(P, joints, axis: 2), [2])
+        let mean = node("Div", [sum(gather(X, joints, axis: 2), [2]), atLeastOne(count)], name: "pre.mean")  // absent joints are 0
+        return (mean, node("Cast", [positive(count)], attributes: [("to", .int(1))], name: "pre.mean"))
+    }
+
+    /// The mean of all present joints of each window `[B, 1, 1, D]` (0 without any).
+    private func meanOfAll(_ X: String, _ P: String) -> String {
+        node("Div", [sum(X, [1, 2]), atLeastOne(sum(P, [1, 2]))], name: "pre.meanall")
+    }
+
+    /// The RMS distance of the present joints from their mean `[B, 1, 1, 1]`.
+    private func rms(_ X: String, _ P: String) -> String {
+        let deviation = node("Mul", [node("Sub", [X, meanOfAll(X, P)], name: "pre.rms"), P], name: "pre.rms")
+        let squares = sum(node("Mul", [deviation, deviation], name: "pre.rms"), [1, 2, 3])
+        return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
+    }
+
+    private func sum(_ x: String, _ axes: [Int]) -> String {
+        node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
+    }
+
+    private func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
+        node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
+    }
+
+    private func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
+        node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
+    }
+
+    private func reshape(_ x: String, _ shape: [Int]) -> String {
+        node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
+    }
+
+    /// `[B, F, ...]` as `[B, F, −1]`.
+    private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
+
+    private func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
+    private func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
+    private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
+}

@@ -1,0 +1,129 @@
+@testable import ActionRuntime
+import Dispatch
+import Foundation
+import PoseCore
+import TestSupport
+import XCTest
+
+/// Sessions give the windows offline `predict` gives on the same recording, and one model
+/// serves many threads with the bits of one.
+final class StreamSessionTests: XCTestCase {
+    /// Every window of a session, then its `finish()`.
+    func stream(_ model: ActionModel, _ frames: [StreamFixtures.Frame], stride: Int) throws -> [StreamWindow] {
+        let session = try StreamSession(model: model, options: StreamOptions(stride: stride))
+        var out: [StreamWindow] = []
+        for f in frames { out += try session.push(f.points, time: f.time) }
+        return out + session.finish()
+    }
+
+    /// The session's windows are offline `predict`'s (to 1e-6: predict runs batches, whose
+    /// sums may round differently) and the bits of the same windows cut offline and run one
+    /// at a time (without confidence in the data, offline takes 1 where the session
+    /// interpolates 1 and 1, which may round: then to 1e-6 only).
+    func assertMatchesOffline(
+        _ model: ActionModel, frames: Int, stride: Int, seed: UInt64, confidence: Bool = true, file: StaticString = #filePath, line: UInt = #line) throws {
+        let recording = StreamFixtures.recording(frames: frames, seed: seed, confidence: confidence)
+        let online = try stream(model, recording, stride: stride)
+        let sequence = try StreamFixtures.sequence(recording)
+        let offline = try model.predict(sequence: sequence, stride: stride, sourceFrameRate: nil)
+        let cut = try model.windows(of: sequence, stride: stride, sourceFrameRate: nil)
+        XCTAssertEqual(online.map(\.start), offline.map(\.start), "window starts", file: file, line: line)
+        XCTAssertEqual(online.map(\.end), offline.map(\.end), "window ends", file: file, line: line)
+        for (i, (a, b)) in zip(online, offline).enumerated() {
+            XCTAssertEqual(a.classIndex, b.classIndex, "window at \(a.start)", file: file, line: line)
+            for (p, q) in zip(a.probabilities, b.probabilities) {
+                XCTAssertEqual(p, q, accuracy: 1e-6, "window at \(a.start)", file: file, line: line)
+            }
+            guard confidence else { continue }
+            let one = try model.probabilities(window: cut[i].window)
+            XCTAssertEqual(a.probabilities.map(\.bitPattern), one.map(\.bitPattern), "window at \(a.start), alone", file: file, line: line)
+        }
+    }
+
+    func testSessionWindowsEqualOfflinePredictOnIrregularRecordings() throws {
+        for conv in [true, false] {
+            let model = try StreamFixtures.model(conv: conv)
+            try assertMatchesOffline(model, frames: 150, stride: 4, seed: 1)
+            try assertMatchesOffline(model, frames: 90, stride: 1, seed: 2)
+            try assertMatchesOffline(model, frames: 7, stride: 4, seed: 3)  // shorter than a window: one padded window
+            try assertMatchesOffline(model, frames: 100, stride: 3, seed: 6, confidence: false)
+        }
+        // Without a model frame rate every pushed frame is a model frame.
+        try assertMatchesOffline(try StreamFixtures.model(frameRate: nil), frames: 60, stride: 5, seed: 4)
+    }
+
+    func testWindowTimesAreTheResampledFramesTimes() throws {
+        let model = try StreamFixtures.model()
+        let recording = StreamFixtures.recording(frames: 80, seed: 5)
+        let windows = try stream(model, recording, stride: 6)
+        let t0 = recording[0].time
+        XCTAssertGreaterThan(windows.count, 3)
+        for w in windows.dropLast() {
+            XCTAssertEqual(w.startTime, t0 + Double(w.start) / 30, accuracy: 1e-9)
+            XCTAssertEqual(w.endTime, t0 + Double(w.end - 1) / 30, accuracy: 1e-9)
+        }
+    }
+
+    func testConcurrentCallsAndSessionsGiveTheBitsOfSerialOnes() throws {
+        for conv in [true, false] {
+            let model = try StreamFixtures.model(conv: conv)
+            var g = SeededGenerator(seed: 11)
+            let V = model.valuesPerWindow, count = 24
+            let windows = (0..<count).map { _ in (0..<V).map { _ in g.nextSymmetric(2) } }
+            let serial = try windows.map { try model.probabilities(features: $0, count: 1) }
+            let recordings = (0..<6).map { StreamFixtures.recording(frames: 60, seed: 20 + UInt64($0)) }
+            let serialStreams = try recordings.map { try stream(model, $0, stride: 2) }
+            let threads = 4
+            let calls = UnsafeMutablePointer<[[Float]]>.allocate(capacity: threads)
+            calls.initialize(repeating: [], count: threads)
+            let streams = UnsafeMutablePointer<[StreamWindow]>.allocate(capacity: recordings.count)
+            streams.initialize(repeating: [], count: recordings.count)
+            defer {
+                calls.deinitialize(count: threads).deallocate()
+                streams.deinitialize(count: recordings.count).deallocate()
+            }
+            DispatchQueue.concurrentPerform(iterations: threads + recordings.count) { i in
+                if i < threads {
+                    calls[i] = windows.map { try! model.probabilities(features: $0, count: 1) }
+                } else {
+                    streams[i - threads] = try! stream(model, recordings[i - threads], stride: 2)
+                }
+            }
+            for t in 0..<threads {
+                XCTAssertEqual(calls[t].map { $0.map(\.bitPattern) }, serial.map { $0.map(\.bitPattern) }, "thread \(t)")
+            }
+            for (r, expected) in serialStreams.enumerated() {
+                XCTAssertEqual(streams[r], expected, "recording \(r)")
+            }
+        }
+    }
+
+    func testContextsShareThePackedWeights() throws {
+        let model = try StreamFixtures.model(conv: false)
+        let a = model.makeContext(), b = model.makeContext()
+        XCTAssertEqual(a.network.parameters, model.network.parameters, "a replica binds the model's parameters")
+        let x = [Float](repeating: 0.5, count: model.valuesPerWindow)
+        var ya = [Float](repeating: 0, count: 3), yb = ya
+        x.withUnsafeBufferPointer {
+            a.logits($0.baseAddress!, count: 1, into: &ya)
+            b.logits($0.baseAddress!, count: 1, into: &yb)
+        }
+        XCTAssertEqual(ya.map(\.bitPattern), yb.map(\.bitPattern))
+        XCTAssertEqual(ya.map(\.bitPattern), try model.logits(features: x, count: 1).map(\.bitPattern))
+    }
+
+    func testSessionRefusesFitWindowsAndABadStride() throws {
+        let model = try StreamFixtures.model()
+        XCTAssertThrowsError(try StreamSession(model: model, options: StreamOptions(stride: 0))) {
+            XCTAssertEqual($0 as? StreamError, .invalidStride(0))
+        }
+        var input = model.input
+        input.window.mode = .fit
+        let fit = try ActionModel(
+            bytes: ModelFile.encode(classes: model.classes, input: input, network: model.network, provenance: .init()))
+        XCTAssertThrowsError(try StreamSession(model: fit, options: StreamOptions(stride: 1))) {
+            XCTAssertEqual($0 as? StreamError, .fitWindows)
+            XCTAssertTrue("\($0)".contains("sliding windows"))
+        }
+    }
+}
