@@ -24,7 +24,8 @@ public enum ModelFile {
         public static let headerBytes = 16 << 20
         public static let jsonDepth = 64
         public static let layers = 1024
-        public static let residualDepth = 8
+        /// Layer lists (`residual`, `averageProbabilities`, `flipAverage`) nested in each other.
+        public static let nestingDepth = 8
         public static let tensors = 4096
         public static let tensorRank = 4
         public static let tensorValues = 1 << 28

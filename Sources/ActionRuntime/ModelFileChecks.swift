@@ -162,8 +162,8 @@ extension ModelFile {
                 throw ModelFileError.limitExceeded(what: "the number of layers", value: budget.layers, limit: Limits.layers)
             }
             let check = ShapeCheck { specs, input, branch in
-                guard depth + 1 <= Limits.residualDepth else {
-                    throw ModelFileError.limitExceeded(what: "the layer nesting depth", value: depth + 1, limit: Limits.residualDepth)
+                guard depth + 1 <= Limits.nestingDepth else {
+                    throw ModelFileError.limitExceeded(what: "the layer nesting depth", value: depth + 1, limit: Limits.nestingDepth)
                 }
                 return try inferShape(specs, input: input, path: "\(at).\(branch)", depth: depth + 1, budget: budget)
             }
