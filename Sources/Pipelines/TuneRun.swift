@@ -15,7 +15,9 @@ public struct TuneRun {
         public var folds = 5
         /// Seconds for the search; the refit of the winner comes after it. Nil: no limit.
         public var budget: Double? = 600
-        /// A challenger must beat the incumbent's CV accuracy by more than this.
+        /// A challenger must beat the incumbent's CV accuracy by more than this, and by more
+        /// than two held-out sequences' worth (`TuneRun.margin`): on 100 training sequences one
+        /// sequence is 0.01, and a winner by one sequence is a coin toss.
         public var margin = 0.005
 
         public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005) {
@@ -69,10 +71,17 @@ public struct TuneRun {
         let changes = Tuning.changes(for: dataset.skeleton, base: recipe)
         let given = explicit ?? []
         let outcome = try Tuning.search(
-            base: recipe, changes: changes, explicit: given, folds: folds, budget: options.budget, margin: options.margin,
+            base: recipe, changes: changes, explicit: given, folds: folds, budget: options.budget,
+            margin: Self.margin(options.margin, heldOut: folds.reduce(0) { $0 + $1.test.count }),
             shouldStop: shouldStop, onEvent: onEvent
         ) { config, fold in try score(config, fold) }
         return Search(recipe: resolved.choices, outcome: outcome)
+    }
+
+    /// The margin a challenger must beat: `least`, or two of the `heldOut` sequences (each
+    /// training sequence is held out once over the folds), whichever is larger.
+    public static func margin(_ least: Double, heldOut: Int) -> Double {
+        max(least, 2 / Double(max(heldOut, 1)))
     }
 
     /// Trains `config` on the fold's training sequences (holding out its validation share of

@@ -62,4 +62,12 @@ final class TuneRunTests: XCTestCase {
         let json = try JSONSerialization.jsonObject(with: try search.json()) as! [String: Any]
         XCTAssertEqual((json["candidates"] as! [Any]).count, results.count)
     }
+
+    /// On small data the margin is two held-out sequences: a win by one is not a win.
+    func testTheMarginIsAtLeastTwoHeldOutSequences() {
+        XCTAssertEqual(TuneRun.margin(0.005, heldOut: 100), 0.02, accuracy: 1e-12)
+        XCTAssertEqual(TuneRun.margin(0.005, heldOut: 180), 2.0 / 180, accuracy: 1e-12)
+        XCTAssertEqual(TuneRun.margin(0.005, heldOut: 1258), 0.005, accuracy: 1e-12, "large data: the least margin")
+        XCTAssertEqual(TuneRun.margin(0.005, heldOut: 0), 2, accuracy: 1e-12, "no held-out sequence: nothing can win")
+    }
 }
