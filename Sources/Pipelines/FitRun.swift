@@ -193,7 +193,9 @@ public final class FitRun {
     public func finish() throws -> FitResult {
         var metrics: [String: Double] = [:]
         if let last = progress.records.last { metrics["epochs"] = Double(last.epoch) }
-        if let (loss, accuracy) = training.validationMetrics() {
+        let written = try FitPipeline.networkToWrite(training.network, config: config, input: data.input)
+        if let validation = data.validation {
+            let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
             metrics["validationLoss"] = loss
         }
@@ -201,7 +203,7 @@ public final class FitRun {
             datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed, metrics: metrics,
             notes: ["dataset": dataset.name])
         let bytes = try ModelFile.encode(
-            classes: dataset.classes, input: data.input, network: training.network, provenance: provenance,
+            classes: dataset.classes, input: data.input, network: written, provenance: provenance,
             trainingFrameRate: dataset.frameRate)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
