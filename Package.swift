@@ -8,7 +8,17 @@
 //   Eval depends on PoseCore only for SeededGenerator (labels, predictions, probabilities only)
 //   ActionTrain, ActionRuntime, Datasets, Eval, PoseCore <- Pipelines  (fit and evaluation runs)
 //   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
+//   ActionTrain, CMPI <- MPICollective  (only with ACTIONTRAIN_MPI=1; docs/distributed.md)
+import Foundation
 import PackageDescription
+
+// ACTIONTRAIN_MPI=1 adds the Open MPI backend (libopenmpi-dev) to the CLI: `mpirun -np N
+// actiontrain fit|sweep`. Without it nothing needs MPI (the README's commands, scripts/setup).
+let withMPI = ProcessInfo.processInfo.environment["ACTIONTRAIN_MPI"] == "1"
+let mpiTargets: [Target] = withMPI ? [
+    .systemLibrary(name: "CMPI", pkgConfig: "ompi-c", providers: [.apt(["libopenmpi-dev"]), .brew(["open-mpi"])]),
+    .target(name: "MPICollective", dependencies: ["ActionTrain", "CMPI"]),
+] : []
 
 let package = Package(
     name: "actiontrain",
@@ -42,6 +52,8 @@ let package = Package(
         .executableTarget(
             name: "actiontrain",
             dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "Pipelines", "PoseCore"]
+                + (withMPI ? ["MPICollective"] : []),
+            swiftSettings: withMPI ? [.define("ACTIONTRAIN_MPI")] : []
         ),
         .executableTarget(
             name: "actiontrain-bench",
@@ -59,6 +71,6 @@ let package = Package(
         .testTarget(
             name: "PipelinesTests", dependencies: ["Pipelines", "ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["actiontrain", "Pipelines", "TestSupport"]),
-    ],
+    ] + mpiTargets,
     swiftLanguageModes: [.v6]
 )

@@ -52,6 +52,7 @@ public final class AugmentedBatches: BatchSource {
 
     public var count: Int { windows.count }
     public var valuesPerWindow: Int { extractor.spec.valuesPerWindow }
+    public func label(at index: Int) -> Int32 { windows.labels[index] }
 
     /// The seed of window `window`'s generator in `epoch`.
     public func windowSeed(epoch: Int, window: Int) -> UInt64 {

@@ -29,14 +29,22 @@ public struct SoftmaxCrossEntropy {
         self.classWeights = classWeights
     }
 
-    /// Returns the loss and writes `∂L/∂logits` into `dlogits [B, K]`.
+    /// `Σ_b w[y_b]` over `labels`, the denominator of the batch loss.
+    public func totalWeight<Labels: Sequence<Int32>>(_ labels: Labels) -> Double {
+        var total: Double = 0
+        for y in labels { total += Double(classWeights?[Int(y)] ?? 1) }
+        return total
+    }
+
+    /// Returns the loss and writes `∂L/∂logits` into `dlogits [B, K]`. `totalWeight` replaces
+    /// the denominator `Σ_b w[y_b]` by that of a larger batch these B windows are one part of
+    /// (gradient accumulation): the parts' losses and gradients then add up to the batch's.
     public func lossAndGradient(
         logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch B: Int, classes K: Int,
-        dlogits: UnsafeMutablePointer<Float>
+        dlogits: UnsafeMutablePointer<Float>, totalWeight: Double? = nil
     ) -> Float {
         func w(_ k: Int) -> Double { Double(classWeights?[k] ?? 1) }
-        var totalWeight: Double = 0
-        for b in 0..<B { totalWeight += w(Int(labels[b])) }
+        let totalWeight = totalWeight ?? self.totalWeight(UnsafeBufferPointer(start: labels, count: B))
         var W: Double = 0
         for k in 0..<K { W += w(k) }
         let invTotal = totalWeight > 0 ? 1 / totalWeight : 0

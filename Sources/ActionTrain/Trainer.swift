@@ -12,6 +12,8 @@ public protocol BatchSource {
     /// (a resumed run refills the same batches).
     func fill(
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>)
+    /// The label of window `index` (without building its features).
+    func label(at index: Int) -> Int32
 }
 
 /// Training data in network-input form: `features [count, valuesPerWindow]`, `labels [count]`.
@@ -20,6 +22,8 @@ public struct TensorSet: Sendable, BatchSource {
     public var labels: [Int32]
     public let valuesPerWindow: Int
     public var count: Int { labels.count }
+
+    public func label(at index: Int) -> Int32 { labels[index] }
 
     public func fill(
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>
@@ -86,8 +90,10 @@ public enum TrainingOutcome: Equatable, Sendable {
 /// Seconds spent in each phase of the training steps, summed over the run (for the benchmark).
 public struct PhaseTimings: Sendable {
     public var gather = 0.0, forward = 0.0, loss = 0.0, backward = 0.0, optimizer = 0.0
+    /// Summing micro-batch gradients and exchanging them between ranks (0 for plain steps).
+    public var exchange = 0.0
     public var steps = 0
-    public var total: Double { gather + forward + loss + backward + optimizer }
+    public var total: Double { gather + forward + loss + backward + optimizer + exchange }
 }
 
 /// Mini-batch training of a network with softmax cross-entropy: seeded shuffling, the
@@ -96,7 +102,16 @@ public struct PhaseTimings: Sendable {
 /// restored at any batch boundary (`state()`, `restore(_:)`) to continue bit-identically.
 ///
 /// Randomness: epoch e shuffles with `SeededGenerator(derive(seed, e))`; dropout draws from
-/// `derive(seed ^ 0xD50, e)`. Nothing else is random during training.
+/// `derive(seed ^ 0xD50, e)`, or with micro-batches from `derive(that, step · M + k)` for
+/// part k of a step's M. Nothing else is random during training.
+///
+/// Gradient accumulation and data parallelism (`config.accumulate` = M, `group` of R ranks):
+/// each batch of the shuffled order is cut into M consecutive parts; rank r computes parts
+/// r·M/R ..< (r+1)·M/R, each with the loss normalised by the whole batch's weight, and sums
+/// them in order; the ranks' sums are gathered and added in rank order on every rank, so the
+/// parameters stay identical everywhere. With R = 1 or R = M the sum is the plain ordered sum
+/// of the M part gradients, so `mpirun -np M` equals one process with `accumulate` M bit for
+/// bit. Which windows a step sees depends on the seed only, never on R.
 public final class Trainer {
     public let network: Network
     public let config: TrainingConfig
@@ -108,10 +123,13 @@ public final class Trainer {
     /// after every step; nil before the first step or when averaging is off.
     public private(set) var averagedParameters: [Float]?
     public private(set) var timings = PhaseTimings()
+    /// The ranks this trainer shares its steps with (`SingleProcess` alone).
+    public let group: Collective
 
     /// `classWeights` are the resolved per-class weights (see
     /// `TrainingConfig.ClassWeights.weights(labels:classes:)`), or nil for none.
-    public init(network: Network, config: TrainingConfig, classWeights: [Float]? = nil) {
+    public init(network: Network, config: TrainingConfig, classWeights: [Float]? = nil, group: Collective = SingleProcess()) {
+        self.group = group
         self.network = network
         self.config = config
         optimizer = config.makeOptimizer(parameterCount: network.parameterCount)
@@ -160,10 +178,13 @@ public final class Trainer {
     /// `shouldStop()` (checked before every batch) returns true. Calls `onBatch` after each
     /// step and `onEpoch` after each epoch's validation and bookkeeping (so `state()` there is
     /// an epoch-boundary checkpoint). When the run ends (not when interrupted) and validation
-    /// data was given, the network is left with the parameters of the best epoch.
+    /// data was given, the network is left with the parameters of the best epoch. With parts
+    /// (`accumulate` > 1 or several ranks) `shouldStop` is asked during each step's exchange
+    /// instead, and every rank stops after the first step in which any rank asked.
     ///
     /// Throws `TrainingError.diverged` when a batch loss is NaN or infinite, before that
-    /// batch's update (the state of the last `onEpoch` is the last good one).
+    /// batch's update (the state of the last `onEpoch` is the last good one), and
+    /// `CollectiveError` when an exchange between ranks fails.
     @discardableResult
     public func fit(
         train: BatchSource, validation: TensorSet?, shouldStop: () -> Bool = { false },
@@ -179,16 +200,24 @@ public final class Trainer {
             throw TrainingError.needsValidation(
                 "early stopping (patience \(config.patience)) needs validation windows; set validationFraction > 0 or give a validation split")
         }
+        let M = config.microBatches, R = group.size
+        guard M % R == 0 else {
+            throw TrainingError.invalidConfig(field: "accumulate", reason: "must be a multiple of the \(R) ranks, got \(M)")
+        }
         let N = train.count, V = train.valuesPerWindow, K = network.classCount, B = config.batchSize
         let batches = (N + B - 1) / B
         let schedule = LearningRateSchedule(config, stepsPerEpoch: batches)
         var order = [Int](repeating: 0, count: N)
         var batchX = [Float](repeating: 0, count: B * V)
         var batchY = [Int32](repeating: 0, count: B)
-        var dlogits = [Float](repeating: 0, count: B * K)
+        let members = network.memberCount  // > 1: a multi-stream network, each member trained on its own loss
+        var dlogits = [Float](repeating: 0, count: members * B * K)
         let P = network.parameterCount
         let clip = config.gradientClipNorm
         let averaging = config.averageEpochs > 0 ? exp(-1 / (config.averageEpochs * Double(batches))) : 0
+        // Parts: this rank's sum of gradients, then loss, correct windows and a stop request.
+        let parts = M == 1 && R == 1 ? nil : Parts(parameters: P, ranks: R)
+        var stopAgreed = false
 
         while progress.epoch <= config.epochs && !progress.stoppedEarly {
             let epoch = progress.epoch
@@ -202,7 +231,7 @@ public final class Trainer {
             func elapsed() -> Double { secondsBefore + Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
 
             while progress.batch < batches {
-                if shouldStop() {
+                if parts == nil ? shouldStop() : stopAgreed {
                     progress.seconds = elapsed()
                     progress.dropoutState = mode.random.state
                     return .interrupted(epoch: epoch, batch: progress.batch)
@@ -214,26 +243,70 @@ public final class Trainer {
                     timings[keyPath: phase] += Double(t - t0) / 1e9
                     t0 = t
                 }
-                batchX.withUnsafeMutableBufferPointer { x in
-                    batchY.withUnsafeMutableBufferPointer { y in
-                        train.fill(indices: order[s..<(s + n)], epoch: epoch, features: x.baseAddress!, labels: y.baseAddress!)
+                /// Forward, loss and backward of `indices` into `network.gradients` (zeroed first).
+                func gradient(_ indices: ArraySlice<Int>, mode: inout ForwardMode, totalWeight: Double?) -> (loss: Float, correct: Int) {
+                    let n = indices.count
+                    batchX.withUnsafeMutableBufferPointer { x in
+                        batchY.withUnsafeMutableBufferPointer { y in
+                            train.fill(indices: indices, epoch: epoch, features: x.baseAddress!, labels: y.baseAddress!)
+                        }
                     }
+                    network.zeroGradients()
+                    lap(\.gather)
+                    var correct = 0
+                    let logits = batchX.withUnsafeBufferPointer { x in
+                        members > 1
+                            ? network.forwardMembers(x.baseAddress!, batch: n, mode: &mode)
+                            : network.forward(x.baseAddress!, batch: n, mode: &mode)
+                    }
+                    lap(\.forward)
+                    let l = batchY.withUnsafeBufferPointer { y in
+                        dlogits.withUnsafeMutableBufferPointer { d in
+                            memberLosses(
+                                logits, labels: y.baseAddress!, batch: n, classes: K, members: members, dlogits: d.baseAddress!,
+                                totalWeight: totalWeight, correct: &correct)
+                        }
+                    }
+                    lap(\.loss)
+                    // A diverged loss skips backward; the caller throws before the update.
+                    if l.isFinite {
+                        dlogits.withUnsafeBufferPointer { d in
+                            if members > 1 { network.backwardMembers(d.baseAddress!, batch: n) } else { _ = network.backward(d.baseAddress!, batch: n) }
+                        }
+                    }
+                    lap(\.backward)
+                    return (l, correct)
                 }
-                network.zeroGradients()
-                lap(\.gather)
-                var correct = 0
-                let logits = batchX.withUnsafeBufferPointer { network.forward($0.baseAddress!, batch: n, mode: &mode) }
-                lap(\.forward)
-                let l = batchY.withUnsafeBufferPointer { y in
-                    for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(y[b]) { correct += 1 }
-                    return dlogits.withUnsafeMutableBufferPointer { d in
-                        loss.lossAndGradient(logits: logits, labels: y.baseAddress!, batch: n, classes: K, dlogits: d.baseAddress!)
+                let l: Float, correct: Int
+                if let parts {
+                    let dropoutSeed = SeededGenerator.derive(config.seed ^ 0xD50, UInt64(epoch))
+                    let totalWeight = loss.totalWeight(order[s..<(s + n)].lazy.map { train.label(at: $0) })
+                    let mine = (group.rank * M / R)..<((group.rank + 1) * M / R)
+                    for k in mine {
+                        var part = (loss: Float(0), correct: 0)
+                        let range = (s + k * n / M)..<(s + (k + 1) * n / M)
+                        if range.isEmpty {
+                            network.zeroGradients()  // a batch smaller than M: this part adds nothing
+                        } else {
+                            var partMode = ForwardMode.training(
+                                seed: SeededGenerator.derive(dropoutSeed, UInt64(progress.batch * M + k)))
+                            part = gradient(order[range], mode: &partMode, totalWeight: totalWeight)
+                        }
+                        parts.add(network.gradients, loss: part.loss, correct: part.correct, first: k == mine.lowerBound)
+                        lap(\.exchange)
                     }
+                    parts.stopRequested = shouldStop()
+                    let summed = try parts.exchange(group, into: network.gradients)
+                    l = summed.loss
+                    correct = summed.correct
+                    stopAgreed = summed.stop
+                    lap(\.exchange)
+                } else {
+                    let one = gradient(order[s..<(s + n)], mode: &mode, totalWeight: nil)
+                    l = one.loss
+                    correct = one.correct
                 }
                 guard l.isFinite else { throw TrainingError.diverged(epoch: epoch, batch: progress.batch + 1, loss: l) }
-                lap(\.loss)
-                _ = dlogits.withUnsafeBufferPointer { network.backward($0.baseAddress!, batch: n) }
-                lap(\.backward)
                 if clip > 0 { GradientClipping.clip(network.gradients, count: P, maxNorm: clip, threads: config.threads) }
                 optimizer.learningRate = schedule.rate(step: progress.globalStep)
                 optimizer.update(parameters: network.parameters, gradients: network.gradients, count: P)
@@ -324,7 +397,34 @@ public final class Trainer {
 
     /// Mean plain cross-entropy (no smoothing, no class weights) and accuracy over a set,
     /// in inference mode.
-    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) {
+    /// The loss of a batch's logits `[M, B, K]` (M = 1: a plain network): the mean over the
+    /// members of each member's loss, its gradient in `dlogits` (each member's own, over M);
+    /// `correct` counts the windows whose mean member probability peaks at the label.
+    func memberLosses(
+        _ logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch n: Int, classes K: Int, members M: Int,
+        dlogits: UnsafeMutablePointer<Float>, totalWeight: Double?, correct: inout Int
+    ) -> Float {
+        guard M > 1 else {
+            for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(labels[b]) { correct += 1 }
+            return loss.lossAndGradient(logits: logits, labels: labels, batch: n, classes: K, dlogits: dlogits, totalWeight: totalWeight)
+        }
+        var total: Float = 0, mean = [Float](repeating: 0, count: n * K)
+        for m in 0..<M {
+            let z = logits + m * n * K, d = dlogits + m * n * K
+            total += loss.lossAndGradient(logits: z, labels: labels, batch: n, classes: K, dlogits: d, totalWeight: totalWeight) / Float(M)
+            for i in 0..<(n * K) { d[i] /= Float(M) }
+            var p = Array(UnsafeBufferPointer(start: z, count: n * K))
+            p.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: n, classes: K) }
+            for i in 0..<(n * K) { mean[i] += p[i] }
+        }
+        for b in 0..<n where argmax(mean[(b * K)..<((b + 1) * K)]) == Int(labels[b]) { correct += 1 }
+        return total
+    }
+
+    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) { Self.evaluate(network, set) }
+
+    /// Mean cross-entropy and accuracy of `network` on `set`.
+    public static func evaluate(_ network: Network, _ set: TensorSet) -> (loss: Double, accuracy: Double) {
         let probabilities = Inference.probabilities(network, features: set.features, count: set.count)
         let K = network.classCount
         var lossSum = 0.0, correct = 0
@@ -334,5 +434,76 @@ public final class Trainer {
             if argmax(probabilities[(i * K)..<((i + 1) * K)]) == y { correct += 1 }
         }
         return (lossSum / Double(set.count), Double(correct) / Double(set.count))
+    }
+}
+
+/// One rank's share of a step cut into parts: its ordered sum of part gradients, loss and
+/// correct count, exchanged with the other ranks and summed in rank order.
+///
+/// The exchange is a reduce-scatter followed by an all-gather, both in a fixed order: the
+/// vector `[gradients P, loss, correct, stop]` is cut into one chunk per rank; an all-to-all
+/// gives rank j every rank's chunk j, which it sums in rank order `((c0 + c1) + c2) + ...`;
+/// an all-gather then gives everyone every summed chunk. Each element is summed in rank order,
+/// so the result equals the sequential sum of one process, and each rank sends and receives
+/// about 2 (N − 1)/N of the vector: the bandwidth of a ring allreduce.
+final class Parts {
+    let P: Int, ranks: Int
+    /// Floats per chunk: `[gradients P, loss, correct, stop]` padded to `ranks · chunk`.
+    let chunk: Int
+    /// This rank's sum, chunked; then the gathered sums.
+    private var local: [Float], summed: [Float]
+    /// Every rank's copy of this rank's chunk, and their sum.
+    private var received: [Float], mine: [Float]
+    var stopRequested = false
+
+    init(parameters P: Int, ranks: Int) {
+        self.P = P
+        self.ranks = ranks
+        chunk = (P + 3 + ranks - 1) / ranks
+        local = [Float](repeating: 0, count: ranks * chunk)
+        summed = local
+        received = ranks > 1 ? local : []
+        mine = [Float](repeating: 0, count: chunk)
+    }
+
+    /// Adds one part (its gradient in `g [P]`) to this rank's sum; `first` starts the sum.
+    func add(_ g: UnsafePointer<Float>, loss: Float, correct: Int, first: Bool) {
+        local.withUnsafeMutableBufferPointer { a in
+            if first {
+                a.baseAddress!.update(from: g, count: P)
+                a[P] = loss
+                a[P + 1] = Float(correct)
+            } else {
+                for i in 0..<P { a[i] += g[i] }
+                a[P] += loss
+                a[P + 1] += Float(correct)
+            }
+        }
+    }
+
+    /// Sums every rank's sum in rank order: the step's gradient into `gradients [P]`, its loss
+    /// and correct count, and whether any rank asked to stop.
+    func exchange(_ group: Collective, into gradients: UnsafeMutablePointer<Float>) throws -> (loss: Float, correct: Int, stop: Bool) {
+        local[P + 2] = stopRequested ? 1 : 0
+        if ranks > 1 {
+            let c = chunk
+            try local.withUnsafeBufferPointer { l in
+                try received.withUnsafeMutableBufferPointer { try group.allToAll(l.baseAddress!, count: c, into: $0.baseAddress!) }
+            }
+            received.withUnsafeBufferPointer { r in
+                for i in 0..<c {
+                    var s = r[i]
+                    for k in 1..<ranks { s += r[k * c + i] }
+                    mine[i] = s
+                }
+            }
+            try mine.withUnsafeBufferPointer { m in
+                try summed.withUnsafeMutableBufferPointer { try group.allGather(m.baseAddress!, count: c, into: $0.baseAddress!) }
+            }
+        } else {
+            summed = local
+        }
+        summed.withUnsafeBufferPointer { gradients.update(from: $0.baseAddress!, count: P) }
+        return (summed[P], Int(summed[P + 1]), summed[P + 2] != 0)
     }
 }

@@ -32,6 +32,12 @@ public enum Tuning {
         public var name: String
         public var config: TrainingConfig
         public var changes: [String]
+
+        public init(name: String, config: TrainingConfig, changes: [String]) {
+            self.name = name
+            self.config = config
+            self.changes = changes
+        }
     }
 
     /// One scored candidate: fold scores in fold order (nil where the budget ran out).
@@ -39,6 +45,12 @@ public enum Tuning {
         public var candidate: Candidate
         public var foldScores: [Double?]
         public var seconds: Double
+
+        public init(candidate: Candidate, foldScores: [Double?], seconds: Double) {
+            self.candidate = candidate
+            self.foldScores = foldScores
+            self.seconds = seconds
+        }
         /// Mean over the folds that ran; nil when not every fold ran.
         public var score: Double? {
             let s = foldScores.compactMap { $0 }
@@ -59,6 +71,13 @@ public enum Tuning {
         public var chosen: Int
         public var stoppedByBudget: Bool
         public var folds: [Fold]
+
+        public init(results: [Result], chosen: Int, stoppedByBudget: Bool, folds: [Fold]) {
+            self.results = results
+            self.chosen = chosen
+            self.stoppedByBudget = stoppedByBudget
+            self.folds = folds
+        }
     }
 
     public enum Event: Sendable {

@@ -77,10 +77,21 @@ public enum FitPipeline {
     public static func network(_ config: TrainingConfig, input: InputSpec, classes: Int) throws -> Network {
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         do {
-            return try Network(layers: config.layers(input: shape, classes: classes), input: shape)
+            return try Network(layers: config.layers(for: input, classes: classes), input: shape)
         } catch let e as ModelError {
             throw FitError.networkDoesNotFit(architecture: config.architecture.rawValue, input: "\(shape)", reason: "\(e)")
         }
+    }
+}
+
+extension FitPipeline {
+    /// The network to write for a trained one: itself, or with `testTimeFlip` the flip-averaged
+    /// network over the same parameters (`TrainingConfig.flipped`).
+    public static func networkToWrite(_ trained: Network, config: TrainingConfig, input: InputSpec) throws -> Network {
+        guard config.testTimeFlip else { return trained }
+        let network = try Network(layers: try config.flipped(trained.specs, input: input), input: trained.inputShape)
+        network.load(parameters: UnsafeBufferPointer(start: trained.parameters, count: trained.parameterCount))
+        return network
     }
 }
 
@@ -152,15 +163,16 @@ public final class Training {
     public let trainer: Trainer
 
     /// Builds the network for `data` with parameters initialised from `config.seed`, the
-    /// class weights from the training labels, and the trainer. Sets `BLAS.threads`.
-    public init(config: TrainingConfig, data: TrainingData) throws {
+    /// class weights from the training labels, and the trainer, which shares its steps with
+    /// `group` (docs/distributed.md). Sets `BLAS.threads`.
+    public init(config: TrainingConfig, data: TrainingData, group: Collective = SingleProcess()) throws {
         BLAS.threads = config.threads
         self.config = config
         self.data = data
         network = try FitPipeline.network(config, input: data.input, classes: data.classes.count)
         network.initialize(seed: config.seed)
         let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
-        trainer = Trainer(network: network, config: config, classWeights: weights)
+        trainer = Trainer(network: network, config: config, classWeights: weights, group: group)
     }
 
     /// Trains until the config's epochs are done, early stopping ends the run, or

@@ -9,6 +9,9 @@ import PoseCore
 /// training → model file and validation report, with a run folder (optional) that holds
 /// the config, the log, the curves, a checkpoint after every epoch, the model and the report.
 ///
+/// In a job of several ranks (`group`, docs/distributed.md) every rank builds the same run and
+/// trains its share of each step; rank 0 alone writes the run folder.
+///
 /// Use: `start` (or `resume`) builds everything and collects `warnings`; `train` runs the
 /// epochs, reporting progress through callbacks and stopping when asked; `finish` writes
 /// the model and the validation report. Nothing is printed.
@@ -18,6 +21,10 @@ public final class FitRun {
     /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
     public let folder: RunFolder?
     public let training: Training
+    /// The ranks that train this run together.
+    public let group: Collective
+    /// The folder to write to: `folder` on rank 0, nil on the others.
+    var writer: RunFolder? { group.rank == 0 ? folder : nil }
     /// Warnings found while building the run (lint, split, temporary files removed on resume).
     public private(set) var warnings: [FitWarning]
     /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
@@ -36,11 +43,11 @@ public final class FitRun {
     /// default split (`FitPipeline.split`), e.g. with a cross-validation fold.
     public static func start(
         dataPath: String, dataset: Dataset, config: TrainingConfig, explicit: Set<String>? = nil, folder: RunFolder?,
-        split: FitPipeline.Split? = nil
+        split: FitPipeline.Split? = nil, group: Collective = SingleProcess()
     ) throws -> FitRun {
         BLAS.threads = config.threads
         let resolved = try FitPipeline.resolve(config, for: dataset, explicit: explicit)
-        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: split)
+        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: split, group: group)
         run.recipe = resolved.choices
         return run
     }
@@ -50,11 +57,11 @@ public final class FitRun {
     /// `FitRun.resumableKeys` only; `dataPath` defaults to the dataset the checkpoint records,
     /// whose content must not have changed (read with `read`, as the run's data was).
     public static func resume(
-        folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(),
+        folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(), group: Collective = SingleProcess(),
         configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
         let path = folder.checkpointPath
-        let removed = AtomicWrite.removeStaleTemporaries(in: folder.path)
+        let removed = group.rank == 0 ? AtomicWrite.removeStaleTemporaries(in: folder.path) : []
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
         let config = try configure(checkpoint.config)
@@ -68,7 +75,7 @@ public final class FitRun {
         }
         BLAS.threads = config.threads
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
-        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil)
+        let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil, group: group)
         if !removed.isEmpty { run.warnings.append(.removedTemporaryFiles(folder: folder.path, names: removed)) }
         do { try run.training.trainer.restore(checkpoint.state) } catch let e as TrainingError {
             throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
@@ -79,7 +86,10 @@ public final class FitRun {
     /// Config fields a resumed run may change: they alter neither the model nor the data.
     public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads"]
 
-    private init(dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?) throws {
+    private init(
+        dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?,
+        group: Collective
+    ) throws {
         let config = resolved.config
         // Fit windows resample short sequences instead of padding them: no short-sequence lint.
         let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
@@ -89,12 +99,19 @@ public final class FitRun {
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
         try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
-        self.training = try Training(config: config, data: data)
+        self.training = try Training(config: config, data: data, group: group)
         self.dataPath = dataPath
         self.dataset = dataset
         self.folder = folder
+        self.group = group
         self.warnings = warnings
         configData = try RunFolder.encode(config)
+        if group.size > 1 {
+            // Ranks that read other data or resolved another config would train different models.
+            try group.requireSame(
+                "data \(dataset.contentHash), config \(FNV1a64.text(of: configData)), \(data.train.count) windows",
+                what: "the dataset, config and window count")
+        }
     }
 
     /// What is wrong with the data for this config, found before training, each with the key
@@ -130,6 +147,7 @@ public final class FitRun {
     public func train(
         shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) -> Void = { _ in }
     ) throws -> TrainingOutcome {
+        let folder = writer
         let log = try folder.map { f -> EpochLog in
             try AtomicFile.write(configData, to: f.configPath)
             return try f.startLog(progress.records)
@@ -175,7 +193,9 @@ public final class FitRun {
     public func finish() throws -> FitResult {
         var metrics: [String: Double] = [:]
         if let last = progress.records.last { metrics["epochs"] = Double(last.epoch) }
-        if let (loss, accuracy) = training.validationMetrics() {
+        let written = try FitPipeline.networkToWrite(training.network, config: config, input: data.input)
+        if let validation = data.validation {
+            let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
             metrics["validationLoss"] = loss
         }
@@ -183,10 +203,12 @@ public final class FitRun {
             datasetHash: dataset.contentHash, configHash: FNV1a64.text(of: configData), seed: config.seed, metrics: metrics,
             notes: ["dataset": dataset.name])
         let bytes = try ModelFile.encode(
-            classes: dataset.classes, input: data.input, network: training.network, provenance: provenance,
+            classes: dataset.classes, input: data.input, network: written, provenance: provenance,
             trainingFrameRate: dataset.frameRate)
+        let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
+        guard group.rank == 0 else { return result }  // the same model; rank 0 reports
         if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
         let records = progress.records
         if let warning = RunChecks.chanceLevelWarning(

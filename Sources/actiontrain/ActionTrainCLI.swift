@@ -47,6 +47,7 @@ enum ActionTrainCLI {
     static var commands: [Command] {
         [
             Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
+            Command(SweepCommand.self),
             Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
         ]
     }
@@ -69,8 +70,16 @@ enum ActionTrainCLI {
 
     static func main() {
         var out = Output()
-        let code = run(Array(CommandLine.arguments.dropFirst()), out: &out)
-        exit(code)
+        if let failure = Job.start(out: &out) {
+            out.note("error: \(failure)\n")
+            exit(1)
+        }
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let failure = Job.refuse(arguments.first) {
+            out.note("error: \(failure)\n")
+            Job.end(code: 2)
+        }
+        Job.end(code: run(arguments, out: &out))
     }
 
     /// Runs a command line and returns the exit code. Errors become one line on stderr.

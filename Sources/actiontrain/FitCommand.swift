@@ -57,8 +57,14 @@ enum FitCommand: ParsableCommand {
                     config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
                     given.insert("windowFrames")
                 }
-                let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)", replacing: options.force)
-                run = try FitRun.start(dataPath: dataPath, dataset: dataset, config: config, explicit: given, folder: folder)
+                let group = Job.group
+                if group.size > 1 && !given.contains("accumulate") {
+                    config.accumulate = group.size  // one part of each batch per rank
+                    given.insert("accumulate")
+                }
+                // Rank 0 alone creates and writes the run folder.
+                let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)", replacing: options.force) : nil
+                run = try FitRun.start(dataPath: dataPath, dataset: dataset, config: config, explicit: given, folder: folder, group: group)
                 describe(run, out: &out)
             }
             try train(run, out: &out)
@@ -75,7 +81,9 @@ enum FitCommand: ParsableCommand {
         for e in ConfigOptions.entries where options.overrides.values[e.key] != nil && !FitRun.resumableKeys.contains(e.key) {
             throw CLIError.usage("--\(e.flag) cannot change when resuming (it changes the model or the data); start a new run instead")
         }
-        let run = try FitRun.resume(folder: RunFolder(existing: dir), dataPath: options.data, read: try options.reading.readOptions()) {
+        let run = try FitRun.resume(
+            folder: RunFolder(existing: dir), dataPath: options.data, read: try options.reading.readOptions(), group: Job.group
+        ) {
             try ConfigOptions.resolve(base: $0, values: [:], flags: options.overrides)
         }
         describe(run, out: &out)
@@ -99,12 +107,13 @@ enum FitCommand: ParsableCommand {
                 + "\(data.validationIndices.count) validation sequences (\(data.validation?.count ?? 0) windows), \(data.classes.count) classes")
         out.line(
             "fit: \(config.architecture.rawValue), \(run.training.network.parameterCount) parameters, \(config.optimizer.rawValue), "
-                + "OpenBLAS \(BLAS.coreName) x\(config.threads)")
+                + "OpenBLAS \(BLAS.coreName) x\(config.threads)"
+                + (run.group.size > 1 ? ", \(run.group.size) ranks (accumulate \(config.microBatches))" : config.microBatches > 1 ? ", accumulate \(config.microBatches)" : ""))
     }
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.
     static func train(_ run: FitRun, out: inout Output) throws {
-        let config = run.config, folder = run.folder!
+        let config = run.config, folder = run.folder?.path ?? "RUN", checkpoint = run.folder?.checkpointPath ?? "the checkpoint"
         let interrupt = InterruptFlag()
         let signals = interrupt.watchSIGINT()
         var watching = true
@@ -127,7 +136,7 @@ enum FitCommand: ParsableCommand {
         stopWatching()  // from here on Ctrl-C ends the process as usual
         if case .interrupted(let epoch, let batch) = outcome {
             throw CLIError.interrupted(
-                "interrupted at epoch \(epoch), batch \(batch); saved \(folder.checkpointPath). Resume with: actiontrain fit --resume \(folder.path)")
+                "interrupted at epoch \(epoch), batch \(batch); saved \(checkpoint). Resume with: actiontrain fit --resume \(folder)")
         }
         if case .stoppedEarly(let epoch) = outcome {
             out.line("fit: early stopping after epoch \(epoch): \(config.monitor.rawValue) has not improved for \(config.patience) epochs")
@@ -138,7 +147,11 @@ enum FitCommand: ParsableCommand {
         let result = try run.finish()
         for w in result.warnings { out.note("warning: \(w)\n") }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
-        out.line(String(format: "fit: trained in %.1f s; wrote %@", run.trainingSeconds, folder.modelPath))
+        let t = run.training.trainer.timings
+        if t.exchange > 0 && t.steps > 0 {
+            out.line(String(format: "fit: summing and exchanging gradients took %.3f ms per step, %.1f%% of the steps' time", 1000 * t.exchange / Double(t.steps), 100 * t.exchange / t.total))
+        }
+        out.line(String(format: "fit: trained in %.1f s; wrote %@", run.trainingSeconds, result.modelPath ?? "nothing (not rank 0)"))
     }
 
     /// The recipe in one short block: a line per topic, what the data showed and what was set.

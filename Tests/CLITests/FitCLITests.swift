@@ -18,20 +18,8 @@ final class FitCLITests: XCTestCase {
         "--threads", "1",
     ]
 
-    func run(_ args: [String]) -> (code: Int32, out: String, err: String) { Self.run(args) }
-
-    static func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
-        var stdout = "", stderr = ""
-        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
-        let code = ActionTrainCLI.run(args, out: &output)
-        return (code, stdout, stderr)
-    }
-
-    func folder() throws -> String {
-        let dir = try temporaryDirectory()
-        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
-        return dir.path
-    }
+    func run(_ args: [String]) -> (code: Int32, out: String, err: String) { runCLI(args) }
+    func folder() throws -> String { try scratchFolder() }
 
     func parameters(_ runDir: String) throws -> [Float] {
         let model = try ActionModel(contentsOf: "\(runDir)/model.atm")
@@ -42,7 +30,7 @@ final class FitCLITests: XCTestCase {
 
     func testTheTableHasEveryConfigKeyAndNothingElse() throws {
         var c = TrainingConfig()
-        (c.frameRate, c.scaleDivisor) = (30, 1)  // optional keys are only encoded when set
+        (c.frameRate, c.scaleDivisor, c.accumulate) = (30, 1, 2)  // optional keys are only encoded when set
         let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
         XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
         XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)
@@ -299,7 +287,7 @@ final class FitCLITests: XCTestCase {
         let box = Box()
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
-            box.result = Self.run(["fit", Self.fixture, "--out", "\(dir)/c"] + args)
+            box.result = runActionTrainCLI(["fit", Self.fixture, "--out", "\(dir)/c"] + args)
             done.signal()
         }
         thread.start()

@@ -44,7 +44,8 @@ final class OptionsTests: XCTestCase {
         try assertEveryOptionIsStored(PredictCommand.spec)
         try assertEveryOptionIsStored(ExportCommand.spec)
         try assertEveryOptionIsStored(TuneCommand.spec)
-        XCTAssertEqual(ActionTrainCLI.commands.count, 9, "a new command needs its line above")
+        try assertEveryOptionIsStored(SweepCommand.spec)
+        XCTAssertEqual(ActionTrainCLI.commands.count, 10, "a new command needs its line above")
     }
 
     func testEveryConfigKeyFlagReachesTheOverrides() throws {
