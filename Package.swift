@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // actiontrain: train and evaluate action classifiers on body-pose windows.
 // Dependency direction (see docs/architecture.md):
-//   PoseCore  <- Datasets
+//   PoseCore, CZlib <- Datasets  (CZlib: the system zlib, for .npz inflate)
 //   PoseCore, CBLAS, CKernels <- ActionRuntime  (the importable inference runtime)
 //   ActionRuntime, Datasets <- ActionTrain
 //   ActionRuntime, PoseCore <- ModelExport  (no processes: the onnxruntime check is the CLI's)
@@ -35,10 +35,15 @@ let package = Package(
             pkgConfig: "openblas",
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         .target(name: "PoseCore"),
         // Hand-written SIMD kernels (C: AVX-512, AVX2, portable), chosen at run time.
         .target(name: "CKernels", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
-        .target(name: "Datasets", dependencies: ["PoseCore"]),
+        .target(name: "Datasets", dependencies: ["PoseCore", "CZlib"]),
         .target(name: "ActionRuntime", dependencies: ["PoseCore", "CBLAS", "CKernels"]),
         .target(name: "ActionTrain", dependencies: ["ActionRuntime", "Datasets", "PoseCore"]),
         .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
@@ -67,5 +72,5 @@ let package = Package(
             name: "PipelinesTests", dependencies: ["Pipelines", "ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["actiontrain", "Pipelines", "TestSupport"]),
     ] + mpiTargets,
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
 import CBLAS
-import Dispatch
+import PoseCore
 
 #if canImport(Glibc)
     import Glibc
@@ -81,12 +81,13 @@ public enum BLAS {
         if #available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) {
             WorkerTeam.shared.run(parts, part)
         } else {
-            DispatchQueue.concurrentPerform(iterations: parts, execute: part)
+            concurrentlyPerform(iterations: parts, part)
         }
     }
 
     /// The configured thread count, the parallel regions running (process-wide) and whether
-    /// the current thread is running a part (thread-local).
+    /// the current thread is running a part (thread-local). `@unchecked Sendable`: `configured`
+    /// and `regions` are only touched with `lock` held, and `insidePart` is thread-local.
     private final class ThreadCount: @unchecked Sendable {
         static let shared = ThreadCount()
         private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -182,4 +183,3 @@ public enum BLAS {
         }
     }
 }
-

@@ -14,6 +14,9 @@ import PoseCore
 /// waits only for a block the helper is computing, then the helper is told to stop, and a
 /// late helper finds nothing left and never reads the buffer. So the buffer may go as soon as
 /// `finish()` or `cancel()` returns.
+///
+/// `@unchecked Sendable`: every mutable field is guarded by `condition`, and `base` is only
+/// read (by the helper only for the blocks it took under the lock, before it reports them).
 final class BackgroundChecksum: @unchecked Sendable {
     private let base: UnsafeRawPointer
     /// 256 KiB: about 45 µs of CRC, and at most 11 blocks (11 combines) for a 2.8 MB file.

@@ -219,8 +219,7 @@ public final class ActionModel: @unchecked Sendable {
         let z = withContext { Inference.logits($0.network, features: features, count: cut.count, batchSize: batchSize) }
         return cut.enumerated().map { i, w in
             var row = Array(z[(i * K)..<((i + 1) * K)])
-            var best = 0  // argmax of the logits, the first on ties
-            for k in row.indices where row[k] > row[best] { best = k }
+            let best = argmax(row)  // of the logits, the first on ties
             row.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: 1, classes: K) }
             return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)
         }

@@ -70,7 +70,7 @@ public struct ParameterShape: Hashable, Sendable {
 }
 
 /// Per-call state of a forward pass.
-public struct ForwardMode {
+public struct ForwardMode: Sendable {
     /// Training enables dropout and keeps what backward needs.
     public var training: Bool
     /// Random stream for dropout masks.

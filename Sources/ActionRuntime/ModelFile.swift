@@ -414,10 +414,13 @@ public enum ModelFile {
             #if _endian(little)
                 if isPacked(header.tensors) {
                     file.dataStart = pre.dataStart
-                    return (header, Result { () throws -> Network? in
-                        let network = try makeNetwork(header, storage: file)
-                        return zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) ? network : nil
-                    })
+                    return (
+                        header,
+                        Result { () throws -> Network? in
+                            let network = try makeNetwork(header, storage: file)
+                            return zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) ? network : nil
+                        }
+                    )
                 }
             #endif
             return (header, .success(nil))

@@ -68,7 +68,8 @@ extension ModelFile {
             let object = try? JSONSerialization.jsonObject(with: Data(header))
             let steps = ((object as? [String: Any])?["input"] as? [String: Any])?["steps"] as? [Any]
             let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
-            what = "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
+            what =
+                "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
                 + "this reader knows centre, scaleByTorso, divide and alignFacing"
             return "input.steps[\(k)]: \(what)"
         }

@@ -1,4 +1,3 @@
-import Dispatch
 import PoseCore
 
 /// The checks of docs/format.md section 2 on the data section's values: its padding bytes are
@@ -45,7 +44,7 @@ extension ModelFile {
         let half = bytes.count / 8 * 4
         let found = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 2)
         defer { found.deallocate() }
-        DispatchQueue.concurrentPerform(iterations: 2) { k in
+        concurrentlyPerform(iterations: 2) { k in  // each half its own flag
             let part = k == 0 ? bytes[..<half] : bytes[half...]
             found[k] = firstNonFinite(UnsafeRawBufferPointer(rebasing: part)) != nil
         }

@@ -30,7 +30,8 @@ public enum PackedGEMM {
     }
 
     /// Smallest multiply-add count per thread worth splitting a product for (at 2^17 both
-    /// reference convolutions split on two threads: 13 µs per window against 14.5 unsplit).
+    /// reference convolutions split on two threads, which is faster per window than unsplit:
+    /// docs/benchmarks.md, "Inference").
     public static let minimumPartWork = 1 << 17
 
     /// Threads worth using for `work` multiply-adds: `BLAS.threads`, fewer for small products.

@@ -18,6 +18,14 @@ import Synchronization
 /// parts are claimed in order from a counter; which thread runs a part never changes its
 /// result. One job at a time: a caller that finds the team busy (another thread's job) runs
 /// its parts itself.
+///
+/// `@unchecked Sendable` because its state is shared between threads in ways the compiler
+/// cannot see: `state`, `finished` and `busy` are atomics; `sleepers` and `helpers` are only
+/// touched with `lock` held; `body` is written by the one caller that won `busy` before it
+/// publishes the job (a releasing store of `state`) and cleared only after every part has
+/// reported `finished` (acquiring loads), so helpers read it only while it is valid. The parts
+/// themselves capture non-`Sendable` pointers and buffers on `BLAS.parallel`'s contract that
+/// each part writes only its own outputs.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 final class WorkerTeam: @unchecked Sendable {
     static let shared = WorkerTeam()

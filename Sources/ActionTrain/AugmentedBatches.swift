@@ -1,5 +1,4 @@
 import Datasets
-import Dispatch
 import PoseCore
 
 /// A `BatchSource` that cuts, augments and extracts every training window afresh each epoch.
@@ -7,7 +6,7 @@ import PoseCore
 /// Window i in epoch e is augmented with its own generator seeded by
 /// `windowSeed(epoch: e, window: i)`, so a window's features depend only on (seed, epoch,
 /// window index): not on the batch it lands in, its position there, or the thread count.
-/// Batches are filled by `threads` workers (`DispatchQueue.concurrentPerform`), each taking a
+/// Batches are filled by `threads` workers (`concurrentlyPerform`), each taking a
 /// contiguous share of the batch with its own scratch memory; nothing is allocated per window.
 ///
 /// Shapes: `features [indices.count, valuesPerWindow]`, `labels [indices.count]`.
@@ -69,9 +68,10 @@ public final class AugmentedBatches: BatchSource {
             fill(indices, 0..<n, epoch: epoch, features: features, labels: labels, scratch: scratch[0])
             return
         }
-        DispatchQueue.concurrentPerform(iterations: workers) { w in
-            fill(indices, (n * w / workers)..<(n * (w + 1) / workers), epoch: epoch, features: features, labels: labels,
-                 scratch: scratch[w])
+        concurrentlyPerform(iterations: workers) { w in  // each worker its own windows and scratch
+            fill(
+                indices, (n * w / workers)..<(n * (w + 1) / workers), epoch: epoch, features: features, labels: labels,
+                scratch: scratch[w])
         }
     }
 

@@ -1,4 +1,4 @@
-import Dispatch
+import PoseCore
 
 /// An optimiser: updates the network's parameter vector in place from its gradient vector.
 ///
@@ -87,7 +87,7 @@ public enum Parallel {
             return
         }
         let chunk = ((count + parts - 1) / parts + 15) / 16 * 16
-        DispatchQueue.concurrentPerform(iterations: parts) { i in
+        concurrentlyPerform(iterations: parts) { i in
             let lo = min(count, i * chunk), hi = min(count, lo + chunk)
             if lo < hi { body(lo..<hi) }
         }
@@ -102,7 +102,7 @@ public enum Parallel {
             return
         }
         let per = (iterations + parts - 1) / parts
-        DispatchQueue.concurrentPerform(iterations: parts) { p in
+        concurrentlyPerform(iterations: parts) { p in
             for i in (p * per)..<min(iterations, (p + 1) * per) { body(i) }
         }
     }

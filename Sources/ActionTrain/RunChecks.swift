@@ -75,7 +75,8 @@ public enum RunChecks {
                     + "the validation data is like the training data (subjects, cameras, skeleton), and add augmentation",
                 last.trainAccuracy)
         } else {
-            text += "the model has learned little: train for more epochs or with a higher learning rate than \(lr), "
+            text +=
+                "the model has learned little: train for more epochs or with a higher learning rate than \(lr), "
                 + "and check that the inputs tell the classes apart (labels, preprocessing)"
         }
         return text

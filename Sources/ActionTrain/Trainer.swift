@@ -405,7 +405,7 @@ public final class Trainer {
         dlogits: UnsafeMutablePointer<Float>, totalWeight: Double?, correct: inout Int
     ) -> Float {
         guard M > 1 else {
-            for b in 0..<n where argmax(logits + b * K, K) == Int(labels[b]) { correct += 1 }
+            for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(labels[b]) { correct += 1 }
             return loss.lossAndGradient(logits: logits, labels: labels, batch: n, classes: K, dlogits: dlogits, totalWeight: totalWeight)
         }
         var total: Float = 0, mean = [Float](repeating: 0, count: n * K)
@@ -417,7 +417,7 @@ public final class Trainer {
             p.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: n, classes: K) }
             for i in 0..<(n * K) { mean[i] += p[i] }
         }
-        mean.withUnsafeBufferPointer { p in for b in 0..<n where argmax(p.baseAddress! + b * K, K) == Int(labels[b]) { correct += 1 } }
+        for b in 0..<n where argmax(mean[(b * K)..<((b + 1) * K)]) == Int(labels[b]) { correct += 1 }
         return total
     }
 
@@ -431,19 +431,10 @@ public final class Trainer {
         for i in 0..<set.count {
             let y = Int(set.labels[i])
             lossSum -= log(max(Double(probabilities[i * K + y]), 1e-12))
-            var best = 0
-            for k in 1..<K where probabilities[i * K + k] > probabilities[i * K + best] { best = k }
-            if best == y { correct += 1 }
+            if argmax(probabilities[(i * K)..<((i + 1) * K)]) == y { correct += 1 }
         }
         return (lossSum / Double(set.count), Double(correct) / Double(set.count))
     }
-}
-
-@inline(__always)
-func argmax(_ p: UnsafePointer<Float>, _ n: Int) -> Int {
-    var best = 0
-    for k in 1..<n where p[k] > p[best] { best = k }
-    return best
 }
 
 /// One rank's share of a step cut into parts: its ordered sum of part gradients, loss and

@@ -105,10 +105,11 @@ public enum Tuning {
         }
         out.append(Change("epochs x2", keys: ["epochs"]) { $0.epochs *= 2 })
         out.append(Change("dropout 0.3", keys: ["dropout"]) { $0.dropout = 0.3 })
-        out.append(Change("widths x2", keys: ["widths", "hidden"]) { c in
-            c.widths = c.widths.map { $0 * 2 }
-            c.hidden = c.hidden.map { $0 * 2 }
-        })
+        out.append(
+            Change("widths x2", keys: ["widths", "hidden"]) { c in
+                c.widths = c.widths.map { $0 * 2 }
+                c.hidden = c.hidden.map { $0 * 2 }
+            })
         if base.architecture != .mlp {
             out.append(Change("mlp", keys: ["architecture"]) { $0.architecture = .mlp })
         }

@@ -84,16 +84,20 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
     /// The JSON keys, sorted.
     public static var keyNames: [String] { keys.keys.sorted() }
 
-    private static let keys: [String: WritableKeyPath<AugmentationConfig, Double>] = [
-        "flipProbability": \.flipProbability, "rotationProbability": \.rotationProbability,
-        "maxRotationDegrees": \.maxRotationDegrees, "scaleProbability": \.scaleProbability,
-        "maxScaleChange": \.maxScaleChange, "jitterProbability": \.jitterProbability,
-        "jitterStandardDeviation": \.jitterStandardDeviation, "speedProbability": \.speedProbability,
-        "maxSpeedChange": \.maxSpeedChange, "timeWarpProbability": \.timeWarpProbability,
-        "maxTimeWarp": \.maxTimeWarp, "frameDropProbability": \.frameDropProbability,
-        "frameDropRate": \.frameDropRate, "jointDropoutProbability": \.jointDropoutProbability,
-        "jointDropoutRate": \.jointDropoutRate,
-    ]
+    /// Computed: key paths are not `Sendable`, so a stored table would be shared mutable state
+    /// to the compiler.
+    private static var keys: [String: WritableKeyPath<AugmentationConfig, Double>] {
+        [
+            "flipProbability": \.flipProbability, "rotationProbability": \.rotationProbability,
+            "maxRotationDegrees": \.maxRotationDegrees, "scaleProbability": \.scaleProbability,
+            "maxScaleChange": \.maxScaleChange, "jitterProbability": \.jitterProbability,
+            "jitterStandardDeviation": \.jitterStandardDeviation, "speedProbability": \.speedProbability,
+            "maxSpeedChange": \.maxSpeedChange, "timeWarpProbability": \.timeWarpProbability,
+            "maxTimeWarp": \.maxTimeWarp, "frameDropProbability": \.frameDropProbability,
+            "frameDropRate": \.frameDropRate, "jointDropoutProbability": \.jointDropoutProbability,
+            "jointDropoutRate": \.jointDropoutRate,
+        ]
+    }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: AnyKey.self)

@@ -424,7 +424,9 @@ struct JSONScanner {
         i = 0
     }
 
-    private static let emptyByte: UnsafeMutablePointer<UInt8> = {
+    /// `nonisolated(unsafe)`: allocated once, holds 0 and is never written (nor read: an empty
+    /// buffer's `end` is 0).
+    nonisolated(unsafe) private static let emptyByte: UnsafeMutablePointer<UInt8> = {
         let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
         p.pointee = 0
         return p

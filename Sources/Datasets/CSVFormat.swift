@@ -479,7 +479,7 @@ struct CSVReader {
                 currentIdString = id
                 firstLine = number
             }
-        } else if idColumn >= 0, case let (idStart, idEnd) = (sc.starts[idColumn], sc.ends[idColumn]),
+        } else if idColumn >= 0, case (let idStart, let idEnd) = (sc.starts[idColumn], sc.ends[idColumn]),
             currentId == nil || currentId!.count != idEnd - idStart || memcmp(currentId!, p + idStart, idEnd - idStart) != 0,
             currentId == nil || unquoted(p, idStart, idEnd) != currentIdString
         {
@@ -619,9 +619,13 @@ struct CSVReader {
                     cf[f * J + j] = t.conf[row * J + j]
                 }
             }
-            tracks.append((t.id, PoseSequence(
-                id: base.id, label: base.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: pr,
-                confidence: hasConfidence ? cf : nil)))
+            tracks.append(
+                (
+                    t.id,
+                    PoseSequence(
+                        id: base.id, label: base.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: pr,
+                        confidence: hasConfidence ? cf : nil)
+                ))
         }
         let times = keys.compactMap { keyTimes[$0] }
         let frame = PoseSequence(

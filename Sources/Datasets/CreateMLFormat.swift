@@ -108,7 +108,8 @@ public enum CreateMLFolder {
                 let ext = (name as NSString).pathExtension.lowercased()
                 guard ext == "json" || ext == "csv" else { continue }
                 let id = "\(label)/\((name as NSString).deletingPathExtension)"
-                var clip = ext == "json"
+                var clip =
+                    ext == "json"
                     ? try parseClip(try DatasetLoader.contents(of: path), file: path, id: id, options: options)
                     : try csvClip(path, id: id, options: options)
                 clip.sequence.label = label

@@ -57,10 +57,8 @@ public struct Dataset: Sendable, Equatable {
 
     /// A stable content hash (FNV-1a 64 over ids, labels and coordinates), for provenance.
     public var contentHash: String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix<T: FixedWidthInteger>(_ v: T) {
-            withUnsafeBytes(of: v.littleEndian) { for b in $0 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 } }
-        }
+        var h = FNV1a64()
+        func mix<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { h.mix($0) } }
         func mix(_ s: String) {
             for b in s.utf8 { mix(b) }
             mix(UInt8(0))
@@ -74,7 +72,7 @@ public struct Dataset: Sendable, Equatable {
             for v in s.coordinates { mix(v.bitPattern) }
             for v in s.present { mix(v) }
         }
-        return String(format: "fnv1a64:%016llx", h)
+        return h.text
     }
 }
 

@@ -510,9 +510,10 @@ struct NativeReader {
         // Several people (or a policy that stacks bodies): every track as a sequence, then the policy.
         var all: [(id: String, sequence: PoseSequence)] = mainTrackUsed || tracks.isEmpty ? [("0", sequence)] : []
         for t in tracks {
-            all.append((t.id, PoseSequence(
+            let track = PoseSequence(
                 id: id, label: label, jointCount: J, dimensions: D, frameCount: frameCount, coordinates: t.coords, present: t.present,
-                confidence: anyConfidence ? t.conf : nil)))
+                confidence: anyConfidence ? t.conf : nil)
+            all.append((t.id, track))
         }
         sequences += try People.resolve(
             TrackedSequence(base: sequence, tracks: all), policy: options.people, skeleton: header.skeleton,
@@ -631,9 +632,10 @@ struct NativeReader {
                     guard tracks.count < 1000 else {
                         throw DatasetError.invalidValue(location(number), problem: "more than 1000 tracks in one sequence", fix: "split the sequence")
                     }
-                    tracks.append(Track(
-                        id: id, coords: Array(repeating: 0, count: coords.count), present: Array(repeating: 0, count: present.count),
-                        conf: Array(repeating: 0, count: conf.count)))
+                    tracks.append(
+                        Track(
+                            id: id, coords: Array(repeating: 0, count: coords.count), present: Array(repeating: 0, count: present.count),
+                            conf: Array(repeating: 0, count: conf.count)))
                     k = tracks.count - 1
                 }
                 swap(&coords, &tracks[k!].coords)

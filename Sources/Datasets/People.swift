@@ -165,10 +165,7 @@ public enum People {
             }
             return distances.indices.min { distances[$0] < distances[$1] || (distances[$0] == distances[$1] && $0 < $1) } ?? 0
         }
-        let scores = tracks.map(score)
-        var best = 0
-        for k in scores.indices where scores[k] > scores[best] { best = k }
-        return best
+        return argmax(tracks.map(score))
     }
 
     /// The mean of a track's per-frame mean points (nil when it is never present).

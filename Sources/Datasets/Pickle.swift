@@ -316,7 +316,11 @@ public enum Pickle {
                 case 0x89: try push(.bool(false))
                 case UInt8(ascii: "I"):  // INT (text)
                     let t = try line()
-                    if t == "01" { try push(.bool(true)) } else if t == "00" { try push(.bool(false)) } else {
+                    if t == "01" {
+                        try push(.bool(true))
+                    } else if t == "00" {
+                        try push(.bool(false))
+                    } else {
                         guard let v = Int(t) else { throw fail("'\(t)' is not an integer", at: at) }
                         try push(.int(v))
                     }

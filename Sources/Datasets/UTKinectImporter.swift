@@ -114,7 +114,9 @@ public enum UTKinectImporter {
                     }
                     frame = Int(v)
                     if let last = numbers.last {
-                        if frame == last { keep = false }  // duplicate frame: keep the first row
+                        if frame == last {
+                            keep = false
+                        }  // duplicate frame: keep the first row
                         else if frame < last {
                             throw DatasetError.notIncreasing(SourceLocation(file: path, line: number), what: "frame numbers", previous: Double(last), value: v)
                         }

@@ -120,28 +120,28 @@ struct ZipArchive {
         var crc: UInt32 = 0
         var total = 0
         try withoutActuallyEscaping(sink) { sink in
-        let checkedSink: (UnsafeBufferPointer<UInt8>) throws -> Void = { chunk in
-            crc = CRC32.checksum(UnsafeRawBufferPointer(chunk), continuing: crc)
-            total += chunk.count
-            try sink(chunk)
-        }
-        switch entry.method {
-        case 0:
-            guard entry.compressedSize == entry.size else { throw corrupt("stored entry sizes disagree") }
-            try handle.stream(at: dataStart, count: entry.size, sink: checkedSink)
-        case 8:
-            let compressed = try handle.read(at: dataStart, count: entry.compressedSize)
-            do {
-                try compressed.withUnsafeBufferPointer { b in
-                    try Inflate.decompress(b, maxOutput: entry.size, sink: checkedSink)
-                }
-            } catch let e as Inflate.InflateError {
-                throw corrupt("deflate stream: \(e.reason)")
+            let checkedSink: (UnsafeBufferPointer<UInt8>) throws -> Void = { chunk in
+                crc = CRC32.checksum(UnsafeRawBufferPointer(chunk), continuing: crc)
+                total += chunk.count
+                try sink(chunk)
             }
-        default:
-            throw DatasetError.corruptArchive(
-                location(entry.name), problem: "compression method \(entry.method) is not supported (only stored and deflate)")
-        }
+            switch entry.method {
+            case 0:
+                guard entry.compressedSize == entry.size else { throw corrupt("stored entry sizes disagree") }
+                try handle.stream(at: dataStart, count: entry.size, sink: checkedSink)
+            case 8:
+                let compressed = try handle.read(at: dataStart, count: entry.compressedSize)
+                do {
+                    try compressed.withUnsafeBufferPointer { b in
+                        try Inflate.decompress(b, maxOutput: entry.size, sink: checkedSink)
+                    }
+                } catch let e as Inflate.InflateError {
+                    throw corrupt("deflate stream: \(e.reason)")
+                }
+            default:
+                throw DatasetError.corruptArchive(
+                    location(entry.name), problem: "compression method \(entry.method) is not supported (only stored and deflate)")
+            }
         }
         guard total == entry.size else { throw corrupt("the entry has \(total) bytes, the directory says \(entry.size)") }
         guard crc == entry.crc else { throw corrupt("CRC-32 mismatch (the data is damaged)") }

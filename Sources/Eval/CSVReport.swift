@@ -71,7 +71,8 @@ public enum CSVReport {
         let labels = r.classes.map(Text.csv), K = r.classes.count
         out.reserveCapacity(out.utf8.count + t.count * (40 + 12 * K))
         for i in 0..<t.count {
-            out += Text.csv(t.sequence[i]) + "," + String(t.start?[i] ?? 0) + "," + labels[Int(t.truth[i])] + ","
+            out +=
+                Text.csv(t.sequence[i]) + "," + String(t.start?[i] ?? 0) + "," + labels[Int(t.truth[i])] + ","
                 + labels[Int(t.predicted[i])]
             for k in 0..<K { out += "," + t.probabilities[i * K + k].description }
             out += "\n"

@@ -75,7 +75,8 @@ public struct ClassificationReport: Codable, Hashable, Sendable {
                 + Text.pad(num(c.f1), w) + " " + Text.pad(String(c.support), w) + "\n"
         }
         for c in classes { out += row(c) }
-        out += "\n" + Text.pad("accuracy", nameWidth) + " " + Text.pad("", w) + " " + Text.pad("", w) + " "
+        out +=
+            "\n" + Text.pad("accuracy", nameWidth) + " " + Text.pad("", w) + " " + Text.pad("", w) + " "
             + Text.pad(num(accuracy), w) + " " + Text.pad(String(confusion.total), w) + "\n"
         out += row(macro) + row(weighted)
         return out

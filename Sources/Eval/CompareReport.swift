@@ -46,18 +46,22 @@ public enum CompareReport {
         let ci = "\(Int((c.confidence * 100).rounded()))% CI of change"
         out += "\n" + Text.padRight("metric", 20) + Text.pad("baseline", 10) + Text.pad("candidate", 11) + Text.pad("change", 9) + "   " + ci + "\n"
         for r in metricRows(c) {
-            out += Text.padRight(r.name, 20) + Text.pad(Text.fixed(r.a, r.digits), 10) + Text.pad(Text.fixed(r.b, r.digits), 11)
+            out +=
+                Text.padRight(r.name, 20) + Text.pad(Text.fixed(r.a, r.digits), 10) + Text.pad(Text.fixed(r.b, r.digits), 11)
                 + Text.pad(Text.signed(r.b - r.a, r.digits), 9) + (r.change.map { "   " + Text.signedInterval($0) } ?? "") + "\n"
         }
         let nameWidth = max(12, (c.classes.map(\.count).max() ?? 0) + 2)
-        out += "\n" + Text.padRight("class", nameWidth) + Text.pad("support", 8) + Text.pad("recall", 9) + Text.pad("", 8)
+        out +=
+            "\n" + Text.padRight("class", nameWidth) + Text.pad("support", 8) + Text.pad("recall", 9) + Text.pad("", 8)
             + Text.pad("change", 9) + Text.pad("McNemar p", 11) + Text.pad("F1", 9) + Text.pad("", 8) + Text.pad("change", 9) + "\n"
-        out += Text.padRight("", nameWidth) + Text.pad("", 8) + Text.pad("base", 9) + Text.pad("cand", 8) + Text.pad("", 9)
+        out +=
+            Text.padRight("", nameWidth) + Text.pad("", 8) + Text.pad("base", 9) + Text.pad("cand", 8) + Text.pad("", 9)
             + Text.pad("", 11) + Text.pad("base", 9) + Text.pad("cand", 8) + "\n"
         let a = c.baselineMetrics
         for k in c.classes.indices {
             let x = a.classes[k], y = c.candidateClass(k)
-            out += Text.padRight(c.classes[k], nameWidth) + Text.pad(String(x.support), 8) + Text.pad(Text.fixed(x.recall), 9)
+            out +=
+                Text.padRight(c.classes[k], nameWidth) + Text.pad(String(x.support), 8) + Text.pad(Text.fixed(x.recall), 9)
                 + Text.pad(Text.fixed(y.recall), 8) + Text.pad(Text.signed(y.recall - x.recall), 9)
                 + Text.pad(x.support > 0 ? Text.pValue(c.classMcNemar[k].pValue) : "-", 11)
                 + Text.pad(Text.fixed(x.f1), 9) + Text.pad(Text.fixed(y.f1), 8) + Text.pad(Text.signed(y.f1 - x.f1), 9) + "\n"
@@ -100,7 +104,8 @@ public enum CompareReport {
         for (k, v) in header(c) { out += "| \(k) | \(Text.markdown(v)) |\n" }
         out += "\n| metric | baseline | candidate | change | \(Int((c.confidence * 100).rounded()))% CI of change |\n|---|---:|---:|---:|---|\n"
         for r in metricRows(c) {
-            out += "| \(r.name) | \(Text.fixed(r.a, r.digits)) | \(Text.fixed(r.b, r.digits)) | \(Text.signed(r.b - r.a, r.digits)) | "
+            out +=
+                "| \(r.name) | \(Text.fixed(r.a, r.digits)) | \(Text.fixed(r.b, r.digits)) | \(Text.signed(r.b - r.a, r.digits)) | "
                 + (r.change.map(Text.signedInterval) ?? "") + " |\n"
         }
         out += "\n| class | support | recall baseline | recall candidate | change | McNemar p | F1 baseline | F1 candidate |\n"
@@ -108,7 +113,8 @@ public enum CompareReport {
         let a = c.baselineMetrics
         for k in c.classes.indices {
             let x = a.classes[k], y = c.candidateClass(k)
-            out += "| \(Text.markdown(c.classes[k])) | \(x.support) | \(Text.fixed(x.recall)) | \(Text.fixed(y.recall)) | "
+            out +=
+                "| \(Text.markdown(c.classes[k])) | \(x.support) | \(Text.fixed(x.recall)) | \(Text.fixed(y.recall)) | "
                 + "\(Text.signed(y.recall - x.recall)) | \(x.support > 0 ? Text.pValue(c.classMcNemar[k].pValue) : "-") | "
                 + "\(Text.fixed(x.f1)) | \(Text.fixed(y.f1)) |\n"
         }

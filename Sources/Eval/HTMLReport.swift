@@ -63,7 +63,8 @@ public enum HTMLReport {
         var out = "<h2>\(m.level.rawValue.capitalized) level (\(m.samples) \(m.level.rawValue)s)</h2>\n"
         out += "<h3>Per class</h3>\n<table><tr><th>class</th><th>precision</th><th>recall</th><th>F1</th><th>support</th></tr>\n"
         for c in m.classes + [m.macro, m.weighted] {
-            out += "<tr><td>\(h(c.label))</td><td class=\"n\">\(Text.fixed(c.precision))</td><td class=\"n\">\(Text.fixed(c.recall))</td>"
+            out +=
+                "<tr><td>\(h(c.label))</td><td class=\"n\">\(Text.fixed(c.precision))</td><td class=\"n\">\(Text.fixed(c.recall))</td>"
                 + "<td class=\"n\">\(Text.fixed(c.f1))</td><td class=\"n\">\(c.support)</td></tr>\n"
         }
         out += "</table>\n" + bars(m)
@@ -104,7 +105,8 @@ public enum HTMLReport {
         guard !cells.isEmpty else { return "<p>No confusions at this level.</p>\n" }
         var out = "<h3>Most confused pairs</h3>\n<table><tr><th>true</th><th>predicted as</th><th>count</th><th>share of the true class</th></tr>\n"
         for c in cells.prefix(maxPairs) {
-            out += "<tr><td>\(Text.html(r.classes[c.t]))</td><td>\(Text.html(r.classes[c.p]))</td><td class=\"n\">\(c.n)</td>"
+            out +=
+                "<tr><td>\(Text.html(r.classes[c.t]))</td><td>\(Text.html(r.classes[c.p]))</td><td class=\"n\">\(c.n)</td>"
                 + "<td class=\"n\">\(Text.fixed(m.confusionNormalized.overTrue[c.t][c.p] * 100, 1))%</td></tr>\n"
         }
         return out + "</table>\n"
@@ -114,7 +116,8 @@ public enum HTMLReport {
         var out = "<h3>Calibration (ECE \(Text.fixed(m.expectedCalibrationError, 4)))</h3>\n"
         out += "<table><tr><th>confidence bin</th><th>samples</th><th>mean confidence</th><th>accuracy</th></tr>\n"
         for b in m.calibration where b.count > 0 {
-            out += "<tr><td>(\(Text.fixed(b.lower, 2)), \(Text.fixed(b.upper, 2))]</td><td class=\"n\">\(b.count)</td>"
+            out +=
+                "<tr><td>(\(Text.fixed(b.lower, 2)), \(Text.fixed(b.upper, 2))]</td><td class=\"n\">\(b.count)</td>"
                 + "<td class=\"n\">\(Text.fixed(b.confidence))</td><td class=\"n\">\(Text.fixed(b.accuracy))</td></tr>\n"
         }
         return out + "</table>\n"
@@ -130,7 +133,8 @@ public enum HTMLReport {
         out += "<table><tr><th>sequence</th><th>\(m.level == .window ? "window start" : "windows")</th><th>true</th><th>predicted</th><th>p(predicted)</th><th>p(true)</th></tr>\n"
         for i in wrong {
             let where_ = m.level == .window ? String(t.start?[i] ?? 0) : String(t.windows?[i] ?? 1)
-            out += "<tr><td>\(Text.html(t.sequence[i]))</td><td class=\"n\">\(where_)</td><td>\(Text.html(r.classes[Int(t.truth[i])]))</td>"
+            out +=
+                "<tr><td>\(Text.html(t.sequence[i]))</td><td class=\"n\">\(where_)</td><td>\(Text.html(r.classes[Int(t.truth[i])]))</td>"
                 + "<td>\(Text.html(r.classes[Int(t.predicted[i])]))</td><td class=\"n\">\(Text.fixed(Double(t.probabilities[i * K + Int(t.predicted[i])])))</td>"
                 + "<td class=\"n\">\(Text.fixed(Double(t.probabilities[i * K + Int(t.truth[i])])))</td></tr>\n"
         }

@@ -53,7 +53,8 @@ public enum MarkdownReport {
         out += "| true \\ predicted | " + r.classes.map(Text.markdown).joined(separator: " | ") + " |\n"
         out += "|---|" + r.classes.map { _ in "---:|" }.joined() + "\n"
         for (t, row) in m.confusion.enumerated() {
-            out += "| \(Text.markdown(r.classes[t])) | "
+            out +=
+                "| \(Text.markdown(r.classes[t])) | "
                 + row.enumerated().map { p, n in p == t ? "**\(n)**" : String(n) }.joined(separator: " | ") + " |\n"
         }
         return out

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// One bin of a reliability diagram.
 public struct CalibrationBin: Codable, Hashable, Sendable {
@@ -20,19 +21,10 @@ public enum Metrics {
     /// Number of equal-width confidence bins of the expected calibration error.
     public static let calibrationBins = 15
 
-    /// The most probable class of a row; the lowest index wins a tie.
-    @inline(__always)
-    static func argmax(_ p: UnsafeBufferPointer<Float>, _ row: Int, _ K: Int) -> Int {
-        var best = 0
-        let base = row * K
-        for k in 1..<max(K, 1) where p[base + k] > p[base + best] { best = k }
-        return best
-    }
-
-    /// Predicted class of every row.
+    /// Predicted class of every row (the lowest index wins a tie).
     public static func predictions(_ probabilities: [Float], classes K: Int) -> [Int32] {
         let n = K == 0 ? 0 : probabilities.count / K
-        return probabilities.withUnsafeBufferPointer { p in (0..<n).map { Int32(argmax(p, $0, K)) } }
+        return (0..<n).map { Int32(argmax(probabilities[($0 * K)..<($0 * K + K)])) }
     }
 
     /// Top-k accuracy: the share of samples whose true class is among the k most probable.

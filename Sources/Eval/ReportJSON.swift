@@ -60,8 +60,10 @@ extension EvalReport: Codable {
             let name = m.level.rawValue
             guard m.classes.map(\.label) == classes else { throw bad("\(name).classes do not match the class list") }
             let n = m.confusionNormalized
-            for (what, matrix) in [("confusion", m.confusion.map { $0.map(Double.init) }), ("overTrue", n.overTrue),
-                ("overPredicted", n.overPredicted), ("overAll", n.overAll)]
+            for (what, matrix) in [
+                ("confusion", m.confusion.map { $0.map(Double.init) }), ("overTrue", n.overTrue),
+                ("overPredicted", n.overPredicted), ("overAll", n.overAll),
+            ]
             where matrix.count != K || matrix.contains(where: { $0.count != K }) {
                 throw bad("\(name).\(what) is not \(K)x\(K)")
             }

@@ -87,10 +87,11 @@ public enum ONNXExport {
         }
         var properties = try metadata(header)
         if rawPoses {
-            properties.append((
-                "actiontrain.posesLayout",
-                "poses [batch, frames, joints, dimensions + 1]: joints in actiontrain.input.skeleton.joints order, their coordinates in its units, then a confidence above 0 for present joints (1 without one) and 0 for absent joints; windows cut and resampled as docs/format.md section 5.2-5.5 says, the preprocessing is in the graph"
-            ))
+            properties.append(
+                (
+                    "actiontrain.posesLayout",
+                    "poses [batch, frames, joints, dimensions + 1]: joints in actiontrain.input.skeleton.joints order, their coordinates in its units, then a confidence above 0 for present joints (1 without one) and 0 for absent joints; windows cut and resampled as docs/format.md section 5.2-5.5 says, the preprocessing is in the graph"
+                ))
         }
         for (k, v) in properties {
             model.message(14) {

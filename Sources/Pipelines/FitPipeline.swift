@@ -137,7 +137,8 @@ public struct TrainingData {
         } else {
             self.train = TensorSet(features: try windows.features(), labels: windows.labels, valuesPerWindow: input.valuesPerWindow)
         }
-        self.validation = try validation.isEmpty
+        self.validation =
+            try validation.isEmpty
             ? nil : Self.tensors(dataset, validation, input: input, stride: config.windowStride, useEvents: config.useEvents)
         // What would otherwise fail only after the last epoch.
         try RunChecks.checkValidationWindows(

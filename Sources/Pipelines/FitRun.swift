@@ -109,7 +109,7 @@ public final class FitRun {
         if group.size > 1 {
             // Ranks that read other data or resolved another config would train different models.
             try group.requireSame(
-                "data \(dataset.contentHash), config \(Hashing.fnv1a64(configData)), \(data.train.count) windows",
+                "data \(dataset.contentHash), config \(FNV1a64.text(of: configData)), \(data.train.count) windows",
                 what: "the dataset, config and window count")
         }
     }
@@ -200,7 +200,7 @@ public final class FitRun {
             metrics["validationLoss"] = loss
         }
         let provenance = ModelHeader.Provenance(
-            datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed, metrics: metrics,
+            datasetHash: dataset.contentHash, configHash: FNV1a64.text(of: configData), seed: config.seed, metrics: metrics,
             notes: ["dataset": dataset.name])
         let bytes = try ModelFile.encode(
             classes: dataset.classes, input: data.input, network: written, provenance: provenance,

@@ -91,15 +91,6 @@ final class EpochLog {
     deinit { try? handle.close() }
 }
 
-/// FNV-1a 64 of bytes, as `fnv1a64:<16 hex digits>` (the config hash in a model's provenance).
-public enum Hashing {
-    public static func fnv1a64(_ data: Data) -> String {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in data { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return String(format: "fnv1a64:%016llx", h)
-    }
-}
-
 /// Files written whole (PoseCore's `AtomicWrite`): to a recognisable temporary file
 /// `.<name>.tmp`, flushed and renamed into place, so that a reader (or a crash) never sees half
 /// a file, and a kill leaves a file that the next write or `FitRun.resume` removes.

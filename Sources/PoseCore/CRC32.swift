@@ -1,5 +1,3 @@
-import Dispatch
-
 /// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF),
 /// as zlib's `crc32`, PNG and Python's `zlib.crc32`: `checksum("123456789") = 0xCBF43926`.
 ///
@@ -117,7 +115,7 @@ public enum CRC32 {
         guard parts > 1, chunk >= 1 << 18, let base = bytes.baseAddress else { return checksum(bytes) }
         let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: parts)
         defer { crcs.deallocate() }
-        DispatchQueue.concurrentPerform(iterations: parts) { k in
+        concurrentlyPerform(iterations: parts) { k in  // each chunk its own entry of crcs
             let start = k * chunk, end = k == parts - 1 ? n : start + chunk
             crcs[k] = checksum(UnsafeRawBufferPointer(start: base + start, count: end - start))
         }

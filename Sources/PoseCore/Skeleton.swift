@@ -72,8 +72,7 @@ public struct Skeleton: Codable, Hashable, Sendable {
         }
         var seen = Set<String>()
         for (k, j) in joints.enumerated() {
-            if j.isEmpty { out.append(("joints", "joint \(k) has an empty name")) }
-            else if !seen.insert(j).inserted { out.append(("joints", "joint '\(j)' is listed twice (indices must be unique)")) }
+            if j.isEmpty { out.append(("joints", "joint \(k) has an empty name")) } else if !seen.insert(j).inserted { out.append(("joints", "joint '\(j)' is listed twice (indices must be unique)")) }
         }
         let groups: [(String, [[String]])] = [
             ("mirrorPairs", mirrorPairs), ("bones", bones),
@@ -88,7 +87,7 @@ public struct Skeleton: Codable, Hashable, Sendable {
         }
         var paired = Set<String>()
         for p in mirrorPairs {
-            if p.count != 2 { out.append(("mirrorPairs", "each pair must name 2 joints [left, right], got \(p)")) ; continue }
+            if p.count != 2 { out.append(("mirrorPairs", "each pair must name 2 joints [left, right], got \(p)")); continue }
             if p[0] == p[1] { out.append(("mirrorPairs", "pair \(p) names the same joint twice")) }
             for j in p where !paired.insert(j).inserted {
                 out.append(("mirrorPairs", "joint '\(j)' is in two pairs; a joint has at most one mirror"))

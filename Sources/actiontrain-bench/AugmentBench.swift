@@ -60,10 +60,12 @@ enum AugmentBench {
             for threads in [1, 2] {
                 let source = try AugmentedBatches(windows: windows, augmentation: config, seed: 1, threads: threads)
                 var epoch = 0
-                report(name, threads, Clock.median(reps: 5, minSeconds: 0) {
-                    epoch += 1
-                    fillEpoch(source, epoch: epoch)
-                })
+                report(
+                    name, threads,
+                    Clock.median(reps: 5, minSeconds: 0) {
+                        epoch += 1
+                        fillEpoch(source, epoch: epoch)
+                    })
             }
         }
         if args.contains("--no-training") { return }
@@ -127,9 +129,10 @@ enum AugmentBench {
             var base = (0..<19).map { _ in (Float(300 + g.nextSymmetric(100)), Float(400 + g.nextSymmetric(200))) }
             for _ in 0..<90 {
                 base = base.map { ($0.0 + g.nextSymmetric(3), $0.1 + g.nextSymmetric(3)) }
-                s.appendFrame(base.map { p in
-                    g.nextUnitFloat() < 0.05 ? nil : PosePoint(x: p.0, y: p.1, confidence: 0.5 + g.nextUnitFloat() / 2)
-                })
+                s.appendFrame(
+                    base.map { p in
+                        g.nextUnitFloat() < 0.05 ? nil : PosePoint(x: p.0, y: p.1, confidence: 0.5 + g.nextUnitFloat() / 2)
+                    })
             }
             sequences.append(s)
         }

@@ -47,7 +47,7 @@ enum EvalBench {
         for s in 0..<sequences {
             var mean = [Double](repeating: 0, count: 6)
             for w in 0..<perSequence { for k in 0..<6 { mean[k] += Double(probabilities[(s * perSequence + w) * 6 + k]) } }
-            let best = Int32(mean.indices.max { mean[$0] < mean[$1] }!)
+            let best = Int32(argmax(mean))
             let label = g.nextUnitDouble() < 0.8 ? best : Int32(g.nextInt(below: 6))
             for w in 0..<perSequence { truth[s * perSequence + w] = label }
         }
@@ -92,7 +92,8 @@ enum EvalBench {
         print("")
         row(
             "model: probabilities, batch 256", modelSeconds,
-            String(format: "%.0f windows/s; torch b1024 %.3f s (x%.2f), OpenBLAS Haswell sgemm ceiling %.3f s (%.0f%%)", Double(windows) / modelSeconds, torch,
+            String(
+                format: "%.0f windows/s; torch b1024 %.3f s (x%.2f), OpenBLAS Haswell sgemm ceiling %.3f s (%.0f%%)", Double(windows) / modelSeconds, torch,
                 torch / modelSeconds, ceiling, 100 * ceiling / modelSeconds))
         row("report: metrics, bootstraps (2 x 1000)", metricsSeconds)
         row("report: render + write \(sizes.count) files", filesSeconds)

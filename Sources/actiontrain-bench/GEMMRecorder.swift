@@ -23,10 +23,11 @@ enum GEMMRecorder {
         var region: Int, part: Int
     }
 
-    typealias SGEMM = @convention(c) (
-        Int32, Int32, Int32, Int32, Int32, Int32, Float, UnsafePointer<Float>?, Int32, UnsafePointer<Float>?, Int32, Float,
-        UnsafeMutablePointer<Float>?, Int32
-    ) -> Void
+    typealias SGEMM =
+        @convention(c) (
+            Int32, Int32, Int32, Int32, Int32, Int32, Float, UnsafePointer<Float>?, Int32, UnsafePointer<Float>?, Int32, Float,
+            UnsafeMutablePointer<Float>?, Int32
+        ) -> Void
 
     /// OpenBLAS's `cblas_sgemm`, found past this executable's definition.
     static let openBLAS: SGEMM = {

@@ -43,7 +43,8 @@ enum KernelBench {
             let packed = Buffer(capacity: PackedGEMM.packedCount(n: s.n, k: s.k))
             w.withUnsafeBufferPointer { PackedGEMM.pack(transposed: $0.baseAddress!, n: s.n, k: s.k, into: packed.pointer) }
             let flops = 2 * Double(s.m * s.n * s.k)
-            var row = s.name.padding(toLength: 26, withPad: " ", startingAt: 0)
+            var row =
+                s.name.padding(toLength: 26, withPad: " ", startingAt: 0)
                 + "\(s.m) x \(s.n) x \(s.k)".padding(toLength: 19, withPad: " ", startingAt: 0)
             var best = (0.0, PackedGEMM.InstructionSet.portable)
             for set in sets {

@@ -198,7 +198,9 @@ enum LayersBench {
     enum BenchError: Error, CustomStringConvertible {
         case usage(String)
         var description: String {
-            switch self { case .usage(let m): return m }
+            switch self {
+            case .usage(let m): return m
+            }
         }
     }
 
@@ -216,8 +218,10 @@ enum LayersBench {
                 index[key] = buffers.count
                 let aRows = c.transposeA ? c.k : c.m, bRows = c.transposeB ? c.n : c.k
                 buffers.append(
-                    ([Float](repeating: 0.01, count: aRows * c.lda), [Float](repeating: 0.01, count: bRows * c.ldb),
-                     [Float](repeating: 0, count: c.m * c.ldc)))
+                    (
+                        [Float](repeating: 0.01, count: aRows * c.lda), [Float](repeating: 0.01, count: bRows * c.ldb),
+                        [Float](repeating: 0, count: c.m * c.ldc)
+                    ))
             }
             slot.append(index[key]!)
         }

@@ -59,7 +59,7 @@ enum StreamBench {
         let t0 = Clock.now(), cpu0 = ForeignLoad.processCPUSeconds()
         latencies.withUnsafeMutableBufferPointer { lat in
             let lat = lat
-            DispatchQueue.concurrentPerform(iterations: pushers) { p in
+            concurrentlyPerform(iterations: pushers) { p in  // each pusher its own sessions and latency list
                 var mine: [UInt64] = []
                 mine.reserveCapacity(perSession * sessions / pushers + 1)
                 for f in 0..<perSession {
@@ -113,6 +113,8 @@ enum StreamBench {
 
     /// The plain way: keep each person's last 45 frames, and every `stride` frames build the
     /// window (`PoseSequence.appendFrame`, no resampling) and call `probabilities(window:)`.
+    /// `@unchecked Sendable`: the model is thread-safe, the data read-only, and each thread
+    /// writes only its own people's `Recent`.
     final class Baseline: @unchecked Sendable {
         let model: ActionModel, data: [[(time: Double, points: [String: PosePoint])]], stride: Int
         /// Each person's last 45 frames (one object each, so threads touch only their own).
@@ -151,10 +153,11 @@ enum StreamBench {
         var t0 = Clock.now()
         let serial = try (0..<streams).map(run)
         let serialSeconds = Double(Clock.now() - t0) / 1e9
+        // Written only under `lock`.
         final class Results: @unchecked Sendable { var outputs = [[TrackedStream.Output]?](repeating: nil, count: 64) }
         let results = Results(), lock = NSLock(), next = Atomic(0)
         t0 = Clock.now()
-        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+        concurrentlyPerform(iterations: 2) { _ in  // streams claimed from `next`, results under `lock`
             while true {
                 let s = next.add()
                 guard s < streams else { return }
@@ -172,11 +175,16 @@ enum StreamBench {
                 + "errors \(failed), streams differing from one at a time \(differing)")
     }
 
-    /// A counter shared by the load test's threads.
+    /// A counter shared by the load test's threads (`@unchecked Sendable`: `value` is only
+    /// touched under `lock`).
     final class Atomic: @unchecked Sendable {
         private var value: Int
         private let lock = NSLock()
         init(_ v: Int) { value = v }
-        func add() -> Int { lock.withLock { value += 1; return value - 1 } }
+        func add() -> Int {
+            lock.withLock {
+                value += 1; return value - 1
+            }
+        }
     }
 }

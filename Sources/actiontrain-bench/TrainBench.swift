@@ -53,10 +53,12 @@ enum TrainBench {
             (trainer.optimizer as? SGD)?.threads = t
         }
         var epochSeconds: [Double] = [], epochLoss: [Double] = []
-        try trainer.fit(train: train, validation: nil, onEpoch: { r in
-            epochSeconds.append(r.seconds)
-            epochLoss.append(r.trainLoss)
-        })
+        try trainer.fit(
+            train: train, validation: nil,
+            onEpoch: { r in
+                epochSeconds.append(r.seconds)
+                epochLoss.append(r.trainLoss)
+            })
         let timed = epochSeconds.count >= 4 ? Array(epochSeconds[1..<4]) : Array(epochSeconds.dropFirst())
         let wps = Double(train.count) / (timed.reduce(0, +) / Double(max(1, timed.count)))
         let trainAccuracy = trainer.evaluate(train).accuracy

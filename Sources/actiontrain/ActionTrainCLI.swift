@@ -43,11 +43,14 @@ struct Output {
 @main
 enum ActionTrainCLI {
     /// In workflow order: get data in, look at it, train, evaluate, use the model.
-    static let commands: [Command] = [
-        Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
-        Command(SweepCommand.self),
-        Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
-    ]
+    /// (Computed: `Command` holds closures, which are not `Sendable`.)
+    static var commands: [Command] {
+        [
+            Command(ImportCommand.self), Command(ConvertCommand.self), Command(InspectCommand.self), Command(FitCommand.self), Command(TuneCommand.self),
+            Command(SweepCommand.self),
+            Command(EvalCommand.self), Command(CompareCommand.self), Command(PredictCommand.self), Command(ExportCommand.self),
+        ]
+    }
 
     static var help: String {
         var out = """

@@ -1,6 +1,7 @@
 /// One command's declaration: name, summary, positionals and options bound to `Values`, and
 /// the help text made from them.
-struct CommandSpec<Values: CommandOptions> {
+/// (`Sendable`, so that each command keeps its spec in a `static let`.)
+struct CommandSpec<Values: CommandOptions>: Sendable {
     let name: String
     let summary: String
     let positionals: [Positional<Values>]

@@ -180,4 +180,3 @@ extension ConfigOptions {
         return "\(error)"
     }
 }
-

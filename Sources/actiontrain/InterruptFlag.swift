@@ -6,6 +6,10 @@ import Foundation
 /// global, `write`, `_exit`). A dispatch signal source is not used: libdispatch installs its
 /// own handler once per process, and restoring the previous disposition after a run left later
 /// runs in the same process deaf to Ctrl-C.
+///
+/// `@unchecked Sendable`: it has no stored state. The count is a global that the signal
+/// handler increments and a run resets before it installs the handler, an `Int32` whose loads
+/// and stores do not tear, as a C signal handler's flag is used.
 final class InterruptFlag: @unchecked Sendable {
     var isRaised: Bool { sigintCount > 0 }
 

@@ -9,6 +9,8 @@ import Foundation
 /// built with `ACTIONTRAIN_MPI=1` (docs/distributed.md). Rank 0 prints; the others print only
 /// their errors, prefixed with their rank. An error on any rank of several ends them all.
 enum Job {
+    /// `nonisolated(unsafe)`: set once by `start`, on the main thread before any work starts,
+    /// and only read afterwards.
     nonisolated(unsafe) private(set) static var group: Collective = SingleProcess()
 
     /// The rank count a launcher announced in the environment: `mpirun` (Open MPI), PMI-2

@@ -76,7 +76,11 @@ extension ArgumentChoice {
 }
 
 /// `--name`, `--name VALUE` or `--name=VALUE`, bound to a property of `Values`.
-struct Option<Values> {
+///
+/// `@unchecked Sendable`, so that specs can be `static let`s: it is never changed after it is
+/// built, and `apply` captures only key paths and constants, nothing mutable (closures and key
+/// paths are not `Sendable` to the compiler).
+struct Option<Values>: @unchecked Sendable {
     /// Long name without dashes, e.g. `epochs`.
     let name: String
     /// Value placeholder, e.g. `N`; nil for a flag that takes no value.
@@ -138,7 +142,11 @@ struct Option<Values> {
 }
 
 /// A positional argument bound to a property of `Values`.
-struct Positional<Values> {
+///
+/// `@unchecked Sendable`, so that specs can be `static let`s: it is never changed after it is
+/// built, and `apply` captures only key paths and constants, nothing mutable (closures and key
+/// paths are not `Sendable` to the compiler).
+struct Positional<Values>: @unchecked Sendable {
     let name: String
     let help: String
     var optional = false

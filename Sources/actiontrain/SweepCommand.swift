@@ -152,7 +152,8 @@ enum SweepCommand: ParsableCommand {
         let file = File(
             chosen: outcome.search.outcome.results[outcome.search.outcome.chosen].candidate.name,
             trials: outcome.trials.map {
-                Row(candidate: candidates[$0.trial.candidate].name, fold: $0.trial.fold + 1, seed: $0.trial.seed, accuracy: $0.accuracy,
+                Row(
+                    candidate: candidates[$0.trial.candidate].name, fold: $0.trial.fold + 1, seed: $0.trial.seed, accuracy: $0.accuracy,
                     seconds: $0.seconds, rank: $0.rank)
             })
         let e = JSONEncoder()

@@ -55,12 +55,14 @@ enum TuneCommand: ParsableCommand {
         out.line("tune: \(dataset.name): \(tune.trainingIndices.count) training sequences in \(folds.count) folds (\(folds.map { "\($0.test.count)" }.joined(separator: "/")) held out); up to \(format(options.minutes)) minutes")
         let search: TuneRun.Search
         do {
-            search = try tune.search(shouldStop: { interrupt.isRaised }) { event in
-                if case .candidate(let r) = event {
-                    let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }.joined(separator: " ")
-                    out.line(String(format: "  %-34@ %@  mean %.3f ± %.3f  %5.1f s", r.candidate.name as NSString, folds, r.score ?? .nan, r.spread ?? .nan, r.seconds))
-                }
-            }
+            search = try tune.search(
+                shouldStop: { interrupt.isRaised },
+                onEvent: { event in
+                    if case .candidate(let r) = event {
+                        let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }.joined(separator: " ")
+                        out.line(String(format: "  %-34@ %@  mean %.3f ± %.3f  %5.1f s", r.candidate.name as NSString, folds, r.score ?? .nan, r.spread ?? .nan, r.seconds))
+                    }
+                })
         } catch let e as FitError {
             throw FitCommand.message(e)
         }

@@ -34,7 +34,7 @@ final class ConcurrencyTests: XCTestCase {
         let mismatches = UnsafeMutablePointer<Int>.allocate(capacity: threads)
         mismatches.initialize(repeating: 0, count: threads)
         defer { mismatches.deallocate() }
-        DispatchQueue.concurrentPerform(iterations: threads) { t in
+        concurrentlyPerform(iterations: threads) { t in  // each thread its own network and count
             for _ in 0..<rounds {
                 let y = logits(nets[t])
                 if zip(y, expected).contains(where: { abs($0 - $1) > 1e-5 * max(1, abs($1)) }) { mismatches[t] += 1 }
@@ -53,6 +53,7 @@ final class ConcurrencyTests: XCTestCase {
         BLAS.threads = 2
         let aInside = DispatchSemaphore(value: 0), bInside = DispatchSemaphore(value: 0)
         let aDone = DispatchSemaphore(value: 0), bDone = DispatchSemaphore(value: 0)
+        // Written by thread B before bDone is signalled and read after waiting for it.
         final class Seen: @unchecked Sendable { var threads = 0, openBLAS = 0 }
         let seen = Seen()
         Thread {

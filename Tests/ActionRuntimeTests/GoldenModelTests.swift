@@ -9,8 +9,9 @@ import XCTest
 /// The golden files under Tests/ActionRuntimeTests/Golden/: a small model with every layer
 /// type, preprocessing step and channel block (`model.atm`), pose windows (`windows.json`),
 /// and the features and logits the runtime gave when they were written (`expected.json`).
-/// Regenerate with `ACTIONTRAIN_REGENERATE_GOLDEN=1 swift test --filter GoldenModelTests`
-/// only when the format changes on purpose (and say so in the commit).
+/// `scripts/regenerate-golden` rewrites them (and the fuzz corpus's model files) only when the
+/// format changes on purpose (say so in the commit); otherwise the generator runs into a
+/// temporary folder and must reproduce the committed model and windows byte for byte.
 ///
 /// The Python reader (tools/python/read_model.py, written from docs/format.md alone) must
 /// reproduce the same features and logits.
@@ -31,10 +32,29 @@ final class GoldenModelTests: XCTestCase {
         return windows
     }
 
-    func testRegenerateGoldenFiles() throws {
-        guard ProcessInfo.processInfo.environment["ACTIONTRAIN_REGENERATE_GOLDEN"] == "1" else {
-            throw XCTSkip("set ACTIONTRAIN_REGENERATE_GOLDEN=1 to rewrite the golden files")
+    /// The generator. With `ACTIONTRAIN_REGENERATE_GOLDEN=1` (scripts/regenerate-golden) it
+    /// rewrites the committed files; otherwise it writes into a temporary folder and the model
+    /// file and windows must equal the committed ones byte for byte (the features and logits,
+    /// which depend on the BLAS kernel in their last bits, are held to a tolerance below).
+    func testGoldenGeneratorReproducesTheCommittedFiles() throws {
+        let regenerate = ProcessInfo.processInfo.environment["ACTIONTRAIN_REGENERATE_GOLDEN"] == "1"
+        let out = regenerate ? dir : try temporaryDirectory()
+        let corpus = regenerate ? ModelFixtures.repoRoot.appendingPathComponent("fuzz/ModelFile/corpus") : out.appendingPathComponent("corpus")
+        try writeGoldenFiles(into: out, corpus: corpus)
+        guard !regenerate else { return }
+        defer { try? FileManager.default.removeItem(at: out) }
+        let committedCorpus = ModelFixtures.repoRoot.appendingPathComponent("fuzz/ModelFile/corpus")
+        for (new, committed) in [(out, dir), (corpus, committedCorpus)] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: new.path) where name.hasSuffix(".atm") || name == "windows.json" {
+                XCTAssertEqual(
+                    try Data(contentsOf: new.appendingPathComponent(name)), try Data(contentsOf: committed.appendingPathComponent(name)),
+                    "\(committed.lastPathComponent)/\(name) differs from the generator's (scripts/regenerate-golden, if the format changed on purpose)")
+            }
         }
+    }
+
+    /// The golden files into `out`, and seeds for the fuzz target (fuzz/ModelFile) into `corpus`.
+    func writeGoldenFiles(into out: URL, corpus: URL) throws {
         let network = try ModelFixtures.goldenNetwork()
         let bytes = try ModelFile.encode(
             classes: ModelFixtures.goldenClasses, input: ModelFixtures.goldenInput, network: network,
@@ -43,18 +63,17 @@ final class GoldenModelTests: XCTestCase {
         let windows = goldenWindows()
         let features = try windows.map { try model.features(window: $0) }
         let logits = try features.map { try model.logits(features: $0, count: 1) }
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try Data(bytes).write(to: dir.appendingPathComponent("model.atm"))
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        try Data(bytes).write(to: out.appendingPathComponent("model.atm"))
         let options: JSONSerialization.WritingOptions = [.sortedKeys]
         try JSONSerialization.data(withJSONObject: ["windows": ModelFixtures.windowsJSON(windows)], options: options)
-            .write(to: dir.appendingPathComponent("windows.json"))
+            .write(to: out.appendingPathComponent("windows.json"))
         try JSONSerialization.data(
             withJSONObject: ["features": features.map { $0.map(Double.init) }, "logits": logits.map { $0.map(Double.init) }],
             options: options
-        ).write(to: dir.appendingPathComponent("expected.json"))
-        // Seeds for the fuzz target (fuzz/ModelFile): the golden model, the hand-made file of
-        // ModelFileTests and three small random models.
-        let corpus = ModelFixtures.repoRoot.appendingPathComponent("fuzz/ModelFile/corpus")
+        ).write(to: out.appendingPathComponent("expected.json"))
+        // The fuzz seeds: the golden model, the hand-made file of ModelFileTests and three small
+        // random models.
         try FileManager.default.createDirectory(at: corpus, withIntermediateDirectories: true)
         try Data(bytes).write(to: corpus.appendingPathComponent("golden.atm"))
         try Data(ModelFileTests.good().bytes).write(to: corpus.appendingPathComponent("hand-made.atm"))
@@ -111,7 +130,7 @@ final class GoldenModelTests: XCTestCase {
 
     func pythonReader() throws -> String {
         guard ModelFixtures.python(has: "numpy") else {
-            throw XCTSkip("python3 with numpy is not available; install it (pip install numpy) to run the Python reader")
+            throw missingPrerequisite("python3 with numpy", fix: "pip install numpy, to run the Python reader")
         }
         return ModelFixtures.repoRoot.appendingPathComponent("tools/python/read_model.py").path
     }
@@ -165,8 +184,11 @@ final class GoldenModelTests: XCTestCase {
             let wURL = tmp.appendingPathComponent("w\(seed).json")
             try JSONSerialization.data(withJSONObject: ["windows": ModelFixtures.windowsJSON(windows)]).write(to: wURL)
             let fromPoses = try runPython([script, modelURL.path, "--windows", wURL.path])
-            let model = try ActionModel(header: try ModelFile.load(try ModelFile.encode(
-                classes: m.classes, input: m.input, network: m.network, provenance: .init())).header, network: m.network)
+            let model = try ActionModel(
+                header: try ModelFile.load(
+                    try ModelFile.encode(
+                        classes: m.classes, input: m.input, network: m.network, provenance: .init())
+                ).header, network: m.network)
             for (i, w) in windows.enumerated() where i < fromPoses.features.count {
                 let f = try model.features(window: w)
                 assertClose(fromPoses.features[i], f, absolute: 1e-5, relative: 1e-5, "random model \(seed) window \(i) features, steps \(m.input.steps)")

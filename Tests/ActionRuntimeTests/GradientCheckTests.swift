@@ -56,8 +56,10 @@ final class GradientCheckTests: XCTestCase {
     /// training mode: the body's shared parameters get the gradients of both passes.
     func testFlipAverageOverStreamsInTrainingMode() throws {
         let member: (Int) -> [LayerSpec] = { c in
-            [.conv1d(inputs: c, outputs: 3, kernel: 3, stride: 1, dilation: 1, padding: 1), .layerNorm(channels: 3, epsilon: 1e-5), .gelu,
-             .dropout(rate: 0.3), .globalAveragePool, .linear(inputs: 3, outputs: 3)]
+            [
+                .conv1d(inputs: c, outputs: 3, kernel: 3, stride: 1, dilation: 1, padding: 1), .layerNorm(channels: 3, epsilon: 1e-5), .gelu,
+                .dropout(rate: 0.3), .globalAveragePool, .linear(inputs: 3, outputs: 3),
+            ]
         }
         let streams: LayerSpec = .averageProbabilities([
             [.selectChannels([0, 1, 2])] + member(3), [.selectChannels([3, 1])] + member(2), [.selectChannels([0, 1, 2])] + member(3),

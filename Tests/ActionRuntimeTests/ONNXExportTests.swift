@@ -40,10 +40,12 @@ final class ONNXExportTests: XCTestCase {
         XCTAssertEqual(a, try ONNXExport.export(header: model.header, network: model.network))
         let text = String(decoding: a, as: UTF8.self)
         let meta = try ONNXExport.metadata(model.header)
-        XCTAssertEqual(meta.map(\.key), [
-            "actiontrain.format", "actiontrain.classes", "actiontrain.input", "actiontrain.inputShape", "actiontrain.inputLayout",
-            "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate",
-        ])
+        XCTAssertEqual(
+            meta.map(\.key),
+            [
+                "actiontrain.format", "actiontrain.classes", "actiontrain.input", "actiontrain.inputShape", "actiontrain.inputLayout",
+                "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate",
+            ])
         for (k, v) in meta { XCTAssertTrue(text.contains(k) && text.contains(v), "metadata \(k) missing") }
         // The input description round-trips through the metadata JSON.
         let input = try JSONDecoder().decode(InputSpec.self, from: Data(meta[2].value.utf8))
@@ -55,7 +57,7 @@ final class ONNXExportTests: XCTestCase {
 
     func requireOnnxruntime() throws {
         guard ONNXParity.isAvailable() else {
-            throw XCTSkip("python3 with numpy and onnxruntime is not available (pip install numpy onnxruntime)")
+            throw missingPrerequisite("python3 with numpy and onnxruntime", fix: "pip install numpy onnxruntime")
         }
     }
 
@@ -86,10 +88,13 @@ final class ONNXExportTests: XCTestCase {
         try requireOnnxruntime()
         let input = Shape(time: 7, channels: 6)
         func member(_ channels: [Int]) -> [LayerSpec] {
-            [.selectChannels(channels),
-             .residual(body: [.conv1d(inputs: channels.count, outputs: 4, kernel: 3, stride: 1, dilation: 1, padding: 1), .gelu],
-                       shortcut: [.conv1d(inputs: channels.count, outputs: 4, kernel: 1, stride: 1, dilation: 1, padding: 0)]),
-             .layerNorm(channels: 4, epsilon: 1e-5), .globalMaxPool, .linear(inputs: 4, outputs: 3)]
+            [
+                .selectChannels(channels),
+                .residual(
+                    body: [.conv1d(inputs: channels.count, outputs: 4, kernel: 3, stride: 1, dilation: 1, padding: 1), .gelu],
+                    shortcut: [.conv1d(inputs: channels.count, outputs: 4, kernel: 1, stride: 1, dilation: 1, padding: 0)]),
+                .layerNorm(channels: 4, epsilon: 1e-5), .globalMaxPool, .linear(inputs: 4, outputs: 3),
+            ]
         }
         let layers: [LayerSpec] = [
             .flipAverage(
@@ -97,8 +102,9 @@ final class ONNXExportTests: XCTestCase {
                 body: [.averageProbabilities([member([0, 1, 2, 3]), member([4, 5]), member([0, 1, 2, 3])])])
         ]
         let network = try ModelFixtures.network(layers, input: input, seed: 4)
-        let (header, loaded) = try ModelFile.load(try ModelFile.encode(
-            classes: ["a", "b", "c"], input: LayerKindsTests.modelInput(channels: 6, frames: 7), network: network, provenance: .init()))
+        let (header, loaded) = try ModelFile.load(
+            try ModelFile.encode(
+                classes: ["a", "b", "c"], input: LayerKindsTests.modelInput(channels: 6, frames: 7), network: network, provenance: .init()))
         let r = try XCTUnwrap(try ONNXParity.check(onnx: try ONNXExport.export(header: header, network: loaded), network: loaded, windows: 8))
         XCTAssertLessThan(r.maxAbsDifference, 1e-4)
     }

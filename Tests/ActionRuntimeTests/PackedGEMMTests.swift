@@ -87,8 +87,10 @@ final class PackedGEMMTests: XCTestCase {
             PackedGEMM.current = isa
             let whole = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias)
             let middle = run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias, panels: 1..<3)
-            let ends = [run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias, panels: 0..<1),
-                        run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias, panels: 3..<4)]
+            let ends = [
+                run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias, panels: 0..<1),
+                run(m: m, n: n, k: k, a: a, lda: lda, bt: bt, bias: bias, panels: 3..<4),
+            ]
             for i in 0..<m {
                 for j in 0..<n {
                     let at = i * (n + 1) + j
@@ -204,11 +206,12 @@ final class PackedGEMMTests: XCTestCase {
         // (dilation 1); a dilated layer keeps im2col. Every kernel, 1-3 parts; the parts give
         // identical bits.
         typealias Case = Conv1dTests.Case
-        let cases = Conv1dTests.cases + Conv1dTests.winogradCases + [
-            Case(batch: 9, time: 13, inputs: 7, outputs: 19, kernel: 5, stride: 1, dilation: 1, padding: 2),  // Winograd, batch ≥ 8
-            Case(batch: 7, time: 12, inputs: 5, outputs: 40, kernel: 3, stride: 2, dilation: 1, padding: 1),
-            Case(batch: 2, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2),  // conv2
-        ]
+        let cases =
+            Conv1dTests.cases + Conv1dTests.winogradCases + [
+                Case(batch: 9, time: 13, inputs: 7, outputs: 19, kernel: 5, stride: 1, dilation: 1, padding: 2),  // Winograd, batch ≥ 8
+                Case(batch: 7, time: 12, inputs: 5, outputs: 40, kernel: 3, stride: 2, dilation: 1, padding: 1),
+                Case(batch: 2, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2),  // conv2
+            ]
         for isa in Self.available {
             PackedGEMM.current = isa
             for c in cases {
@@ -284,8 +287,10 @@ final class PackedGEMMTests: XCTestCase {
         // The packed weight is a copy: load(parameters:) and initialize refresh it; thaw drops
         // it (im2col again). Batch 1 and 3 (packed) agree with batch 8 (Winograd) to rounding.
         let net = try Network(
-            layers: [.conv1d(inputs: 6, outputs: 20, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu, .globalAveragePool,
-                     .linear(inputs: 20, outputs: 3)],
+            layers: [
+                .conv1d(inputs: 6, outputs: 20, kernel: 5, stride: 1, dilation: 1, padding: 2), .relu, .globalAveragePool,
+                .linear(inputs: 20, outputs: 3),
+            ],
             input: Shape(time: 11, channels: 6))
         net.initialize(seed: 1)
         var g = SeededGenerator(seed: 2)

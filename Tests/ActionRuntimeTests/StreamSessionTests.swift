@@ -21,7 +21,8 @@ final class StreamSessionTests: XCTestCase {
     /// at a time (without confidence in the data, offline takes 1 where the session
     /// interpolates 1 and 1, which may round: then to 1e-6 only).
     func assertMatchesOffline(
-        _ model: ActionModel, frames: Int, stride: Int, seed: UInt64, confidence: Bool = true, file: StaticString = #filePath, line: UInt = #line) throws {
+        _ model: ActionModel, frames: Int, stride: Int, seed: UInt64, confidence: Bool = true, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let recording = StreamFixtures.recording(frames: frames, seed: seed, confidence: confidence)
         let online = try stream(model, recording, stride: stride)
         let sequence = try StreamFixtures.sequence(recording)
@@ -82,7 +83,7 @@ final class StreamSessionTests: XCTestCase {
                 calls.deinitialize(count: threads).deallocate()
                 streams.deinitialize(count: recordings.count).deallocate()
             }
-            DispatchQueue.concurrentPerform(iterations: threads + recordings.count) { i in
+            concurrentlyPerform(iterations: threads + recordings.count) { i in  // each call its own slot
                 if i < threads {
                     calls[i] = windows.map { try! model.probabilities(features: $0, count: 1) }
                 } else {

@@ -55,8 +55,9 @@ final class RunChecksTests: XCTestCase {
         // 100 windows of 4 balanced classes: chance 0.25, threshold 0.25 + 2·√(0.25·0.75/100) = 0.3366.
         let labels = (0..<100).map { $0 % 4 }
         let diverged = [record(1, loss: 1.4, accuracy: 0.3), record(2, loss: 9e12, accuracy: 0.25)]
-        let text = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: diverged, learningRate: 1e6))
+        let text = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: diverged, learningRate: 1e6))
         XCTAssertEqual(
             text,
             "the final validation accuracy 0.250 is not above chance level (always answering the most frequent label scores 0.250 on these "
@@ -64,29 +65,34 @@ final class RunChecksTests: XCTestCase {
                 + "so the network diverged or saturated. The learning rate 1e+06 is likely too high; try it 10 times lower, or set gradientClipNorm")
         // A loss that fell from a diverged first epoch but is still worse than a uniform guess: too high.
         let plateau = [record(1, loss: 4e9, accuracy: 0.3), record(2, loss: 80, accuracy: 0.25)]
-        let high = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: plateau, learningRate: 1e6))
+        let high = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: plateau, learningRate: 1e6))
         XCTAssertTrue(high.contains("the last training loss 80 is more than twice that of answering every class with probability 1/4"), high)
         // Below 2 ln K but not falling (a loss a little above ln K early in training is not divergence).
         let early = [record(1, loss: 1.38, accuracy: 0.3), record(2, loss: 1.45, accuracy: 0.3)]
-        let notHigh = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: early, learningRate: 0.01))
+        let notHigh = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: early, learningRate: 0.01))
         XCTAssertTrue(notHigh.contains("the training loss did not fall (epoch 1: 1.38, epoch 2: 1.45)"), notHigh)
         let flat = [record(1, loss: 1.2, accuracy: 0.3), record(2, loss: 1.25, accuracy: 0.3)]
-        let stuck = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: flat, learningRate: 0.5))
+        let stuck = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.25, set: "validation", labels: labels, classes: 4, records: flat, learningRate: 0.5))
         XCTAssertTrue(stuck.contains("the training loss did not fall (epoch 1: 1.2, epoch 2: 1.25). The learning rate 0.5 is likely too high or too low"), stuck)
         XCTAssertNotNil(RunChecks.chanceLevelWarning(accuracy: 0.336, set: "validation", labels: labels, classes: 4, records: diverged, learningRate: 1))
         XCTAssertNil(RunChecks.chanceLevelWarning(accuracy: 0.337, set: "validation", labels: labels, classes: 4, records: diverged, learningRate: 1))
 
         let overfit = [record(1, loss: 1.3, accuracy: 0.4), record(2, loss: 0.1, accuracy: 0.98)]
-        let generalise = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.3, set: "validation", labels: labels, classes: 4, records: overfit, learningRate: 1e-3))
+        let generalise = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.3, set: "validation", labels: labels, classes: 4, records: overfit, learningRate: 1e-3))
         XCTAssertTrue(generalise.contains("the training accuracy reached 0.980, so the model does not generalise"), generalise)
 
         let slow = [record(1, loss: 1.39, accuracy: 0.26), record(2, loss: 1.38, accuracy: 0.27)]
-        let little = try XCTUnwrap(RunChecks.chanceLevelWarning(
-            accuracy: 0.27, set: "training", labels: labels, classes: 4, records: slow, learningRate: 1e-5))
+        let little = try XCTUnwrap(
+            RunChecks.chanceLevelWarning(
+                accuracy: 0.27, set: "training", labels: labels, classes: 4, records: slow, learningRate: 1e-5))
         XCTAssertTrue(little.hasPrefix("the final training accuracy 0.270 is not above chance level"), little)
         XCTAssertTrue(little.contains("train for more epochs or with a higher learning rate than 1e-05"), little)
 

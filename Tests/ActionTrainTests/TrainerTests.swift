@@ -287,9 +287,11 @@ final class TrainerTests: XCTestCase {
         c.minDelta = 0.5
         let t = try Toy.trainer(c)
         var afterFirst: [Float] = []
-        let outcome = try t.fit(train: Toy.train, validation: Toy.validation, onEpoch: { r in
-            if r.epoch == 1 { afterFirst = Toy.parameters(t) }
-        })
+        let outcome = try t.fit(
+            train: Toy.train, validation: Toy.validation,
+            onEpoch: { r in
+                if r.epoch == 1 { afterFirst = Toy.parameters(t) }
+            })
         XCTAssertEqual(outcome, .stoppedEarly(epoch: 3))
         XCTAssertEqual(t.progress.records.count, 3)
         XCTAssertEqual(t.progress.bestEpoch, 1)

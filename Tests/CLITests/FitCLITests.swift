@@ -149,8 +149,10 @@ final class FitCLITests: XCTestCase {
     func testTuneScoresCandidatesThenTrainsTheChosenOne() throws {
         let dir = try folder()
         let r = run(
-            ["tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
-             "--architecture", "mlp", "--hidden", "8", "--window-frames", "10"])
+            [
+                "tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+                "--architecture", "mlp", "--hidden", "8", "--window-frames", "10",
+            ])
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertTrue(r.out.contains("tune: tiny-natops: 24 training sequences in 2 folds (12/12 held out)"), r.out)
         XCTAssertTrue(r.out.contains("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
@@ -280,11 +282,12 @@ final class FitCLITests: XCTestCase {
         let args = ["--epochs", "150"] + Self.quick
         let previous = signal(SIGINT, SIG_IGN)  // a late signal must not kill the test runner
         defer { signal(SIGINT, previous) }
+        // Written by the thread before `done` is signalled and read after waiting for it.
         final class Box: @unchecked Sendable { var result: (code: Int32, out: String, err: String)? }
         let box = Box()
         let done = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            box.result = run(["fit", Self.fixture, "--out", "\(dir)/c"] + args)
+        let thread = Thread {
+            box.result = runActionTrainCLI(["fit", Self.fixture, "--out", "\(dir)/c"] + args)
             done.signal()
         }
         thread.start()

@@ -19,8 +19,9 @@ extension FitCLITests {
         let r = run(["fit", data, "--out", "\(dir)/run", "--epochs", "2"] + Self.quick)
         XCTAssertEqual(r.code, 1)
         XCTAssertTrue(
-            r.err.hasSuffix("error: empty-validation: the 2 validation sequences give no windows of 10 frames (are they empty?); give validation "
-                + "sequences with frames, or train without validation (validationFraction 0 and no validation split)\n"), r.err)
+            r.err.hasSuffix(
+                "error: empty-validation: the 2 validation sequences give no windows of 10 frames (are they empty?); give validation "
+                    + "sequences with frames, or train without validation (validationFraction 0 and no validation split)\n"), r.err)
         XCTAssertFalse(r.out.contains("epoch"), r.out)
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/run/checkpoint.atc"))
     }

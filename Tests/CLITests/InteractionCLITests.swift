@@ -56,7 +56,8 @@ final class InteractionCLITests: XCTestCase {
         XCTAssertEqual(predicted.out.split(separator: "\n").count, 8, "one window per sequence")
         // A one-person file: the second body is absent (masked).
         let solo = dir.appendingPathComponent("solo.jsonl").path
-        try (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 10}"# + "\n"
+        try
+            (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 10}"# + "\n"
             + #"{"id": "one", "frames": [{"pose": {"nose": [100, 100], "leftAnkle": [100, 300]}}]}"# + "\n").write(toFile: solo, atomically: true, encoding: .utf8)
         let one = run(["predict", runDir + "/model.atm", solo])
         XCTAssertEqual(one.code, 0, one.err)
@@ -64,7 +65,8 @@ final class InteractionCLITests: XCTestCase {
         // --use-events: one window centred on each event.
         let events = dir.appendingPathComponent("events.jsonl").path
         let frames = (0..<30).map { t in #"{"pose": {"nose": [\#(100 + t), 100], "leftAnkle": [100, 300]}}"# }.joined(separator: ", ")
-        try (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 10}"# + "\n"
+        try
+            (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 10}"# + "\n"
             + #"{"id": "ev", "events": [20], "frames": [\#(frames)]}"# + "\n").write(toFile: events, atomically: true, encoding: .utf8)
         let centred = run(["predict", runDir + "/model.atm", events, "--use-events"])
         XCTAssertEqual(centred.code, 0, centred.err)
@@ -95,7 +97,8 @@ final class InteractionCLITests: XCTestCase {
         let runDir = dir.appendingPathComponent("ok").path
         XCTAssertEqual(run(["fit", data, "--people", "largest", "--out", runDir, "--window-frames", "10"] + Self.quick).code, 0)
         let short = dir.appendingPathComponent("short.jsonl").path
-        try (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "classes": ["together", "apart"]}"# + "\n"
+        try
+            (#"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "classes": ["together", "apart"]}"# + "\n"
             + #"{"id": "q", "label": "apart", "frames": [{"pose": {"nose": [1, 2]}}, {"pose": {"nose": [1, 3]}}]}"# + "\n"
             + #"{"id": "r", "label": "together", "frames": [{"pose": {"nose": [1, 2]}}, {"pose": {"nose": [1, 3]}}]}"# + "\n").write(toFile: short, atomically: true, encoding: .utf8)
         let e = run(["eval", runDir + "/model.atm", short, "--bootstrap", "0"])

@@ -96,10 +96,12 @@ final class ModelCommandsTests: XCTestCase {
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
-        try PredictCommand.run(options, out: &output, stdin: {
-            seenBeforeEnd.append(stdout.split(separator: "\n").count)
-            return remaining.popFirst()
-        })
+        try PredictCommand.run(
+            options, out: &output,
+            stdin: {
+                seenBeforeEnd.append(stdout.split(separator: "\n").count)
+                return remaining.popFirst()
+            })
         XCTAssertEqual(stdout, fromFile.out)
         XCTAssertEqual(stderr, fromFile.err)
         // Windows of 10 frames at stride 3: starts 0, 3, 4. Each sequence is printed before the next line is read.
@@ -151,7 +153,8 @@ final class ModelCommandsTests: XCTestCase {
     func testPredictAndEvalNameTheFirstJointThatDiffers() throws {
         let reordered = #"{"bones":[["neck","head"],["root","neck"],["neck","hand"]],"centre":["root"],"dimensions":2,"joints":["head","root","neck","hand"],"mirrorPairs":[],"name":"golden-4","torsoLower":["root"],"torsoUpper":["neck"],"units":"pixels"}"#
         let data = try writeLines(nativeDataset(count: 2, frames: 6, skeleton: reordered), "reordered.jsonl")
-        let message = "joint 1 is 'root' in the data's skeleton 'golden-4' (4 joints, 2D) but 'neck' in the model's 'golden-4' (4 joints, 2D); "
+        let message =
+            "joint 1 is 'root' in the data's skeleton 'golden-4' (4 joints, 2D) but 'neck' in the model's 'golden-4' (4 joints, 2D); "
             + "the model has 'root' at index 2: put the data's joints in the model's order"
         for command in ["predict", "eval"] {
             let r = run([command, Self.golden, data])
@@ -169,7 +172,8 @@ final class ModelCommandsTests: XCTestCase {
         lines[3] = lines[3].replacingOccurrences(of: #""label": "wave""#, with: #""label": "kick""#)
         lines[4] = lines[4].replacingOccurrences(of: #""label": "clap""#, with: #""label": "jump""#)
         let data = try writeLines(lines, "unknown.jsonl")
-        let warning = "warning: \(data): labels 'jump' (2 sequences), 'kick' (1 sequence) are not among the model's classes "
+        let warning =
+            "warning: \(data): labels 'jump' (2 sequences), 'kick' (1 sequence) are not among the model's classes "
             + "(wave, clap, squat): the model cannot predict them, so those windows never agree with their label\n"
         let r = run(["predict", Self.golden, data])
         XCTAssertEqual(r.code, 0, r.err)
@@ -204,6 +208,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertTrue(lines[0].contains("(\(size) bytes"))
         XCTAssertEqual(lines.count, 2)
         if lines[1].hasPrefix("parity: not checked") {
+            XCTAssertFalse(prerequisitesRequired, "onnxruntime is required under CI: \(lines[1])")
             XCTAssertTrue(lines[1].contains("pip install numpy onnxruntime"))
         } else {
             // "parity: max |logit difference| vs the Swift runtime over 8 random windows: 3.1e-07 (onnxruntime 1.x)"
@@ -248,10 +253,12 @@ final class ModelCommandsTests: XCTestCase {
         }
         // The layer table: index, description, output shape, parameter count.
         let rows = text.split(separator: "\n").filter { $0.hasPrefix("  0   ") || $0.hasPrefix("  9   ") }
-        XCTAssertEqual(rows, [
-            "  0   [6, 8]               728  conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·30 + 8
-            "  9   [1, 3]                21  linear 6 -> 3",
-        ])
+        XCTAssertEqual(
+            rows,
+            [
+                "  0   [6, 8]               728  conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·30 + 8
+                "  9   [1, 3]                21  linear 6 -> 3",
+            ])
     }
 
     func testModelFilesAreRecognisedByTheirMagic() throws {

@@ -14,7 +14,7 @@ import XCTest
 /// alignFacing, sequences shorter than a window, of one frame, and empty.
 ///
 /// Needs python3 with numpy. Without it the test is skipped, except under CI
-/// (`ACTIONTRAIN_REQUIRE_NUMPY=1`, set by .ci/run, or `CI`), where it fails.
+/// (`ACTIONTRAIN_CI=1`, set by .ci/run, or `CI`), where it fails.
 final class SpecReaderTests: XCTestCase {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -39,14 +39,8 @@ final class SpecReaderTests: XCTestCase {
 
     /// Fails under CI when python3 cannot import numpy, else skips.
     func requireNumpy() throws {
-        let env = ProcessInfo.processInfo.environment
         if (try? run(["python3", "-c", "import numpy"]).status) == 0 { return }
-        let ci = env["ACTIONTRAIN_REQUIRE_NUMPY"] == "1" || !(env["CI"] ?? "").isEmpty && env["CI"] != "false" && env["CI"] != "0"
-        struct MissingNumpy: Error, CustomStringConvertible {
-            var description: String { "python3 with numpy is required under CI for the independent spec reader (.ci/run installs it)" }
-        }
-        if ci { throw MissingNumpy() }
-        throw XCTSkip("python3 with numpy is not available; install it (pip install numpy) to run the spec reader test")
+        throw missingPrerequisite("python3 with numpy", fix: "pip install numpy, to run the independent spec reader")
     }
 
     /// Runs a command found on the PATH (the export command's helper).
@@ -65,16 +59,17 @@ final class SpecReaderTests: XCTestCase {
             var frames: [[[Float]?]] = []
             for f in 0..<n {
                 let empty = g.nextUnitFloat() < 0.05
-                frames.append((0..<skeleton.jointCount).map { j -> [Float]? in
-                    if empty || g.nextUnitFloat() < 0.2 { return nil }
-                    let phase = Float(f) * 0.4 + Float(j + s)
-                    var point: [Float] =
-                        D == 2
-                        ? [200 + 30 * Float(j) + 25 * sin(phase) + g.nextSymmetric(3), 150 + 40 * Float(j) + 10 * cos(phase) + g.nextSymmetric(3)]
-                        : [0.2 * Float(j) - 0.4 + 0.1 * sin(phase), 0.3 * Float(j) + g.nextSymmetric(0.05), 0.5 * cos(Float(s)) + 0.1 * cos(phase)]
-                    if confidence { point.append(0.3 + 0.7 * g.nextUnitFloat()) }
-                    return point
-                })
+                frames.append(
+                    (0..<skeleton.jointCount).map { j -> [Float]? in
+                        if empty || g.nextUnitFloat() < 0.2 { return nil }
+                        let phase = Float(f) * 0.4 + Float(j + s)
+                        var point: [Float] =
+                            D == 2
+                            ? [200 + 30 * Float(j) + 25 * sin(phase) + g.nextSymmetric(3), 150 + 40 * Float(j) + 10 * cos(phase) + g.nextSymmetric(3)]
+                            : [0.2 * Float(j) - 0.4 + 0.1 * sin(phase), 0.3 * Float(j) + g.nextSymmetric(0.05), 0.5 * cos(Float(s)) + 0.1 * cos(phase)]
+                        if confidence { point.append(0.3 + 0.7 * g.nextUnitFloat()) }
+                        return point
+                    })
             }
             var timestamps: [Double]? = nil
             if jitter {
@@ -247,8 +242,10 @@ final class SpecReaderTests: XCTestCase {
         let shape = Shape(time: 6, channels: input.channelsPerFrame)  // 12 + 9 + 12
         let classes = ["left", "right", "both"]
         func member(_ channels: [Int]) -> [LayerSpec] {
-            [.selectChannels(channels), .conv1d(inputs: channels.count, outputs: 5, kernel: 3, stride: 1, dilation: 1, padding: 1), .relu,
-             .globalAveragePool, .linear(inputs: 5, outputs: 3)]
+            [
+                .selectChannels(channels), .conv1d(inputs: channels.count, outputs: 5, kernel: 3, stride: 1, dilation: 1, padding: 1), .relu,
+                .globalAveragePool, .linear(inputs: 5, outputs: 3),
+            ]
         }
         let streams: LayerSpec = .averageProbabilities([member(Array(0..<12)), member(Array(12..<21)), member(Array(21..<33))])
         let mirror = try input.mirrorImage()

@@ -34,10 +34,12 @@ final class StreamCLITests: XCTestCase {
         var remaining = lines[...], stdout = "", stderr = "", seen: [Int] = []
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         guard let options = try ArgumentParser.parse(args, for: PredictCommand.spec) else { throw CLIError.usage("help") }
-        try PredictCommand.run(options, out: &output, stdin: {
-            seen.append(stdout.split(separator: "\n").count)
-            return remaining.popFirst()
-        })
+        try PredictCommand.run(
+            options, out: &output,
+            stdin: {
+                seen.append(stdout.split(separator: "\n").count)
+                return remaining.popFirst()
+            })
         return (stdout, stderr, seen)
     }
 
@@ -85,9 +87,7 @@ final class StreamCLITests: XCTestCase {
         let dir = try temporaryDirectory()
         addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("rec.jsonl").path
-        try (
-            [#"{"actiontrain": "poses", "version": 1, "skeleton": \#(skeleton)}"#, #"{"id": "clip", "frames": [\#(frameJSON.joined(separator: ", "))]}"#],
-        ).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try ([#"{"actiontrain": "poses", "version": 1, "skeleton": \#(skeleton)}"#, #"{"id": "clip", "frames": [\#(frameJSON.joined(separator: ", "))]}"#],).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
         let r = try runPredict([Self.golden, file] + events, stdin: [])
         let fromFile = try rows(r.out)
         XCTAssertEqual(fromFile.count, fromStream.count)

@@ -87,7 +87,11 @@ final class AugmentationTests: XCTestCase {
     func testRotationPreservesBoneLengthsAndTheVerticalAxisIn3D() throws {
         for skeleton in [s2, s3] {
             let w = PrepFixtures.sequence(id: "w", label: "a", frames: 3, skeleton: skeleton, absent: [[2, 0]])
-            let out = run(try augmenter({ $0.rotationProbability = 1; $0.maxRotationDegrees = 30 }, skeleton: skeleton), w, seed: 9)
+            let out = run(
+                try augmenter(
+                    {
+                        $0.rotationProbability = 1; $0.maxRotationDegrees = 30
+                    }, skeleton: skeleton), w, seed: 9)
             XCTAssertEqual(out.present, w.present)
             XCTAssertNotEqual(out.coordinates, w.coordinates)
             for f in 0..<3 {
@@ -109,7 +113,9 @@ final class AugmentationTests: XCTestCase {
 
     func testRotationAngleIsWithinTheConfiguredRange() throws {
         let w = PrepFixtures.sequence(id: "w", label: "a", frames: 1)
-        let a = try augmenter { $0.rotationProbability = 1; $0.maxRotationDegrees = 10 }
+        let a = try augmenter {
+            $0.rotationProbability = 1; $0.maxRotationDegrees = 10
+        }
         var largest: Float = 0
         for seed in 0..<50 {
             let out = run(a, w, seed: UInt64(seed))
@@ -127,7 +133,10 @@ final class AugmentationTests: XCTestCase {
 
     func testScaleMultipliesDistancesFromTheCentreByOneFactor() throws {
         let w = PrepFixtures.sequence(id: "w", label: "a", frames: 2)
-        let out = run(try augmenter { $0.scaleProbability = 1; $0.maxScaleChange = 0.2 }, w)
+        let out = run(
+            try augmenter {
+                $0.scaleProbability = 1; $0.maxScaleChange = 0.2
+            }, w)
         let c = centre(w)
         let ratios = (0..<10).map { i -> Float in
             distance(PrepFixtures.point(out, i / 5, i % 5), c) / distance(PrepFixtures.point(w, i / 5, i % 5), c)
@@ -142,7 +151,10 @@ final class AugmentationTests: XCTestCase {
     func testJitterMovesOnlyPresentJointsByAboutSigmaTimesTheTorso() throws {
         let absent: Set<[Int]> = [[0, 1], [5, 4], [9, 2]]
         let w = PrepFixtures.sequence(id: "w", label: "a", frames: 10, absent: absent)
-        let out = run(try augmenter { $0.jitterProbability = 1; $0.jitterStandardDeviation = 0.05 }, w)
+        let out = run(
+            try augmenter {
+                $0.jitterProbability = 1; $0.jitterStandardDeviation = 0.05
+            }, w)
         XCTAssertEqual(out.present, w.present)
         var sq: Float = 0, n: Float = 0
         for f in 0..<10 {
@@ -166,7 +178,10 @@ final class AugmentationTests: XCTestCase {
 
     func testJointDropoutOnlyRemovesJoints() throws {
         let w = PrepFixtures.sequence(id: "w", label: "a", frames: 20, absent: [[0, 0], [3, 3]], confidence: true)
-        let out = run(try augmenter { $0.jointDropoutProbability = 1; $0.jointDropoutRate = 0.3 }, w)
+        let out = run(
+            try augmenter {
+                $0.jointDropoutProbability = 1; $0.jointDropoutRate = 0.3
+            }, w)
         var removed = 0
         for i in 0..<(20 * 5) {
             if w.present[i] == 0 { XCTAssertEqual(out.present[i], 0) }
@@ -208,7 +223,9 @@ final class AugmentationTests: XCTestCase {
     func noseX(_ ws: Augmenter.Workspace) -> [Float] { (0..<ws.frames).map { ws.coordinates[$0 * 5 * 2] - 100 } }
 
     func testFrameDropSkipsWholeSourceFramesInOrder() throws {
-        let a = try augmenter { $0.frameDropProbability = 1; $0.frameDropRate = 0.4 }
+        let a = try augmenter {
+            $0.frameDropProbability = 1; $0.frameDropRate = 0.4
+        }
         let ws = Augmenter.Workspace(frames: 10, skeleton: s2)
         var g = SeededGenerator(seed: 3)
         a.augment(source: timeSource(), first: 20, step: 1, padding: .empty, workspace: ws, using: &g)
@@ -222,7 +239,9 @@ final class AugmentationTests: XCTestCase {
     }
 
     func testSpeedChangeScalesTimeAboutTheWindowMiddleUsingRealNeighbouringFrames() throws {
-        let a = try augmenter { $0.speedProbability = 1; $0.maxSpeedChange = 0.5 }
+        let a = try augmenter {
+            $0.speedProbability = 1; $0.maxSpeedChange = 0.5
+        }
         let ws = Augmenter.Workspace(frames: 9, skeleton: s2)
         var g = SeededGenerator(seed: 11)
         a.augment(source: timeSource(), first: 20, step: 1, padding: .empty, workspace: ws, using: &g)
@@ -234,7 +253,9 @@ final class AugmentationTests: XCTestCase {
     }
 
     func testTimeWarpKeepsTheEndsAndStaysMonotonic() throws {
-        let a = try augmenter { $0.timeWarpProbability = 1; $0.maxTimeWarp = 0.9 }
+        let a = try augmenter {
+            $0.timeWarpProbability = 1; $0.maxTimeWarp = 0.9
+        }
         let ws = Augmenter.Workspace(frames: 11, skeleton: s2)
         var g = SeededGenerator(seed: 5)
         a.augment(source: timeSource(), first: 20, step: 1, padding: .empty, workspace: ws, using: &g)

@@ -155,10 +155,12 @@ final class CoordinateSpaceTests: XCTestCase {
 
             """#
         let warnings = try NativeFormat.parseReporting(Array(text.utf8), file: "k.jsonl").warnings
-        XCTAssertEqual(warnings.map(\.description), [
-            "warning: k.jsonl:2: unknown sequence key \"lable\" (in 2 sequences) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
-            "warning: k.jsonl:3: unknown sequence key \"camera\" (in 1 sequence) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
-        ])
+        XCTAssertEqual(
+            warnings.map(\.description),
+            [
+                "warning: k.jsonl:2: unknown sequence key \"lable\" (in 2 sequences) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
+                "warning: k.jsonl:3: unknown sequence key \"camera\" (in 1 sequence) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
+            ])
     }
 
     func testAModelFileGivenAsDataIsNamed() throws {

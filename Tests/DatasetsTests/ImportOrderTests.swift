@@ -40,8 +40,10 @@ final class ImportOrderTests: XCTestCase {
     func testIntegerSplitsNeedTheirNames() throws {
         let d = try read("int-split.npz", splitNames: ["0": "train", "1": "test"])
         XCTAssertEqual(d.sequences.map(\.split), ["train", "test", "train"])
-        assertThrows(["int-split.npz: entry 'split.npy'", "'split' holds integers (0, 1), not split names",
-                      "give split names for the values, e.g. 0=train,1=test", "re-save it as strings: split=np.where(split == 0, 'train', 'test')"]) {
+        assertThrows([
+            "int-split.npz: entry 'split.npy'", "'split' holds integers (0, 1), not split names",
+            "give split names for the values, e.g. 0=train,1=test", "re-save it as strings: split=np.where(split == 0, 'train', 'test')",
+        ]) {
             _ = try self.read("int-split.npz")
         }
         assertThrows(["split[1]", "split '1' is not train, validation or test", "add it to the split names"]) {

@@ -90,7 +90,7 @@ final class NativeFormatTests: XCTestCase {
     /// Random Floats of every magnitude written by the writer read back bit-exact.
     func testFloatsReadBackBitExact() throws {
         var g = SeededGenerator(seed: 3)
-        var values: [Float] = [0, -0.0, 1, 0.1, 1e-45, -1.17549435e-38, 3.4028235e38, 16777217, 0.3, 412.37]
+        var values: [Float] = [0, -0.0, 1, 0.1, 1e-45, -1.17549435e-38, 3.4028235e38, 16_777_217, 0.3, 412.37]
         for _ in 0..<3000 {
             let bits = UInt32(truncatingIfNeeded: g.next())
             let f = Float(bitPattern: bits)
@@ -118,8 +118,10 @@ final class NativeFormatTests: XCTestCase {
     /// Decimals whose Double lies near a Float rounding boundary take the careful path.
     func testNumberParserMatchesStandardLibrary() {
         var g = SeededGenerator(seed: 11)
-        var texts = ["0.5", "1e-7", "-2.5E+3", "123456789012345678901234", "1.00000005960464477539062500001", "7.006492321624085e-46",
-                     "3.40282356779733661637539395458142568448e38", "0.0000000000000000000000000000000000000000000014"]
+        var texts = [
+            "0.5", "1e-7", "-2.5E+3", "123456789012345678901234", "1.00000005960464477539062500001", "7.006492321624085e-46",
+            "3.40282356779733661637539395458142568448e38", "0.0000000000000000000000000000000000000000000014",
+        ]
         for _ in 0..<5000 {
             let m = g.next() % 100_000_000_000
             let e = Int(g.next() % 80) - 40

@@ -27,11 +27,13 @@ final class SkeletonAliasTests: XCTestCase {
             XCTAssertEqual(Set(table.aliases.values).count, table.aliases.count, "\(table.name): one alias per joint")
         }
         let counts = Dictionary(Skeleton.aliasTables.map { ("\($0.name)/\($0.skeleton)", $0.aliases.count) }, uniquingKeysWith: +)
-        XCTAssertEqual(counts, [
-            "vision-raw/vision-body-2d": 18, "vision-3d-raw/vision-body-3d": 17, "vision-animal-raw/vision-animal": 25,
-            "openpose/openpose-body-25": 25, "openpose/openpose-coco-18": 18, "kinect-v2-sdk/kinect-v2-25": 25,
-            "kinect-v1-sdk/kinect-v1-20": 20,
-        ], "Vision's root has no other key (its raw value is \"root\")")
+        XCTAssertEqual(
+            counts,
+            [
+                "vision-raw/vision-body-2d": 18, "vision-3d-raw/vision-body-3d": 17, "vision-animal-raw/vision-animal": 25,
+                "openpose/openpose-body-25": 25, "openpose/openpose-coco-18": 18, "kinect-v2-sdk/kinect-v2-25": 25,
+                "kinect-v1-sdk/kinect-v1-20": 20,
+            ], "Vision's root has no other key (its raw value is \"root\")")
     }
 
     func testResolveJoint() {
@@ -68,7 +70,8 @@ final class SkeletonAliasTests: XCTestCase {
         XCTAssertEqual(animal.dataset.sequences[0].present.filter { $0 != 0 }.count, 4)
         XCTAssertEqual(Array(animal.dataset.sequences[0].coordinates[(2 * Skeleton.visionAnimal.index(of: "neck")!)...].prefix(2)), [450, 320])
         // A joint given by its name and by an alias in one frame is given twice.
-        let twice = #"{"actiontrain": "poses", "version": 1, "skeleton": "vision-body-2d"}"# + "\n"
+        let twice =
+            #"{"actiontrain": "poses", "version": 1, "skeleton": "vision-body-2d"}"# + "\n"
             + #"{"id": "a", "frames": [{"pose": {"nose": [1, 2], "head_joint": [1, 2]}}]}"# + "\n"
         assertThrows(["x.jsonl:2:", "joint 'nose'", "the joint is given twice in one frame"]) {
             _ = try NativeFormat.parse(Array(twice.utf8), file: "x.jsonl")

@@ -82,10 +82,11 @@ final class EvalReportTests: XCTestCase {
         XCTAssertEqual(sequences[3]["predicted"] as? String, "jump")
         XCTAssertEqual(sequences[3]["windows"] as? Int, 2)
         let window = try XCTUnwrap(object["window"] as? [String: Any])
-        for key in ["accuracy", "accuracyCI", "macroF1", "macroF1CI", "balancedAccuracy", "cohenKappa", "logLoss",
+        for key in [
+            "accuracy", "accuracyCI", "macroF1", "macroF1CI", "balancedAccuracy", "cohenKappa", "logLoss",
             "expectedCalibrationError", "topK", "calibration", "classes", "macro", "weighted", "confusion", "confusionNormalized",
-            "samples", "sequences", "level"]
-        {
+            "samples", "sequences", "level",
+        ] {
             XCTAssertNotNil(window[key], "window.\(key) missing from the JSON")
         }
     }
@@ -101,8 +102,11 @@ final class EvalReportTests: XCTestCase {
         assertThrows([notJSON, "is not a JSON object"]) { _ = try ReportJSON.read(notJSON) }
         let other = try write("{\"hello\": 1}")
         assertThrows([other, "not an actiontrain evaluation report"]) { _ = try ReportJSON.read(other) }
-        let legacy = try write(String(decoding: try JSONEncoder().encode(ClassificationReport(
-            ConfusionMatrix(classes: ["a", "b"], truth: [0, 1], predicted: [0, 1]))), as: UTF8.self))
+        let legacy = try write(
+            String(
+                decoding: try JSONEncoder().encode(
+                    ClassificationReport(
+                        ConfusionMatrix(classes: ["a", "b"], truth: [0, 1], predicted: [0, 1]))), as: UTF8.self))
         assertThrows(["old classification report without per-sample predictions"]) { _ = try ReportJSON.read(legacy) }
         let future = try write("{\"schema\": \"actiontrain.eval\", \"schemaVersion\": 2}")
         assertThrows(["schema version 2 is newer than this reader (1); upgrade actiontrain"]) { _ = try ReportJSON.read(future) }

@@ -38,8 +38,10 @@ final class ReportFormatsTests: XCTestCase {
         let files = try Reports.files(r)
         XCTAssertEqual(
             files.map(\.name),
-            ["report.txt", "report.json", "report.md", "report.html", "confusion.svg", "metrics.csv", "classes.csv", "confusion.csv",
-                "predictions.csv"])
+            [
+                "report.txt", "report.json", "report.md", "report.html", "confusion.svg", "metrics.csv", "classes.csv", "confusion.csv",
+                "predictions.csv",
+            ])
         for f in files {
             let text = String(decoding: f.data, as: UTF8.self)
             XCTAssertTrue(text.prefix(4096).contains(Reports.marker) || f.name == "report.json", "\(f.name) lacks the marker near its top")

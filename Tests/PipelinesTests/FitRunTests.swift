@@ -75,8 +75,9 @@ final class FitRunTests: XCTestCase {
             return net
         }
         let nets = try (0..<3).map(members)
-        XCTAssertNotEqual(nets[0].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1),
-                          nets[2].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1), "members 0 and 2 start alike")
+        XCTAssertNotEqual(
+            nets[0].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1),
+            nets[2].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1), "members 0 and 2 start alike")
         let validation = try XCTUnwrap(run.data.validation)
         let n = min(validation.count, 6), C = shape.channels, K = model.classes.count
         let x = Array(validation.features[0..<(n * shape.count)])

@@ -42,7 +42,7 @@ final class TuneRunTests: XCTestCase {
         let keys: Set<String> = ["architecture", "windowFrames", "hidden", "batchSize", "seed", "threads", "epochs", "widths"]
         let tune = TuneRun(dataPath: FitRunTests.fixture, dataset: d, config: config, explicit: keys, options: .init(folds: 2, budget: nil))
         var trials = 0
-        let search = try tune.search { if case .trial = $0 { trials += 1 } }
+        let search = try tune.search(onEvent: { if case .trial = $0 { trials += 1 } })
         let results = search.outcome.results
         XCTAssertGreaterThan(results.count, 2)
         XCTAssertEqual(trials, 2 * results.count)

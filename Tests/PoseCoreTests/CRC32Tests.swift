@@ -35,7 +35,8 @@ final class CRC32Tests: XCTestCase {
                 XCTAssertEqual(bytes.withUnsafeBytes { CRC32.parallelChecksum($0, parts: parts) }, serial, "length \(n), \(parts) parts")
             }
         }
-        XCTAssertEqual(CRC32.checksum((0..<600_001).map { UInt8(truncatingIfNeeded: $0 &* 7) }),
+        XCTAssertEqual(
+            CRC32.checksum((0..<600_001).map { UInt8(truncatingIfNeeded: $0 &* 7) }),
             reference((0..<600_001).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
     }
 
