@@ -191,18 +191,8 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt.
     public func finish() throws -> FitResult {
-        var metrics: [String: Double] = [:]
-        if let last = progress.records.last { metrics["epochs"] = Double(last.epoch) }
-        if let (loss, accuracy) = training.validationMetrics() {
-            metrics["validationAccuracy"] = accuracy
-            metrics["validationLoss"] = loss
-        }
-        let provenance = ModelHeader.Provenance(
-            datasetHash: dataset.contentHash, configHash: Hashing.fnv1a64(configData), seed: config.seed, metrics: metrics,
-            notes: ["dataset": dataset.name])
-        let bytes = try ModelFile.encode(
-            classes: dataset.classes, input: data.input, network: training.network, provenance: provenance,
-            trainingFrameRate: dataset.frameRate)
+        let (bytes, metrics) = try Self.encodeModel(
+            training, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
@@ -238,6 +228,26 @@ public final class FitRun {
         }
         if let folder { try RunChecks.afterWritingModel(at: folder.modelPath, report) } else { try report() }
         return result
+    }
+
+    /// The model file of `training`'s network as it is now, with its provenance (dataset and
+    /// config hashes, seed, epochs and validation metrics), and those metrics.
+    static func encodeModel(
+        _ training: Training, configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
+    ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+        var metrics: [String: Double] = [:]
+        if let last = training.records.last { metrics["epochs"] = Double(last.epoch) }
+        if let (loss, accuracy) = training.validationMetrics() {
+            metrics["validationAccuracy"] = accuracy
+            metrics["validationLoss"] = loss
+        }
+        let provenance = ModelHeader.Provenance(
+            datasetHash: datasetHash, configHash: Hashing.fnv1a64(configData), seed: training.config.seed, metrics: metrics,
+            notes: ["dataset": datasetName])
+        let bytes = try ModelFile.encode(
+            classes: training.data.classes, input: training.data.input, network: training.network, provenance: provenance,
+            trainingFrameRate: frameRate)
+        return (bytes, metrics)
     }
 
     /// A warning when the last epoch's training loss is clearly above the lowest one (more than
