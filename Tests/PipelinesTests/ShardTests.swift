@@ -64,6 +64,25 @@ final class ShardTests: XCTestCase {
         XCTAssertNotEqual(try other.modelBytes(), memory)
     }
 
+    func testTwoRanksTrainingFromShardsGiveTheModelOfOneProcessInMemory() throws {
+        let (dir, _) = try convert()
+        var config = FitRunTests.quick
+        config.accumulate = 2
+        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
+        try run.train()
+        let memory = try run.finish().modelBytes
+        let results = ThreadGroup.run(2) { group in
+            let shards = try ShardRun(directory: dir, group: group) { c in
+                var c = c
+                c.accumulate = 2  // not a window key
+                return c
+            }
+            try shards.training.run()
+            return try shards.modelBytes()
+        }
+        for (r, result) in results.enumerated() { XCTAssertEqual(try result.get(), memory, "rank \(r)") }
+    }
+
     func testAConfigThatCutsOtherWindowsIsRefusedNamingTheKeys() throws {
         let (dir, _) = try convert()
         XCTAssertThrowsError(
