@@ -163,65 +163,85 @@ public enum ShardFile {
     }
 }
 
-/// One shard file mapped read-only. Opening checks the layout, the header against the
-/// manifest entry and the CRC-32 (reading the file once, without keeping it resident).
-final class MappedShard {
+/// One open shard file. Opening checks the layout, the header against the manifest entry and
+/// the CRC-32 (reading the file once, 16 MiB at a time) and reads the labels; features are
+/// read a window at a time with `pread`, which copies from the page cache without mapping
+/// anything into the process (docs/distributed.md "Datasets larger than memory" says why
+/// not `mmap`).
+final class ShardReader {
     let path: String
     let header: ShardFile.Header
-    let base: UnsafeRawPointer
-    let length: Int
-    let dataOffset: Int
-    let values: Int
+    let labels: [Int32]
+    private let fd: Int32
+    private let dataOffset: Int
+    private let values: Int
 
     init(path: String, entry: ShardManifest.Entry, manifest: ShardManifest) throws {
         self.path = path
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ShardError.unreadable(file: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw ShardError.unreadable(file: path, reason: String(cString: strerror(errno))) }
-        length = Int(st.st_size)
-        guard length == entry.bytes else {
-            throw ShardError.manifestMismatch(file: path, reason: "\(length) bytes, the manifest lists \(entry.bytes) (truncated or replaced?)")
-        }
-        guard length >= ShardFile.magic.count + 4 + 4 else { throw ShardError.corrupt(file: path, reason: "only \(length) bytes") }
-        guard let map = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else {
-            throw ShardError.unreadable(file: path, reason: "mmap: \(String(cString: strerror(errno)))")
-        }
-        base = UnsafeRawPointer(map)
+        self.fd = fd
         do {
-            (header, dataOffset) = try Self.readHeader(base, length: length, path: path)
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { throw ShardError.unreadable(file: path, reason: String(cString: strerror(errno))) }
+            let length = Int(st.st_size)
+            guard length == entry.bytes else {
+                throw ShardError.manifestMismatch(file: path, reason: "\(length) bytes, the manifest lists \(entry.bytes) (truncated or replaced?)")
+            }
+            let (header, dataOffset) = try Self.readHeader(fd, length: length, path: path)
+            try Self.check(header, path: path, length: length, dataOffset: dataOffset, entry: entry, manifest: manifest)
+            try Self.checkCRC(fd, path: path, length: length, stored: entry.crc32)
+            var labels = [Int32](repeating: 0, count: header.windows)
+            let labelsAt = dataOffset + 4 * header.frames * header.channels * header.windows
+            try labels.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt, path: path) }
+            for (i, y) in labels.enumerated() where !(0..<manifest.classes.count).contains(Int(y)) {
+                throw ShardError.corrupt(file: path, reason: "window \(i) has label \(y) for \(manifest.classes.count) classes")
+            }
+            (self.header, self.dataOffset, values, self.labels) = (header, dataOffset, header.frames * header.channels, labels)
         } catch {
-            munmap(map, length)
-            throw error
-        }
-        values = header.frames * header.channels
-        do { try check(entry: entry, manifest: manifest) } catch {
-            munmap(map, length)
+            close(fd)
             throw error
         }
     }
 
-    deinit { munmap(UnsafeMutableRawPointer(mutating: base), length) }
+    deinit { close(fd) }
 
-    private static func readHeader(_ base: UnsafeRawPointer, length: Int, path: String) throws -> (ShardFile.Header, Int) {
-        let magic = ShardFile.magic
-        guard Array(UnsafeRawBufferPointer(start: base, count: magic.count)) == magic else {
-            throw ShardError.corrupt(file: path, reason: "not a shard file (bad magic)")
+    /// Reads `count` bytes at `offset`; a short read is a truncated file.
+    private static func read(_ fd: Int32, _ into: UnsafeMutableRawPointer, _ count: Int, at offset: Int, path: String) throws {
+        var done = 0
+        while done < count {
+            let n = pread(fd, into + done, count - done, off_t(offset + done))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw n == 0
+                    ? ShardError.corrupt(file: path, reason: "ends at byte \(offset + done) (truncated?)")
+                    : ShardError.unreadable(file: path, reason: String(cString: strerror(errno)))
+            }
+            done += n
         }
-        let json = Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: magic.count, as: UInt32.self)))
+    }
+
+    private static func readHeader(_ fd: Int32, length: Int, path: String) throws -> (ShardFile.Header, Int) {
+        let magic = ShardFile.magic
+        guard length >= magic.count + 8 else { throw ShardError.corrupt(file: path, reason: "only \(length) bytes") }
+        var start = [UInt8](repeating: 0, count: magic.count + 4)
+        try start.withUnsafeMutableBytes { try read(fd, $0.baseAddress!, $0.count, at: 0, path: path) }
+        guard Array(start.prefix(magic.count)) == magic else { throw ShardError.corrupt(file: path, reason: "not a shard file (bad magic)") }
+        let json = start.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
         guard magic.count + 4 + json <= length else { throw ShardError.corrupt(file: path, reason: "the header runs past the end of the file") }
-        let header: ShardFile.Header
+        var bytes = [UInt8](repeating: 0, count: json)
+        try bytes.withUnsafeMutableBytes { try read(fd, $0.baseAddress!, json, at: magic.count + 4, path: path) }
         do {
-            header = try JSONDecoder().decode(ShardFile.Header.self, from: Data(bytes: base + magic.count + 4, count: json))
+            return (try JSONDecoder().decode(ShardFile.Header.self, from: Data(bytes)), ShardFile.dataOffset(headerBytes: json))
         } catch {
             throw ShardError.corrupt(file: path, reason: "the header does not decode: \(error)")
         }
-        return (header, ShardFile.dataOffset(headerBytes: json))
     }
 
-    private func check(entry: ShardManifest.Entry, manifest: ShardManifest) throws {
-        let expected = ShardFile.size(dataOffset: dataOffset, windows: header.windows, values: values)
+    private static func check(
+        _ header: ShardFile.Header, path: String, length: Int, dataOffset: Int, entry: ShardManifest.Entry, manifest: ShardManifest
+    ) throws {
+        let expected = ShardFile.size(dataOffset: dataOffset, windows: header.windows, values: header.frames * header.channels)
         guard length == expected else {
             throw ShardError.corrupt(file: path, reason: "\(length) bytes, its header implies \(expected) (truncated?)")
         }
@@ -233,46 +253,41 @@ final class MappedShard {
         }
         if header.datasetHash != manifest.datasetHash { differences.append("dataset \(header.datasetHash), the manifest's is \(manifest.datasetHash)") }
         if let first = differences.first { throw ShardError.manifestMismatch(file: path, reason: first) }
-        let stored = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: length - 4, as: UInt32.self))
-        guard stored == entry.crc32 else {
-            throw ShardError.manifestMismatch(file: path, reason: "CRC-32 \(String(stored, radix: 16)), the manifest lists \(String(entry.crc32, radix: 16))")
+    }
+
+    private static func checkCRC(_ fd: Int32, path: String, length: Int, stored expected: UInt32) throws {
+        var stored: UInt32 = 0
+        try withUnsafeMutableBytes(of: &stored) { try read(fd, $0.baseAddress!, 4, at: length - 4, path: path) }
+        stored = UInt32(littleEndian: stored)
+        guard stored == expected else {
+            throw ShardError.manifestMismatch(file: path, reason: "CRC-32 \(String(stored, radix: 16)), the manifest lists \(String(expected, radix: 16))")
         }
-        // In 16 MiB chunks, each released after it is summed, so the check keeps nothing resident.
+        var buffer = [UInt8](repeating: 0, count: min(1 << 24, length))
         var crc: UInt32 = 0
-        let chunk = 1 << 24
-        for start in stride(from: 0, to: length - 4, by: chunk) {
-            let n = min(chunk, length - 4 - start)
-            crc = CRC32.checksum(UnsafeRawBufferPointer(start: base + start, count: n), continuing: crc)
-            release(start, n)
+        for start in stride(from: 0, to: length - 4, by: buffer.count) {
+            let n = min(buffer.count, length - 4 - start)
+            try buffer.withUnsafeMutableBytes {
+                try read(fd, $0.baseAddress!, n, at: start, path: path)
+                crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[..<n]), continuing: crc)
+            }
         }
         guard crc == stored else { throw ShardError.checksum(file: path, stored: stored, computed: crc) }
-        for i in 0..<header.windows where !(0..<manifest.classes.count).contains(Int(label(i))) {
-            throw ShardError.corrupt(file: path, reason: "window \(i) has label \(label(i)) for \(manifest.classes.count) classes")
+    }
+
+    /// Copies window `row`'s features to `into`. The file was checked when opened; a read
+    /// failing now (the file changed or vanished under the run) stops the process.
+    func features(_ row: Int, into: UnsafeMutablePointer<Float>) {
+        do { try Self.read(fd, into, 4 * values, at: dataOffset + 4 * values * row, path: path) } catch {
+            fatalError("\(error)")
         }
-    }
-
-    func features(_ i: Int) -> UnsafePointer<Float> {
-        (base + dataOffset + 4 * values * i).assumingMemoryBound(to: Float.self)
-    }
-
-    func label(_ i: Int) -> Int32 {
-        base.loadUnaligned(fromByteOffset: dataOffset + 4 * values * header.windows + 4 * i, as: Int32.self)
-    }
-
-    /// Drops the pages of bytes `start..<start+count` from this process (the page cache keeps
-    /// them): what bounds the resident memory of a pass over the shards.
-    func release(_ start: Int, _ count: Int) {
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let first = start / page * page
-        madvise(UnsafeMutableRawPointer(mutating: base + first), start + count - first, Int32(MADV_DONTNEED))
     }
 }
 
-/// The windows of a shard directory's shards of one role, as a `BatchSource`: batches are
-/// copied from the mapped files and their pages released, so resident memory stays at a
-/// batch plus the labels (4 bytes a window) whatever the data's size.
+/// The windows of a shard directory's shards of one role, as a `BatchSource`: each batch is
+/// read from the files as it is needed, so resident memory stays at a batch plus the labels
+/// (4 bytes a window) whatever the data's size.
 public final class ShardBatches: BatchSource {
-    private let shards: [MappedShard]
+    private let shards: [ShardReader]
     /// `starts[s]`: the index of shard s's first window.
     private let starts: [Int]
     public let labels: [Int32]
@@ -281,12 +296,12 @@ public final class ShardBatches: BatchSource {
     /// Maps and checks the shards of `role` listed in the manifest of `directory`.
     public init(directory: String, manifest: ShardManifest, role: ShardManifest.Role) throws {
         shards = try manifest.shards.filter { $0.role == role }.map {
-            try MappedShard(path: "\(directory)/\($0.file)", entry: $0, manifest: manifest)
+            try ShardReader(path: "\(directory)/\($0.file)", entry: $0, manifest: manifest)
         }
         var starts: [Int] = [], labels: [Int32] = []
         for s in shards {
             starts.append(labels.count)
-            labels += (0..<s.header.windows).map(s.label)
+            labels += s.labels
         }
         self.starts = starts
         self.labels = labels
@@ -299,11 +314,9 @@ public final class ShardBatches: BatchSource {
     public func fill(
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>
     ) {
-        let V = valuesPerWindow
         for (k, i) in indices.enumerated() {
-            let s = shard(of: i), row = i - starts[s], shard = shards[s]
-            (features + k * V).update(from: shard.features(row), count: V)
-            shard.release(shard.dataOffset + 4 * V * row, 4 * V)
+            let s = shard(of: i)
+            shards[s].features(i - starts[s], into: features + k * valuesPerWindow)
             labels[k] = self.labels[i]
         }
     }
