@@ -538,28 +538,11 @@ enum HeaderJSON {
         }
     }
 
-    /// LayerSpec's decoder.
+    /// LayerSpec's decoder: the kind's own field reading (`LayerKind.init(fields:)`).
     static func layer(_ v: Value) throws -> LayerSpec {
         let o = try Object(v)
-        switch try o.string("type") {
-        case "linear": return .linear(inputs: try o.int("inputs"), outputs: try o.int("outputs"))
-        case "relu": return .relu
-        case "gelu": return .gelu
-        case "dropout": return .dropout(rate: try float(try o.required("rate")))
-        case "layerNorm": return .layerNorm(channels: try o.int("channels"), epsilon: try float(try o.required("epsilon")))
-        case "conv1d":
-            return .conv1d(
-                inputs: try o.int("inputs"), outputs: try o.int("outputs"), kernel: try o.int("kernel"),
-                stride: try o.int("stride"), dilation: try o.int("dilation"), padding: try o.int("padding"))
-        case "flatten": return .flatten
-        case "globalAveragePool": return .globalAveragePool
-        case "globalMaxPool": return .globalMaxPool
-        case "residual":
-            return .residual(
-                body: try array(try o.required("body")).map(layer), shortcut: try array(try o.required("shortcut")).map(layer))
-        default:
-            throw Declined()
-        }
+        guard let spec = try LayerSpec.decode(type: try o.string("type"), fields: o) else { throw Declined() }
+        return spec
     }
 
     static func tensor(_ v: Value) throws -> ModelHeader.Tensor {
@@ -579,5 +562,15 @@ enum HeaderJSON {
             tool: try o.string("tool"), datasetHash: try o.optional("datasetHash").map(string),
             configHash: try o.optional("configHash").map(string), seed: try o.optional("seed").map(uint64),
             metrics: metrics, notes: notes)
+    }
+}
+
+extension HeaderJSON.Object: LayerFieldReader {
+    func float(_ key: String) throws -> Float { try HeaderJSON.float(try required(key)) }
+    func ints(_ key: String) throws -> [Int] { try HeaderJSON.array(try required(key)).map(HeaderJSON.int) }
+    func floats(_ key: String) throws -> [Float] { try HeaderJSON.array(try required(key)).map(HeaderJSON.float) }
+    func layers(_ key: String) throws -> [LayerSpec] { try HeaderJSON.array(try required(key)).map(HeaderJSON.layer) }
+    func layerLists(_ key: String) throws -> [[LayerSpec]] {
+        try HeaderJSON.array(try required(key)).map { try HeaderJSON.array($0).map(HeaderJSON.layer) }
     }
 }

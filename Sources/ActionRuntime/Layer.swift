@@ -123,98 +123,45 @@ extension Layer {
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.count } }
 }
 
-/// Largest parameter tensor or per-window activation a layer may ask for, in values. It keeps
-/// a hostile model header from requesting absurd allocations (matches `ModelFile`'s limit).
+/// Largest parameter arena or network input a `Network` may ask for, in values.
 let maxLayerValues = 1 << 31
+
+extension LayerSpec {
+    /// The kind's shapes for `input` with the limits every kind shares: each parameter tensor
+    /// and the output within `ModelFile.Limits` (docs/format.md 2.1).
+    func checkedShapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        let shapes = try kind.shapes(input: input, check: check)
+        for p in shapes.parameters { _ = try check.product(p.name, p.shape) }
+        _ = try check.product("output", [shapes.output.time, shapes.output.channels], max: ModelFile.Limits.activationValues)
+        return shapes
+    }
+}
 
 /// Builds the layer for a spec, checking it against the input shape. `path` locates the layer
 /// in the network for error messages: `3` at the top level, `3.body.0` inside a residual block.
 func makeLayer(_ spec: LayerSpec, input: Shape, path: String) throws -> Layer {
     let name = "\(path) (\(spec.typeName))"
-    func invalid(_ reason: String) -> ModelError { .invalidLayer(layer: name, reason: reason) }
-    func positive(_ values: [(String, Int)]) throws {
-        for (field, v) in values where v <= 0 {
-            throw invalid("\(field) must be positive, got \(v)")
-        }
+    do {
+        let shapes = try layerShapes(spec, input: input, path: path)
+        return try spec.kind.makeLayer(input: input, shapes: shapes, builder: LayerBuilder(path: path))
+    } catch let e as LayerCheckError {
+        throw ModelError.invalidLayer(layer: name, reason: e.reason)
     }
-    /// The product of `factors`, or a thrown error when it overflows or exceeds the limit.
-    func checkedCount(_ what: String, _ factors: [Int]) throws -> Int {
-        var n = 1
-        for f in factors {
-            let (p, overflow) = n.multipliedReportingOverflow(by: f)
-            guard !overflow, p <= maxLayerValues else {
-                throw invalid("\(what) \(factors.map(String.init).joined(separator: " x ")) is too large")
+}
+
+/// The checked shapes of `spec` for `input`, a branch's layers checked in turn (`makeLayer`'s errors).
+private func layerShapes(_ spec: LayerSpec, input: Shape, path: String) throws -> LayerShapes {
+    let check = ShapeCheck { specs, input, branch in
+        var shape = input
+        for (j, s) in specs.enumerated() {
+            let p = "\(path).\(branch).\(j)"
+            do {
+                shape = try layerShapes(s, input: shape, path: p).output
+            } catch let e as LayerCheckError {
+                throw ModelError.invalidLayer(layer: "\(p) (\(s.typeName))", reason: e.reason)
             }
-            n = p
         }
-        return n
+        return shape
     }
-    func channels(_ expected: Int, field: String) throws {
-        guard expected == input.channels else {
-            throw ModelError.shapeMismatch(layer: name, expected: "[*, \(expected)] (\(field) \(expected))", got: input.description)
-        }
-    }
-    switch spec {
-    case .linear(let inputs, let outputs):
-        try positive([("inputs", inputs), ("outputs", outputs)])
-        try channels(inputs, field: "inputs")
-        _ = try checkedCount("weight", [outputs, inputs])
-        _ = try checkedCount("output", [input.time, outputs])
-        return Linear(inputs: inputs, outputs: outputs, time: input.time)
-    case .relu:
-        return ReLU(shape: input)
-    case .gelu:
-        return GELU(shape: input)
-    case .dropout(let rate):
-        guard rate >= 0 && rate < 1 else { throw invalid("rate must be in [0, 1), got \(rate)") }
-        return Dropout(rate: rate, shape: input)
-    case .layerNorm(let count, let epsilon):
-        try positive([("channels", count)])
-        try channels(count, field: "channels")
-        guard epsilon > 0 && epsilon.isFinite else { throw invalid("epsilon must be positive and finite, got \(epsilon)") }
-        return LayerNorm(shape: input, epsilon: epsilon)
-    case .conv1d(let inputs, let outputs, let kernel, let stride, let dilation, let padding):
-        try positive([("inputs", inputs), ("outputs", outputs), ("kernel", kernel), ("stride", stride), ("dilation", dilation)])
-        guard padding >= 0 else { throw invalid("padding must be zero or positive, got \(padding)") }
-        try channels(inputs, field: "inputs")
-        _ = try checkedCount("weight", [outputs, kernel, inputs])
-        _ = try checkedCount("padding", [2, padding])
-        let span = try checkedCount("dilated kernel span", [dilation, kernel - 1]) + 1
-        let (padded, overflow) = input.time.addingReportingOverflow(2 * padding)
-        guard !overflow else { throw invalid("padding \(padding) is too large") }
-        guard padded >= span else {
-            throw invalid(
-                "the input has \(input.time) time steps (\(padded) with padding \(padding) on each side), "
-                    + "fewer than the dilated kernel span \(span) = dilation \(dilation) x (kernel \(kernel) - 1) + 1")
-        }
-        let time = (padded - span) / stride + 1
-        _ = try checkedCount("im2col row", [kernel, inputs])
-        _ = try checkedCount("output", [time, outputs])
-        return Conv1d(
-            inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding,
-            inputTime: input.time)
-    case .flatten:
-        return Flatten(shape: input)
-    case .globalAveragePool:
-        return GlobalAveragePool(shape: input)
-    case .globalMaxPool:
-        return GlobalMaxPool(shape: input)
-    case .residual(let bodySpecs, let shortcutSpecs):
-        func chain(_ specs: [LayerSpec], _ branch: String) throws -> (layers: [Layer], output: Shape) {
-            var shape = input, built: [Layer] = []
-            for (j, s) in specs.enumerated() {
-                let layer = try makeLayer(s, input: shape, path: "\(path).\(branch).\(j)")
-                built.append(layer)
-                shape = layer.outputShape
-            }
-            return (built, shape)
-        }
-        let body = try chain(bodySpecs, "body"), shortcut = try chain(shortcutSpecs, "shortcut")
-        guard body.output == shortcut.output else {
-            throw invalid(
-                "the body gives \(body.output) per window but the shortcut gives \(shortcut.output)"
-                    + (shortcutSpecs.isEmpty ? " (the identity)" : "") + "; they are added, so they must agree")
-        }
-        return Residual(body: body.layers, shortcut: shortcut.layers, input: input, output: body.output)
-    }
+    return try spec.checkedShapes(input: input, check: check)
 }

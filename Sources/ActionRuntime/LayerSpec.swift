@@ -11,106 +11,72 @@ public struct Shape: Codable, Hashable, Sendable, CustomStringConvertible {
     public var description: String { "[\(time), \(channels)]" }
 }
 
-/// One layer of a network as written in the model file header: its type and hyperparameters.
-/// Parameters (weights) are described separately as tensors.
+/// One layer of a network as written in the model file header: its kind and hyperparameters
+/// (a `LayerKind`; `LayerKinds.all` lists them). Parameters (weights) are described separately
+/// as tensors.
 ///
-/// JSON form: an object with `"type"` and the fields of that type, e.g.
-/// `{"type": "linear", "inputs": 2565, "outputs": 256}`.
-public indirect enum LayerSpec: Hashable, Sendable {
-    /// `y = x W^T + b` applied at each time step. `weight [outputs, inputs]`, `bias [outputs]`.
-    case linear(inputs: Int, outputs: Int)
-    case relu
-    /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))`.
-    case gelu
-    /// Inverted dropout during training; the identity at inference.
-    case dropout(rate: Float)
-    /// Layer normalisation over channels at each time step. `gamma [channels]`, `beta [channels]`.
-    case layerNorm(channels: Int, epsilon: Float)
-    /// 1D convolution over time. `weight [outputs, kernel, inputs]`, `bias [outputs]`;
-    /// `out_t = b + Σ_k W[:, k, :] x[t·stride + k·dilation − padding]` (zeros outside).
-    case conv1d(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int)
-    /// `[time, channels] -> [1, time·channels]`, time-major.
-    case flatten
-    /// Mean over time: `[time, channels] -> [1, channels]`.
-    case globalAveragePool
-    /// Max over time: `[time, channels] -> [1, channels]`.
-    case globalMaxPool
-    /// `y = body(x) + shortcut(x)`; an empty shortcut is the identity.
-    case residual(body: [LayerSpec], shortcut: [LayerSpec])
+/// JSON form: an object with `"type"` and the fields of that kind, e.g.
+/// `{"type": "linear", "inputs": 2565, "outputs": 256}`. Each kind's file adds its
+/// constructor (`.linear(inputs:outputs:)`, `.relu`, ...).
+public struct LayerSpec: Hashable, Sendable {
+    public let kind: any LayerKind
 
-    public var typeName: String {
-        switch self {
-        case .linear: return "linear"
-        case .relu: return "relu"
-        case .gelu: return "gelu"
-        case .dropout: return "dropout"
-        case .layerNorm: return "layerNorm"
-        case .conv1d: return "conv1d"
-        case .flatten: return "flatten"
-        case .globalAveragePool: return "globalAveragePool"
-        case .globalMaxPool: return "globalMaxPool"
-        case .residual: return "residual"
-        }
+    public init(_ kind: some LayerKind) { self.kind = kind }
+
+    public var typeName: String { type(of: kind).typeName }
+
+    public static func == (a: LayerSpec, b: LayerSpec) -> Bool { AnyHashable(a.kind) == AnyHashable(b.kind) }
+    public func hash(into h: inout Hasher) { AnyHashable(kind).hash(into: &h) }
+
+    /// The spec of kind `type` read from `fields`, or nil when no kind has that name.
+    static func decode(type: String, fields: some LayerFieldReader) throws -> LayerSpec? {
+        guard let kind = LayerKinds.named(type) else { return nil }
+        return LayerSpec(try kind.init(fields: fields))
     }
 }
 
 extension LayerSpec: Codable {
-    private enum Key: String, CodingKey {
-        case type, inputs, outputs, rate, channels, epsilon, kernel, stride, dilation, padding, body, shortcut
+    struct FieldKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ s: String) { stringValue = s }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// `LayerFieldReader` over a decoding container (the Codable path).
+    struct ContainerReader: LayerFieldReader {
+        let c: KeyedDecodingContainer<FieldKey>
+        func int(_ key: String) throws -> Int { try c.decode(Int.self, forKey: FieldKey(key)) }
+        func float(_ key: String) throws -> Float { try c.decode(Float.self, forKey: FieldKey(key)) }
+        func ints(_ key: String) throws -> [Int] { try c.decode([Int].self, forKey: FieldKey(key)) }
+        func floats(_ key: String) throws -> [Float] { try c.decode([Float].self, forKey: FieldKey(key)) }
+        func layers(_ key: String) throws -> [LayerSpec] { try c.decode([LayerSpec].self, forKey: FieldKey(key)) }
+        func layerLists(_ key: String) throws -> [[LayerSpec]] { try c.decode([[LayerSpec]].self, forKey: FieldKey(key)) }
     }
 
     public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: Key.self)
-        let type = try c.decode(String.self, forKey: .type)
-        switch type {
-        case "linear":
-            self = .linear(inputs: try c.decode(Int.self, forKey: .inputs), outputs: try c.decode(Int.self, forKey: .outputs))
-        case "relu": self = .relu
-        case "gelu": self = .gelu
-        case "dropout": self = .dropout(rate: try c.decode(Float.self, forKey: .rate))
-        case "layerNorm":
-            self = .layerNorm(
-                channels: try c.decode(Int.self, forKey: .channels), epsilon: try c.decode(Float.self, forKey: .epsilon))
-        case "conv1d":
-            self = .conv1d(
-                inputs: try c.decode(Int.self, forKey: .inputs), outputs: try c.decode(Int.self, forKey: .outputs),
-                kernel: try c.decode(Int.self, forKey: .kernel), stride: try c.decode(Int.self, forKey: .stride),
-                dilation: try c.decode(Int.self, forKey: .dilation), padding: try c.decode(Int.self, forKey: .padding))
-        case "flatten": self = .flatten
-        case "globalAveragePool": self = .globalAveragePool
-        case "globalMaxPool": self = .globalMaxPool
-        case "residual":
-            self = .residual(
-                body: try c.decode([LayerSpec].self, forKey: .body),
-                shortcut: try c.decode([LayerSpec].self, forKey: .shortcut))
-        default:
-            throw DecodingError.dataCorruptedError(
-                forKey: .type, in: c, debugDescription: "unknown layer type '\(type)'")
+        let c = try decoder.container(keyedBy: FieldKey.self)
+        let type = try c.decode(String.self, forKey: FieldKey("type"))
+        guard let spec = try LayerSpec.decode(type: type, fields: ContainerReader(c: c)) else {
+            throw DecodingError.dataCorruptedError(forKey: FieldKey("type"), in: c, debugDescription: "unknown layer type '\(type)'")
         }
+        self = spec
     }
 
     public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encode(typeName, forKey: .type)
-        switch self {
-        case .linear(let i, let o):
-            try c.encode(i, forKey: .inputs)
-            try c.encode(o, forKey: .outputs)
-        case .relu, .gelu, .flatten, .globalAveragePool, .globalMaxPool: break
-        case .dropout(let r): try c.encode(r, forKey: .rate)
-        case .layerNorm(let ch, let eps):
-            try c.encode(ch, forKey: .channels)
-            try c.encode(eps, forKey: .epsilon)
-        case .conv1d(let i, let o, let k, let s, let d, let p):
-            try c.encode(i, forKey: .inputs)
-            try c.encode(o, forKey: .outputs)
-            try c.encode(k, forKey: .kernel)
-            try c.encode(s, forKey: .stride)
-            try c.encode(d, forKey: .dilation)
-            try c.encode(p, forKey: .padding)
-        case .residual(let body, let shortcut):
-            try c.encode(body, forKey: .body)
-            try c.encode(shortcut, forKey: .shortcut)
+        var c = encoder.container(keyedBy: FieldKey.self)
+        try c.encode(typeName, forKey: FieldKey("type"))
+        for (key, value) in kind.fields {
+            let k = FieldKey(key)
+            switch value {
+            case .int(let v): try c.encode(v, forKey: k)
+            case .float(let v): try c.encode(v, forKey: k)
+            case .ints(let v): try c.encode(v, forKey: k)
+            case .floats(let v): try c.encode(v, forKey: k)
+            case .layers(let v): try c.encode(v, forKey: k)
+            case .layerLists(let v): try c.encode(v, forKey: k)
+            }
         }
     }
 }

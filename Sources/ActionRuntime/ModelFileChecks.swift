@@ -124,8 +124,8 @@ extension ModelFile {
         guard h.tensors.count <= Limits.tensors else {
             throw ModelFileError.limitExceeded(what: "the number of tensors", value: h.tensors.count, limit: Limits.tensors)
         }
-        var budget = ShapeBudget()
-        let out = try inferShape(h.layers, input: shape, path: "layers", depth: 0, budget: &budget)
+        let budget = ShapeBudget()
+        let out = try inferShape(h.layers, input: shape, path: "layers", depth: 0, budget: budget)
         guard out.time == 1, out.channels == h.classes.count else {
             throw ModelFileError.badHeader(
                 "the network gives \(out) per window; expected [1, \(h.classes.count)] (one logit per class)")
@@ -142,7 +142,7 @@ extension ModelFile {
     }
 
     /// Running totals of the shape pass.
-    struct ShapeBudget {
+    final class ShapeBudget {
         var layers = 0
         var parameters = 0
         /// Output values of every layer, plus conv1d's im2col rows, per window.
@@ -152,91 +152,33 @@ extension ModelFile {
     /// The output shape of `layers` for `input`, per docs/format.md section 4, with every
     /// product checked against the limits. Counts layers and parameter values.
     static func inferShape(
-        _ layers: [LayerSpec], input: Shape, path: String, depth: Int, budget: inout ShapeBudget
+        _ layers: [LayerSpec], input: Shape, path: String, depth: Int, budget: ShapeBudget
     ) throws -> Shape {
         var s = input
         for (i, spec) in layers.enumerated() {
-            let name = "\(path)[\(i)] (\(spec.typeName))"
-            func bad(_ why: String) -> ModelFileError { .badHeader("\(name): \(why)") }
-            func size(_ field: String, _ v: Int, max: Int = Limits.tensorValues) throws {
-                guard v >= 1 else { throw bad("\(field) must be positive, got \(v)") }
-                guard v <= max else { throw ModelFileError.limitExceeded(what: "\(name) \(field)", value: v, limit: max) }
-            }
-            func params(_ counts: [Int]) throws {
-                for c in counts {
-                    guard c <= Limits.tensorValues else {
-                        throw ModelFileError.limitExceeded(what: "\(name) tensor values", value: c, limit: Limits.tensorValues)
-                    }
-                    budget.parameters += c  // ≤ 1024 layers · 2 · 2^28: no overflow
-                }
-            }
+            let at = "\(path)[\(i)]", name = "\(at) (\(spec.typeName))"
             budget.layers += 1
             guard budget.layers <= Limits.layers else {
                 throw ModelFileError.limitExceeded(what: "the number of layers", value: budget.layers, limit: Limits.layers)
             }
-            switch spec {
-            case .linear(let inputs, let outputs):
-                try size("inputs", inputs)
-                try size("outputs", outputs)
-                guard inputs == s.channels else { throw bad("expects \(inputs) channels, receives \(s)") }
-                let (w, o) = inputs.multipliedReportingOverflow(by: outputs)
-                guard !o else { throw ModelFileError.limitExceeded(what: "\(name) weight values", value: Int.max, limit: Limits.tensorValues) }
-                try params([w, outputs])
-                s = Shape(time: s.time, channels: outputs)
-            case .relu, .gelu:
-                break
-            case .dropout(let rate):
-                guard rate >= 0 && rate < 1 else { throw bad("rate \(rate) must be in [0, 1)") }
-            case .layerNorm(let channels, let epsilon):
-                try size("channels", channels)
-                guard channels == s.channels else { throw bad("normalises \(channels) channels, receives \(s)") }
-                guard Limits.layerNormEpsilon.contains(epsilon) else {
-                    throw bad("epsilon \(epsilon) must be in [\(Limits.layerNormEpsilon.lowerBound), \(Limits.layerNormEpsilon.upperBound)]")
+            let check = ShapeCheck { specs, input, branch in
+                guard depth + 1 <= Limits.nestingDepth else {
+                    throw ModelFileError.limitExceeded(what: "the layer nesting depth", value: depth + 1, limit: Limits.nestingDepth)
                 }
-                try params([channels, channels])
-            case .conv1d(let inputs, let outputs, let kernel, let stride, let dilation, let padding):
-                try size("inputs", inputs)
-                try size("outputs", outputs)
-                for (f, v) in [("kernel", kernel), ("stride", stride), ("dilation", dilation)] { try size(f, v, max: Limits.inputTime) }
-                guard padding >= 0, padding <= Limits.inputTime else { throw bad("padding \(padding) must be in 0...\(Limits.inputTime)") }
-                guard inputs == s.channels else { throw bad("expects \(inputs) channels, receives \(s)") }
-                // Every factor is ≤ 2^28, so these products fit in 64 bits.
-                let span = dilation.multipliedReportingOverflow(by: kernel - 1)
-                guard !span.overflow else { throw bad("dilation x (kernel - 1) overflows") }
-                let reach = s.time + 2 * padding - span.partialValue - 1
-                guard reach >= 0 else { throw bad("the kernel (\(kernel), dilation \(dilation)) is longer than the padded input \(s)") }
-                let (w, o1) = outputs.multipliedReportingOverflow(by: kernel)
-                let (w2, o2) = w.multipliedReportingOverflow(by: inputs)
-                guard !o1, !o2 else { throw ModelFileError.limitExceeded(what: "\(name) weight values", value: Int.max, limit: Limits.tensorValues) }
-                try params([w2, outputs])
-                s = Shape(time: reach / stride + 1, channels: outputs)
-                // im2col: [time, kernel · inputs] per window (each factor is bounded, see above).
-                let (cols, o3) = s.time.multipliedReportingOverflow(by: kernel)
-                let (im2col, o4) = cols.multipliedReportingOverflow(by: inputs)
-                guard !o3, !o4, im2col <= Limits.totalActivationValues else {
-                    throw ModelFileError.limitExceeded(
-                        what: "\(name) im2col values per window", value: o3 || o4 ? Int.max : im2col, limit: Limits.totalActivationValues)
-                }
-                budget.activations += im2col
-            case .flatten:
-                s = Shape(time: 1, channels: s.count)
-            case .globalAveragePool, .globalMaxPool:
-                s = Shape(time: 1, channels: s.channels)
-            case .residual(let body, let shortcut):
-                guard depth + 1 <= Limits.residualDepth else {
-                    throw ModelFileError.limitExceeded(what: "the residual nesting depth", value: depth + 1, limit: Limits.residualDepth)
-                }
-                let b = try inferShape(body, input: s, path: "\(path)[\(i)].body", depth: depth + 1, budget: &budget)
-                let c = try inferShape(shortcut, input: s, path: "\(path)[\(i)].shortcut", depth: depth + 1, budget: &budget)
-                guard b == c else { throw bad("the body gives \(b) but the shortcut gives \(c)") }
-                s = b
+                return try inferShape(specs, input: input, path: "\(at).\(branch)", depth: depth + 1, budget: budget)
             }
-            let (values, o) = s.time.multipliedReportingOverflow(by: s.channels)
-            guard !o, values <= Limits.activationValues else {
-                throw ModelFileError.limitExceeded(
-                    what: "\(name) output values per window", value: o ? Int.max : values, limit: Limits.activationValues)
+            let shapes: LayerShapes
+            do {
+                shapes = try spec.checkedShapes(input: s, check: check)
+            } catch let e as LayerCheckError {
+                if let (what, value, limit) = e.limit {
+                    throw ModelFileError.limitExceeded(what: "\(name) \(what)", value: value, limit: limit)
+                }
+                throw ModelFileError.badHeader("\(name): \(e.reason)")
             }
-            budget.activations += values  // ≤ 1024 layers · 2^26: no overflow
+            for p in shapes.parameters { budget.parameters += p.count }  // ≤ 4096 tensors · 2^28: no overflow
+            s = shapes.output
+            budget.activations += s.count + shapes.scratch  // each ≤ 2^26, ≤ 1024 layers: no overflow
             guard budget.activations <= Limits.totalActivationValues else {
                 throw ModelFileError.limitExceeded(
                     what: "the activations of the layers up to \(name), per window,", value: budget.activations,
@@ -248,9 +190,10 @@ extension ModelFile {
 
     /// The per-window output shape of each top-level layer for `input` (for summaries).
     public static func layerOutputShapes(_ layers: [LayerSpec], input: Shape) throws -> [Shape] {
-        var budget = ShapeBudget(), shape = input, shapes: [Shape] = []
+        let budget = ShapeBudget()
+        var shape = input, shapes: [Shape] = []
         for (i, layer) in layers.enumerated() {
-            shape = try inferShape([layer], input: shape, path: "layers[\(i)]", depth: 0, budget: &budget)
+            shape = try inferShape([layer], input: shape, path: "layers[\(i)]", depth: 0, budget: budget)
             shapes.append(shape)
         }
         return shapes

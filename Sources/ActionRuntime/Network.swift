@@ -22,6 +22,8 @@ public final class Network {
     public let outputShape: Shape
     let layers: [Layer]
     let chain: LayerChain
+    /// The layers before the last (those `forwardMembers` runs before the members).
+    let memberPrefix: LayerChain
     public let tensors: [TensorInfo]
     public let parameterCount: Int
     /// All parameters `[parameterCount]`.
@@ -62,6 +64,7 @@ public final class Network {
         self.outputShape = shape
         self.layers = built
         chain = LayerChain(built)
+        memberPrefix = LayerChain(Array(built.dropLast()))
         // Tensor names are `layers.<i>.<name>`; a residual block's own names carry the path
         // inside it (`layers.3.body.0.weight`, `layers.3.shortcut.0.bias`). Each layer's
         // tensors are contiguous, in `parameterShapes` order, which is the order `bind` expects.
@@ -194,6 +197,32 @@ public final class Network {
         precondition(!isFrozen, "backward on a frozen network: thaw() it before training")
         if !gradientsDefined { zeroGradients() }
         return chain.backward(dlogits, batch: batch, needInputGradient: needInputGradient)
+    }
+
+    // MARK: - Multi-stream training
+
+    /// M when the network ends in `averageProbabilities` over M members (a multi-stream
+    /// model), else 1.
+    public var memberCount: Int { (layers.last as? AverageProbabilities)?.members.count ?? 1 }
+
+    /// Training a multi-stream network member by member (each on its own loss, as separately
+    /// trained streams are): each member's logits, member-major `[M, batch, classes]`, where
+    /// `forward` gives the log of their mean probabilities. Needs `memberCount > 1`.
+    public func forwardMembers(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        guard let last = layers.last as? AverageProbabilities else { preconditionFailure("forwardMembers: not a multi-stream network") }
+        return last.forwardMembers(memberPrefix.forward(x, batch: batch, mode: &mode), batch: batch, mode: &mode)
+    }
+
+    /// Back-propagates the members' logit gradients `[M, batch, classes]` of the last
+    /// `forwardMembers`, accumulating into `gradients`.
+    public func backwardMembers(_ dz: UnsafePointer<Float>, batch: Int) {
+        precondition(!isFrozen, "backward on a frozen network: thaw() it before training")
+        guard let last = layers.last as? AverageProbabilities else { preconditionFailure("backwardMembers: not a multi-stream network") }
+        if !gradientsDefined { zeroGradients() }
+        let prefixNeedsGradient = memberPrefix.layers.contains { $0.parameterCount > 0 }
+        if let g = last.backwardMembers(dz, batch: batch, needInputGradient: prefixNeedsGradient) {
+            _ = memberPrefix.backward(g, batch: batch, needInputGradient: false)
+        }
     }
 
     /// Convenience for tests and small callers: logits for inputs given as an array.

@@ -210,7 +210,8 @@ public final class Trainer {
         var order = [Int](repeating: 0, count: N)
         var batchX = [Float](repeating: 0, count: B * V)
         var batchY = [Int32](repeating: 0, count: B)
-        var dlogits = [Float](repeating: 0, count: B * K)
+        let members = network.memberCount  // > 1: a multi-stream network, each member trained on its own loss
+        var dlogits = [Float](repeating: 0, count: members * B * K)
         let P = network.parameterCount
         let clip = config.gradientClipNorm
         let averaging = config.averageEpochs > 0 ? exp(-1 / (config.averageEpochs * Double(batches))) : 0
@@ -253,19 +254,26 @@ public final class Trainer {
                     network.zeroGradients()
                     lap(\.gather)
                     var correct = 0
-                    let logits = batchX.withUnsafeBufferPointer { network.forward($0.baseAddress!, batch: n, mode: &mode) }
+                    let logits = batchX.withUnsafeBufferPointer { x in
+                        members > 1
+                            ? network.forwardMembers(x.baseAddress!, batch: n, mode: &mode)
+                            : network.forward(x.baseAddress!, batch: n, mode: &mode)
+                    }
                     lap(\.forward)
                     let l = batchY.withUnsafeBufferPointer { y in
-                        for b in 0..<n where argmax(logits + b * K, K) == Int(y[b]) { correct += 1 }
-                        return dlogits.withUnsafeMutableBufferPointer { d in
-                            loss.lossAndGradient(
-                                logits: logits, labels: y.baseAddress!, batch: n, classes: K, dlogits: d.baseAddress!,
-                                totalWeight: totalWeight)
+                        dlogits.withUnsafeMutableBufferPointer { d in
+                            memberLosses(
+                                logits, labels: y.baseAddress!, batch: n, classes: K, members: members, dlogits: d.baseAddress!,
+                                totalWeight: totalWeight, correct: &correct)
                         }
                     }
                     lap(\.loss)
                     // A diverged loss skips backward; the caller throws before the update.
-                    if l.isFinite { _ = dlogits.withUnsafeBufferPointer { network.backward($0.baseAddress!, batch: n) } }
+                    if l.isFinite {
+                        dlogits.withUnsafeBufferPointer { d in
+                            if members > 1 { network.backwardMembers(d.baseAddress!, batch: n) } else { _ = network.backward(d.baseAddress!, batch: n) }
+                        }
+                    }
                     lap(\.backward)
                     return (l, correct)
                 }
@@ -389,7 +397,34 @@ public final class Trainer {
 
     /// Mean plain cross-entropy (no smoothing, no class weights) and accuracy over a set,
     /// in inference mode.
-    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) {
+    /// The loss of a batch's logits `[M, B, K]` (M = 1: a plain network): the mean over the
+    /// members of each member's loss, its gradient in `dlogits` (each member's own, over M);
+    /// `correct` counts the windows whose mean member probability peaks at the label.
+    func memberLosses(
+        _ logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch n: Int, classes K: Int, members M: Int,
+        dlogits: UnsafeMutablePointer<Float>, totalWeight: Double?, correct: inout Int
+    ) -> Float {
+        guard M > 1 else {
+            for b in 0..<n where argmax(logits + b * K, K) == Int(labels[b]) { correct += 1 }
+            return loss.lossAndGradient(logits: logits, labels: labels, batch: n, classes: K, dlogits: dlogits, totalWeight: totalWeight)
+        }
+        var total: Float = 0, mean = [Float](repeating: 0, count: n * K)
+        for m in 0..<M {
+            let z = logits + m * n * K, d = dlogits + m * n * K
+            total += loss.lossAndGradient(logits: z, labels: labels, batch: n, classes: K, dlogits: d, totalWeight: totalWeight) / Float(M)
+            for i in 0..<(n * K) { d[i] /= Float(M) }
+            var p = Array(UnsafeBufferPointer(start: z, count: n * K))
+            p.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: n, classes: K) }
+            for i in 0..<(n * K) { mean[i] += p[i] }
+        }
+        mean.withUnsafeBufferPointer { p in for b in 0..<n where argmax(p.baseAddress! + b * K, K) == Int(labels[b]) { correct += 1 } }
+        return total
+    }
+
+    public func evaluate(_ set: TensorSet) -> (loss: Double, accuracy: Double) { Self.evaluate(network, set) }
+
+    /// Mean cross-entropy and accuracy of `network` on `set`.
+    public static func evaluate(_ network: Network, _ set: TensorSet) -> (loss: Double, accuracy: Double) {
         let probabilities = Inference.probabilities(network, features: set.features, count: set.count)
         let K = network.classCount
         var lossSum = 0.0, correct = 0

@@ -94,6 +94,16 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public var normalization: Normalization = .layerNorm
     /// Dropout rate after each hidden activation (and before the TCN's head).
     public var dropout: Float = 0.1
+    /// Multi-stream models: one member per entry, each the `architecture` over its own channel
+    /// blocks (e.g. `[["coordinates"], ["bones"], ["motion"]]`; the same blocks twice give two
+    /// members that differ by their initialisation), whose class probabilities are averaged
+    /// (`averageProbabilities`). The input holds the union of the blocks, in order of first
+    /// appearance, instead of `channels`. Empty: one network over `channels`.
+    public var streams: [[ChannelBlock]] = []
+    /// Test-time flip averaging: the model written averages its probabilities on each window
+    /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
+    /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
+    public var testTimeFlip: Bool = false
 
     // Data
     /// Window length in frames.
@@ -246,6 +256,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
         }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
+        guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
     }
@@ -259,6 +270,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec = try InputSpec.standard(
                 for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels,
                 divisor: scaleDivisor)
+            if !streams.isEmpty {
+                spec.channels = streams.flatMap { $0 }.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
+                try spec.validate()
+            }
         } catch let e as InputSpecError {
             throw TrainingError.invalidConfig(field: "centring/scaling/channels", reason: "do not fit skeleton '\(skeleton.name)': \(e)")
         }
@@ -274,7 +289,38 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec.steps.append(.alignFacing(left: left, right: right, verticalAxis: verticalAxis))
             try spec.validate()
         }
+        if testTimeFlip {
+            do { _ = try spec.mirrorImage() } catch { throw TrainingError.invalidConfig(field: "testTimeFlip", reason: "does not fit: \(error)") }
+        }
         return spec
+    }
+
+    /// The layers to train for `input` (built by `inputSpec(for:imageSize:)`) and `classes`
+    /// outputs: `layers(input:classes:)` over the whole input, or with `streams` an
+    /// `averageProbabilities` whose member m is `selectChannels` (its blocks' channels) and
+    /// `layers(input:classes:)` over them. `testTimeFlip` is applied when the model is written
+    /// (`flipped(_:input:)`), not here.
+    public func layers(for input: InputSpec, classes: Int) -> [LayerSpec] {
+        let T = input.window.frames
+        guard !streams.isEmpty else { return layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
+        var offsets: [ChannelBlock: Range<Int>] = [:], at = 0
+        for b in input.channels {
+            offsets[b] = at..<(at + b.width(input.skeleton))
+            at += b.width(input.skeleton)
+        }
+        let members = streams.map { blocks -> [LayerSpec] in
+            let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
+            return [.selectChannels(picked)] + layers(input: Shape(time: T, channels: picked.count), classes: classes)
+        }
+        return [.averageProbabilities(members)]
+    }
+
+    /// The layers of the model to write: `trained` itself, or wrapped in `flipAverage` over the
+    /// input's mirror image when `testTimeFlip` is set (the same parameters, in the same order).
+    public func flipped(_ trained: [LayerSpec], input: InputSpec) throws -> [LayerSpec] {
+        guard testTimeFlip else { return trained }
+        let mirror = try input.mirrorImage()
+        return [.flipAverage(channels: mirror.channels, signs: mirror.signs, body: trained)]
     }
 
     /// The layer list for an input of `input` shape and `classes` outputs.

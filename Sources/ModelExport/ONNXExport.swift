@@ -15,11 +15,8 @@ import PoseCore
 ///   description (skeleton, window, preprocessing steps, channel blocks) as JSON, under keys
 ///   `actiontrain.*` listed in docs/format.md section 7.
 ///
-/// Layer mapping (activations stay `[B, T, C]`): linear = MatMul(x, Wᵀ) + Add(b);
-/// conv1d = Transpose to `[B, C, T]`, Conv (weight `[O, I, K]`), Transpose back; layerNorm =
-/// LayerNormalization(axis −1); gelu = its tanh formula from Mul/Add/Tanh; flatten = Reshape
-/// `[0, 1, −1]`; pools = ReduceMean / ReduceMax over axis 1 (keepdims); residual = Add of both
-/// branches; dropout = nothing.
+/// Layer mapping (activations stay `[B, T, C]`): each kind's `LayerKind.exportONNX`, listed in
+/// docs/format.md section 7.
 public enum ONNXExport {
     public static let opset = 17
     public static let irVersion = 8
@@ -57,7 +54,7 @@ public enum ONNXExport {
     /// (coordinates, then a confidence above 0 for present joints and 0 for absent ones) and
     /// includes the preprocessing (`GraphBuilder.preprocessing`, docs/format.md section 7).
     public static func export(header: ModelHeader, network: Network, rawPoses: Bool = false) throws -> [UInt8] {
-        var g = GraphBuilder(network: network)
+        let g = GraphBuilder(network: network)
         var x = "input"
         if rawPoses { x = g.preprocessing(header.input, poses: "poses") }
         x = try g.emit(header.layers, prefix: "layers.", input: x)
@@ -123,10 +120,8 @@ public enum ONNXExport {
 }
 
 /// Nodes and initializers of the graph being built.
-struct GraphBuilder {
-    enum Attribute {
-        case int(Int), ints([Int]), float(Float)
-    }
+final class GraphBuilder: ONNXGraph {
+    typealias Attribute = ONNXAttribute
 
     struct Node {
         var op: String, inputs: [String], outputs: [String], name: String
@@ -177,8 +172,12 @@ struct GraphBuilder {
 
     /// Adds a node; returns its (first) output's name.
     @discardableResult
-    mutating func node(
-        _ op: String, _ inputs: [String], attributes: [(String, Attribute)] = [], name: String? = nil, output: String? = nil
+    func node(_ op: String, _ inputs: [String], attributes: [(String, Attribute)], name: String) -> String {
+        node(op, inputs, attributes: attributes, name: name, output: nil)
+    }
+
+    func node(
+        _ op: String, _ inputs: [String], attributes: [(String, Attribute)] = [], name: String? = nil, output: String?
     ) -> String {
         counter += 1
         let out = output ?? "\(name ?? op.lowercased())_\(counter)"
@@ -187,7 +186,7 @@ struct GraphBuilder {
     }
 
     /// Adds a node with `outputs` outputs; returns their names.
-    mutating func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, Attribute)] = [], name: String) -> [String] {
+    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, Attribute)] = [], name: String) -> [String] {
         counter += 1
         let names = (0..<outputs).map { "\(name)_\(counter)_\($0)" }
         nodes.append(Node(op: op, inputs: inputs, outputs: names, name: "\(name)_\(counter)", attributes: attributes))
@@ -195,7 +194,7 @@ struct GraphBuilder {
     }
 
     /// A float32 initializer (once per name).
-    mutating func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String {
+    func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String {
         if names.insert(name).inserted {
             var raw: [UInt8] = []
             raw.reserveCapacity(values.count * 4)
@@ -206,7 +205,7 @@ struct GraphBuilder {
     }
 
     /// An int64 initializer (once per name).
-    mutating func int64s(_ name: String, _ values: [Int]) -> String {
+    func int64s(_ name: String, _ values: [Int]) -> String {
         if names.insert(name).inserted {
             var raw: [UInt8] = []
             for v in values { withUnsafeBytes(of: Int64(v).littleEndian) { raw += $0 } }
@@ -220,62 +219,11 @@ struct GraphBuilder {
         return (t.shape, Array(UnsafeBufferPointer(start: network.parameters + t.offset, count: t.count)))
     }
 
-    /// Emits `specs` applied to the value `input`; returns the output value's name.
-    mutating func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String {
+    /// Emits `specs` applied to the value `input` (each kind's own ONNX form); returns the
+    /// output value's name.
+    func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String {
         var x = input
-        for (i, spec) in specs.enumerated() {
-            let p = "\(prefix)\(i)."
-            switch spec {
-            case .linear(let I, let O):
-                let (_, w) = try tensor(p + "weight")
-                var wt = [Float](repeating: 0, count: I * O)  // [I, O] = Wᵀ
-                for o in 0..<O { for k in 0..<I { wt[k * O + o] = w[o * I + k] } }
-                let y = node("MatMul", [x, floats(p + "weight.T", [I, O], wt)], name: p + "matmul")
-                x = node("Add", [y, floats(p + "bias", [O], try tensor(p + "bias").values)], name: p + "bias")
-            case .relu:
-                x = node("Relu", [x], name: p + "relu")
-            case .gelu:
-                // y = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-                let c0 = floats("const.sqrt_2_over_pi", [], [(2 / Float.pi).squareRoot()])
-                let c1 = floats("const.0.044715", [], [0.044715])
-                let one = floats("const.1", [], [1]), half = floats("const.0.5", [], [0.5])
-                let x2 = node("Mul", [x, x], name: p + "gelu")
-                let x3 = node("Mul", [x2, x], name: p + "gelu")
-                let u = node("Add", [x, node("Mul", [x3, c1], name: p + "gelu")], name: p + "gelu")
-                let t = node("Tanh", [node("Mul", [u, c0], name: p + "gelu")], name: p + "gelu")
-                let hx = node("Mul", [x, half], name: p + "gelu")
-                x = node("Mul", [hx, node("Add", [t, one], name: p + "gelu")], name: p + "gelu")
-            case .dropout:
-                break  // the identity at inference
-            case .layerNorm(let C, let epsilon):
-                x = node(
-                    "LayerNormalization",
-                    [x, floats(p + "gamma", [C], try tensor(p + "gamma").values), floats(p + "beta", [C], try tensor(p + "beta").values)],
-                    attributes: [("axis", .int(-1)), ("epsilon", .float(epsilon))], name: p + "layernorm")
-            case .conv1d(let I, let O, let K, let stride, let dilation, let padding):
-                let (_, w) = try tensor(p + "weight")
-                var oik = [Float](repeating: 0, count: O * I * K)  // ONNX/PyTorch [O, I, K] from our [O, K, I]
-                for o in 0..<O { for k in 0..<K { for c in 0..<I { oik[(o * I + c) * K + k] = w[(o * K + k) * I + c] } } }
-                let xt = node("Transpose", [x], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_bct")
-                let y = node(
-                    "Conv", [xt, floats(p + "weight.OIK", [O, I, K], oik), floats(p + "bias", [O], try tensor(p + "bias").values)],
-                    attributes: [
-                        ("kernel_shape", .ints([K])), ("strides", .ints([stride])), ("dilations", .ints([dilation])),
-                        ("pads", .ints([padding, padding])),
-                    ], name: p + "conv")
-                x = node("Transpose", [y], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_btc")
-            case .flatten:
-                x = node("Reshape", [x, int64s("shape.flatten", [0, 1, -1])], name: p + "flatten")
-            case .globalAveragePool:
-                x = node("ReduceMean", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
-            case .globalMaxPool:
-                x = node("ReduceMax", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "max")
-            case .residual(let body, let shortcut):
-                let b = try emit(body, prefix: p + "body.", input: x)
-                let s = try emit(shortcut, prefix: p + "shortcut.", input: x)
-                x = node("Add", [b, s], name: p + "residual")
-            }
-        }
+        for (i, spec) in specs.enumerated() { x = try spec.kind.exportONNX(self, input: x, prefix: "\(prefix)\(i).") }
         return x
     }
 }

@@ -11,7 +11,7 @@ import PoseCore
 /// fallbacks as `Where`s; sums may run in another order (float32 rounding).
 extension GraphBuilder {
     /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
-    mutating func preprocessing(_ spec: InputSpec, poses: String) -> String {
+    func preprocessing(_ spec: InputSpec, poses: String) -> String {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
         func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
         let confidence = slice(poses, axis: 3, D, D + 1)
@@ -47,7 +47,7 @@ extension GraphBuilder {
 
     /// Subtracts the centre from present joints: the window centre (the mean of the frame
     /// centres that exist, else of all present joints), or with `perFrame` each frame's own.
-    private mutating func centre(_ X: String, _ P: String, _ joints: [Int], perFrame: Bool) -> String {
+    private func centre(_ X: String, _ P: String, _ joints: [Int], perFrame: Bool) -> String {
         let (m, has) = maskedMean(X, P, joints)
         let seen = sum(has, [1])
         let fromFrames = node("Div", [sum(node("Mul", [m, has], name: "pre.centre"), [1]), atLeastOne(seen)], name: "pre.centre")
@@ -58,7 +58,7 @@ extension GraphBuilder {
 
     /// Divides by the median torso length over the frames that have both ends, else by the RMS
     /// distance of the present joints from their mean; a zero scale changes nothing.
-    private mutating func scaleByTorso(_ X: String, _ P: String, _ upper: [Int], _ lower: [Int], frames F: Int) -> String {
+    private func scaleByTorso(_ X: String, _ P: String, _ upper: [Int], _ lower: [Int], frames F: Int) -> String {
         let (u, hu) = maskedMean(X, P, upper), (l, hl) = maskedMean(X, P, lower)
         let d = node("Sub", [u, l], name: "pre.torso")
         let length = node("Sqrt", [sum(node("Mul", [d, d], name: "pre.torso"), [3])], name: "pre.torso")  // [B, F, 1, 1]
@@ -84,7 +84,7 @@ extension GraphBuilder {
 
     /// Rotates present joints about the vertical axis so that the window's mean right-minus-left
     /// side vector lies on the first horizontal axis (3D).
-    private mutating func alignFacing(_ X: String, _ P: String, _ left: [Int], _ right: [Int], vertical v: Int) -> String {
+    private func alignFacing(_ X: String, _ P: String, _ left: [Int], _ right: [Int], vertical v: Int) -> String {
         let h1 = v == 0 ? 1 : 0, h2 = v == 2 ? 1 : 2
         let (l, hl) = maskedMean(X, P, left), (r, hr) = maskedMean(X, P, right)
         let both = node("Mul", [hl, hr], name: "pre.align")
@@ -103,44 +103,44 @@ extension GraphBuilder {
     // MARK: - Pieces
 
     /// The mean of the present `joints` at each frame `[B, F, 1, D]` and whether there is one `[B, F, 1, 1]`.
-    private mutating func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
+    private func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
         let count = sum(gather(P, joints, axis: 2), [2])
         let mean = node("Div", [sum(gather(X, joints, axis: 2), [2]), atLeastOne(count)], name: "pre.mean")  // absent joints are 0
         return (mean, node("Cast", [positive(count)], attributes: [("to", .int(1))], name: "pre.mean"))
     }
 
     /// The mean of all present joints of each window `[B, 1, 1, D]` (0 without any).
-    private mutating func meanOfAll(_ X: String, _ P: String) -> String {
+    private func meanOfAll(_ X: String, _ P: String) -> String {
         node("Div", [sum(X, [1, 2]), atLeastOne(sum(P, [1, 2]))], name: "pre.meanall")
     }
 
     /// The RMS distance of the present joints from their mean `[B, 1, 1, 1]`.
-    private mutating func rms(_ X: String, _ P: String) -> String {
+    private func rms(_ X: String, _ P: String) -> String {
         let deviation = node("Mul", [node("Sub", [X, meanOfAll(X, P)], name: "pre.rms"), P], name: "pre.rms")
         let squares = sum(node("Mul", [deviation, deviation], name: "pre.rms"), [1, 2, 3])
         return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
     }
 
-    private mutating func sum(_ x: String, _ axes: [Int]) -> String {
+    private func sum(_ x: String, _ axes: [Int]) -> String {
         node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
     }
 
-    private mutating func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
+    private func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
         node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
     }
 
-    private mutating func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
+    private func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
         node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
     }
 
-    private mutating func reshape(_ x: String, _ shape: [Int]) -> String {
+    private func reshape(_ x: String, _ shape: [Int]) -> String {
         node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
     }
 
     /// `[B, F, ...]` as `[B, F, −1]`.
-    private mutating func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
+    private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
 
-    private mutating func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
-    private mutating func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
-    private mutating func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
+    private func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
+    private func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
+    private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
 }

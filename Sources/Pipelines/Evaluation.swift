@@ -90,7 +90,7 @@ public enum Evaluation {
         var window = "\(w.frames) frames, \(w.mode.rawValue), padding \(w.padding.rawValue)"
         if let fps = w.frameRate { window += ", resampled to \(fps) fps" }
         let layers = h.layers.map { l -> String in
-            if case .linear(_, let outputs) = l { return "linear \(outputs)" }
+            if let linear = l.kind as? LinearKind { return "linear \(linear.outputs)" }
             return l.typeName
         }
         return ModelInfo(

@@ -77,10 +77,21 @@ public enum FitPipeline {
     public static func network(_ config: TrainingConfig, input: InputSpec, classes: Int) throws -> Network {
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         do {
-            return try Network(layers: config.layers(input: shape, classes: classes), input: shape)
+            return try Network(layers: config.layers(for: input, classes: classes), input: shape)
         } catch let e as ModelError {
             throw FitError.networkDoesNotFit(architecture: config.architecture.rawValue, input: "\(shape)", reason: "\(e)")
         }
+    }
+}
+
+extension FitPipeline {
+    /// The network to write for a trained one: itself, or with `testTimeFlip` the flip-averaged
+    /// network over the same parameters (`TrainingConfig.flipped`).
+    public static func networkToWrite(_ trained: Network, config: TrainingConfig, input: InputSpec) throws -> Network {
+        guard config.testTimeFlip else { return trained }
+        let network = try Network(layers: try config.flipped(trained.specs, input: input), input: trained.inputShape)
+        network.load(parameters: UnsafeBufferPointer(start: trained.parameters, count: trained.parameterCount))
+        return network
     }
 }
 

@@ -237,7 +237,10 @@ public final class FitRun {
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
         if let last = training.records.last { metrics["epochs"] = Double(last.epoch) }
-        if let (loss, accuracy) = training.validationMetrics() {
+        let data = training.data
+        let written = try FitPipeline.networkToWrite(training.network, config: training.config, input: data.input)
+        if let validation = data.validation {
+            let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
             metrics["validationLoss"] = loss
         }
@@ -245,8 +248,7 @@ public final class FitRun {
             datasetHash: datasetHash, configHash: Hashing.fnv1a64(configData), seed: training.config.seed, metrics: metrics,
             notes: ["dataset": datasetName])
         let bytes = try ModelFile.encode(
-            classes: training.data.classes, input: training.data.input, network: training.network, provenance: provenance,
-            trainingFrameRate: frameRate)
+            classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate)
         return (bytes, metrics)
     }
 

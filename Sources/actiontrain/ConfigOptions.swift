@@ -96,6 +96,15 @@ extension ConfigOptions {
                 if let why = choice(s) { return why }
             }
             return nil
+        case (.stringLists, .array(let lists)):
+            for list in lists {
+                guard case .array(let items) = list else { return wrong }
+                for item in items {
+                    guard case .string(let s) = item else { return wrong }
+                    if let why = choice(s) { return why }
+                }
+            }
+            return nil
         case (.classWeights, .string(let s)):
             return s == "none" || s == "balanced" ? nil : wrong
         case (.augmentation, .object(let fields)):
@@ -136,6 +145,8 @@ extension ConfigOptions {
             value = .array(v.map { .int($0) })
         case .stringList:
             value = .array(items.map { .string($0) })
+        case .stringLists:
+            value = .array(items.map { .array($0.split(separator: "+").map { .string($0.trimmingCharacters(in: .whitespaces)) }) })
         case .augmentation:
             if raw.hasPrefix("{") {
                 guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(raw.utf8)) else { throw bad() }

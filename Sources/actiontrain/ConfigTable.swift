@@ -10,6 +10,8 @@ import PoseCore
 enum ConfigOptions {
     enum Kind {
         case int, number, string, bool, intList, stringList
+        /// A list of lists of strings; on the command line `a+b,c` (lists joined by `+`).
+        case stringLists
         /// `none`, `balanced` or a list of numbers.
         case classWeights
         /// An object of augmentation keys and numbers (docs/preprocessing.md); on the command
@@ -24,6 +26,7 @@ enum ConfigOptions {
             case .bool: return "true or false"
             case .intList: return "a list of integers"
             case .stringList: return "a list of strings"
+            case .stringLists: return "a list of lists of strings (a+b,c on the command line)"
             case .classWeights: return "\"none\", \"balanced\" or a list of numbers"
             case .augmentation: return "an object of augmentation keys and numbers (key=value,... on the command line)"
             }
@@ -46,6 +49,7 @@ enum ConfigOptions {
             case .bool: return "true"
             case .intList: return "3,5"
             case .stringList: return choices.last ?? "sample"
+            case .stringLists: return (choices.first ?? "a") + "+" + (choices.last ?? "b") + "," + (choices.last ?? "b")
             case .classWeights: return "balanced"
             case .augmentation: return "flipProbability=0.5"
             }
@@ -73,6 +77,8 @@ enum ConfigOptions {
         Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),
         Entry(key: "normalization", kind: .string, value: "NAME", help: "none or layerNorm after each linear/convolution (default layerNorm).", choices: names(TrainingConfig.Normalization.self)),
         Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0.1)."),
+        Entry(key: "streams", kind: .stringLists, value: "LISTS", help: "Multi-stream model: one member per list of channel blocks (e.g. coordinates,bones,motion; blocks of one member joined by +), each the architecture over its blocks, probabilities averaged in one model file; the input holds their blocks instead of channels (default: none, one network).", choices: names(ChannelBlock.self)),
+        Entry(key: "testTimeFlip", kind: .bool, value: "BOOL", help: "The model written averages its probabilities on each window and its mirror image (left/right swapped, x negated); needs mirrorPairs and centring (default false)."),
         // Data
         Entry(key: "windowFrames", kind: .int, value: "N", help: "Window length in frames (default 45)."),
         Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),

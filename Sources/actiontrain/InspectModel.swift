@@ -91,20 +91,7 @@ enum InspectModel {
         }
     }
 
-    static func describe(_ layer: LayerSpec) -> String {
-        switch layer {
-        case .linear(let i, let o): return "linear \(i) -> \(o)"
-        case .dropout(let r): return "dropout \(number(Double(r))) (identity at inference)"
-        case .layerNorm(let c, let e): return "layerNorm \(c), epsilon \(number(Double(e)))"
-        case .conv1d(let i, let o, let k, let s, let d, let p):
-            return "conv1d \(i) -> \(o), kernel \(k), stride \(s), dilation \(d), padding \(p)"
-        case .residual(let body, let shortcut):
-            let b = body.map(describe).joined(separator: ", ")
-            let s = shortcut.isEmpty ? "x" : shortcut.map(describe).joined(separator: ", ")
-            return "residual [\(b)] + [\(s)]"
-        default: return layer.typeName
-        }
-    }
+    static func describe(_ layer: LayerSpec) -> String { layer.kind.summary }
 
     static func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s.padding(toLength: n, withPad: " ", startingAt: 0) }
 

@@ -52,6 +52,21 @@ final class GradientCheckTests: XCTestCase {
             input: Shape(time: 3, channels: 4), batch: 2, jitter: 0.5)
     }
 
+    /// Multi-stream members over their own channels, flip averaging around them, dropout in
+    /// training mode: the body's shared parameters get the gradients of both passes.
+    func testFlipAverageOverStreamsInTrainingMode() throws {
+        let member: (Int) -> [LayerSpec] = { c in
+            [.conv1d(inputs: c, outputs: 3, kernel: 3, stride: 1, dilation: 1, padding: 1), .layerNorm(channels: 3, epsilon: 1e-5), .gelu,
+             .dropout(rate: 0.3), .globalAveragePool, .linear(inputs: 3, outputs: 3)]
+        }
+        let streams: LayerSpec = .averageProbabilities([
+            [.selectChannels([0, 1, 2])] + member(3), [.selectChannels([3, 1])] + member(2), [.selectChannels([0, 1, 2])] + member(3),
+        ])
+        try checkGradients(
+            layers: [.flipAverage(channels: [1, 0, 3, 2], signs: [-1, 1, 1, -1], body: [streams])], input: Shape(time: 3, channels: 4),
+            batch: 2, jitter: 0.3, trainingSeed: 11)
+    }
+
     func testDropoutInTrainingMode() throws {
         // The same seed gives the same mask in every forward, so the objective is smooth.
         try checkGradients(

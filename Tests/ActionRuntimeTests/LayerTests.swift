@@ -20,32 +20,36 @@ final class LayerTests: XCTestCase {
         assertThrows(["layer 0 (conv1d)", "4 time steps (6 with padding 1", "dilated kernel span 7", "dilation 2 x (kernel 4 - 1) + 1"]) {
             _ = try self.build([self.conv(3, 2, k: 4, d: 2, p: 1), .flatten], 4, 3)
         }
-        assertThrows(["layer 1 (conv1d)", "expects input [*, 5]", "receives [4, 2]"]) {
+        assertThrows(["layer 1 (conv1d)", "expects 5 channels", "receives [4, 2]"]) {
             _ = try self.build([.linear(inputs: 3, outputs: 2), self.conv(5, 2, k: 1), .flatten], 4, 3)
         }
         assertThrows(["layer 0 (conv1d)", "stride must be positive, got 0"]) { _ = try self.build([self.conv(3, 2, k: 1, s: 0), .flatten], 4, 3) }
         assertThrows(["dilation must be positive, got -1"]) { _ = try self.build([self.conv(3, 2, k: 1, d: -1), .flatten], 4, 3) }
         assertThrows(["kernel must be positive, got 0"]) { _ = try self.build([self.conv(3, 2, k: 0), .flatten], 4, 3) }
-        assertThrows(["padding must be zero or positive, got -2"]) { _ = try self.build([self.conv(3, 2, k: 1, p: -2), .flatten], 4, 3) }
-        assertThrows(["layer 0 (conv1d)", "weight", "too large"]) {
+        assertThrows(["padding must be at least 0, got -2"]) { _ = try self.build([self.conv(3, 2, k: 1, p: -2), .flatten], 4, 3) }
+        assertThrows(["layer 0 (conv1d)", "outputs is too large"]) {
             _ = try self.build([self.conv(3, 1 << 40, k: 1 << 30), .flatten], 4, 3)
         }
-        assertThrows(["dilated kernel span", "too large"]) { _ = try self.build([self.conv(3, 2, k: 3, d: Int.max), .flatten], 4, 3) }
+        assertThrows(["layer 0 (conv1d)", "weight 16777216 x 1 x 30 is too large"]) {
+            _ = try self.build([self.conv(30, 1 << 24, k: 1), .flatten], 4, 30)
+        }
+        assertThrows(["dilation is too large"]) { _ = try self.build([self.conv(3, 2, k: 3, d: Int.max), .flatten], 4, 3) }
         // Exactly the span fits: one output step.
         XCTAssertEqual(try build([conv(3, 2, k: 3, d: 2, p: 1)], 3, 3).outputShape, Shape(time: 1, channels: 2))
     }
 
     func testOtherLayerValidation() {
-        assertThrows(["layer 0 (dropout)", "rate must be in [0, 1), got 1.0"]) { _ = try self.build([.dropout(rate: 1), .flatten], 2, 3) }
-        assertThrows(["rate must be in [0, 1), got -0.1"]) { _ = try self.build([.dropout(rate: -0.1), .flatten], 2, 3) }
-        assertThrows(["rate must be in [0, 1), got nan"]) { _ = try self.build([.dropout(rate: .nan), .flatten], 2, 3) }
-        assertThrows(["layer 1 (layerNorm)", "expects input [*, 4]", "receives [2, 3]"]) {
+        assertThrows(["layer 0 (dropout)", "rate 1.0 must be in [0, 1)"]) { _ = try self.build([.dropout(rate: 1), .flatten], 2, 3) }
+        assertThrows(["rate -0.1 must be in [0, 1)"]) { _ = try self.build([.dropout(rate: -0.1), .flatten], 2, 3) }
+        assertThrows(["rate nan must be in [0, 1)"]) { _ = try self.build([.dropout(rate: .nan), .flatten], 2, 3) }
+        assertThrows(["layer 1 (layerNorm)", "normalises 4 channels", "receives [2, 3]"]) {
             _ = try self.build([.relu, .layerNorm(channels: 4, epsilon: 1e-5), .flatten], 2, 3)
         }
-        assertThrows(["layer 0 (layerNorm)", "epsilon must be positive and finite, got 0.0"]) {
+        assertThrows(["layer 0 (layerNorm)", "epsilon 0.0 must be in [1e-12, 1.0]"]) {
             _ = try self.build([.layerNorm(channels: 3, epsilon: 0), .flatten], 2, 3)
         }
-        assertThrows(["layer 0 (linear)", "weight", "too large"]) { _ = try self.build([.linear(inputs: 3, outputs: Int.max), .flatten], 2, 3) }
+        assertThrows(["layer 0 (linear)", "outputs is too large"]) { _ = try self.build([.linear(inputs: 3, outputs: Int.max), .flatten], 2, 3) }
+        assertThrows(["layer 0 (linear)", "weight 134217728 x 3 is too large"]) { _ = try self.build([.linear(inputs: 3, outputs: 1 << 27), .flatten], 2, 3) }
         assertThrows(["layer output", "add flatten or a pooling layer"]) { _ = try self.build([.gelu], 2, 3) }
     }
 

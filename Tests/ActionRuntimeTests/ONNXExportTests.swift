@@ -81,13 +81,35 @@ final class ONNXExportTests: XCTestCase {
         XCTAssertEqual(py.stdout, "[\"wave\",\"clap\",\"squat\"]\nactiontrain\n")
     }
 
+    /// Nested kinds: flip averaging over a multi-stream average of small TCNs.
+    func testOnnxruntimeReproducesStreamsUnderFlipAveraging() throws {
+        try requireOnnxruntime()
+        let input = Shape(time: 7, channels: 6)
+        func member(_ channels: [Int]) -> [LayerSpec] {
+            [.selectChannels(channels),
+             .residual(body: [.conv1d(inputs: channels.count, outputs: 4, kernel: 3, stride: 1, dilation: 1, padding: 1), .gelu],
+                       shortcut: [.conv1d(inputs: channels.count, outputs: 4, kernel: 1, stride: 1, dilation: 1, padding: 0)]),
+             .layerNorm(channels: 4, epsilon: 1e-5), .globalMaxPool, .linear(inputs: 4, outputs: 3)]
+        }
+        let layers: [LayerSpec] = [
+            .flipAverage(
+                channels: [1, 0, 3, 2, 4, 5], signs: [-1, -1, 1, 1, -1, 1],
+                body: [.averageProbabilities([member([0, 1, 2, 3]), member([4, 5]), member([0, 1, 2, 3])])])
+        ]
+        let network = try ModelFixtures.network(layers, input: input, seed: 4)
+        let (header, loaded) = try ModelFile.load(try ModelFile.encode(
+            classes: ["a", "b", "c"], input: LayerKindsTests.modelInput(channels: 6, frames: 7), network: network, provenance: .init()))
+        let r = try XCTUnwrap(try ONNXParity.check(onnx: try ONNXExport.export(header: header, network: loaded), network: loaded, windows: 8))
+        XCTAssertLessThan(r.maxAbsDifference, 1e-4)
+    }
+
     func testOnnxruntimeReproducesRandomModelsWithEveryLayerType() throws {
         try requireOnnxruntime()
         var types = Set<String>()
         func collect(_ specs: [LayerSpec]) {
             for s in specs {
                 types.insert(s.typeName)
-                if case .residual(let b, let c) = s { collect(b + c) }
+                if let r = s.kind as? ResidualKind { collect(r.body + r.shortcut) }
             }
         }
         var models: [(onnx: [UInt8], network: Network)] = []

@@ -59,6 +59,33 @@ enum Toy {
 }
 
 final class TrainerTests: XCTestCase {
+    /// A multi-stream network trains member by member: one SGD epoch of a 2-member network
+    /// moves each member exactly as training that member alone with the learning rate over 2
+    /// (each member's gradient is its own loss's, over M), batches and order being the same.
+    func testStreamsTrainEachMemberOnItsOwnLoss() throws {
+        var c = Toy.config(epochs: 1)
+        c.optimizer = .sgd
+        let members: [[LayerSpec]] = [
+            [.selectChannels([0, 1, 2]), .linear(inputs: 3, outputs: 4), .relu, .flatten, .linear(inputs: 8, outputs: 3)],
+            [.flatten, .linear(inputs: 6, outputs: 3)],
+        ]
+        let both = try Toy.trainer(c, layers: [.averageProbabilities(members)])
+        XCTAssertEqual(both.network.memberCount, 2)
+        let start = Toy.parameters(both)
+        _ = try both.fit(train: Toy.train, validation: nil)
+        var alone = c
+        alone.learningRate = c.learningRate / 2
+        var offset = 0
+        for member in members {
+            let t = try Toy.trainer(alone, layers: member)
+            let n = t.network.parameterCount
+            t.network.load(parameters: start.withUnsafeBufferPointer { UnsafeBufferPointer(rebasing: $0[offset..<(offset + n)]) })
+            _ = try t.fit(train: Toy.train, validation: nil)
+            assertClose(Toy.parameters(t), Array(Toy.parameters(both)[offset..<(offset + n)]), absolute: 1e-6, relative: 1e-5)
+            offset += n
+        }
+    }
+
     /// Trains through a checkpoint round trip: stop when `stop(batchesDone)` says so, encode
     /// the state to bytes, decode it into a fresh trainer, finish.
     func trainWithRestart(_ c: TrainingConfig, layers: [LayerSpec]? = nil, stopAfterBatches k: Int) throws -> Trainer {

@@ -233,6 +233,35 @@ final class SpecReaderTests: XCTestCase {
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 2)
     }
 
+    /// A multi-stream model (three members on their own channel blocks) under test-time flip
+    /// averaging (format 1.1): the reader's selectChannels, averageProbabilities and flipAverage.
+    func testStreamsUnderFlipAveraging() throws {
+        try requireNumpy()
+        let skeleton = Skeleton(
+            name: "spec-flip", joints: ["root", "leftHand", "rightHand", "head"], dimensions: 3, units: .metres,
+            mirrorPairs: [["leftHand", "rightHand"]], bones: [["root", "leftHand"], ["root", "rightHand"], ["root", "head"]],
+            centre: ["root"])
+        let input = InputSpec(
+            skeleton: skeleton, window: WindowSpec(frames: 6), steps: [.centre(joints: ["root"], perFrame: false)],
+            channels: [.coordinates, .bones, .motion])
+        let shape = Shape(time: 6, channels: input.channelsPerFrame)  // 12 + 9 + 12
+        let classes = ["left", "right", "both"]
+        func member(_ channels: [Int]) -> [LayerSpec] {
+            [.selectChannels(channels), .conv1d(inputs: channels.count, outputs: 5, kernel: 3, stride: 1, dilation: 1, padding: 1), .relu,
+             .globalAveragePool, .linear(inputs: 5, outputs: 3)]
+        }
+        let streams: LayerSpec = .averageProbabilities([member(Array(0..<12)), member(Array(12..<21)), member(Array(21..<33))])
+        let mirror = try input.mirrorImage()
+        let network = try Network(layers: [.flipAverage(channels: mirror.channels, signs: mirror.signs, body: [streams])], input: shape)
+        network.initialize(seed: 12)
+        let model = dir.appendingPathComponent("flip.atm").path
+        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: 12)))
+            .write(to: URL(fileURLWithPath: model))
+        let sequences = Self.recorded(skeleton, lengths: [6, 11, 20], classes: classes, confidence: false, rate: nil, jitter: false, seed: 6)
+        let (data, poses) = try write(sequences, skeleton: skeleton, classes: classes, rate: nil, name: "flip")
+        try assertSameAsPredict(model: model, data: data, poses: poses, stride: 3)
+    }
+
     /// The reader refuses what format.md says to refuse (here, a NaN weight), naming it.
     func testSpecReaderRefusesANonFiniteWeight() throws {
         try requireNumpy()

@@ -46,6 +46,53 @@ final class FitRunTests: XCTestCase {
         return (run, try run.finish())
     }
 
+    /// `streams` and `testTimeFlip` from a config: one model file holding flip averaging over a
+    /// 3-member average, whose probabilities are the mean over (window, mirror image) of the
+    /// mean over members of each member's softmax, each member a network of its own.
+    func testStreamsAndTestTimeFlipWriteOneModelThatAveragesProbabilities() throws {
+        var c = Self.quick
+        c.architecture = .tcn
+        c.widths = [6]
+        c.kernel = 3
+        c.streams = [[.coordinates], [.motion, .mask], [.coordinates]]
+        c.testTimeFlip = true
+        c.centring = .mean
+        let (run, result) = try fit(c, dataset: try dataset())
+        let model = try ActionModel(bytes: result.modelBytes)
+        XCTAssertEqual(model.input.channels, [.coordinates, .motion, .mask])
+        let flip = try XCTUnwrap(model.header.layers.first?.kind as? FlipAverageKind)
+        XCTAssertEqual(model.header.layers.count, 1)
+        let streams = try XCTUnwrap(flip.body.first?.kind as? AverageProbabilitiesKind)
+        XCTAssertEqual(streams.members.count, 3)
+        XCTAssertEqual(streams.members[0], streams.members[2])
+        XCTAssertEqual(streams.members[1].first, .selectChannels(Array(24..<56)))  // motion (8 x 3) and mask (8) after coordinates
+
+        let trained = run.training.network, shape = trained.inputShape
+        func members(_ m: Int) throws -> Network {
+            let tensors = trained.tensors.filter { $0.name.hasPrefix("layers.0.members.\(m).") }
+            let net = try Network(layers: streams.members[m], input: shape)
+            net.load(parameters: UnsafeBufferPointer(start: trained.parameters + tensors[0].offset, count: net.parameterCount))
+            return net
+        }
+        let nets = try (0..<3).map(members)
+        XCTAssertNotEqual(nets[0].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1),
+                          nets[2].predictLogits(Array(repeating: 0.1, count: shape.count), batch: 1), "members 0 and 2 start alike")
+        let validation = try XCTUnwrap(run.data.validation)
+        let n = min(validation.count, 6), C = shape.channels, K = model.classes.count
+        let x = Array(validation.features[0..<(n * shape.count)])
+        let mirror = try model.input.mirrorImage()
+        var xm = x
+        for r in 0..<(n * shape.time) { for c in 0..<C { xm[r * C + c] = mirror.signs[c] * x[r * C + mirror.channels[c]] } }
+        var expected = [Float](repeating: 0, count: n * K)
+        for features in [x, xm] {
+            for net in nets {
+                let p = Inference.probabilities(net, features: features, count: n)
+                for i in expected.indices { expected[i] += p[i] / 6 }
+            }
+        }
+        assertClose(try model.probabilities(features: x, count: n), expected, absolute: 1e-5, relative: 1e-4)
+    }
+
     func testTheSameSeedGivesIdenticalModelBytesAndTheFolderHoldsThem() throws {
         let d = try dataset()
         let (run, a) = try fit(Self.quick, dataset: d)

@@ -69,28 +69,47 @@ def layer_norm(x, L, g, b):
     return g * (x - mu) / np.sqrt(var + np.float32(L["epsilon"])) + b
 
 
-LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name)
-    "linear": lambda x, L, t: x @ t("weight").T + t("bias"),
-    "relu": lambda x, L, t: np.maximum(x, 0),
-    "gelu": lambda x, L, t: 0.5 * x * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x ** 3))),
-    "dropout": lambda x, L, t: x,
-    "layerNorm": lambda x, L, t: layer_norm(x, L, t("gamma"), t("beta")),
-    "conv1d": lambda x, L, t: conv1d(x, t("weight"), t("bias"), L["stride"], L["dilation"], L["padding"]),
-    "flatten": lambda x, L, t: x.reshape(x.shape[0], 1, -1),
-    "globalAveragePool": lambda x, L, t: x.mean(1, keepdims=True),
-    "globalMaxPool": lambda x, L, t: x.max(1, keepdims=True),
+def log_softmax(z):
+    m = z.max(-1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(-1, keepdims=True))
+
+
+def log_mean_exp(ls):
+    """log((1/M) sum_m exp(l_m)), elementwise over same-shaped arrays."""
+    s = np.stack(ls)
+    m = s.max(0)
+    return m + np.log(np.exp(s - m).mean(0))
+
+
+def mirror(x, L):
+    return x[:, :, L["channels"]] * np.array(L["signs"], np.float32)
+
+
+LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(layers, x, prefix) for nested layers)
+    "linear": lambda x, L, t, run: x @ t("weight").T + t("bias"),
+    "relu": lambda x, L, t, run: np.maximum(x, 0),
+    "gelu": lambda x, L, t, run: 0.5 * x * (1 + np.tanh(np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x ** 3))),
+    "dropout": lambda x, L, t, run: x,
+    "layerNorm": lambda x, L, t, run: layer_norm(x, L, t("gamma"), t("beta")),
+    "conv1d": lambda x, L, t, run: conv1d(x, t("weight"), t("bias"), L["stride"], L["dilation"], L["padding"]),
+    "flatten": lambda x, L, t, run: x.reshape(x.shape[0], 1, -1),
+    "globalAveragePool": lambda x, L, t, run: x.mean(1, keepdims=True),
+    "globalMaxPool": lambda x, L, t, run: x.max(1, keepdims=True),
+    "residual": lambda x, L, t, run: run(L["body"], x, "body.") + run(L["shortcut"], x, "shortcut."),
+    "selectChannels": lambda x, L, t, run: x[:, :, L["channels"]],
+    "averageProbabilities": lambda x, L, t, run: log_mean_exp(
+        [log_softmax(run(m, x, f"members.{k}.")) for k, m in enumerate(L["members"])]),
+    "flipAverage": lambda x, L, t, run: log_mean_exp(
+        [log_softmax(run(L["body"], x, "body.")), log_softmax(run(L["body"], mirror(x, L), "body."))]),
 }
 
 
 def forward(layers, x, tensors, prefix):
     for i, L in enumerate(layers):
         p = f"{prefix}{i}."
-        if L["type"] == "residual":
-            x = forward(L["body"], x, tensors, p + "body.") + forward(L["shortcut"], x, tensors, p + "shortcut.")
-        elif L["type"] in LAYERS:
-            x = LAYERS[L["type"]](x, L, lambda name: tensors[p + name])
-        else:
+        if L["type"] not in LAYERS:
             raise ModelFileError(f"unknown layer type {L['type']}")
+        x = LAYERS[L["type"]](x, L, lambda name: tensors[p + name], lambda ls, y, sub: forward(ls, y, tensors, p + sub))
         x = x.astype(np.float32)
     return x
 

@@ -265,7 +265,7 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             parsed.append((kind,))
             T = 1
         elif kind == "residual":
-            need(depth + 1 <= 8, "residual layers nest deeper than 8 levels")
+            need(depth + 1 <= 8, "layers nest deeper than 8 levels")
             body, shortcut = layer.get("body"), layer.get("shortcut")
             need(isinstance(body, list) and isinstance(shortcut, list), f"{where} (residual) needs body and shortcut lists")
             (bt, bc), pb = shape_pass(body, T, C, f"{where}.body", depth + 1, budget, tensors)
@@ -273,6 +273,36 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             need((bt, bc) == (st, sc), f"{where} (residual) body gives [{bt}, {bc}], shortcut [{st}, {sc}]")
             parsed.append(("residual", pb, ps))
             T, C = bt, bc
+        elif kind == "selectChannels":
+            ch = layer.get("channels")
+            need(isinstance(ch, list) and 1 <= len(ch) <= 1 << 20 and all(is_int(j) and 0 <= j < C for j in ch),
+                 f"{where} (selectChannels) channels must be 1 to 2^20 indices below {C}")
+            parsed.append(("selectChannels", list(ch)))
+            C = len(ch)
+        elif kind in ("averageProbabilities", "flipAverage"):
+            need(depth + 1 <= 8, "layers nest deeper than 8 levels")
+            if kind == "averageProbabilities":
+                branches = layer.get("members")
+                need(isinstance(branches, list) and branches and all(isinstance(m, list) for m in branches),
+                     f"{where} (averageProbabilities) needs a non-empty list of member lists")
+                names = [f"{where}.members.{k}" for k in range(len(branches))]
+            else:
+                ch, sg, body = layer.get("channels"), layer.get("signs"), layer.get("body")
+                need(isinstance(ch, list) and len(ch) == C and all(is_int(j) and 0 <= j < C for j in ch),
+                     f"{where} (flipAverage) channels must list {C} indices below {C}")
+                need(isinstance(sg, list) and len(sg) == C and all(v in (1, -1) for v in sg),
+                     f"{where} (flipAverage) signs must be {C} values of 1 or -1")
+                need(isinstance(body, list), f"{where} (flipAverage) needs a body list")
+                branches, names = [body], [f"{where}.body"]
+            outs, subs = [], []
+            for b, n in zip(branches, names):
+                out, sub = shape_pass(b, T, C, n, depth + 1, budget, tensors)
+                need(out[0] == 1 and out == (outs[0] if outs else out), f"{n} gives {list(out)}; branches must give the same [1, K]")
+                outs.append(out)
+                subs.append(sub)
+            parsed.append(("averageProbabilities", subs) if kind == "averageProbabilities"
+                          else ("flipAverage", list(ch), np.array(sg, dtype=F32), subs[0]))
+            T, C = outs[0]
         else:
             raise ModelError(f"{where}: unknown layer type '{kind}'")
         need(T * C <= 1 << 24, f"{where} gives more than 2^24 values per window")
@@ -425,7 +455,29 @@ def forward(layers, x, tensors, prefix="layers"):
             x = x.max(axis=1, keepdims=True)
         elif kind == "residual":
             x = (forward(layer[1], x, tensors, name + ".body") + forward(layer[2], x, tensors, name + ".shortcut")).astype(F32)
+        elif kind == "selectChannels":
+            x = x[:, :, layer[1]]
+        elif kind == "averageProbabilities":
+            x = log_mean_exp([log_softmax(forward(m, x, tensors, f"{name}.members.{k}")) for k, m in enumerate(layer[1])])
+        elif kind == "flipAverage":
+            _, ch, sg, body = layer
+            x = log_mean_exp([log_softmax(forward(body, x, tensors, name + ".body")),
+                              log_softmax(forward(body, (x[:, :, ch] * sg).astype(F32), tensors, name + ".body"))])
     return x
+
+
+def log_softmax(z):
+    """Per row of [B, 1, K], in binary64: z - max - log sum exp (section 4, averageProbabilities)."""
+    z = z.astype(np.float64)
+    m = z.max(-1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(-1, keepdims=True))
+
+
+def log_mean_exp(ls):
+    """log((1/M) sum_m exp(l_m)) elementwise, in binary64, returned as float32."""
+    s = np.stack(ls)
+    m = s.max(0)
+    return (m + np.log(np.exp(s - m).mean(0))).astype(F32)
 
 
 def softmax(z):

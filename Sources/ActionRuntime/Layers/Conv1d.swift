@@ -58,17 +58,13 @@ import PoseCore
 final class Conv1d: Layer {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
-    var spec: LayerSpec {
-        .conv1d(inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding)
+    var kind: Conv1dKind {
+        Conv1dKind(inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding)
     }
+    var spec: LayerSpec { LayerSpec(kind) }
     var inputShape: Shape { Shape(time: inputTime, channels: inputs) }
     var outputShape: Shape { Shape(time: outputTime, channels: outputs) }
-    var parameterShapes: [ParameterShape] {
-        [
-            ParameterShape("weight", [outputs, kernel, inputs], layout: "[outputs, kernel, inputs]"),
-            ParameterShape("bias", [outputs], layout: "[outputs]"),
-        ]
-    }
+    var parameterShapes: [ParameterShape] { kind.parameters }
     var isPointwise: Bool { kernel == 1 && stride == 1 && padding == 0 }
 
     /// The Winograd transform for this geometry, nil when it has none (stride or dilation ≠ 1,
@@ -661,5 +657,83 @@ final class Conv1d: Layer {
             }
         }
         return (dW.map { Float($0) }, db.map { Float($0) }, dX.map { Float($0) })
+    }
+}
+
+/// `{"type": "conv1d", "inputs": I, "outputs": O, "kernel": K, "stride": S, "dilation": D,
+/// "padding": P}`: `y[t, o] = b[o] + Σ_k Σ_i W[o, k, i] · x[t·S + k·D − P, i]` (zeros outside).
+public struct Conv1dKind: LayerKind {
+    public static let typeName = "conv1d"
+    public var inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
+    public init(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int) {
+        (self.inputs, self.outputs, self.kernel) = (inputs, outputs, kernel)
+        (self.stride, self.dilation, self.padding) = (stride, dilation, padding)
+    }
+    public init(fields f: some LayerFieldReader) throws {
+        self.init(
+            inputs: try f.int("inputs"), outputs: try f.int("outputs"), kernel: try f.int("kernel"), stride: try f.int("stride"),
+            dilation: try f.int("dilation"), padding: try f.int("padding"))
+    }
+    public var fields: [(key: String, value: LayerField)] {
+        [
+            ("inputs", .int(inputs)), ("outputs", .int(outputs)), ("kernel", .int(kernel)), ("stride", .int(stride)),
+            ("dilation", .int(dilation)), ("padding", .int(padding)),
+        ]
+    }
+    public var summary: String { "conv1d \(inputs) -> \(outputs), kernel \(kernel), stride \(stride), dilation \(dilation), padding \(padding)" }
+    var parameters: [ParameterShape] {
+        [
+            ParameterShape("weight", [outputs, kernel, inputs], layout: "[outputs, kernel, inputs]"),
+            ParameterShape("bias", [outputs], layout: "[outputs]"),
+        ]
+    }
+
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        let maxTime = ModelFile.Limits.inputTime
+        try check.size("inputs", inputs)
+        try check.size("outputs", outputs)
+        for (f, v) in [("kernel", kernel), ("stride", stride), ("dilation", dilation)] { try check.size(f, v, max: maxTime) }
+        try check.size("padding", padding, min: 0, max: maxTime)
+        try check.channels(inputs, of: input)
+        // Every factor is ≤ 2^28, so these fit in 64 bits.
+        let span = dilation * (kernel - 1) + 1, padded = input.time + 2 * padding
+        guard padded >= span else {
+            throw check.invalid(
+                "the input has \(input.time) time steps (\(padded) with padding \(padding) on each side), "
+                    + "fewer than the dilated kernel span \(span) = dilation \(dilation) x (kernel \(kernel) - 1) + 1")
+        }
+        let time = (padded - span) / stride + 1
+        let im2col = try check.product("im2col values per window", [time, kernel, inputs], max: ModelFile.Limits.totalActivationValues)
+        return LayerShapes(output: Shape(time: time, channels: outputs), parameters: parameters, scratch: im2col)
+    }
+
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
+        Conv1d(inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding, inputTime: input.time)
+    }
+
+    /// Transpose to `[B, C, T]`, Conv with weight `[O, I, K]` (initializer `<name>.OIK`), Transpose back.
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        let (O, I, K) = (outputs, inputs, kernel)
+        let w = try g.tensor(p + "weight").values
+        var oik = [Float](repeating: 0, count: O * I * K)  // ONNX/PyTorch [O, I, K] from our [O, K, I]
+        for o in 0..<O { for k in 0..<K { for c in 0..<I { oik[(o * I + c) * K + k] = w[(o * K + k) * I + c] } } }
+        let xt = g.node("Transpose", [x], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_bct")
+        let y = g.node(
+            "Conv", [xt, g.floats(p + "weight.OIK", [O, I, K], oik), g.floats(p + "bias", [O], try g.tensor(p + "bias").values)],
+            attributes: [
+                ("kernel_shape", .ints([K])), ("strides", .ints([stride])), ("dilations", .ints([dilation])), ("pads", .ints([padding, padding])),
+            ], name: p + "conv")
+        return g.node("Transpose", [y], attributes: [("perm", .ints([0, 2, 1]))], name: p + "to_btc")
+    }
+
+    public static func example(input: Shape) -> Conv1dKind {
+        Conv1dKind(inputs: input.channels, outputs: 3, kernel: 3, stride: 2, dilation: 1, padding: 1)
+    }
+}
+
+extension LayerSpec {
+    /// 1D convolution over time. `weight [outputs, kernel, inputs]`, `bias [outputs]`.
+    public static func conv1d(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int) -> LayerSpec {
+        LayerSpec(Conv1dKind(inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding))
     }
 }

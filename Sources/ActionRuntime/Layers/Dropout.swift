@@ -45,3 +45,25 @@ final class Dropout: Layer {
         return UnsafePointer(g)
     }
 }
+
+/// `{"type": "dropout", "rate": p}`: inverted dropout in training, the identity at inference.
+public struct DropoutKind: LayerKind {
+    public static let typeName = "dropout"
+    public var rate: Float
+    public init(rate: Float) { self.rate = rate }
+    public init(fields f: some LayerFieldReader) throws { self.init(rate: try f.float("rate")) }
+    public var fields: [(key: String, value: LayerField)] { [("rate", .float(rate))] }
+    public var summary: String { "dropout \(rate) (identity at inference)" }
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        guard rate >= 0 && rate < 1 else { throw check.invalid("rate \(rate) must be in [0, 1)") }
+        return LayerShapes(output: input)
+    }
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { Dropout(rate: rate, shape: input) }
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String { x }  // the identity
+    public static func example(input: Shape) -> DropoutKind { DropoutKind(rate: 0.25) }
+}
+
+extension LayerSpec {
+    /// Inverted dropout during training; the identity at inference.
+    public static func dropout(rate: Float) -> LayerSpec { LayerSpec(DropoutKind(rate: rate)) }
+}

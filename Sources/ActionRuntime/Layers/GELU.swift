@@ -45,3 +45,27 @@ final class GELU: Layer {
         return UnsafePointer(g)
     }
 }
+
+/// `{"type": "gelu"}`: GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))`.
+public struct GELUKind: FieldlessLayerKind {
+    public static let typeName = "gelu"
+    public init() {}
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GELU(shape: input) }
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        // y = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+        let c0 = g.floats("const.sqrt_2_over_pi", [], [(2 / Float.pi).squareRoot()])
+        let c1 = g.floats("const.0.044715", [], [0.044715])
+        let one = g.floats("const.1", [], [1]), half = g.floats("const.0.5", [], [0.5])
+        let n = p + "gelu"
+        let x3 = g.node("Mul", [g.node("Mul", [x, x], name: n), x], name: n)
+        let u = g.node("Add", [x, g.node("Mul", [x3, c1], name: n)], name: n)
+        let t = g.node("Tanh", [g.node("Mul", [u, c0], name: n)], name: n)
+        return g.node("Mul", [g.node("Mul", [x, half], name: n), g.node("Add", [t, one], name: n)], name: n)
+    }
+}
+
+extension LayerSpec {
+    /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π)(x + 0.044715 x³)))`.
+    public static let gelu = LayerSpec(GELUKind())
+}

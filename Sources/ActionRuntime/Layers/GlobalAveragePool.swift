@@ -46,3 +46,19 @@ final class GlobalAveragePool: Layer {
         return UnsafePointer(out)
     }
 }
+
+/// `{"type": "globalAveragePool"}`: Mean over time: `[time, channels] -> [1, channels]`.
+public struct GlobalAveragePoolKind: FieldlessLayerKind {
+    public static let typeName = "globalAveragePool"
+    public init() {}
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.channels)) }
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GlobalAveragePool(shape: input) }
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        return g.node("ReduceMean", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
+    }
+}
+
+extension LayerSpec {
+    /// Mean over time: `[time, channels] -> [1, channels]`.
+    public static let globalAveragePool = LayerSpec(GlobalAveragePoolKind())
+}

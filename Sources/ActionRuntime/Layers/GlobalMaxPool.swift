@@ -45,3 +45,19 @@ final class GlobalMaxPool: Layer {
         return UnsafePointer(dx.pointer)
     }
 }
+
+/// `{"type": "globalMaxPool"}`: Max over time: `[time, channels] -> [1, channels]`.
+public struct GlobalMaxPoolKind: FieldlessLayerKind {
+    public static let typeName = "globalMaxPool"
+    public init() {}
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.channels)) }
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GlobalMaxPool(shape: input) }
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        return g.node("ReduceMax", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "max")
+    }
+}
+
+extension LayerSpec {
+    /// Max over time: `[time, channels] -> [1, channels]`.
+    public static let globalMaxPool = LayerSpec(GlobalMaxPoolKind())
+}

@@ -15,12 +15,7 @@ final class LayerNorm: Layer {
     var spec: LayerSpec { .layerNorm(channels: shape.channels, epsilon: epsilon) }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
-    var parameterShapes: [ParameterShape] {
-        [
-            ParameterShape("gamma", [shape.channels], layout: "[channels]"),
-            ParameterShape("beta", [shape.channels], layout: "[channels]"),
-        ]
-    }
+    var parameterShapes: [ParameterShape] { LayerNormKind.parameters(shape.channels) }
 
     private var gamma: UnsafeMutablePointer<Float>!, beta: UnsafeMutablePointer<Float>!  // [C], [C]
     private var dGamma: UnsafeMutablePointer<Float>!, dBeta: UnsafeMutablePointer<Float>!  // [C], [C]
@@ -102,4 +97,47 @@ final class LayerNorm: Layer {
         }
         return UnsafePointer(g)
     }
+}
+
+/// `{"type": "layerNorm", "channels": C, "epsilon": ε}`: normalisation over channels at each
+/// time step, `γ (x − μ) / √(σ² + ε) + β`.
+public struct LayerNormKind: LayerKind {
+    public static let typeName = "layerNorm"
+    public var channels: Int, epsilon: Float
+    public init(channels: Int, epsilon: Float) {
+        self.channels = channels
+        self.epsilon = epsilon
+    }
+    public init(fields f: some LayerFieldReader) throws { self.init(channels: try f.int("channels"), epsilon: try f.float("epsilon")) }
+    public var fields: [(key: String, value: LayerField)] { [("channels", .int(channels)), ("epsilon", .float(epsilon))] }
+    public var summary: String { "layerNorm \(channels), epsilon \(epsilon)" }
+    static func parameters(_ channels: Int) -> [ParameterShape] {
+        [ParameterShape("gamma", [channels], layout: "[channels]"), ParameterShape("beta", [channels], layout: "[channels]")]
+    }
+
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        try check.size("channels", channels)
+        guard channels == input.channels else { throw check.invalid("normalises \(channels) channels, receives \(input)") }
+        let range = ModelFile.Limits.layerNormEpsilon
+        guard range.contains(epsilon) else { throw check.invalid("epsilon \(epsilon) must be in [\(range.lowerBound), \(range.upperBound)]") }
+        return LayerShapes(output: input, parameters: Self.parameters(channels))
+    }
+
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
+        LayerNorm(shape: input, epsilon: epsilon)
+    }
+
+    /// LayerNormalization over the last axis.
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        let gamma = g.floats(p + "gamma", [channels], try g.tensor(p + "gamma").values)
+        let beta = g.floats(p + "beta", [channels], try g.tensor(p + "beta").values)
+        return g.node("LayerNormalization", [x, gamma, beta], attributes: [("axis", .int(-1)), ("epsilon", .float(epsilon))], name: p + "layernorm")
+    }
+
+    public static func example(input: Shape) -> LayerNormKind { LayerNormKind(channels: input.channels, epsilon: 1e-5) }
+}
+
+extension LayerSpec {
+    /// Layer normalisation over channels at each time step. `gamma [channels]`, `beta [channels]`.
+    public static func layerNorm(channels: Int, epsilon: Float) -> LayerSpec { LayerSpec(LayerNormKind(channels: channels, epsilon: epsilon)) }
 }

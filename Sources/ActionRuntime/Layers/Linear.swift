@@ -15,9 +15,7 @@ final class Linear: Layer {
     var spec: LayerSpec { .linear(inputs: inputs, outputs: outputs) }
     var inputShape: Shape { Shape(time: time, channels: inputs) }
     var outputShape: Shape { Shape(time: time, channels: outputs) }
-    var parameterShapes: [ParameterShape] {
-        [ParameterShape("weight", [outputs, inputs], layout: "[outputs, inputs]"), ParameterShape("bias", [outputs], layout: "[outputs]")]
-    }
+    var parameterShapes: [ParameterShape] { LinearKind(inputs: inputs, outputs: outputs).parameters }
 
     private var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, I], [O]
     private var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!
@@ -118,4 +116,47 @@ final class Linear: Layer {
         BLAS.gemm(m: R, n: I, k: O, a: dy, lda: O, b: weight, ldb: I, c: dx.pointer, ldc: I)
         return UnsafePointer(dx.pointer)
     }
+}
+
+/// `{"type": "linear", "inputs": I, "outputs": O}`: `y[t, o] = b[o] + Σ_i W[o, i] · x[t, i]`.
+public struct LinearKind: LayerKind {
+    public static let typeName = "linear"
+    public var inputs: Int, outputs: Int
+    public init(inputs: Int, outputs: Int) {
+        self.inputs = inputs
+        self.outputs = outputs
+    }
+    public init(fields f: some LayerFieldReader) throws { self.init(inputs: try f.int("inputs"), outputs: try f.int("outputs")) }
+    public var fields: [(key: String, value: LayerField)] { [("inputs", .int(inputs)), ("outputs", .int(outputs))] }
+    public var summary: String { "linear \(inputs) -> \(outputs)" }
+    var parameters: [ParameterShape] {
+        [ParameterShape("weight", [outputs, inputs], layout: "[outputs, inputs]"), ParameterShape("bias", [outputs], layout: "[outputs]")]
+    }
+
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        try check.size("inputs", inputs)
+        try check.size("outputs", outputs)
+        try check.channels(inputs, of: input)
+        return LayerShapes(output: Shape(time: input.time, channels: outputs), parameters: parameters)
+    }
+
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
+        Linear(inputs: inputs, outputs: outputs, time: input.time)
+    }
+
+    /// MatMul with `Wᵀ` (initializer `<name>.T`, `[I, O]`), then Add.
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        let w = try g.tensor(p + "weight").values
+        var wt = [Float](repeating: 0, count: inputs * outputs)  // [I, O] = Wᵀ
+        for o in 0..<outputs { for k in 0..<inputs { wt[k * outputs + o] = w[o * inputs + k] } }
+        let y = g.node("MatMul", [x, g.floats(p + "weight.T", [inputs, outputs], wt)], name: p + "matmul")
+        return g.node("Add", [y, g.floats(p + "bias", [outputs], try g.tensor(p + "bias").values)], name: p + "bias")
+    }
+
+    public static func example(input: Shape) -> LinearKind { LinearKind(inputs: input.channels, outputs: 3) }
+}
+
+extension LayerSpec {
+    /// `y = x Wᵀ + b` at each time step. `weight [outputs, inputs]`, `bias [outputs]`.
+    public static func linear(inputs: Int, outputs: Int) -> LayerSpec { LayerSpec(LinearKind(inputs: inputs, outputs: outputs)) }
 }

@@ -37,3 +37,19 @@ final class ReLU: Layer {
         return UnsafePointer(g)
     }
 }
+
+/// `{"type": "relu"}`: `y = max(x, 0)`.
+public struct ReLUKind: FieldlessLayerKind {
+    public static let typeName = "relu"
+    public init() {}
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { ReLU(shape: input) }
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        return g.node("Relu", [x], name: p + "relu")
+    }
+}
+
+extension LayerSpec {
+    /// `y = max(x, 0)`.
+    public static let relu = LayerSpec(ReLUKind())
+}

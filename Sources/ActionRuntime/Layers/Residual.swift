@@ -80,3 +80,49 @@ final class Residual: Layer {
         return UnsafePointer(out)
     }
 }
+
+/// `{"type": "residual", "body": [layer], "shortcut": [layer]}`: `y = body(x) + shortcut(x)`.
+public struct ResidualKind: LayerKind {
+    public static let typeName = "residual"
+    public var body: [LayerSpec], shortcut: [LayerSpec]
+    public init(body: [LayerSpec], shortcut: [LayerSpec]) {
+        self.body = body
+        self.shortcut = shortcut
+    }
+    public init(fields f: some LayerFieldReader) throws { self.init(body: try f.layers("body"), shortcut: try f.layers("shortcut")) }
+    public var fields: [(key: String, value: LayerField)] { [("body", .layers(body)), ("shortcut", .layers(shortcut))] }
+    public var summary: String {
+        let s = shortcut.isEmpty ? "x" : shortcut.map(\.kind.summary).joined(separator: ", ")
+        return "residual [\(body.map(\.kind.summary).joined(separator: ", "))] + [\(s)]"
+    }
+
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        let b = try check.chain(body, input: input, branch: "body"), s = try check.chain(shortcut, input: input, branch: "shortcut")
+        guard b == s else {
+            throw check.invalid(
+                "the body gives \(b) per window but the shortcut gives \(s)" + (shortcut.isEmpty ? " (the identity)" : "")
+                    + "; they are added, so they must agree")
+        }
+        return LayerShapes(output: b)
+    }
+
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
+        let b = try builder.chain(body, input: input, branch: "body"), s = try builder.chain(shortcut, input: input, branch: "shortcut")
+        return Residual(body: b.layers, shortcut: s.layers, input: input, output: shapes.output)
+    }
+
+    /// Add of both branches.
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        let b = try g.emit(body, prefix: p + "body.", input: x), s = try g.emit(shortcut, prefix: p + "shortcut.", input: x)
+        return g.node("Add", [b, s], name: p + "residual")
+    }
+
+    public static func example(input: Shape) -> ResidualKind {
+        ResidualKind(body: [.linear(inputs: input.channels, outputs: input.channels), .relu], shortcut: [])
+    }
+}
+
+extension LayerSpec {
+    /// `y = body(x) + shortcut(x)`; an empty shortcut is the identity.
+    public static func residual(body: [LayerSpec], shortcut: [LayerSpec]) -> LayerSpec { LayerSpec(ResidualKind(body: body, shortcut: shortcut)) }
+}
