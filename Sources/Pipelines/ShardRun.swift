@@ -7,7 +7,7 @@ import PoseCore
 /// Datasets larger than memory (docs/datasets.md "Shards"): `convert` cuts and preprocesses a
 /// dataset's windows exactly as a fit would (`FitPipeline.resolve`, `FitPipeline.split`,
 /// `TrainingData.tensors`) into a shard directory; `ShardRun` trains from it, reading each
-/// batch from the mapped shards, and gives the model a fit of the same windows in memory gives.
+/// batch from the shard files, and gives the model a fit of the same windows in memory gives.
 public enum Shards {
     /// The config keys that decide which windows a conversion writes and what they hold (the
     /// seed and validation fraction choose the validation split).
@@ -86,8 +86,8 @@ public enum Shards {
 }
 
 extension TrainingData {
-    /// The training windows of a shard directory, read batch by batch from the mapped
-    /// shards; its validation windows in memory.
+    /// The training windows of a shard directory, read batch by batch from the shard
+    /// files; its validation windows in memory.
     public init(shards directory: String, manifest: ShardManifest) throws {
         let train = try ShardBatches(directory: directory, manifest: manifest, role: .train)
         let validation = try ShardBatches(directory: directory, manifest: manifest, role: .validation)

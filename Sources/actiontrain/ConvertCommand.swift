@@ -36,7 +36,7 @@ enum ConvertCommand: ParsableCommand {
             Option("labels", \.labels, value: "MAP", help: "Rename labels: old=new pairs separated by commas."),
             Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", \.force, help: "Overwrite OUT if it exists."),
-            Option("to", \.to, value: "FORMAT", help: "native (default, OUT is a .jsonl file), createml (OUT is a folder per label of clip .json files, for Create ML) or shards (OUT is a folder of pre-windowed memory-mapped shards that fit trains from, docs/datasets.md)."),
+            Option("to", \.to, value: "FORMAT", help: "native (default, OUT is a .jsonl file), createml (OUT is a folder per label of clip .json files, for Create ML) or shards (OUT is a folder of pre-windowed shard files that fit trains from, docs/datasets.md)."),
             Option("shard-windows", \.shardWindows, value: "N", help: "Windows per shard file with --to shards (default \(Shards.defaultWindowsPerShard))."),
             Option("config", \.configFile, value: "FILE", help: "With --to shards: the JSON training config whose windows to write; flags override its keys."),
             Option("from-normalized", \.fromNormalized, help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),

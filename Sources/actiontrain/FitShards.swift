@@ -3,7 +3,7 @@ import ActionTrain
 import Foundation
 import Pipelines
 
-/// `actiontrain fit DIR` on a shard directory (`convert --to shards`): trains from the mapped
+/// `actiontrain fit DIR` on a shard directory (`convert --to shards`): trains from the shard files
 /// shards with the conversion's config, changed by --config and the flags.
 extension FitCommand {
     static func fitShards(_ directory: String, _ options: Options, out: inout Output) throws {
