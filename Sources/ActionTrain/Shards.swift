@@ -274,12 +274,10 @@ final class ShardReader {
         guard crc == stored else { throw ShardError.checksum(file: path, stored: stored, computed: crc) }
     }
 
-    /// Copies window `row`'s features to `into`. The file was checked when opened; a read
-    /// failing now (the file changed or vanished under the run) stops the process.
-    func features(_ row: Int, into: UnsafeMutablePointer<Float>) {
-        do { try Self.read(fd, into, 4 * values, at: dataOffset + 4 * values * row, path: path) } catch {
-            fatalError("\(error)")
-        }
+    /// Copies window `row`'s features to `into`. The file was checked when opened; this
+    /// fails only when it changed under the run (truncated, unreadable).
+    func features(_ row: Int, into: UnsafeMutablePointer<Float>) throws {
+        try Self.read(fd, into, 4 * values, at: dataOffset + 4 * values * row, path: path)
     }
 }
 
@@ -292,8 +290,11 @@ public final class ShardBatches: BatchSource {
     private let starts: [Int]
     public let labels: [Int32]
     public let valuesPerWindow: Int
+    /// The first read that failed after opening (a shard changed under the run); the windows
+    /// it should have filled are zeros. `ShardRun` stops training on it and throws it.
+    public private(set) var readError: ShardError?
 
-    /// Maps and checks the shards of `role` listed in the manifest of `directory`.
+    /// Opens and checks the shards of `role` listed in the manifest of `directory`.
     public init(directory: String, manifest: ShardManifest, role: ShardManifest.Role) throws {
         shards = try manifest.shards.filter { $0.role == role }.map {
             try ShardReader(path: "\(directory)/\($0.file)", entry: $0, manifest: manifest)
@@ -315,8 +316,11 @@ public final class ShardBatches: BatchSource {
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>
     ) {
         for (k, i) in indices.enumerated() {
-            let s = shard(of: i)
-            shards[s].features(i - starts[s], into: features + k * valuesPerWindow)
+            let s = shard(of: i), row = features + k * valuesPerWindow
+            do { try shards[s].features(i - starts[s], into: row) } catch {
+                readError = readError ?? (error as? ShardError)
+                row.update(repeating: 0, count: valuesPerWindow)
+            }
             labels[k] = self.labels[i]
         }
     }

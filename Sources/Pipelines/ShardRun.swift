@@ -104,6 +104,7 @@ public final class ShardRun {
     public let directory: String
     public let manifest: ShardManifest
     public let training: Training
+    let source: ShardBatches
     let configData: Data
 
     /// `configure` changes the conversion's config; the result is checked (`Shards.check`,
@@ -115,11 +116,24 @@ public final class ShardRun {
         try Shards.check(config, against: manifest, directory: directory)
         try config.validate()
         BLAS.threads = config.threads
-        training = try Training(config: config, data: try TrainingData(shards: directory, manifest: manifest), group: group)
+        let data = try TrainingData(shards: directory, manifest: manifest)
+        source = data.train as! ShardBatches  // what TrainingData(shards:) builds
+        training = try Training(config: config, data: data, group: group)
         configData = try RunFolder.encode(config)
     }
 
     public var config: TrainingConfig { training.config }
+
+    /// Trains (`Training.run`); a shard that can no longer be read (changed under the run)
+    /// stops the training after the step that read it and is thrown as its `ShardError`.
+    @discardableResult
+    public func train(
+        shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) throws -> Void = { _ in }
+    ) throws -> TrainingOutcome {
+        let outcome = try training.run(shouldStop: { source.readError != nil || shouldStop() }, onBatch: onBatch, onEpoch: onEpoch)
+        if let e = source.readError { throw e }
+        return outcome
+    }
 
     /// The model file's bytes, as `FitRun.finish` encodes them for the same dataset and config.
     public func modelBytes() throws -> [UInt8] {

@@ -37,7 +37,10 @@ extension FitCommand {
         var display = ProgressDisplay(terminal: out.isTerminal)
         let started = Date()
         do {
-            try run.training.run(onBatch: { display.batch($0, &out) }, onEpoch: { display.epoch($0, epochs: config.epochs, &out) })
+            try run.train(onBatch: { display.batch($0, &out) }, onEpoch: { display.epoch($0, epochs: config.epochs, &out) })
+        } catch let e as ShardError {
+            display.finish(&out)
+            throw CLIError.failure(e.description)
         } catch {
             display.finish(&out)
             throw error

@@ -52,7 +52,7 @@ final class ShardTests: XCTestCase {
         XCTAssertEqual(try run.train(), .finished)
         let memory = try run.finish().modelBytes
         let shards = try ShardRun(directory: dir)
-        XCTAssertEqual(try shards.training.run(), .finished)
+        XCTAssertEqual(try shards.train(), .finished)
         XCTAssertEqual(try shards.modelBytes(), memory)
         // A key that does not touch the windows may change; the models then differ.
         let other = try ShardRun(directory: dir) { c in
@@ -60,7 +60,7 @@ final class ShardTests: XCTestCase {
             c.learningRate *= 2
             return c
         }
-        try other.training.run()
+        try other.train()
         XCTAssertNotEqual(try other.modelBytes(), memory)
     }
 
@@ -77,7 +77,7 @@ final class ShardTests: XCTestCase {
                 c.accumulate = 2  // not a window key
                 return c
             }
-            try shards.training.run()
+            try shards.train()
             return try shards.modelBytes()
         }
         for (r, result) in results.enumerated() { XCTAssertEqual(try result.get(), memory, "rank \(r)") }
@@ -140,6 +140,15 @@ final class ShardTests: XCTestCase {
         XCTAssertThrowsError(try TrainingData(shards: dir, manifest: wrong)) {
             XCTAssertEqual($0 as? ShardError, .manifestMismatch(file: shard, reason: "5 windows, the manifest lists 6"))
         }
+        // A shard truncated after it was opened: training stops with an error naming it.
+        let run = try ShardRun(directory: dir)
+        try original.prefix(100).write(to: URL(fileURLWithPath: shard))
+        XCTAssertThrowsError(try run.train()) {
+            guard case .corrupt(let file, let why) = $0 as? ShardError else { return XCTFail("\($0)") }
+            XCTAssertEqual(file, shard)
+            XCTAssertTrue(why.contains("truncated"), why)
+        }
+        XCTAssertLessThan(run.training.records.count, FitRunTests.quick.epochs, "stopped early")
         try Data("{\"format\": \"actiontrain-shards\"}".utf8).write(to: URL(fileURLWithPath: "\(dir)/manifest.json"))
         XCTAssertThrowsError(try ShardManifest.read(dir)) {
             guard case .corrupt(let file, _) = $0 as? ShardError else { return XCTFail("\($0)") }
