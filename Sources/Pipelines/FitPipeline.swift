@@ -146,6 +146,20 @@ public struct TrainingData {
         try RunChecks.checkDataFrameRate(dataset.frameRate, dataset: dataset.name)
     }
 
+    /// Data made elsewhere (e.g. read from shards, `TrainingData(shards:manifest:)`): no
+    /// sequence indices, no augmentation.
+    public init(input: InputSpec, classes: [String], train: any BatchSource, trainLabels: [Int32], validation: TensorSet?) {
+        self.input = input
+        self.classes = classes
+        trainIndices = []
+        validationIndices = []
+        self.train = train
+        self.trainLabels = trainLabels
+        isAugmented = false
+        paddedShare = 0
+        self.validation = validation
+    }
+
     /// Features and labels of every window of the sequences at `indices`.
     public static func tensors(_ d: Dataset, _ indices: [Int], input: InputSpec, stride: Int, useEvents: Bool) throws -> TensorSet {
         let windows = try WindowSet(dataset: d, indices: indices, spec: input, stride: stride, classes: d.classes, useEvents: useEvents)

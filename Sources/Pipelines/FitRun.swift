@@ -191,20 +191,8 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt.
     public func finish() throws -> FitResult {
-        var metrics: [String: Double] = [:]
-        if let last = progress.records.last { metrics["epochs"] = Double(last.epoch) }
-        let written = try FitPipeline.networkToWrite(training.network, config: config, input: data.input)
-        if let validation = data.validation {
-            let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
-            metrics["validationAccuracy"] = accuracy
-            metrics["validationLoss"] = loss
-        }
-        let provenance = ModelHeader.Provenance(
-            datasetHash: dataset.contentHash, configHash: FNV1a64.text(of: configData), seed: config.seed, metrics: metrics,
-            notes: ["dataset": dataset.name])
-        let bytes = try ModelFile.encode(
-            classes: dataset.classes, input: data.input, network: written, provenance: provenance,
-            trainingFrameRate: dataset.frameRate)
+        let (bytes, metrics) = try Self.encodeModel(
+            training, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
@@ -240,6 +228,28 @@ public final class FitRun {
         }
         if let folder { try RunChecks.afterWritingModel(at: folder.modelPath, report) } else { try report() }
         return result
+    }
+
+    /// The model file of `training`'s network as it is now, with its provenance (dataset and
+    /// config hashes, seed, epochs and validation metrics), and those metrics.
+    static func encodeModel(
+        _ training: Training, configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
+    ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+        var metrics: [String: Double] = [:]
+        if let last = training.records.last { metrics["epochs"] = Double(last.epoch) }
+        let data = training.data
+        let written = try FitPipeline.networkToWrite(training.network, config: training.config, input: data.input)
+        if let validation = data.validation {
+            let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
+            metrics["validationAccuracy"] = accuracy
+            metrics["validationLoss"] = loss
+        }
+        let provenance = ModelHeader.Provenance(
+            datasetHash: datasetHash, configHash: FNV1a64.text(of: configData), seed: training.config.seed, metrics: metrics,
+            notes: ["dataset": datasetName])
+        let bytes = try ModelFile.encode(
+            classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate)
+        return (bytes, metrics)
     }
 
     /// A warning when the last epoch's training loss is clearly above the lowest one (more than

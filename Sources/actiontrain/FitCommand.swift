@@ -22,7 +22,7 @@ enum FitCommand: ParsableCommand {
     static let spec = CommandSpec<Options>(
         name: "fit",
         summary: "Train a classifier on a dataset and write a model file and a run folder.",
-        positionals: [Positional("DATA", \.data, help: DataFlags.formats + " Optional with --resume.")],
+        positionals: [Positional("DATA", \.data, help: DataFlags.formats + " Or a shard directory (convert --to shards). Optional with --resume.")],
         options: [
             Option("config", \.configFile, value: "FILE", help: "JSON config file; flags override its keys."),
             Option("out", \.out, value: "DIR", help: "Run folder (default runs/<dataset>). It must not exist unless --force."),
@@ -50,6 +50,7 @@ enum FitCommand: ParsableCommand {
                 guard let dataPath = options.data else {
                     throw CLIError.usage("missing DATA. Usage: actiontrain fit DATA [options] or actiontrain fit --resume RUN")
                 }
+                if ShardManifest.isShardDirectory(dataPath) { return try fitShards(dataPath, options, out: &out) }
                 var (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
                 let dataset = try options.reading.load(dataPath, lintFollows: true, out: &out)
                 if let seconds = options.windowSeconds {

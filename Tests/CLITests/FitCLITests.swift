@@ -327,4 +327,24 @@ final class FitCLITests: XCTestCase {
         XCTAssertFalse(plain.out.contains("\r"))
         XCTAssertEqual(plain.out.split(separator: "\n").filter { $0.hasPrefix("epoch ") }.count, 2)
     }
+
+    // MARK: shards
+
+    func testFitFromShardsWritesTheModelOfTheFitInMemoryAndRefusesOtherWindows() throws {
+        let dir = try folder()
+        let convert = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards", "--shard-windows", "6", "--epochs", "2"] + Self.quick)
+        XCTAssertEqual(convert.code, 0, convert.err)
+        XCTAssertTrue(convert.out.contains("training and"), convert.out)
+        let fromShards = run(["fit", "\(dir)/shards", "--out", "\(dir)/a"])
+        XCTAssertEqual(fromShards.code, 0, fromShards.err)
+        let inMemory = run(["fit", Self.fixture, "--out", "\(dir)/b", "--epochs", "2"] + Self.quick)
+        XCTAssertEqual(inMemory.code, 0, inMemory.err)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/a/model.atm")), try Data(contentsOf: URL(fileURLWithPath: "\(dir)/b/model.atm")))
+        let other = run(["fit", "\(dir)/shards", "--out", "\(dir)/c", "--window-frames", "8"])
+        XCTAssertEqual(other.code, 1)
+        XCTAssertTrue(other.err.contains("\(dir)/shards/manifest.json: the shards were cut with other values of windowFrames"), other.err)
+        let again = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards"] + Self.quick)
+        XCTAssertEqual(again.code, 1)
+        XCTAssertTrue(again.err.contains("--force"), again.err)
+    }
 }
