@@ -122,10 +122,19 @@ public enum Recipe {
             "\(p.sequences) training sequences, \(p.classes) classes, smallest \(p.smallestClass)"
                 + (small ? " (small: every sequence trains, augmented)" : ""))
 
-        // Training length and schedule.
+        // Training length and schedule: 120 epochs, more when an epoch is only a few batches.
         _ = set("schedule", \.schedule, LearningRateSchedule.Kind.cosine)
-        _ = set("epochs", \.epochs, 120)
-        note("training", "a decaying schedule ends every run well without a validation split")
+        var steps = ""
+        if c.windowMode == .fit && !c.useEvents {
+            let windows = max(1, Int((Double(p.sequences) * (1 - c.validationFraction)).rounded()))
+            let batches = (windows + max(1, c.batchSize) - 1) / max(1, c.batchSize)
+            let epochs = trainingEpochs(batchesPerEpoch: batches)
+            _ = set("epochs", \.epochs, epochs)
+            if epochs > 120 { steps = "; \(windows) windows are \(batches) batch\(batches == 1 ? "" : "es") an epoch, at least \(minimumSteps) steps" }
+        } else {
+            _ = set("epochs", \.epochs, 120)
+        }
+        note("training", "a decaying schedule ends every run well without a validation split" + steps)
         return (c, choices)
     }
 
@@ -146,6 +155,16 @@ public enum Recipe {
         a.maxTimeWarp = 0.2
         return a
     }()
+
+    /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
+    public static let minimumSteps = 500
+
+    /// Epochs for `batchesPerEpoch`: 120, or enough for `minimumSteps` (rounded up to tens),
+    /// at most 480.
+    static func trainingEpochs(batchesPerEpoch: Int) -> Int {
+        let needed = (minimumSteps + max(1, batchesPerEpoch) - 1) / max(1, batchesPerEpoch)
+        return min(480, max(120, (needed + 9) / 10 * 10))
+    }
 
     /// The `fit` window length for clips whose median length is `median` frames.
     static func fitFrames(_ median: Int) -> Int { 32 }
