@@ -123,6 +123,28 @@ extension Layer {
     public var parameterCount: Int { parameterShapes.reduce(0) { $0 + $1.count } }
 }
 
+/// A layer made of layers (`residual`, `flipAverage`, `averageProbabilities`): the frozen
+/// state's calls reach every layer it holds. Binding and initialisation stay each container's
+/// own (a mirrored copy shares its body's parameters).
+protocol LayerContainer: Layer {
+    /// Every layer held, in a fixed order (the same for replicas of one spec).
+    var sublayers: [Layer] { get }
+}
+
+extension LayerContainer {
+    func setFrozen(_ frozen: Bool) {
+        for layer in sublayers { layer.setFrozen(frozen) }
+    }
+
+    func prepareFrozen() {
+        for layer in sublayers { layer.prepareFrozen() }
+    }
+
+    func shareFrozen(from other: Layer) {
+        for (a, b) in zip(sublayers, (other as! Self).sublayers) { a.shareFrozen(from: b) }
+    }
+}
+
 /// Largest parameter arena or network input a `Network` may ask for, in values.
 let maxLayerValues = 1 << 31
 

@@ -70,7 +70,7 @@ struct ProbabilityAverage {
 ///
 /// Parameters are the members' in order, named `members.<m>.<j>.<name>`.
 /// Backward: each member gets its share (`ProbabilityAverage.backward`); `dx = Σ_m dx_m`.
-final class AverageProbabilities: Layer {
+final class AverageProbabilities: LayerContainer {
     let members: [[Layer]]
     private let chains: [LayerChain]
     let inputShape: Shape, outputShape: Shape
@@ -108,17 +108,7 @@ final class AverageProbabilities: Layer {
         for layer in all { layer.initialize(using: &g) }  // one stream: each member starts elsewhere
     }
 
-    func setFrozen(_ frozen: Bool) {
-        for layer in all { layer.setFrozen(frozen) }
-    }
-
-    func prepareFrozen() {
-        for layer in all { layer.prepareFrozen() }
-    }
-
-    func shareFrozen(from other: Layer) {
-        for (a, b) in zip(all, (other as! AverageProbabilities).all) { a.shareFrozen(from: b) }
-    }
+    var sublayers: [Layer] { all }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         var logits: [UnsafePointer<Float>] = []

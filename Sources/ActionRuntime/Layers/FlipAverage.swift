@@ -8,7 +8,7 @@ import PoseCore
 /// The body's parameters are stored once (named `body.<j>.<name>`); two copies of its layers,
 /// bound to the same parameters and gradients, keep each pass's activations for backward.
 /// Backward: `dx = dx_a + Pᵀ (signs ⊙ dx_b)`, `dx[t, channels[c]] += signs[c] · dx_b[t, c]`.
-final class FlipAverage: Layer {
+final class FlipAverage: LayerContainer {
     let body: [Layer], mirrored: [Layer]
     private let bodyChain: LayerChain, mirroredChain: LayerChain
     let channels: [Int], signs: [Float]
@@ -47,18 +47,7 @@ final class FlipAverage: Layer {
         for layer in body { layer.initialize(using: &g) }
     }
 
-    func setFrozen(_ frozen: Bool) {
-        for layer in body + mirrored { layer.setFrozen(frozen) }
-    }
-
-    func prepareFrozen() {
-        for layer in body + mirrored { layer.prepareFrozen() }
-    }
-
-    func shareFrozen(from other: Layer) {
-        let o = other as! FlipAverage
-        for (a, b) in zip(body + mirrored, o.body + o.mirrored) { a.shareFrozen(from: b) }
-    }
+    var sublayers: [Layer] { body + mirrored }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let C = inputShape.channels, rows = batch * inputShape.time

@@ -8,7 +8,7 @@ import PoseCore
 /// Backward: `dy` flows through both branches; `dx = dx_body + dx_shortcut`.
 /// Parameters are the body's then the shortcut's, named `body.<j>.<name>` and
 /// `shortcut.<j>.<name>` (the network prefixes `layers.<i>.`).
-final class Residual: Layer {
+final class Residual: LayerContainer {
     let body: [Layer], shortcut: [Layer]
     private let bodyChain: LayerChain, shortcutChain: LayerChain
     let inputShape: Shape, outputShape: Shape
@@ -46,18 +46,7 @@ final class Residual: Layer {
         for layer in body + shortcut { layer.initialize(using: &g) }
     }
 
-    func setFrozen(_ frozen: Bool) {
-        for layer in body + shortcut { layer.setFrozen(frozen) }
-    }
-
-    func prepareFrozen() {
-        for layer in body + shortcut { layer.prepareFrozen() }
-    }
-
-    func shareFrozen(from other: Layer) {
-        let o = other as! Residual
-        for (a, b) in zip(body + shortcut, o.body + o.shortcut) { a.shareFrozen(from: b) }
-    }
+    var sublayers: [Layer] { body + shortcut }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let a = bodyChain.forward(x, batch: batch, mode: &mode)
