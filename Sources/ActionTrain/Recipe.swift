@@ -127,7 +127,8 @@ public enum Recipe {
         var steps = ""
         if c.windowMode == .fit && !c.useEvents {
             let windows = max(1, Int((Double(p.sequences) * (1 - c.validationFraction)).rounded()))
-            let batches = (windows + max(1, c.batchSize) - 1) / max(1, c.batchSize)
+            let batchSize = max(1, c.batchSize)
+            let batches = (windows + batchSize - 1) / batchSize
             let epochs = trainingEpochs(batchesPerEpoch: batches)
             _ = set("epochs", \.epochs, epochs)
             if epochs > 120 { steps = "; \(windows) windows are \(batches) batch\(batches == 1 ? "" : "es") an epoch, at least \(minimumSteps) steps" }
