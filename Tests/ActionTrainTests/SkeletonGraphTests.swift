@@ -20,8 +20,8 @@ final class SkeletonGraphTests: XCTestCase {
         let p = g.partitions
         XCTAssertEqual(p.count, 3)
         XCTAssertEqual(p[0], g.identity)
-        XCTAssertEqual(p[1], [0, 1, 0, 0, /**/ 0, 0, 0, 0, /**/ 0, 1, 0, 0, /**/ 0, 0, 1, 0])
-        XCTAssertEqual(p[2], [0, 0, 0, 0, /**/ 0.5, 0, 0.5, 0, /**/ 0, 0, 0, 1, /**/ 0, 0, 0, 0])
+        XCTAssertEqual(p[1], [0, 1, 0, 0] + [0, 0, 0, 0] + [0, 1, 0, 0] + [0, 0, 1, 0])  // rows a, b, c, d
+        XCTAssertEqual(p[2], [0, 0, 0, 0] + [0.5, 0, 0.5, 0] + [0, 0, 0, 1] + [0, 0, 0, 0])
         // A named centre joint wins, and `graph` replaces the bones.
         var centred = Self.chain
         centred.centre = ["d"]
