@@ -113,7 +113,7 @@ public enum Recipe {
             bonesText = "skeleton '\(sk.name)' names no bones"
             if !explicit.contains("graph") && !p.inferredBones.isEmpty {
                 _ = set("graph", \.graph, p.inferredBones)
-                bonesText += ", the \(p.inferredBones.count) most rigid joint pairs of the data are its bones"
+                bonesText += "; a tree of \(p.inferredBones.count) short, rigid joint pairs in the data become its bones"
             }
         }
         if !sk.bones.isEmpty || !c.graph.isEmpty { channels.append(.bones) }
