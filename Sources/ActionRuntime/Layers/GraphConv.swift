@@ -35,9 +35,13 @@ final class GraphConv: Layer {
     var outputShape: Shape { Shape(time: time, channels: joints * outputs) }
     var parameterShapes: [ParameterShape] { kind.parameters }
 
-    /// A's nonzeros grouped by output joint j: entries `start[j] ..< start[j + 1]` of `offset`
-    /// (where the neighbour's partition block starts in a Z row group: `i·PO + p·O`) and `value`.
-    let start: [Int], offset: [Int], value: [Float]
+    /// A nonzero `A[p, j, i]`: where joint j's outputs start in a time step's y rows (`j·O`),
+    /// where joint i's partition-p block starts in its Z rows (`i·PO + p·O`), and the value.
+    struct Edge {
+        let target: Int, source: Int, weight: Float
+    }
+    /// A's nonzeros, by target joint (then partition, then source joint).
+    let edges: [Edge]
     /// Batch elements per chunk; tests set it small to exercise chunking.
     var chunk: Int
     /// Parts a batch is split into (at most one per element); nil: up to `BLAS.threads`, each
@@ -65,18 +69,16 @@ final class GraphConv: Layer {
         self.kind = kind
         self.time = time
         (joints, inputs, outputs, kernel, partitions) = (kind.joints, kind.inputs, kind.outputs, kind.kernel, kind.partitions)
-        let J = kind.joints, PO = kind.partitions * kind.outputs
-        var start = [0], offset: [Int] = [], value: [Float] = []
+        let J = kind.joints, O = kind.outputs, PO = kind.partitions * kind.outputs
+        var edges: [Edge] = []
         for j in 0..<J {
             for p in 0..<kind.partitions {
                 for i in 0..<J where kind.adjacency[(p * J + j) * J + i] != 0 {
-                    offset.append(i * PO + p * kind.outputs)
-                    value.append(kind.adjacency[(p * J + j) * J + i])
+                    edges.append(Edge(target: j * O, source: i * PO + p * O, weight: kind.adjacency[(p * J + j) * J + i]))
                 }
             }
-            start.append(offset.count)
         }
-        (self.start, self.offset, self.value) = (start, offset, value)
+        self.edges = edges
         chunk = max(1, (1 << 19) / (time * J * max(PO, kind.kernel * kind.inputs)))
     }
 
@@ -176,20 +178,13 @@ final class GraphConv: Layer {
     /// s = (b, t) of Z `[steps, J, PO]` and y `[steps, J, O]`.
     func aggregate(_ z: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, steps: Int, bias: UnsafePointer<Float>) {
         let J = joints, O = outputs, PO = partitions * outputs
-        start.withUnsafeBufferPointer { start in
-            offset.withUnsafeBufferPointer { offset in
-                value.withUnsafeBufferPointer { value in
-                    for s in 0..<steps {
-                        let zs = z + s * J * PO
-                        for j in 0..<J {
-                            let yj = y + (s * J + j) * O
-                            yj.update(from: bias, count: O)
-                            for e in start[j]..<start[j + 1] {
-                                let zi = zs + offset[e], a = value[e]
-                                for o in 0..<O { yj[o] += a * zi[o] }
-                            }
-                        }
-                    }
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = z + s * J * PO, ys = y + s * J * O
+                for j in 0..<J { (ys + j * O).update(from: bias, count: O) }
+                for e in edges {
+                    let yj = ys + e.target, zi = zs + e.source, a = e.weight
+                    for o in 0..<O { yj[o] += a * zi[o] }
                 }
             }
         }
@@ -199,19 +194,12 @@ final class GraphConv: Layer {
     func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) {
         let J = joints, O = outputs, PO = partitions * outputs
         dz.update(repeating: 0, count: steps * J * PO)
-        start.withUnsafeBufferPointer { start in
-            offset.withUnsafeBufferPointer { offset in
-                value.withUnsafeBufferPointer { value in
-                    for s in 0..<steps {
-                        let zs = dz + s * J * PO
-                        for j in 0..<J {
-                            let gj = dy + (s * J + j) * O
-                            for e in start[j]..<start[j + 1] {
-                                let zi = zs + offset[e], a = value[e]
-                                for o in 0..<O { zi[o] += a * gj[o] }
-                            }
-                        }
-                    }
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = dz + s * J * PO, gs = dy + s * J * O
+                for e in edges {
+                    let zi = zs + e.source, gj = gs + e.target, a = e.weight
+                    for o in 0..<O { zi[o] += a * gj[o] }
                 }
             }
         }
