@@ -107,6 +107,24 @@ final class GraphConvTests: XCTestCase {
         }
     }
 
+    // MARK: The header
+
+    /// Adjacency values that need care in JSON (a degree-normalised 1/3, the smallest normal and
+    /// a subnormal, −0, the largest float) read back bit for bit through both header decoders.
+    func testAwkwardAdjacencyValuesRoundTripThroughBothDecoders() throws {
+        let values: [Float] = [1 / 3, .leastNormalMagnitude, .leastNonzeroMagnitude, -0.0, .greatestFiniteMagnitude, -1e-7, 0.1, 2, 1]
+        let spec = LayerSpec.graphConv(joints: 3, inputs: 1, outputs: 2, kernel: 1, adjacency: [values])
+        let net = try ModelFixtures.network([spec, .globalAveragePool, .linear(inputs: 6, outputs: 2)], input: Shape(time: 2, channels: 3), seed: 1)
+        let bytes = try ModelFile.encode(
+            classes: ["a", "b"], input: LayerKindsTests.modelInput(channels: 3, frames: 2), network: net, provenance: .init(seed: 1))
+        let json = ModelFileLoadTests.headerBytes(bytes)
+        let reference = try json.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) }
+        let kind = try XCTUnwrap(reference.layers[0].kind as? GraphConvKind)
+        XCTAssertEqual(kind.adjacency.map(\.bitPattern), values.map(\.bitPattern))
+        if let fast = ModelFileLoadTests.fast(json) { XCTAssertEqual(fast, reference) }  // the fast path may decline subnormals
+        XCTAssertEqual(try ModelFile.load(bytes).0.layers, net.specs)
+    }
+
     // MARK: Shape checks
 
     func assertRejected(_ spec: LayerSpec, input: Shape, naming words: [String], line: UInt = #line) {
