@@ -20,6 +20,8 @@ import PoseCore
 ///   `y[b, t, j, :] = bias + Σ_{(p, i): A[p, j, i] ≠ 0} A[p, j, i] · Z[(b, t, i), p·O ..< (p + 1)·O]`.
 /// Backward: `dZ[(b, t, i), p, :] = Σ_j A[p, j, i] · dy[b, t, j, :]`, `dW[PO, KI] += dZᵀ · cols`,
 /// `dbias[o] += Σ_r dy[r, o]`, `dcols = dZ · W`, then col2im scatter-adds `dcols` onto `dx`.
+/// With P = 1 and A = identity (ST-GCN's temporal layer) Z is y without the bias: the GEMM
+/// writes y directly and dZ is dy.
 ///
 /// Threads: as `Conv1d`'s im2col, the batch is split into up to `BLAS.threads` contiguous parts
 /// (`BLAS.parallel`), each with its own buffers, one-thread GEMMs and private dW/dbias (part 0
@@ -42,6 +44,9 @@ final class GraphConv: Layer {
     }
     /// A's nonzeros, by target joint (then partition, then source joint).
     let edges: [Edge]
+    /// P = 1 and A = identity (a per-joint temporal convolution): Z is y without the bias, so
+    /// the GEMM writes y directly (bias pre-filled) and dZ is dy.
+    let isIdentity: Bool
     /// Batch elements per chunk; tests set it small to exercise chunking.
     var chunk: Int
     /// Parts a batch is split into (at most one per element); nil: up to `BLAS.threads`, each
@@ -79,6 +84,7 @@ final class GraphConv: Layer {
             }
         }
         self.edges = edges
+        isIdentity = kind.partitions == 1 && edges.count == J && edges.allSatisfy { $0.target == $0.source && $0.weight == 1 }
         chunk = max(1, (1 << 19) / (time * J * max(PO, kind.kernel * kind.inputs)))
     }
 
@@ -116,11 +122,16 @@ final class GraphConv: Layer {
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
             w.cols.reserve(chunk * TJ * KI)
-            w.z.reserve(chunk * TJ * PO)
+            if !isIdentity { w.z.reserve(chunk * TJ * PO) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
-                let c = columns(x, from: b0, count: n, into: w.cols)
-                BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
-                aggregate(w.z.pointer, into: out + b0 * TJ * O, steps: n * time, bias: bias)
+                let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
+                if isIdentity {
+                    for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
+                } else {
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
+                    aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
+                }
             }
         }
         return UnsafePointer(out)
@@ -136,9 +147,9 @@ final class GraphConv: Layer {
             let (dW, db) = gradientTargets(p, w)
             if needInputGradient && kernel > 1 { w.dcols.reserve(chunk * TJ * KI) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
-                let R = n * TJ, g = dy + b0 * TJ * O, dz = w.z.pointer
+                let R = n * TJ, g = dy + b0 * TJ * O
                 let c = columns(x, from: b0, count: n, into: w.cols)
-                spread(g, into: dz, steps: n * time)
+                let dz = isIdentity ? g : spread(g, into: w.z.pointer, steps: n * time)
                 // dW[PO, KI] += dZᵀ[PO, R] · cols[R, KI]
                 BLAS.gemm(transposeA: true, m: PO, n: KI, k: R, a: dz, lda: PO, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
                 for r in 0..<R {
@@ -190,8 +201,8 @@ final class GraphConv: Layer {
         }
     }
 
-    /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`.
-    func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) {
+    /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`; returns `dz`.
+    func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
         let J = joints, O = outputs, PO = partitions * outputs
         dz.update(repeating: 0, count: steps * J * PO)
         edges.withUnsafeBufferPointer { edges in
@@ -203,6 +214,7 @@ final class GraphConv: Layer {
                 }
             }
         }
+        return UnsafePointer(dz)
     }
 
     /// The im2col matrix `[count·T·J, KI]` of batch elements `from ..< from + count`: `x`
