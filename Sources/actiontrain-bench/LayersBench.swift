@@ -70,12 +70,11 @@ enum LayersBench {
             guard i + 1 < args.count, let v = Int(args[i + 1]), v > 0 else { throw BenchError.usage("\(flag) needs a positive integer") }
             return v
         }
-        if args.contains("graphconv") { return try graphConvTable(threadCounts: try value("--threads").map { [$0] } ?? [1, 2]) }
+        let cpu = args.contains("--cpu"), threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
+        if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
+        if args.contains("graphconv") { return try graphConvTable(threadCounts: threadCounts, cpu: cpu) }
         let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
         let batches = try value("--batch").map { [$0] } ?? [64, 256]
-        let threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
-        let cpu = args.contains("--cpu")
-        if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         let load = ForeignLoad()
         print("Layers forward+backward, OpenBLAS core \(BLAS.coreName); anchors: ../shared/bench/RESULTS.md (env as set)")
         print("step = zeroGradients + forward(training) + backward; no loss, no optimiser. Medians of 5 reps of >= 0.1 s.")
@@ -266,8 +265,9 @@ enum LayersBench {
     /// ST-GCN-sized `graphConv` layers: forward (training mode) and backward (with the input
     /// gradient) per batch, and the replayed GEMM time of one forward + backward. Partitions
     /// P = 3 are a tree's self / towards-root / away-from-root links (joint j's parent (j − 1)/2),
-    /// normalised by degree; P = 1 is the identity (the temporal convolution).
-    static func graphConvTable(threadCounts: [Int]) throws {
+    /// normalised by degree; P = 1 is the identity (the temporal convolution). `--cpu` (with
+    /// `--threads 1`) times with this thread's CPU clock, for a loaded machine.
+    static func graphConvTable(threadCounts: [Int], cpu: Bool) throws {
         struct Case { let batch, time, joints, inputs, outputs, kernel, partitions: Int }
         let cases = [
             Case(batch: 64, time: 64, joints: 25, inputs: 3, outputs: 64, kernel: 1, partitions: 3),  // NTU spatial, first layer
@@ -312,8 +312,8 @@ enum LayersBench {
                 var mode = ForwardMode.training(seed: 3)
                 let (forward, backward) = x.withUnsafeBufferPointer { xp in
                     dy.withUnsafeBufferPointer { dp in
-                        let f = Clock.median { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
-                        let b = Clock.median { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
+                        let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
+                        let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
                         return (f, b)
                     }
                 }
@@ -321,7 +321,7 @@ enum LayersBench {
                     x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: c.batch, mode: &mode) }
                     dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: c.batch, needInputGradient: true) }
                 }
-                let gemm = replay(calls, cpu: false)
+                let gemm = replay(calls, cpu: cpu)
                 print(
                     row(
                         [
