@@ -13,6 +13,8 @@ final class GraphConvTests: XCTestCase {
         return (0..<P).map { _ in (0..<(J * J)).map { _ in g.nextInt(below: 3) == 0 ? 0 : g.nextSymmetric(1) } }
     }
 
+    static func identity(_ J: Int) -> [Float] { (0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 1 : 0) } }
+
     static func spec(_ J: Int, _ I: Int, _ O: Int, kernel K: Int, partitions P: Int, seed: UInt64 = 1) -> LayerSpec {
         .graphConv(joints: J, inputs: I, outputs: O, kernel: K, adjacency: adjacency(partitions: P, joints: J, seed: seed))
     }
@@ -27,6 +29,12 @@ final class GraphConvTests: XCTestCase {
             batch: 2, jitter: 0.2)
     }
 
+    func testGradientsOfTheIdentityGraph() throws {
+        try checkGradients(
+            layers: [.graphConv(joints: 3, inputs: 2, outputs: 3, kernel: 3, adjacency: [Self.identity(3)]), .flatten],
+            input: Shape(time: 4, channels: 6), batch: 2)
+    }
+
     func testGradientsWithKernelOne() throws {
         try checkGradients(layers: [Self.spec(5, 3, 2, kernel: 1, partitions: 2), .flatten], input: Shape(time: 3, channels: 15), batch: 2)
     }
@@ -37,7 +45,7 @@ final class GraphConvTests: XCTestCase {
 
     func testGradientsInAStack() throws {
         // ST-GCN's unit: spatial (K = 1, 3 partitions) → layerNorm → GELU → temporal (K = 3, identity).
-        let J = 3, identity = [(0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 1 : 0) }]
+        let J = 3, identity = [Self.identity(J)]
         try checkGradients(
             layers: [
                 Self.spec(J, 2, 4, kernel: 1, partitions: 3), .layerNorm(channels: J * 4, epsilon: 1e-5), .gelu,
@@ -52,7 +60,7 @@ final class GraphConvTests: XCTestCase {
     /// channels with the same weights; `weight [1, O, K, I]` is conv1d's `[O, K, I]`.
     func testIdentityGraphIsAConv1dPerJoint() throws {
         let (J, I, O, K, T, B) = (4, 3, 5, 3, 6, 2)
-        let identity = (0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 1 : 0) }
+        let identity = Self.identity(J)
         let graph = try ModelFixtures.network(
             [.graphConv(joints: J, inputs: I, outputs: O, kernel: K, adjacency: [identity]), .flatten], input: Shape(time: T, channels: J * I),
             seed: 2)
@@ -77,12 +85,19 @@ final class GraphConvTests: XCTestCase {
 
     /// Chunks of 1 and 2 batch elements and splits into 2 and 3 parts give the results of one
     /// pass (dW and dbias are summed in another order, so within rounding), with and without
-    /// the input gradient.
+    /// the input gradient, for a general graph and the identity (the GEMM writes y directly).
     func testChunksAndPartsMatchOnePass() throws {
-        let spec = Self.spec(5, 2, 4, kernel: 3, partitions: 3), input = Shape(time: 3, channels: 10), B = 5
+        for spec in [Self.spec(5, 2, 4, kernel: 3, partitions: 3), .graphConv(joints: 5, inputs: 2, outputs: 4, kernel: 3, adjacency: [Self.identity(5)])] {
+            try checkChunksAndParts(spec)
+        }
+    }
+
+    func checkChunksAndParts(_ spec: LayerSpec) throws {
+        let input = Shape(time: 3, channels: 10), B = 5
         func run(chunk: Int, parts: Int, needInputGradient: Bool) throws -> [Float] {
             let net = try ModelFixtures.network([spec, .flatten], input: input, seed: 6)
             let layer = try XCTUnwrap(net.layers[0] as? GraphConv)
+            XCTAssertEqual(layer.isIdentity, (spec.kind as? GraphConvKind)?.partitions == 1)
             if chunk > 0 { layer.chunk = chunk }
             layer.maxParts = parts
             XCTAssertEqual(layer.partCount(batch: B), parts)
@@ -105,6 +120,24 @@ final class GraphConvTests: XCTestCase {
             let other = try run(chunk: chunk, parts: parts, needInputGradient: true)
             assertClose(other, reference, absolute: 1e-6, relative: 1e-5, "chunk \(chunk), parts \(parts)")
         }
+    }
+
+    // MARK: The header
+
+    /// Adjacency values that need care in JSON (a degree-normalised 1/3, the smallest normal and
+    /// a subnormal, −0, the largest float) read back bit for bit through both header decoders.
+    func testAwkwardAdjacencyValuesRoundTripThroughBothDecoders() throws {
+        let values: [Float] = [1 / 3, .leastNormalMagnitude, .leastNonzeroMagnitude, -0.0, .greatestFiniteMagnitude, -1e-7, 0.1, 2, 1]
+        let spec = LayerSpec.graphConv(joints: 3, inputs: 1, outputs: 2, kernel: 1, adjacency: [values])
+        let net = try ModelFixtures.network([spec, .globalAveragePool, .linear(inputs: 6, outputs: 2)], input: Shape(time: 2, channels: 3), seed: 1)
+        let bytes = try ModelFile.encode(
+            classes: ["a", "b"], input: LayerKindsTests.modelInput(channels: 3, frames: 2), network: net, provenance: .init(seed: 1))
+        let json = ModelFileLoadTests.headerBytes(bytes)
+        let reference = try json.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) }
+        let kind = try XCTUnwrap(reference.layers[0].kind as? GraphConvKind)
+        XCTAssertEqual(kind.adjacency.map(\.bitPattern), values.map(\.bitPattern))
+        if let fast = ModelFileLoadTests.fast(json) { XCTAssertEqual(fast, reference) }  // the fast path may decline subnormals
+        XCTAssertEqual(try ModelFile.load(bytes).0.layers, net.specs)
     }
 
     // MARK: Shape checks

@@ -20,6 +20,8 @@ import PoseCore
 ///   `y[b, t, j, :] = bias + Σ_{(p, i): A[p, j, i] ≠ 0} A[p, j, i] · Z[(b, t, i), p·O ..< (p + 1)·O]`.
 /// Backward: `dZ[(b, t, i), p, :] = Σ_j A[p, j, i] · dy[b, t, j, :]`, `dW[PO, KI] += dZᵀ · cols`,
 /// `dbias[o] += Σ_r dy[r, o]`, `dcols = dZ · W`, then col2im scatter-adds `dcols` onto `dx`.
+/// With P = 1 and A = identity (ST-GCN's temporal layer) Z is y without the bias: the GEMM
+/// writes y directly and dZ is dy.
 ///
 /// Threads: as `Conv1d`'s im2col, the batch is split into up to `BLAS.threads` contiguous parts
 /// (`BLAS.parallel`), each with its own buffers, one-thread GEMMs and private dW/dbias (part 0
@@ -35,9 +37,16 @@ final class GraphConv: Layer {
     var outputShape: Shape { Shape(time: time, channels: joints * outputs) }
     var parameterShapes: [ParameterShape] { kind.parameters }
 
-    /// A's nonzeros grouped by output joint j: entries `start[j] ..< start[j + 1]` of `offset`
-    /// (where the neighbour's partition block starts in a Z row group: `i·PO + p·O`) and `value`.
-    let start: [Int], offset: [Int], value: [Float]
+    /// A nonzero `A[p, j, i]`: where joint j's outputs start in a time step's y rows (`j·O`),
+    /// where joint i's partition-p block starts in its Z rows (`i·PO + p·O`), and the value.
+    struct Edge {
+        let target: Int, source: Int, weight: Float
+    }
+    /// A's nonzeros, by target joint (then partition, then source joint).
+    let edges: [Edge]
+    /// P = 1 and A = identity (a per-joint temporal convolution): Z is y without the bias, so
+    /// the GEMM writes y directly (bias pre-filled) and dZ is dy.
+    let isIdentity: Bool
     /// Batch elements per chunk; tests set it small to exercise chunking.
     var chunk: Int
     /// Parts a batch is split into (at most one per element); nil: up to `BLAS.threads`, each
@@ -65,18 +74,17 @@ final class GraphConv: Layer {
         self.kind = kind
         self.time = time
         (joints, inputs, outputs, kernel, partitions) = (kind.joints, kind.inputs, kind.outputs, kind.kernel, kind.partitions)
-        let J = kind.joints, PO = kind.partitions * kind.outputs
-        var start = [0], offset: [Int] = [], value: [Float] = []
+        let J = kind.joints, O = kind.outputs, PO = kind.partitions * kind.outputs
+        var edges: [Edge] = []
         for j in 0..<J {
             for p in 0..<kind.partitions {
                 for i in 0..<J where kind.adjacency[(p * J + j) * J + i] != 0 {
-                    offset.append(i * PO + p * kind.outputs)
-                    value.append(kind.adjacency[(p * J + j) * J + i])
+                    edges.append(Edge(target: j * O, source: i * PO + p * O, weight: kind.adjacency[(p * J + j) * J + i]))
                 }
             }
-            start.append(offset.count)
         }
-        (self.start, self.offset, self.value) = (start, offset, value)
+        self.edges = edges
+        isIdentity = kind.partitions == 1 && edges.count == J && edges.allSatisfy { $0.target == $0.source && $0.weight == 1 }
         chunk = max(1, (1 << 19) / (time * J * max(PO, kind.kernel * kind.inputs)))
     }
 
@@ -114,11 +122,16 @@ final class GraphConv: Layer {
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
             w.cols.reserve(chunk * TJ * KI)
-            w.z.reserve(chunk * TJ * PO)
+            if !isIdentity { w.z.reserve(chunk * TJ * PO) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
-                let c = columns(x, from: b0, count: n, into: w.cols)
-                BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
-                aggregate(w.z.pointer, into: out + b0 * TJ * O, steps: n * time, bias: bias)
+                let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
+                if isIdentity {
+                    for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
+                } else {
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
+                    aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
+                }
             }
         }
         return UnsafePointer(out)
@@ -134,9 +147,9 @@ final class GraphConv: Layer {
             let (dW, db) = gradientTargets(p, w)
             if needInputGradient && kernel > 1 { w.dcols.reserve(chunk * TJ * KI) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
-                let R = n * TJ, g = dy + b0 * TJ * O, dz = w.z.pointer
+                let R = n * TJ, g = dy + b0 * TJ * O
                 let c = columns(x, from: b0, count: n, into: w.cols)
-                spread(g, into: dz, steps: n * time)
+                let dz = isIdentity ? g : spread(g, into: w.z.pointer, steps: n * time)
                 // dW[PO, KI] += dZᵀ[PO, R] · cols[R, KI]
                 BLAS.gemm(transposeA: true, m: PO, n: KI, k: R, a: dz, lda: PO, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
                 for r in 0..<R {
@@ -176,45 +189,32 @@ final class GraphConv: Layer {
     /// s = (b, t) of Z `[steps, J, PO]` and y `[steps, J, O]`.
     func aggregate(_ z: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, steps: Int, bias: UnsafePointer<Float>) {
         let J = joints, O = outputs, PO = partitions * outputs
-        start.withUnsafeBufferPointer { start in
-            offset.withUnsafeBufferPointer { offset in
-                value.withUnsafeBufferPointer { value in
-                    for s in 0..<steps {
-                        let zs = z + s * J * PO
-                        for j in 0..<J {
-                            let yj = y + (s * J + j) * O
-                            yj.update(from: bias, count: O)
-                            for e in start[j]..<start[j + 1] {
-                                let zi = zs + offset[e], a = value[e]
-                                for o in 0..<O { yj[o] += a * zi[o] }
-                            }
-                        }
-                    }
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = z + s * J * PO, ys = y + s * J * O
+                for j in 0..<J { (ys + j * O).update(from: bias, count: O) }
+                for e in edges {
+                    let yj = ys + e.target, zi = zs + e.source, a = e.weight
+                    for o in 0..<O { yj[o] += a * zi[o] }
                 }
             }
         }
     }
 
-    /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`.
-    func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) {
+    /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`; returns `dz`.
+    func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
         let J = joints, O = outputs, PO = partitions * outputs
         dz.update(repeating: 0, count: steps * J * PO)
-        start.withUnsafeBufferPointer { start in
-            offset.withUnsafeBufferPointer { offset in
-                value.withUnsafeBufferPointer { value in
-                    for s in 0..<steps {
-                        let zs = dz + s * J * PO
-                        for j in 0..<J {
-                            let gj = dy + (s * J + j) * O
-                            for e in start[j]..<start[j + 1] {
-                                let zi = zs + offset[e], a = value[e]
-                                for o in 0..<O { zi[o] += a * gj[o] }
-                            }
-                        }
-                    }
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = dz + s * J * PO, gs = dy + s * J * O
+                for e in edges {
+                    let zi = zs + e.source, gj = gs + e.target, a = e.weight
+                    for o in 0..<O { zi[o] += a * gj[o] }
                 }
             }
         }
+        return UnsafePointer(dz)
     }
 
     /// The im2col matrix `[count·T·J, KI]` of batch elements `from ..< from + count`: `x`
