@@ -88,7 +88,11 @@ public enum Recipe {
                 ? "no centre joints, bodies \(format(p.offset)) body sizes from the origin"
                 : "no centre joints, bodies already centred"
         var scaleText: String
-        if !sk.torsoUpper.isEmpty && !sk.torsoLower.isEmpty {
+        let mixedUnits = differentUnits(p.axisSpread)
+        if let spreads = mixedUnits {
+            if set("scaling", \.scaling, InputSpec.Scaling.fixed) { _ = set("axisDivisors", \.axisDivisors, spreads) }
+            scaleText = "axes spread \(spreads.map { format($0) }.joined(separator: ", ")): in different units, each divided by its own"
+        } else if !sk.torsoUpper.isEmpty && !sk.torsoLower.isEmpty {
             _ = set("scaling", \.scaling, InputSpec.Scaling.torso)
             scaleText = "torso known"
         } else if p.bodySize > 0 && p.bodySize.isFinite {
@@ -124,7 +128,7 @@ public enum Recipe {
         let small = p.smallestClass < smallClass
         _ = set("validationFraction", \.validationFraction, small ? 0 : 0.1)
         _ = set("labelSmoothing", \.labelSmoothing, Float(0.1))
-        if small { _ = set("augmentation", \.augmentation, standardAugmentation) }
+        if small { _ = set("augmentation", \.augmentation, mixedUnits == nil ? standardAugmentation : sameUnitsAugmentation) }
         note(
             "size",
             "\(p.sequences) training sequences, \(p.classes) classes, smallest \(p.smallestClass)"
@@ -165,6 +169,30 @@ public enum Recipe {
         return a
     }()
 
+    /// The standard augmentation without the steps that mix the axes' units (rotation, and
+    /// jitter scaled by the body size over all axes), for data whose axes are in different units.
+    public static let sameUnitsAugmentation: AugmentationConfig = {
+        var a = standardAugmentation
+        a.rotationProbability = 0
+        a.jitterProbability = 0
+        return a
+    }()
+
+    /// Axes whose spreads differ by a factor in this range are taken to be in different units
+    /// (a body's spreads differ by at most about 5 in metres or pixels, depth against height;
+    /// pixels against metres give about 300, image fractions against millimetres about 2,000).
+    /// Beyond it the small axis is noise on a flat one (2D points stored as 3D), left alone.
+    public static let unitRatios = 10.0...10_000.0
+
+    /// The axes' spreads (as Float-exact doubles) when their ratio is in `unitRatios` (e.g. x, y
+    /// in image pixels and z in metres), else nil.
+    static func differentUnits(_ spreads: [Double]) -> [Double]? {
+        guard spreads.count > 1, let lo = spreads.min(), let hi = spreads.max(), lo > 0, hi.isFinite, unitRatios.contains(hi / lo) else {
+            return nil
+        }
+        return spreads.map { Double(Float($0)) }
+    }
+
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500
 
@@ -202,6 +230,9 @@ public enum Recipe {
         case let o as Double?: return o.map { format($0) } ?? "none"
         case let a as AugmentationConfig where a == standardAugmentation:
             return "standard (rotation ±15°, scale ±10%, jitter, speed ±15%, time warp ±20%)"
+        case let a as AugmentationConfig where a == sameUnitsAugmentation:
+            return "standard without rotation and jitter (scale ±10%, speed ±15%, time warp ±20%)"
+        case let list as [Double]: return list.map { format($0) }.joined(separator: ", ")
         default: return "\(v)"
         }
     }

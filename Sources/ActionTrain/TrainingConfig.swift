@@ -136,6 +136,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// The divisor of `fixed` scaling, in data units (the recipe sets it to the training
     /// data's body size).
     public var scaleDivisor: Double? = nil
+    /// `fixed` scaling with one divisor per axis instead of `scaleDivisor`, for axes in
+    /// different units (the recipe sets them to the axes' spreads when those differ more than
+    /// tenfold). Empty: `scaleDivisor` on every axis.
+    public var axisDivisors: [Double] = []
     /// 3D only: rotate each window about the vertical axis so that the body faces one way
     /// (the `alignFacing` step on the skeleton's hip and shoulder pairs).
     public var alignFacing: Bool = false
@@ -258,7 +262,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
         if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
-        if scaling == .fixed {
+        guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
+            throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
+        }
+        if scaling == .fixed && axisDivisors.isEmpty {
             guard let d = scaleDivisor, d > 0, d.isFinite else {
                 throw bad("scaleDivisor", "must be a positive number when scaling is fixed, got \(scaleDivisor.map { "\($0)" } ?? "none")")
             }
@@ -285,7 +292,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         do {
             spec = try InputSpec.standard(
                 for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels,
-                divisor: scaleDivisor)
+                divisor: scaleDivisor, axisDivisors: axisDivisors)
             if !streams.isEmpty {
                 spec.channels = streams.flatMap { $0 }.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
                 try spec.validate()

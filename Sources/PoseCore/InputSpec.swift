@@ -79,9 +79,11 @@ public struct InputSpec: Codable, Hashable, Sendable {
     /// - `torso` scaling needs a skeleton with `torsoUpper` and `torsoLower` joints.
     /// - Centring needs the skeleton's `centre` joints; without them `window`/`frame` centring
     ///   is an error (say `none`).
+    /// - `fixed` scaling divides by `divisor`, or axis a by `axisDivisors[a]` when given.
     public static func standard(
         for skeleton: Skeleton, window: WindowSpec, centring: Centring = .window, scaling: Scaling = .auto,
-        imageSize: [Double]? = nil, channels: [ChannelBlock] = [.coordinates, .mask], divisor: Double? = nil
+        imageSize: [Double]? = nil, channels: [ChannelBlock] = [.coordinates, .mask], divisor: Double? = nil,
+        axisDivisors: [Double] = []
     ) throws -> InputSpec {
         var steps: [PreprocessingStep] = []
         let hasTorso = !skeleton.torsoUpper.isEmpty && !skeleton.torsoLower.isEmpty
@@ -120,6 +122,12 @@ public struct InputSpec: Codable, Hashable, Sendable {
                     index: steps.count, reason: "skeleton '\(skeleton.name)' names no torso joints; use another scaling")
             }
             steps.append(.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower))
+        case .fixed where !axisDivisors.isEmpty:
+            guard axisDivisors.count == skeleton.dimensions, axisDivisors.allSatisfy({ $0.isFinite && $0 > 0 }) else {
+                throw InputSpecError.step(
+                    index: steps.count, reason: "fixed scaling needs \(skeleton.dimensions) positive axis divisors, got \(axisDivisors)")
+            }
+            steps.append(.divide(by: axisDivisors.map { Float($0) }))
         case .fixed:
             guard let divisor, divisor.isFinite, divisor > 0 else {
                 throw InputSpecError.step(index: steps.count, reason: "fixed scaling needs a positive divisor")

@@ -90,6 +90,8 @@ extension ConfigOptions {
             return choice(s)
         case (.intList, .array(let items)):
             return items.allSatisfy { if case .int = $0 { return true } else { return false } } ? nil : wrong
+        case (.numberList, .array(let items)):
+            return items.allSatisfy { if case .int = $0 { return true } else if case .double = $0 { return true } else { return false } } ? nil : wrong
         case (.stringList, .array(let items)):
             for item in items {
                 guard case .string(let s) = item else { return wrong }
@@ -143,6 +145,10 @@ extension ConfigOptions {
             let v = items.compactMap { Int($0) }
             guard v.count == items.count, !items.isEmpty else { throw bad() }
             value = .array(v.map { .int($0) })
+        case .numberList:
+            let v = items.compactMap { Double($0) }.filter(\.isFinite)
+            guard v.count == items.count, !items.isEmpty else { throw bad() }
+            value = .array(v.map { .double($0) })
         case .stringList:
             value = .array(items.map { .string($0) })
         case .stringLists:

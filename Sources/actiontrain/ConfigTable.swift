@@ -9,7 +9,7 @@ import PoseCore
 /// (docs/training.md lists the same keys; a test keeps the table and `TrainingConfig` in step).
 enum ConfigOptions {
     enum Kind {
-        case int, number, string, bool, intList, stringList
+        case int, number, string, bool, intList, numberList, stringList
         /// A list of lists of strings; on the command line `a+b,c` (lists joined by `+`).
         case stringLists
         /// `none`, `balanced` or a list of numbers.
@@ -25,6 +25,7 @@ enum ConfigOptions {
             case .string: return "a string"
             case .bool: return "true or false"
             case .intList: return "a list of integers"
+            case .numberList: return "a list of numbers"
             case .stringList: return "a list of strings"
             case .stringLists: return "a list of lists of strings (a+b,c on the command line)"
             case .classWeights: return "\"none\", \"balanced\" or a list of numbers"
@@ -48,6 +49,7 @@ enum ConfigOptions {
             case .string: return choices.last ?? "sample"
             case .bool: return "true"
             case .intList: return "3,5"
+            case .numberList: return "0.5,120"
             case .stringList: return choices.last ?? "sample"
             case .stringLists: return (choices.first ?? "a") + "+" + (choices.last ?? "b") + "," + (choices.last ?? "b")
             case .classWeights: return "balanced"
@@ -91,6 +93,7 @@ enum ConfigOptions {
         Entry(key: "centring", kind: .string, value: "NAME", help: "Centre coordinates on the skeleton's centre joints over the window, per frame, on the mean of all joints, or not: window, frame, mean or none (default window).", choices: names(InputSpec.Centring.self)),
         Entry(key: "scaling", kind: .string, value: "NAME", help: "Scale coordinates: auto (torso length for 2D, metres kept for 3D), torso, image (needs the image size), fixed (divided by scaleDivisor) or none (default auto).", choices: names(InputSpec.Scaling.self)),
         Entry(key: "scaleDivisor", kind: .number, value: "X", help: "fixed scaling: divide coordinates by X, in data units (the recipe sets it to the training data's body size)."),
+        Entry(key: "axisDivisors", kind: .numberList, value: "X,X", help: "fixed scaling: one divisor per axis instead of scaleDivisor, for axes in different units (the recipe sets them to the axes' spreads when those differ more than tenfold) (default: none)."),
         Entry(key: "alignFacing", kind: .bool, value: "BOOL", help: "3D: rotate each window about the vertical axis so the body faces one way (default false)."),
         Entry(key: "verticalAxis", kind: .int, value: "N", help: "Vertical axis of 3D data for alignFacing: 0 x, 1 y, 2 z (default 1)."),
         Entry(key: "augmentation", kind: .augmentation, value: "K=V,...", help: "Training augmentation, e.g. flipProbability=0.5,rotationProbability=0.5,maxRotationDegrees=15 (default none; keys in docs/preprocessing.md)."),

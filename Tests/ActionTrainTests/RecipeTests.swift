@@ -124,6 +124,48 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(c2.centring, InputSpec.Centring.none)
     }
 
+    /// x and y in image pixels, z in metres (a depth camera's pixel coordinates with a depth):
+    /// each axis is divided by its own spread, even with a torso, and the augmentation leaves
+    /// out the steps that mix the axes. Spreads within a body's proportions, or a flat axis,
+    /// change nothing.
+    func testAxesInDifferentUnitsAreEachDividedByTheirOwnSpread() throws {
+        let offsets: [[Float]] = [[0, 0, 0], [0, 1, 0.1], [-0.5, 0.8, -0.1], [0.5, 0.8, 0.05]]
+        var seqs: [PoseSequence] = []
+        for c in 0..<3 {
+            for i in 0..<9 {
+                var s = PoseSequence(id: "c\(c)-\(i)", label: "class\(c)", jointCount: 4, dimensions: 3, hasConfidence: false)
+                for f in 0..<20 {
+                    let sway = Float(f % 5) * 0.02
+                    s.appendFrame(offsets.map { o in PosePoint(x: 320 + 400 * (o[0] + sway), y: 240 - 400 * o[1], z: 2 + o[2] + sway) })
+                }
+                seqs.append(s)
+            }
+        }
+        let d = Dataset(name: "pixels-and-metres", skeleton: Self.stick, sequences: seqs, frameRate: 30)
+        let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+        let spreads = try XCTUnwrap(Recipe.differentUnits(p.axisSpread))
+        XCTAssertEqual(spreads, p.axisSpread.map { Double(Float($0)) })
+        XCTAssertGreaterThan(spreads[0] / spreads[2], 10)
+        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+        XCTAssertEqual(c.scaling, .fixed)
+        XCTAssertEqual(c.axisDivisors, spreads)
+        XCTAssertEqual(c.augmentation, Recipe.sameUnitsAugmentation)
+        XCTAssertEqual(c.augmentation.rotationProbability, 0)
+        XCTAssertTrue(choices.contains { $0.seen.contains("in different units") }, "\(choices)")
+        let input = try c.inputSpec(for: Self.stick, imageSize: nil)
+        XCTAssertTrue(input.steps.contains(.divide(by: spreads.map { Float($0) })), "\(input.steps)")
+        // A wrong count is refused naming the step.
+        var wrong = c
+        wrong.axisDivisors = [1, 2]
+        XCTAssertThrowsError(try wrong.inputSpec(for: Self.stick, imageSize: nil))
+
+        XCTAssertNil(Recipe.differentUnits([0.2, 0.45, 0.1]), "metres: height against depth")
+        XCTAssertNil(Recipe.differentUnits([40, 90]), "pixels")
+        XCTAssertNotNil(Recipe.differentUnits([0.05, 0.1, 100]), "image fractions and millimetres")
+        XCTAssertNil(Recipe.differentUnits([0.2, 0.4, 1e-6]), "a flat axis with noise")
+        XCTAssertNil(Recipe.differentUnits([0.2, 0.4, 0]), "a flat axis")
+    }
+
     func testLargeDatasetsKeepAValidationSplit() {
         let d = Self.dataset(perClass: Recipe.smallClass)
         let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
