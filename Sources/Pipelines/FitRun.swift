@@ -12,6 +12,11 @@ import PoseCore
 /// In a job of several ranks (`group`, docs/distributed.md) every rank builds the same run and
 /// trains its share of each step; rank 0 alone writes the run folder.
 ///
+/// With `ensemble` N > 1 the run trains N members one after another (`Ensemble`), each a
+/// complete training with its own seed and best epoch on the same split, its log, curves and
+/// model in the folder `member<m>/` (m from 1); the model written averages their
+/// probabilities. Such a run writes no checkpoint and cannot be resumed.
+///
 /// Use: `start` (or `resume`) builds everything and collects `warnings`; `train` runs the
 /// epochs, reporting progress through callbacks and stopping when asked; `finish` writes
 /// the model and the validation report. Nothing is printed.
@@ -20,7 +25,10 @@ public final class FitRun {
     public let dataset: Dataset
     /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
     public let folder: RunFolder?
-    public let training: Training
+    /// The members started so far, in order (one unless `ensemble` > 1); the last is training.
+    public private(set) var members: [Training]
+    /// The member training now (or the last one trained).
+    public var training: Training { members[members.count - 1] }
     /// The ranks that train this run together.
     public let group: Collective
     /// The folder to write to: `folder` on rank 0, nil on the others.
@@ -29,9 +37,11 @@ public final class FitRun {
     public private(set) var warnings: [FitWarning]
     /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
     public private(set) var recipe: [Recipe.Choice] = []
-    /// The resolved config (`FitPipeline.resolve`).
-    public var config: TrainingConfig { training.config }
-    public var data: TrainingData { training.data }
+    /// The resolved config (`FitPipeline.resolve`); members train with their own seeds
+    /// (`Ensemble.config`).
+    public let config: TrainingConfig
+    /// The data of member 0 (the others' differ only in their augmentation seed).
+    public var data: TrainingData { members[0].data }
     public var progress: TrainingProgress { training.trainer.progress }
     /// Seconds spent in `train` (all calls).
     public private(set) var trainingSeconds = 0.0
@@ -61,6 +71,8 @@ public final class FitRun {
         configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
         let path = folder.checkpointPath
+        let saved = try? JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: folder.configPath)))
+        if let n = saved?.ensemble, n > 1 { throw FitError.ensembleNotResumable(folder: folder.path, members: n) }
         let removed = group.rank == 0 ? AtomicWrite.removeStaleTemporaries(in: folder.path) : []
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
@@ -99,7 +111,8 @@ public final class FitRun {
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
         try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
-        self.training = try Training(config: config, data: data, group: group)
+        self.members = [try Training(config: config, data: data, group: group)]
+        self.config = config
         self.dataPath = dataPath
         self.dataset = dataset
         self.folder = folder
@@ -139,22 +152,61 @@ public final class FitRun {
     /// True when the checkpoint resumed from had finished (all epochs, or stopped early).
     public var isFinished: Bool { training.trainer.isFinished }
 
-    /// Trains (see `Training.run`). With a run folder: writes config.json, rewrites log.jsonl
-    /// from the records so far, and after every epoch appends to the log, redraws curves.svg
-    /// and saves the checkpoint, before calling `onEpoch`; when `shouldStop` ends the run
-    /// early, saves the checkpoint too. Divergence throws `FitError.diverged` naming the last
-    /// good checkpoint, which is left intact.
+    /// What `train` reports of the members (one unless `ensemble` > 1), 0-based.
+    public enum MemberEvent: Equatable, Sendable {
+        case started(Int)
+        /// Trained to the end (all epochs, or stopped early); not sent when interrupted.
+        case finished(Int, TrainingOutcome)
+    }
+
+    /// Trains each member in turn (see `Training.run`), starting with the one training now,
+    /// and returns the last one's outcome, or the interruption. With a run folder: writes
+    /// config.json, and for each member rewrites its log.jsonl from the records so far and after
+    /// every epoch appends to the log, redraws curves.svg and (one member only) saves the
+    /// checkpoint, before calling `onEpoch`; when `shouldStop` ends the run early, saves the
+    /// checkpoint too. Divergence throws `FitError.diverged` naming the last good checkpoint,
+    /// which is left intact.
     public func train(
-        shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) -> Void = { _ in }
+        shouldStop: () -> Bool = { false }, onMember: (MemberEvent) -> Void = { _ in }, onBatch: (BatchProgress) -> Void = { _ in },
+        onEpoch: (EpochRecord) -> Void = { _ in }
     ) throws -> TrainingOutcome {
-        let folder = writer
-        let log = try folder.map { f -> EpochLog in
-            try AtomicFile.write(configData, to: f.configPath)
-            return try f.startLog(progress.records)
-        }
-        var lastGoodEpoch = progress.records.last?.epoch
+        if let folder = writer { try AtomicFile.write(configData, to: folder.configPath) }
         let started = Date()
         defer { trainingSeconds += Date().timeIntervalSince(started) }
+        while true {
+            let m = members.count - 1
+            onMember(.started(m))
+            let outcome = try trainMember(m, shouldStop: shouldStop, onBatch: onBatch, onEpoch: onEpoch)
+            if case .interrupted = outcome { return outcome }
+            onMember(.finished(m, outcome))
+            guard members.count < config.ensemble else { return outcome }
+            let next = Ensemble.config(config, member: m + 1)
+            // Augmented windows are drawn from the member's seed; fixed ones are shared.
+            let data =
+                self.data.isAugmented
+                ? try TrainingData(
+                    dataset: dataset, train: self.data.trainIndices, validation: self.data.validationIndices, config: next,
+                    input: self.data.input) : self.data
+            members.append(try Training(config: next, data: data, group: group))
+        }
+    }
+
+    /// Whether the run keeps a checkpoint (one member only).
+    var checkpoints: Bool { config.ensemble == 1 }
+
+    /// The folder of member m's files: the run folder itself for a single network.
+    func memberFolder(_ m: Int) throws -> RunFolder? {
+        guard let folder = writer, !checkpoints else { return writer }
+        return try RunFolder.create("\(folder.path)/member\(m + 1)", replacing: true)
+    }
+
+    private func trainMember(
+        _ m: Int, shouldStop: () -> Bool, onBatch: (BatchProgress) -> Void, onEpoch: (EpochRecord) -> Void
+    ) throws -> TrainingOutcome {
+        let folder = try memberFolder(m)
+        let log = try folder.map { try $0.startLog(progress.records) }
+        let checkpoint = checkpoints ? folder : nil
+        var lastGoodEpoch = progress.records.last?.epoch
         let outcome: TrainingOutcome
         do {
             outcome = try training.run(
@@ -162,19 +214,20 @@ public final class FitRun {
                 onEpoch: { r in
                     if let folder, let log {
                         try log.append(r)
-                        let title = "\(dataset.name): \(config.architecture.rawValue)"
+                        let member = checkpoints ? "" : ", member \(m + 1)/\(config.ensemble)"
+                        let title = "\(dataset.name): \(config.architecture.rawValue)\(member)"
                         let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
                         try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
-                        try saveCheckpoint(folder)
+                        if let checkpoint { try saveCheckpoint(checkpoint) }
                     }
                     lastGoodEpoch = r.epoch
                     onEpoch(r)
                 })
         } catch let e as TrainingError {
             guard case .diverged = e else { throw e }
-            throw FitError.diverged(e, checkpoint: folder?.checkpointPath, lastGoodEpoch: lastGoodEpoch)
+            throw FitError.diverged(e, checkpoint: checkpoint?.checkpointPath, lastGoodEpoch: lastGoodEpoch)
         }
-        if case .interrupted = outcome, let folder { try saveCheckpoint(folder) }
+        if case .interrupted = outcome, let checkpoint { try saveCheckpoint(checkpoint) }
         return outcome
     }
 
@@ -191,12 +244,27 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt.
     public func finish() throws -> FitResult {
-        let (bytes, metrics) = try Self.encodeModel(
-            training, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
+        func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+            try Self.encodeModel(
+                members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
+        }
+        let (bytes, metrics) = try encode(members)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
         guard group.rank == 0 else { return result }  // the same model; rank 0 reports
+        if members.count > 1 {
+            for (m, member) in members.enumerated() {
+                let (bytes, metrics) = try encode([member])
+                let path = try memberFolder(m)?.modelPath
+                if let path { try AtomicFile.write(Data(bytes), to: path) }
+                result.members.append(
+                    .init(
+                        seed: member.config.seed, modelBytes: bytes, modelPath: path, bestEpoch: member.trainer.progress.bestEpoch,
+                        validationAccuracy: metrics["validationAccuracy"], validationLoss: metrics["validationLoss"]))
+            }
+        }
+        result.validationAccuracy = metrics["validationAccuracy"]
         if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
         let records = progress.records
         if let warning = RunChecks.chanceLevelWarning(
@@ -230,15 +298,18 @@ public final class FitRun {
         return result
     }
 
-    /// The model file of `training`'s network as it is now, with its provenance (dataset and
-    /// config hashes, seed, epochs and validation metrics), and those metrics.
+    /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
+    /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
+    /// the epochs trained over all members and validation metrics), and those metrics.
     static func encodeModel(
-        _ training: Training, configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
+        _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
-        if let last = training.records.last { metrics["epochs"] = Double(last.epoch) }
-        let data = training.data
-        let written = try FitPipeline.networkToWrite(training.network, config: training.config, input: data.input)
+        let epochs = members.compactMap { $0.records.last?.epoch }
+        if !epochs.isEmpty { metrics["epochs"] = Double(epochs.reduce(0, +)) }
+        let training = members[0], data = training.data
+        let trained = try Ensemble.network(members.map(\.network))
+        let written = try FitPipeline.networkToWrite(trained, config: training.config, input: data.input)
         if let validation = data.validation {
             let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
@@ -279,6 +350,22 @@ public struct FitResult {
     /// The validation report, when there were validation sequences and they could be scored.
     public var validationReport: EvalReport?
     public var warnings: [FitWarning] = []
+    /// The written model's accuracy on the validation windows (nil without validation data, and
+    /// on ranks other than 0).
+    public var validationAccuracy: Double?
+    /// With `ensemble` > 1 (on rank 0), each member as a model of its own, in order.
+    public var members: [Member] = []
+
+    /// One member of an ensemble: its model file (written to `member<m>/model.atm` when the run
+    /// has a folder; the run's config hash, the member's seed) and validation scores.
+    public struct Member: Sendable {
+        public var seed: UInt64
+        public var modelBytes: [UInt8]
+        public var modelPath: String?
+        public var bestEpoch: Int?
+        public var validationAccuracy: Double?
+        public var validationLoss: Double?
+    }
 
     public init(modelBytes: [UInt8], modelPath: String?, validationReport: EvalReport? = nil, warnings: [FitWarning] = []) {
         self.modelBytes = modelBytes

@@ -315,6 +315,24 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(try parameters("\(dir)/c"), try parameters("\(dir)/straight"))
     }
 
+    func testAnEnsembleSaysWhichMemberTrainsReportsEachAndRefusesToResume() throws {
+        let dir = try folder()
+        let r = run(["fit", Self.fixture, "--out", "\(dir)/e", "--epochs", "2", "--ensemble", "2"] + Self.quick)
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("parameters per member, 2 members trained in turn"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 1/2 (seed 3)\nepoch   1/2"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 2/2 (seed \(Ensemble.seed(3, member: 1)))\nepoch   1/2"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 2/2: keeping the parameters of epoch"), r.out)
+        let scores = try XCTUnwrap(r.out.firstMatch(of: try Regex(#"validation window accuracy: member 1 ([0-9.]+), member 2 ([0-9.]+); ensemble ([0-9.]+)\n"#)))
+        let model = try ActionModel(contentsOf: "\(dir)/e/model.atm")
+        XCTAssertEqual(String(scores.output[3].substring!), String(format: "%.3f", model.header.provenance.metrics["validationAccuracy"]!))
+        let member2 = try ActionModel(contentsOf: "\(dir)/e/member2/model.atm")
+        XCTAssertEqual(String(scores.output[2].substring!), String(format: "%.3f", member2.header.provenance.metrics["validationAccuracy"]!))
+        let resumed = run(["fit", "--resume", "\(dir)/e"])
+        XCTAssertEqual(resumed.code, 1)
+        XCTAssertTrue(resumed.err.contains("ensemble of 2 members (the config's ensemble), which keeps no checkpoint and cannot be resumed"), resumed.err)
+    }
+
     func testTerminalProgressBarAndPlainLines() throws {
         let dir = try folder()
         var stdout = ""
