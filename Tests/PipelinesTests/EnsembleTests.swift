@@ -20,14 +20,19 @@ final class EnsembleTests: XCTestCase {
 
     func parameters(_ n: Network) -> [Float] { Array(UnsafeBufferPointer(start: n.parameters, count: n.parameterCount)) }
 
-    /// Plain, and with augmentation (re-drawn per member) and test-time flips (wrapping the
-    /// whole ensemble): member 0 is the single network's run bit for bit, the members differ,
-    /// and the model's probabilities are the mean of the members' models' probabilities.
+    /// Plain, and with augmentation (re-drawn per member), streams (each member an average of
+    /// its own) and test-time flips (wrapping the whole ensemble): member 0 is the single
+    /// network's run bit for bit, the members differ, and the model's probabilities are the mean
+    /// of the members' models' probabilities.
     func testMemberZeroIsTheSingleRunAndTheModelAveragesTheMembersModels() throws {
         var flipped = FitRunTests.quick
         flipped.augmentation = Recipe.standardAugmentation
         flipped.testTimeFlip = true
         flipped.centring = .mean
+        flipped.architecture = .tcn
+        flipped.widths = [6]
+        flipped.kernel = 3
+        flipped.streams = [[.coordinates], [.motion, .mask]]
         for single in [FitRunTests.quick, flipped] {
             var config = single
             config.ensemble = 2
@@ -48,7 +53,11 @@ final class EnsembleTests: XCTestCase {
             XCTAssertEqual(Array(parameters(model.network)[..<P]), parameters(one.network), "member 0's parameters come first")
             XCTAssertEqual(parameters(members[0].network), parameters(one.network))
             let body = single.testTimeFlip ? try XCTUnwrap(model.header.layers.first?.kind as? FlipAverageKind).body : model.header.layers
-            XCTAssertEqual((body.first?.kind as? AverageProbabilitiesKind)?.members.count, 2)
+            let ensemble = try XCTUnwrap(body.first?.kind as? AverageProbabilitiesKind)
+            XCTAssertEqual(ensemble.members.count, 2)
+            if !single.streams.isEmpty {
+                XCTAssertEqual((ensemble.members[1].first?.kind as? AverageProbabilitiesKind)?.members.count, 2, "a member's streams")
+            }
 
             let validation = try XCTUnwrap(run.data.validation)
             let n = validation.count, x = validation.features
