@@ -13,9 +13,10 @@ import PoseCore
 /// trains its share of each step; rank 0 alone writes the run folder.
 ///
 /// With `ensemble` N > 1 the run trains N members one after another (`Ensemble`), each a
-/// complete training with its own seed and best epoch on the same split, its log, curves and
-/// model in the folder `member<m>/` (m from 1); the model written averages their
-/// probabilities. Such a run writes no checkpoint and cannot be resumed.
+/// complete training with its own seed and best epoch on the same split, its log, curves,
+/// checkpoint and model in the folder `member<m>/` (m from 1; `RunFolder.member`); the model
+/// written averages their probabilities. A resumed run restores every member that has a
+/// checkpoint and continues with the last of them.
 ///
 /// Use: `start` (or `resume`) builds everything and collects `warnings`; `train` runs the
 /// epochs, reporting progress through callbacks and stopping when asked; `finish` writes
@@ -25,10 +26,12 @@ public final class FitRun {
     public let dataset: Dataset
     /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
     public let folder: RunFolder?
-    /// The members started so far, in order (one unless `ensemble` > 1); the last is training.
+    /// The members started (or restored) so far, in order (one unless `ensemble` > 1).
     public private(set) var members: [Training]
-    /// The member training now (or the last one trained).
-    public var training: Training { members[members.count - 1] }
+    /// The index of the member training now (or trained last, or resumed from).
+    public private(set) var current = 0
+    /// The member training now (or trained last, or resumed from).
+    public var training: Training { members[current] }
     /// The ranks that train this run together.
     public let group: Collective
     /// The folder to write to: `folder` on rank 0, nil on the others.
@@ -62,17 +65,16 @@ public final class FitRun {
         return run
     }
 
-    /// Continues the run in `folder` from its checkpoint, exactly where it stopped.
-    /// `configure` may change the checkpoint's config in the fields of
-    /// `FitRun.resumableKeys` only; `dataPath` defaults to the dataset the checkpoint records,
-    /// whose content must not have changed (read with `read`, as the run's data was).
+    /// Continues the run in `folder` from its checkpoint, exactly where it stopped (an
+    /// ensemble: from its members' checkpoints, `checkpointPaths`). `configure` may change the
+    /// checkpoint's config in the fields of `FitRun.resumableKeys` only (for every member);
+    /// `dataPath` defaults to the dataset the checkpoint records, whose content must not have
+    /// changed (read with `read`, as the run's data was).
     public static func resume(
         folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(), group: Collective = SingleProcess(),
         configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
-        let path = folder.checkpointPath
-        let saved = try? JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: folder.configPath)))
-        if let n = saved?.ensemble, n > 1 { throw FitError.ensembleNotResumable(folder: folder.path, members: n) }
+        let paths = checkpointPaths(folder), path = paths[0]
         let removed = group.rank == 0 ? AtomicWrite.removeStaleTemporaries(in: folder.path) : []
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
@@ -89,10 +91,28 @@ public final class FitRun {
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
         let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil, group: group)
         if !removed.isEmpty { run.warnings.append(.removedTemporaryFiles(folder: folder.path, names: removed)) }
-        do { try run.training.trainer.restore(checkpoint.state) } catch let e as TrainingError {
-            throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
+        guard paths.count <= config.ensemble else {
+            throw FitError.incompatibleCheckpoint(checkpoint: paths[config.ensemble], reason: "the run has \(config.ensemble) members")
+        }
+        for (m, path) in paths.enumerated() {
+            if m > 0 { run.members.append(try run.makeMember(m)) }
+            let state = m == 0 ? checkpoint.state : try Checkpoint.read(path).state
+            run.current = m
+            do { try run.training.trainer.restore(state) } catch let e as TrainingError {
+                throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
+            }
         }
         return run
+    }
+
+    /// The checkpoints to resume the run in `folder` from: its members' in order, as far as
+    /// they go, when `member1/` has one (an ensemble), else the run's own.
+    static func checkpointPaths(_ folder: RunFolder) -> [String] {
+        var paths: [String] = []
+        while FileManager.default.fileExists(atPath: folder.member(paths.count).checkpointPath) {
+            paths.append(folder.member(paths.count).checkpointPath)
+        }
+        return paths.isEmpty ? [folder.checkpointPath] : paths
     }
 
     /// Config fields a resumed run may change: they alter neither the model nor the data.
@@ -149,8 +169,9 @@ public final class FitRun {
     /// A class with fewer training sequences than this gets a warning.
     public static let tinyClass = 5
 
-    /// True when the checkpoint resumed from had finished (all epochs, or stopped early).
-    public var isFinished: Bool { training.trainer.isFinished }
+    /// True when the checkpoint resumed from had finished (all epochs, or stopped early), for
+    /// every member.
+    public var isFinished: Bool { members.count == config.ensemble && members.allSatisfy(\.trainer.isFinished) }
 
     /// What `train` reports of the members (one unless `ensemble` > 1), 0-based.
     public enum MemberEvent: Equatable, Sendable {
@@ -159,10 +180,11 @@ public final class FitRun {
         case finished(Int, TrainingOutcome)
     }
 
-    /// Trains each member in turn (see `Training.run`), starting with the one training now,
-    /// and returns the last one's outcome, or the interruption. With a run folder: writes
-    /// config.json, and for each member rewrites its log.jsonl from the records so far and after
-    /// every epoch appends to the log, redraws curves.svg and (one member only) saves the
+    /// Trains each member in turn (see `Training.run`; a member restored finished only takes
+    /// back its best epoch's parameters), and returns the last one's outcome, or the
+    /// interruption. With a run folder: writes
+    /// config.json, and for each member (in `memberFolder`) rewrites its log.jsonl from the
+    /// records so far and after every epoch appends to the log, redraws curves.svg and saves the
     /// checkpoint, before calling `onEpoch`; when `shouldStop` ends the run early, saves the
     /// checkpoint too. Divergence throws `FitError.diverged` naming the last good checkpoint,
     /// which is left intact.
@@ -173,39 +195,50 @@ public final class FitRun {
         if let folder = writer { try AtomicFile.write(configData, to: folder.configPath) }
         let started = Date()
         defer { trainingSeconds += Date().timeIntervalSince(started) }
+        current = 0
         while true {
-            let m = members.count - 1
-            onMember(.started(m))
-            let outcome = try trainMember(m, shouldStop: shouldStop, onBatch: onBatch, onEpoch: onEpoch)
+            onMember(.started(current))
+            let outcome = try trainMember(current, shouldStop: shouldStop, onBatch: onBatch, onEpoch: onEpoch)
             if case .interrupted = outcome { return outcome }
-            onMember(.finished(m, outcome))
-            guard members.count < config.ensemble else { return outcome }
-            let next = Ensemble.config(config, member: m + 1)
-            // Augmented windows are drawn from the member's seed; fixed ones are shared.
-            let data =
-                self.data.isAugmented
-                ? try TrainingData(
-                    dataset: dataset, train: self.data.trainIndices, validation: self.data.validationIndices, config: next,
-                    input: self.data.input) : self.data
-            members.append(try Training(config: next, data: data, group: group))
+            onMember(.finished(current, outcome))
+            guard current + 1 < config.ensemble else { return outcome }
+            current += 1
+            if current == members.count { members.append(try makeMember(current)) }
         }
     }
 
-    /// Whether the run keeps a checkpoint (one member only).
-    var checkpoints: Bool { config.ensemble == 1 }
-
-    /// The folder of member m's files: the run folder itself for a single network.
-    func memberFolder(_ m: Int) throws -> RunFolder? {
-        guard let folder = writer, !checkpoints else { return writer }
-        return try RunFolder.create("\(folder.path)/member\(m + 1)", replacing: true)
+    /// Member m's training (m > 0): the run's split, the member's config (`Ensemble.config`).
+    func makeMember(_ m: Int) throws -> Training {
+        let config = Ensemble.config(self.config, member: m)
+        // Augmented windows are drawn from the member's seed; fixed ones are shared.
+        let data =
+            self.data.isAugmented
+            ? try TrainingData(
+                dataset: dataset, train: self.data.trainIndices, validation: self.data.validationIndices, config: config,
+                input: self.data.input) : self.data
+        return try Training(config: config, data: data, group: group)
     }
+
+    /// The folder of member m's files (created): the run folder itself for a single network,
+    /// else `member<m+1>/` in it. Nil on ranks other than 0 and without a run folder.
+    func memberFolder(_ m: Int) throws -> RunFolder? {
+        guard let folder = writer, config.ensemble > 1 else { return writer }
+        let member = folder.member(m)
+        do { try FileManager.default.createDirectory(atPath: member.path, withIntermediateDirectories: true) } catch {
+            throw FitError.cannotCreateFolder(member.path, reason: error.localizedDescription)
+        }
+        return member
+    }
+
+    /// The checkpoint of the member training now (nil on ranks other than 0 and without a run
+    /// folder).
+    public var checkpointPath: String? { writer.map { config.ensemble > 1 ? $0.member(current) : $0 }?.checkpointPath }
 
     private func trainMember(
         _ m: Int, shouldStop: () -> Bool, onBatch: (BatchProgress) -> Void, onEpoch: (EpochRecord) -> Void
     ) throws -> TrainingOutcome {
         let folder = try memberFolder(m)
         let log = try folder.map { try $0.startLog(progress.records) }
-        let checkpoint = checkpoints ? folder : nil
         var lastGoodEpoch = progress.records.last?.epoch
         let outcome: TrainingOutcome
         do {
@@ -214,20 +247,20 @@ public final class FitRun {
                 onEpoch: { r in
                     if let folder, let log {
                         try log.append(r)
-                        let member = checkpoints ? "" : ", member \(m + 1)/\(config.ensemble)"
+                        let member = config.ensemble == 1 ? "" : ", member \(m + 1)/\(config.ensemble)"
                         let title = "\(dataset.name): \(config.architecture.rawValue)\(member)"
                         let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
                         try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
-                        if let checkpoint { try saveCheckpoint(checkpoint) }
+                        try saveCheckpoint(folder)
                     }
                     lastGoodEpoch = r.epoch
                     onEpoch(r)
                 })
         } catch let e as TrainingError {
             guard case .diverged = e else { throw e }
-            throw FitError.diverged(e, checkpoint: checkpoint?.checkpointPath, lastGoodEpoch: lastGoodEpoch)
+            throw FitError.diverged(e, checkpoint: folder?.checkpointPath, lastGoodEpoch: lastGoodEpoch)
         }
-        if case .interrupted = outcome, let checkpoint { try saveCheckpoint(checkpoint) }
+        if case .interrupted = outcome, let folder { try saveCheckpoint(folder) }
         return outcome
     }
 

@@ -32,8 +32,6 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     /// Training diverged. `lastGoodEpoch` is the epoch whose checkpoint is intact at
     /// `checkpoint` (nil when no checkpoint was written, or no run folder is kept).
     case diverged(TrainingError, checkpoint: String?, lastGoodEpoch: Int?)
-    /// The run in `folder` trains an ensemble (`ensemble` > 1), which keeps no checkpoint.
-    case ensembleNotResumable(folder: String, members: Int)
 
     public var description: String {
         switch self {
@@ -51,8 +49,6 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
         case .changedOnResume(let keys):
             return "the config's \(keys.joined(separator: ", ")) cannot change when resuming (it changes the model or the data); start a new run instead"
         case .incompatibleCheckpoint(let path, let why): return "\(path): \(why)"
-        case .ensembleNotResumable(let dir, let n):
-            return "\(dir): the run trains an ensemble of \(n) members (the config's ensemble), which keeps no checkpoint and cannot be resumed; start it again"
         case .diverged(let e, let checkpoint, let epoch):
             guard let checkpoint else { return "\(e.description); start again with a lower learning rate" }
             guard let epoch else {

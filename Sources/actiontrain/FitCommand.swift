@@ -92,7 +92,8 @@ enum FitCommand: ParsableCommand {
         if run.isFinished {
             out.line("fit: the run already finished (\(p.records.count) epochs\(p.stoppedEarly ? ", stopped early" : "")); writing the model again")
         } else {
-            out.line("fit: resuming \(dir) at epoch \(p.epoch), batch \(p.batch)")
+            let member = run.config.ensemble > 1 ? " member \(run.current + 1)/\(run.config.ensemble)," : ""
+            out.line("fit: resuming \(dir) at\(member) epoch \(p.epoch), batch \(p.batch)")
         }
         return run
     }
@@ -115,7 +116,7 @@ enum FitCommand: ParsableCommand {
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.
     static func train(_ run: FitRun, out: inout Output) throws {
-        let config = run.config, folder = run.folder?.path ?? "RUN", checkpoint = run.folder?.checkpointPath ?? "the checkpoint"
+        let config = run.config, folder = run.folder?.path ?? "RUN"
         let interrupt = InterruptFlag()
         let signals = interrupt.watchSIGINT()
         var watching = true
@@ -154,12 +155,9 @@ enum FitCommand: ParsableCommand {
         display.finish(&out)
         stopWatching()  // from here on Ctrl-C ends the process as usual
         if case .interrupted(let epoch, let batch) = outcome {
-            guard members == 1 else {
-                throw CLIError.interrupted(
-                    "interrupted in member \(run.members.count)/\(members) at epoch \(epoch), batch \(batch); an ensemble run keeps no checkpoint and cannot be resumed: start it again")
-            }
+            let member = members > 1 ? " in member \(run.current + 1)/\(members)" : ""
             throw CLIError.interrupted(
-                "interrupted at epoch \(epoch), batch \(batch); saved \(checkpoint). Resume with: actiontrain fit --resume \(folder)")
+                "interrupted\(member) at epoch \(epoch), batch \(batch); saved \(run.checkpointPath ?? "the checkpoint"). Resume with: actiontrain fit --resume \(folder)")
         }
         let result = try run.finish()
         for w in result.warnings { out.note("warning: \(w)\n") }
@@ -191,7 +189,7 @@ enum FitCommand: ParsableCommand {
         case .noCheckpoint: return .failure("\(e); was it written by 'actiontrain fit'?")
         case .checkpointNamesNoDataset(let path): return .failure("\(path): the checkpoint does not name its dataset; pass DATA")
         case .diverged(let cause, let checkpoint?, let epoch?):
-            let dir = (checkpoint as NSString).deletingLastPathComponent
+            let dir = RunFolder.run(ofCheckpoint: checkpoint)
             return .failure(
                 "\(cause); the last good checkpoint (end of epoch \(epoch)) is intact in \(checkpoint); resume from it with a lower rate: actiontrain fit --resume \(dir) --learning-rate LR")
         default: return .failure(e.description)

@@ -315,7 +315,7 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(try parameters("\(dir)/c"), try parameters("\(dir)/straight"))
     }
 
-    func testAnEnsembleSaysWhichMemberTrainsReportsEachAndRefusesToResume() throws {
+    func testAnEnsembleSaysWhichMemberTrainsAndReportsEach() throws {
         let dir = try folder()
         let r = run(["fit", Self.fixture, "--out", "\(dir)/e", "--epochs", "2", "--ensemble", "2"] + Self.quick)
         XCTAssertEqual(r.code, 0, r.err)
@@ -328,9 +328,12 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(String(scores.output[3].substring!), String(format: "%.3f", model.header.provenance.metrics["validationAccuracy"]!))
         let member2 = try ActionModel(contentsOf: "\(dir)/e/member2/model.atm")
         XCTAssertEqual(String(scores.output[2].substring!), String(format: "%.3f", member2.header.provenance.metrics["validationAccuracy"]!))
+        // Resumed when finished: the same model again.
+        let written = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/e/model.atm"))
         let resumed = run(["fit", "--resume", "\(dir)/e"])
-        XCTAssertEqual(resumed.code, 1)
-        XCTAssertTrue(resumed.err.contains("ensemble of 2 members (the config's ensemble), which keeps no checkpoint and cannot be resumed"), resumed.err)
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertTrue(resumed.out.contains("fit: the run already finished (2 epochs); writing the model again"), resumed.out)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/e/model.atm")), written)
     }
 
     func testTerminalProgressBarAndPlainLines() throws {

@@ -69,35 +69,54 @@ final class EnsembleTests: XCTestCase {
         }
     }
 
-    func testTheRunFolderHoldsEachMembersFilesAndNoCheckpointAndRefusesToResume() throws {
+    func testTheRunFolderHoldsEachMembersFilesAndAStopInAnyMemberResumesToTheSameModel() throws {
         let dir = try temporaryDirectory().path
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         var config = FitRunTests.quick
         config.ensemble = 2
         let folder = try RunFolder.create(dir + "/run", replacing: false)
-        let (_, result) = try fit(config, folder: folder)
+        let (straight, result) = try fit(config, folder: folder)
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
         XCTAssertEqual(files, ["config.json", "model.atm", "report.json", "report.txt", "member1", "member2"])
         for m in 0..<2 {
-            let member = "\(folder.path)/member\(m + 1)"
-            XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: member)), ["log.jsonl", "curves.svg", "model.atm"])
+            let member = folder.member(m).path
+            XCTAssertEqual(
+                Set(try FileManager.default.contentsOfDirectory(atPath: member)), ["log.jsonl", "curves.svg", "checkpoint.atc", "model.atm"])
             let log = try String(contentsOfFile: "\(member)/log.jsonl", encoding: .utf8)
             XCTAssertEqual(log.split(separator: "\n").count, config.epochs)
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(member)/model.atm")), Data(result.members[m].modelBytes))
             XCTAssertEqual(result.members[m].modelPath, "\(member)/model.atm")
         }
-        assertThrows(["ensemble of 2 members", "cannot be resumed"]) { _ = try FitRun.resume(folder: folder) }
+        XCTAssertEqual(RunFolder.run(ofCheckpoint: folder.member(1).checkpointPath), folder.path)
+        XCTAssertEqual(RunFolder.run(ofCheckpoint: folder.checkpointPath), folder.path)
+        XCTAssertTrue(try FitRun.resume(folder: folder).isFinished)
 
-        // Interrupted in member 2: the same refusal, and no checkpoint was left.
-        let stopped = try FitRun.start(
-            dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: try RunFolder.create(dir + "/stopped", replacing: false))
-        var batches = 0
-        var events: [FitRun.MemberEvent] = []
-        let outcome = try stopped.train(shouldStop: { batches > 20 }, onMember: { events.append($0) }, onBatch: { _ in batches += 1 })
-        guard case .interrupted = outcome else { return XCTFail("\(outcome)") }
-        XCTAssertEqual(events, [.started(0), .finished(0, .finished), .started(1)])
-        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/stopped/" + RunFolder.checkpointName))
-        assertThrows(["ensemble of 2 members", "cannot be resumed"]) { _ = try FitRun.resume(folder: RunFolder(existing: dir + "/stopped")) }
+        // Stopped in member 1 (batch 5) or member 2 (batch 20; 5 batches an epoch): resumed
+        // from the members' checkpoints: the same model, and whole logs.
+        for stopAt in [5, 20] {
+            let path = dir + "/stopped\(stopAt)"
+            let run = try FitRun.start(
+                dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: try RunFolder.create(path, replacing: false))
+            var batches = 0
+            var events: [FitRun.MemberEvent] = []
+            let outcome = try run.train(shouldStop: { batches >= stopAt }, onMember: { events.append($0) }, onBatch: { _ in batches += 1 })
+            guard case .interrupted = outcome else { return XCTFail("\(outcome)") }
+            XCTAssertEqual(events, stopAt == 5 ? [.started(0)] : [.started(0), .finished(0, .finished), .started(1)])
+            XCTAssertEqual(run.checkpointPath, RunFolder(existing: path).member(events.count / 2).checkpointPath)
+            let resumed = try FitRun.resume(folder: RunFolder(existing: path))
+            XCTAssertEqual(resumed.members.count, events.count / 2 + 1)
+            XCTAssertFalse(resumed.isFinished)
+            XCTAssertEqual(try resumed.train(), .finished)
+            for m in 0..<2 {
+                XCTAssertEqual(resumed.members[m].records.map(\.trainLoss), straight.members[m].records.map(\.trainLoss), "member \(m + 1)")
+                XCTAssertTrue(parameters(resumed.members[m].network) == parameters(straight.members[m].network), "member \(m + 1)")
+            }
+            XCTAssertTrue(try resumed.finish().modelBytes == result.modelBytes, "stopped at batch \(stopAt)")
+            for m in 0..<2 {
+                let log = try String(contentsOfFile: RunFolder(existing: path).member(m).logPath, encoding: .utf8)
+                XCTAssertEqual(log.split(separator: "\n").count, config.epochs, "member \(m + 1)'s log, every epoch once")
+            }
+        }
     }
 
     func testRanksTrainEveryMemberAsOneProcessDoes() throws {
