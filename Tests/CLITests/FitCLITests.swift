@@ -336,6 +336,22 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/e/model.atm")), written)
     }
 
+    /// tune scores and refits a config with `ensemble` as any other: each fold's fit and the
+    /// refit train the members.
+    func testTuneFitsAnEnsembleConfig() throws {
+        let dir = try folder()
+        let r = run(
+            [
+                "tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+                "--architecture", "mlp", "--hidden", "8", "--window-frames", "10", "--ensemble", "2",
+            ])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("fit: member 2/2"), r.out)
+        let model = try ActionModel(contentsOf: "\(dir)/t/model.atm")
+        XCTAssertEqual((model.header.layers.first?.kind as? AverageProbabilitiesKind)?.members.count, 2)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/member2/model.atm"))
+    }
+
     func testTerminalProgressBarAndPlainLines() throws {
         let dir = try folder()
         var stdout = ""
