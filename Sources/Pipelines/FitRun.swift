@@ -180,14 +180,13 @@ public final class FitRun {
         case finished(Int, TrainingOutcome)
     }
 
-    /// Trains each member in turn (see `Training.run`; a member restored finished only takes
-    /// back its best epoch's parameters), and returns the last one's outcome, or the
-    /// interruption. With a run folder: writes
-    /// config.json, and for each member (in `memberFolder`) rewrites its log.jsonl from the
-    /// records so far and after every epoch appends to the log, redraws curves.svg and saves the
-    /// checkpoint, before calling `onEpoch`; when `shouldStop` ends the run early, saves the
-    /// checkpoint too. Divergence throws `FitError.diverged` naming the last good checkpoint,
-    /// which is left intact.
+    /// Trains each member in turn from the first (see `Training.run`; a member restored
+    /// finished only takes back its best epoch's parameters), and returns the last one's
+    /// outcome, or the interruption. With a run folder: writes config.json, and for each member
+    /// (in `memberFolder`) rewrites its log.jsonl from the records so far and after every epoch
+    /// appends to the log, redraws curves.svg and saves the checkpoint, before calling
+    /// `onEpoch`; when `shouldStop` ends the run early, saves the checkpoint too. Divergence
+    /// throws `FitError.diverged` naming the last good checkpoint, which is left intact.
     public func train(
         shouldStop: () -> Bool = { false }, onMember: (MemberEvent) -> Void = { _ in }, onBatch: (BatchProgress) -> Void = { _ in },
         onEpoch: (EpochRecord) -> Void = { _ in }
