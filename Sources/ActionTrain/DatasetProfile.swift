@@ -28,6 +28,9 @@ public struct DatasetProfile: Equatable, Sendable {
     /// Standard deviation of each axis of the joints about their frame's mean (pooled over the
     /// sampled frames), in data units.
     public var axisSpread: [Double]
+    /// For a skeleton that names no bones: a tree of the most rigid joint pairs
+    /// (`SkeletonGraph.inferred`), as `[parent, child]` names; empty when the skeleton has bones.
+    public var inferredBones: [[String]]
 
     public struct Lengths: Equatable, Sendable {
         public var min: Int, median: Int, p90: Int, max: Int
@@ -54,6 +57,7 @@ public struct DatasetProfile: Equatable, Sendable {
         frameRate = dataset.frameRate ?? Self.timestampRate(dataset, labeled)
         eventShare = labeled.isEmpty ? 0 : Double(labeled.filter { !dataset.sequences[$0].events.isEmpty }.count) / Double(labeled.count)
         (bodySize, offset, axisSpread) = Self.geometry(dataset, labeled, maxFrames: maxFrames)
+        inferredBones = skeleton.bones.isEmpty ? SkeletonGraph.inferred(dataset, indices: labeled, maxFrames: maxFrames) : []
     }
 
     /// The median frame step of the timestamps, as frames per second.

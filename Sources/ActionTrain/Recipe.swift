@@ -106,11 +106,19 @@ public enum Recipe {
         }
         note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
 
-        // Channels.
+        // Channels, and the bones of a skeleton that names none.
         var channels: [ChannelBlock] = [.coordinates, .mask]
-        if !sk.bones.isEmpty { channels.append(.bones) }
+        var bonesText = "skeleton '\(sk.name)' has \(sk.bones.count) bones"
+        if sk.bones.isEmpty {
+            bonesText = "skeleton '\(sk.name)' names no bones"
+            if !explicit.contains("graph") && !p.inferredBones.isEmpty {
+                _ = set("graph", \.graph, p.inferredBones)
+                bonesText += "; a tree of \(p.inferredBones.count) short, rigid joint pairs in the data become its bones"
+            }
+        }
+        if !sk.bones.isEmpty || !c.graph.isEmpty { channels.append(.bones) }
         _ = set("channels", \.channels, channels)
-        note("channels", sk.bones.isEmpty ? "skeleton '\(sk.name)' names no bones" : "skeleton '\(sk.name)' has \(sk.bones.count) bones")
+        note("channels", bonesText)
 
         // Size: regularisation and the use of every sequence.
         let small = p.smallestClass < smallClass
@@ -189,6 +197,7 @@ public enum Recipe {
     static func show<T>(_ v: T) -> String {
         switch v {
         case let list as [ChannelBlock]: return list.map(\.rawValue).joined(separator: "+")
+        case let edges as [[String]]: return "\(edges.count) edges (\(edges.prefix(3).map { $0.joined(separator: "-") }.joined(separator: ", "))\(edges.count > 3 ? ", ..." : ""))"
         case let e as any RawRepresentable: return "\(e.rawValue)"
         case let o as Double?: return o.map { format($0) } ?? "none"
         case let a as AugmentationConfig where a == standardAugmentation:

@@ -11,6 +11,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         case mlp
         /// Temporal-convolution network: conv blocks over time, global average pooling, linear.
         case tcn
+        /// Spatial-temporal graph convolution (ST-GCN, kept small): blocks of a graph convolution
+        /// over the skeleton's joints and a per-joint convolution over time, global average
+        /// pooling over time, linear.
+        case stgcn
     }
 
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
@@ -84,8 +88,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public var hidden: [Int] = [256, 128]
     /// Output channels of the TCN's blocks; the depth is their count.
     public var widths: [Int] = [64, 64, 64]
-    /// TCN kernel size (odd, so that "same" padding keeps the length).
+    /// TCN and ST-GCN kernel size over time (odd, so that "same" padding keeps the length).
     public var kernel: Int = 5
+    /// The joint graph of `stgcn`: edges as `[parent, child]` joint-name pairs. Empty: the
+    /// skeleton's bones. For a skeleton that names no bones they are also its bones (the `bones`
+    /// channel block, and the skeleton of the model written); the recipe infers them from the data.
+    public var graph: [[String]] = []
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -221,7 +229,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard !widths.isEmpty, widths.allSatisfy({ $0 > 0 }) else {
             throw bad("widths", "needs at least one positive width, got \(widths)")
         }
-        if architecture == .tcn {
+        if architecture != .mlp {
             guard kernel % 2 == 1 else { throw bad("kernel", "must be odd so that padding keeps the window length, got \(kernel)") }
             let largest = (0..<widths.count).reduce(1) { d, _ in d.multipliedReportingOverflow(by: dilationBase).partialValue }
             guard largest <= 1 << 16 else { throw bad("dilationBase", "gives dilations too large for \(widths.count) blocks") }
@@ -261,6 +269,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
         }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
+        guard streams.isEmpty || architecture != .stgcn else {
+            throw bad("streams", "are not available with architecture stgcn (it reads every joint-indexed channel block itself)")
+        }
         guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
@@ -270,6 +281,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// The input description for a dataset's skeleton: window, preprocessing steps and channels.
     /// Errors name the config key to change.
     public func inputSpec(for skeleton: Skeleton, imageSize: [Double]?) throws -> InputSpec {
+        var skeleton = skeleton
+        if skeleton.bones.isEmpty && !graph.isEmpty {
+            _ = try SkeletonGraph(skeleton: skeleton, edges: graph)  // names the wrong pair
+            skeleton.bones = graph
+        }
         let window = WindowSpec(frames: windowFrames, mode: windowMode, padding: windowPadding, frameRate: frameRate)
         var spec: InputSpec
         do {
@@ -295,6 +311,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec.steps.append(.alignFacing(left: left, right: right, verticalAxis: verticalAxis))
             try spec.validate()
         }
+        if architecture == .stgcn { _ = try graphLayers(for: spec, classes: 1) }
         if testTimeFlip {
             do { _ = try spec.mirrorImage() } catch { throw TrainingError.invalidConfig(field: "testTimeFlip", reason: "does not fit: \(error)") }
         }
@@ -302,23 +319,83 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     /// The layers to train for `input` (built by `inputSpec(for:imageSize:)`) and `classes`
-    /// outputs: `layers(input:classes:)` over the whole input, or with `streams` an
-    /// `averageProbabilities` whose member m is `selectChannels` (its blocks' channels) and
-    /// `layers(input:classes:)` over them. `testTimeFlip` is applied when the model is written
-    /// (`flipped(_:input:)`), not here.
-    public func layers(for input: InputSpec, classes: Int) -> [LayerSpec] {
+    /// outputs: `layers(input:classes:)` over the whole input, the graph network of `stgcn`
+    /// (`graphLayers(for:classes:)`), or with `streams` an `averageProbabilities` whose member m
+    /// is `selectChannels` (its blocks' channels) and `layers(input:classes:)` over them.
+    /// `testTimeFlip` is applied when the model is written (`flipped(_:input:)`), not here.
+    public func layers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
         let T = input.window.frames
-        guard !streams.isEmpty else { return layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
+        if architecture == .stgcn { return try graphLayers(for: input, classes: classes) }
+        guard !streams.isEmpty else { return try layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
         var offsets: [ChannelBlock: Range<Int>] = [:], at = 0
         for b in input.channels {
             offsets[b] = at..<(at + b.width(input.skeleton))
             at += b.width(input.skeleton)
         }
-        let members = streams.map { blocks -> [LayerSpec] in
+        let members = try streams.map { blocks -> [LayerSpec] in
             let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
-            return [.selectChannels(picked)] + layers(input: Shape(time: T, channels: picked.count), classes: classes)
+            return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
         }
         return [.averageProbabilities(members)]
+    }
+
+    /// The `stgcn` network for `input`: `selectChannels` puts each joint's values of the
+    /// joint-indexed blocks side by side (`jointMajorChannels`), then per width w of `widths` a
+    /// block `graphConv` over the graph's three partitions (kernel 1), [layerNorm], activation,
+    /// [dropout], `graphConv` over time with the identity adjacency (`kernel`), [layerNorm] —
+    /// residual with an identity shortcut, or a kernel-1 per-joint `graphConv` when the width
+    /// changes, as the TCN's blocks — then activation, [dropout]; `globalAveragePool` over time
+    /// and `linear` from the joints' channels to the classes. Throws when the skeleton gives no
+    /// graph or the channels no joint-indexed block.
+    public func graphLayers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
+        let graph = try SkeletonGraph(skeleton: input.skeleton, edges: self.graph)
+        let (gather, perJoint) = try Self.jointMajorChannels(input)
+        let J = input.skeleton.jointCount
+        let act: LayerSpec = activation == .relu ? .relu : .gelu
+        func norm(_ w: Int) -> [LayerSpec] { normalization == .layerNorm ? [.layerNorm(channels: J * w, epsilon: 1e-5)] : [] }
+        let drop: [LayerSpec] = dropout > 0 ? [.dropout(rate: dropout)] : []
+        let spatial = graph.partitions, identity = [graph.identity]
+        var specs: [LayerSpec] = [.selectChannels(gather)]
+        var width = perJoint
+        for w in widths {
+            let body: [LayerSpec] =
+                [.graphConv(joints: J, inputs: width, outputs: w, kernel: 1, adjacency: spatial)] + norm(w) + [act] + drop
+                + [.graphConv(joints: J, inputs: w, outputs: w, kernel: kernel, adjacency: identity)] + norm(w)
+            if residual {
+                let shortcut: [LayerSpec] =
+                    width == w ? [] : [.graphConv(joints: J, inputs: width, outputs: w, kernel: 1, adjacency: identity)]
+                specs += [.residual(body: body, shortcut: shortcut), act] + drop
+            } else {
+                specs += body + [act] + drop
+            }
+            width = w
+        }
+        specs += [.globalAveragePool, .linear(inputs: J * width, outputs: classes)]
+        return specs
+    }
+
+    /// The input channels joint by joint: for each joint, its values in each joint-indexed
+    /// block (coordinates and motion: its dimensions; mask and confidence: one value), in the
+    /// blocks' order; `bones` are left out (the graph convolution sees neighbours itself).
+    /// Returns the channel indices and their count per joint.
+    static func jointMajorChannels(_ input: InputSpec) throws -> (channels: [Int], perJoint: Int) {
+        let sk = input.skeleton
+        let D = sk.dimensions
+        var channels: [Int] = []
+        for j in 0..<sk.jointCount {
+            for (block, offset) in input.channelLayout.map({ ($0.block, $0.offset) }) {
+                switch block {
+                case .coordinates, .motion: channels += (0..<D).map { offset + j * D + $0 }
+                case .mask, .confidence: channels.append(offset + j)
+                case .bones: break
+                }
+            }
+        }
+        guard !channels.isEmpty else {
+            throw TrainingError.invalidConfig(
+                field: "channels", reason: "gives architecture stgcn no per-joint values: add coordinates, motion, mask or confidence")
+        }
+        return (channels, channels.count / sk.jointCount)
     }
 
     /// The layers of the model to write: `trained` itself, or wrapped in `flipAverage` over the
@@ -341,7 +418,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     ///   (Bai, Kolter & Koltun, 2018, "An Empirical Evaluation of Generic Convolutional and
     ///   Recurrent Networks for Sequence Modeling", with non-causal padding); then
     ///   `globalAveragePool` and `linear` to the classes.
-    public func layers(input: Shape, classes: Int) -> [LayerSpec] {
+    /// - stgcn: needs the skeleton, so it is built by `layers(for:classes:)`; here it throws.
+    public func layers(input: Shape, classes: Int) throws -> [LayerSpec] {
         let act: LayerSpec = activation == .relu ? .relu : .gelu
         func norm(_ c: Int) -> [LayerSpec] { normalization == .layerNorm ? [.layerNorm(channels: c, epsilon: 1e-5)] : [] }
         let drop: [LayerSpec] = dropout > 0 ? [.dropout(rate: dropout)] : []
@@ -377,6 +455,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
             specs += [.globalAveragePool, .linear(inputs: width, outputs: classes)]
             return specs
+        case .stgcn:
+            throw TrainingError.invalidConfig(field: "architecture", reason: "stgcn is built from the input's skeleton (layers(for:classes:))")
         }
     }
 

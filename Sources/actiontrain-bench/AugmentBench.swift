@@ -86,7 +86,7 @@ enum AugmentBench {
         var seconds = [[Double]](repeating: [], count: sources.count)
         for _ in 0..<3 {
             for (k, (_, source)) in sources.enumerated() {
-                let network = try Network(layers: config.layers(input: input, classes: 6), input: input)
+                let network = try Network(layers: try config.layers(input: input, classes: 6), input: input)
                 network.initialize(seed: 1)
                 let trainer = Trainer(network: network, config: config)
                 try trainer.fit(train: source, validation: nil)

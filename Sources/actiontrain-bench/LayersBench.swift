@@ -60,7 +60,7 @@ enum LayersBench {
         zip(cells, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined()
     }
 
-    /// Options: `conv` or `mlp` (one model), `--batch N`, `--threads N`, `--steps-only`,
+    /// Options: `conv` or `mlp` (one model), `graphconv` (the graphConv table alone), `--batch N`, `--threads N`, `--steps-only`,
     /// `--latency-only` (to profile one configuration), and `--cpu` (with `--threads 1`):
     /// time steps with this thread's CPU clock, which other processes' load barely affects —
     /// for comparing the non-GEMM cost of two versions on a busy machine, not for windows/s.
@@ -70,11 +70,11 @@ enum LayersBench {
             guard i + 1 < args.count, let v = Int(args[i + 1]), v > 0 else { throw BenchError.usage("\(flag) needs a positive integer") }
             return v
         }
+        let cpu = args.contains("--cpu"), threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
+        if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
+        if args.contains("graphconv") { return try graphConvTable(threadCounts: threadCounts, cpu: cpu) }
         let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
         let batches = try value("--batch").map { [$0] } ?? [64, 256]
-        let threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
-        let cpu = args.contains("--cpu")
-        if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         let load = ForeignLoad()
         print("Layers forward+backward, OpenBLAS core \(BLAS.coreName); anchors: ../shared/bench/RESULTS.md (env as set)")
         print("step = zeroGradients + forward(training) + backward; no loss, no optimiser. Medians of 5 reps of >= 0.1 s.")
@@ -258,6 +258,76 @@ enum LayersBench {
                 } else {
                     BLAS.parallel(region.count) { p in for i in region[p] { run(i) } }
                 }
+            }
+        }
+    }
+
+    /// ST-GCN-sized `graphConv` layers: forward (training mode) and backward (with the input
+    /// gradient) per batch, and the replayed GEMM time of one forward + backward. Partitions
+    /// P = 3 are a tree's self / towards-root / away-from-root links (joint j's parent (j − 1)/2),
+    /// normalised by degree; P = 1 is the identity (the temporal convolution). `--cpu` (with
+    /// `--threads 1`) times with this thread's CPU clock, for a loaded machine.
+    static func graphConvTable(threadCounts: [Int], cpu: Bool) throws {
+        struct Case { let batch, time, joints, inputs, outputs, kernel, partitions: Int }
+        let cases = [
+            Case(batch: 64, time: 64, joints: 25, inputs: 3, outputs: 64, kernel: 1, partitions: 3),  // NTU spatial, first layer
+            Case(batch: 64, time: 64, joints: 25, inputs: 64, outputs: 64, kernel: 1, partitions: 3),  // spatial, inner layer
+            Case(batch: 64, time: 64, joints: 25, inputs: 64, outputs: 64, kernel: 9, partitions: 1),  // temporal, identity
+            Case(batch: 64, time: 64, joints: 25, inputs: 9, outputs: 64, kernel: 9, partitions: 3),
+            Case(batch: 32, time: 32, joints: 15, inputs: 9, outputs: 32, kernel: 9, partitions: 3),
+            Case(batch: 32, time: 32, joints: 15, inputs: 3, outputs: 32, kernel: 1, partitions: 3),
+        ]
+        func adjacency(_ J: Int, partitions P: Int) -> [[Float]] {
+            var a = [[Float]](repeating: [Float](repeating: 0, count: J * J), count: P)
+            for j in 0..<J { a[0][j * J + j] = 1 }
+            guard P == 3 else { return a }
+            for j in 1..<J {
+                let parent = (j - 1) / 2
+                a[1][j * J + parent] = 1  // towards the root
+                a[2][parent * J + j] = 1  // away from the root
+            }
+            for p in 1...2 {
+                for j in 0..<J {
+                    let n = (0..<J).reduce(Float(0)) { $0 + a[p][j * J + $1] }
+                    for i in 0..<J where n > 0 { a[p][j * J + i] /= n }
+                }
+            }
+            return a
+        }
+        let load = ForeignLoad()
+        defer { if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") } }
+        print("graphConv forward (training) and backward (with dx) per batch, ms; gemm = the step's GEMMs replayed. Medians of 5 reps of >= 0.1 s.")
+        let widths = [6, 5, 5, 5, 5, 5, 4, 5, 10, 10, 10, 9]
+        print(row(["B", "T", "J", "I", "O", "K", "P", "thr", "fwd ms", "bwd ms", "gemm ms", "gemm %"], widths))
+        for c in cases {
+            for threads in threadCounts {
+                BLAS.threads = threads
+                let spec = LayerSpec.graphConv(
+                    joints: c.joints, inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, adjacency: adjacency(c.joints, partitions: c.partitions))
+                let net = try Network(layers: [spec, .flatten], input: Shape(time: c.time, channels: c.joints * c.inputs))
+                net.initialize(seed: 1)
+                var g = SeededGenerator(seed: 2)
+                let x = (0..<(c.batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
+                let dy = (0..<(c.batch * net.classCount)).map { _ in g.nextSymmetric(1) }
+                var mode = ForwardMode.training(seed: 3)
+                let (forward, backward) = x.withUnsafeBufferPointer { xp in
+                    dy.withUnsafeBufferPointer { dp in
+                        let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
+                        let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
+                        return (f, b)
+                    }
+                }
+                let calls = GEMMRecorder.record {
+                    x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: c.batch, mode: &mode) }
+                    dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: c.batch, needInputGradient: true) }
+                }
+                let gemm = replay(calls, cpu: cpu)
+                print(
+                    row(
+                        [
+                            "\(c.batch)", "\(c.time)", "\(c.joints)", "\(c.inputs)", "\(c.outputs)", "\(c.kernel)", "\(c.partitions)", "\(threads)",
+                            format(forward * 1e3, 3), format(backward * 1e3, 3), format(gemm * 1e3, 3), format(100 * gemm / (forward + backward), 1),
+                        ], widths))
             }
         }
     }

@@ -44,7 +44,7 @@ enum TrainBench {
         let (train, validation, side) = try loadSynth(dir)
         let rssData = currentRSS()
         let input = Shape(time: side.frames, channels: side.joints * side.channels)
-        let layers = config.layers(input: input, classes: side.classes)
+        let layers = try config.layers(input: input, classes: side.classes)
         let network = try Network(layers: layers, input: input)
         network.initialize(seed: config.seed)
         let trainer = Trainer(network: network, config: config)

@@ -68,10 +68,11 @@ enum ConfigOptions {
     static let entries: [Entry] = [
         // Model
         Entry(key: "recipe", kind: .string, value: "NAME", help: "auto: keys you do not set are chosen from the data (windows, normalisation, channels, regularisation; printed before training); none: the plain defaults (default auto).", choices: names(TrainingConfig.RecipeMode.self)),
-        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window) or tcn (temporal convolution) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
+        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window), tcn (temporal convolution) or stgcn (graph convolution over the skeleton's joints, then over time) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
         Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),
-        Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN block widths; the depth is their count (default 64,64,64)."),
-        Entry(key: "kernel", kind: .int, value: "N", help: "TCN kernel size in frames, odd (default 5)."),
+        Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN and ST-GCN block widths (ST-GCN: channels per joint); the depth is their count (default 64,64,64)."),
+        Entry(key: "kernel", kind: .int, value: "N", help: "TCN and ST-GCN kernel size in frames, odd (default 5)."),
+        Entry(key: "graph", kind: .stringLists, value: "LISTS", help: "ST-GCN joint graph: edges as joint-name pairs (a+b,b+c) (default: the skeleton's bones; the recipe infers a tree from the data when it has none)."),
         Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
         Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),
         Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),

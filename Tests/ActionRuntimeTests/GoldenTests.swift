@@ -37,4 +37,15 @@ final class GoldenTests: XCTestCase {
         let y = try run([.gelu], input: Shape(time: 1, channels: Golden.geluX.count), batch: 1, parameters: [], x: Golden.geluX)
         assertClose(y, Golden.geluY, absolute: 2e-6, relative: 1e-5)
     }
+
+    func testGraphConvForward() throws {
+        for c in Golden.graphConv {
+            let J = c.joints
+            let matrices = (0..<c.partitions).map { Array(c.adjacency[($0 * J * J)..<(($0 + 1) * J * J)]) }
+            let spec = LayerSpec.graphConv(joints: J, inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, adjacency: matrices)
+            let y = try run(
+                [spec], input: Shape(time: c.time, channels: J * c.inputs), batch: c.batch, parameters: c.weight + c.bias, x: c.x)
+            assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
+        }
+    }
 }

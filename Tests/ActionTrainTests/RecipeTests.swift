@@ -112,7 +112,7 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(c.centring, .mean)
         XCTAssertEqual(c.scaling, .fixed)
         XCTAssertEqual(c.scaleDivisor, Double(Float(p.bodySize)))
-        XCTAssertEqual(c.channels, [.coordinates, .mask])
+        XCTAssertEqual(c.channels, [.coordinates, .mask, .bones], "bones inferred from the data (SkeletonGraphTests)")
         XCTAssertNoThrow(try c.inputSpec(for: bare, imageSize: nil))
         var hands = bare
         hands.joints = ["hip", "head", "leftHand", "rightHand"]

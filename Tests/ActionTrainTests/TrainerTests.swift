@@ -38,7 +38,7 @@ enum Toy {
     }
 
     static func trainer(_ c: TrainingConfig, layers: [LayerSpec]? = nil) throws -> Trainer {
-        let net = try Network(layers: layers ?? c.layers(input: shape, classes: 3), input: shape)
+        let net = try Network(layers: layers ?? (try c.layers(input: shape, classes: 3)), input: shape)
         net.initialize(seed: c.seed)
         return Trainer(network: net, config: c)
     }
@@ -188,7 +188,7 @@ final class TrainerTests: XCTestCase {
         c.dropout = 0.3
         c.normalization = .layerNorm
         c.activation = .gelu
-        let specs = c.layers(input: Toy.shape, classes: 3)
+        let specs = try c.layers(input: Toy.shape, classes: 3)
         XCTAssertTrue(specs.contains(.dropout(rate: 0.3)))
         let straight = try Toy.trainer(c)
         try straight.fit(train: Toy.train, validation: Toy.validation)
@@ -199,9 +199,9 @@ final class TrainerTests: XCTestCase {
     }
 
     func testModelFamiliesBuildTheDocumentedLayers() throws {
-        let mlp = TrainingConfig.reference("mlp")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
+        let mlp = try TrainingConfig.reference("mlp")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
         XCTAssertEqual(mlp, [.flatten, .linear(inputs: 2565, outputs: 256), .relu, .linear(inputs: 256, outputs: 128), .relu, .linear(inputs: 128, outputs: 6)])
-        let conv = TrainingConfig.reference("conv")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
+        let conv = try TrainingConfig.reference("conv")!.layers(input: Shape(time: 45, channels: 57), classes: 6)
         XCTAssertEqual(
             conv,
             [
@@ -218,7 +218,7 @@ final class TrainerTests: XCTestCase {
         c.widths = [8, 8, 16]
         c.kernel = 3
         c.dilationBase = 2
-        let tcn = c.layers(input: Shape(time: 20, channels: 6), classes: 4)
+        let tcn = try c.layers(input: Shape(time: 20, channels: 6), classes: 4)
         func block(_ i: Int, _ o: Int, _ d: Int) -> [LayerSpec] {
             let body: [LayerSpec] = [
                 .conv1d(inputs: i, outputs: o, kernel: 3, stride: 1, dilation: d, padding: d), .relu,

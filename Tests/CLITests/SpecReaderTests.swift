@@ -259,6 +259,36 @@ final class SpecReaderTests: XCTestCase {
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 3)
     }
 
+    /// An ST-GCN-like network on joint-major coordinates: a spatial graphConv (K = 1, two
+    /// partitions of a non-symmetric graph), ReLU, a temporal one (K = 3, identity graph):
+    /// the reader's graphConv (format 1.2).
+    func testGraphConvNetwork() throws {
+        try requireNumpy()
+        let skeleton = Skeleton(
+            name: "spec-graph", joints: ["root", "neck", "leftHand", "rightHand"], dimensions: 2, units: .pixels,
+            bones: [["root", "neck"], ["neck", "leftHand"], ["neck", "rightHand"]], centre: ["root"])
+        let input = InputSpec(
+            skeleton: skeleton, window: WindowSpec(frames: 5), steps: [.centre(joints: ["root"], perFrame: false)], channels: [.coordinates])
+        let J = 4, shape = Shape(time: 5, channels: input.channelsPerFrame)  // 4 joints x 2 coordinates
+        let towardsRoot: [Float] = [1, 0.5, 0, 0, 0, 1, 0.25, 0.25, 0, 0, 1, 0, 0, 0, 0, 1]
+        let awayFromRoot: [Float] = [0, 0, 0, 0, 0.75, 0, 0, 0, 0, 0.5, 0, 0, 0, 0.5, 0, 0]
+        let identity = (0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 1 : 0) }
+        let network = try Network(
+            layers: [
+                .graphConv(joints: J, inputs: 2, outputs: 6, kernel: 1, adjacency: [towardsRoot, awayFromRoot]), .relu,
+                .graphConv(joints: J, inputs: 6, outputs: 3, kernel: 3, adjacency: [identity]), .globalAveragePool,
+                .linear(inputs: J * 3, outputs: 3),
+            ], input: shape)
+        network.initialize(seed: 13)
+        let classes = ["a", "b", "c"]
+        let model = dir.appendingPathComponent("graph.atm").path
+        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: 13)))
+            .write(to: URL(fileURLWithPath: model))
+        let sequences = Self.recorded(skeleton, lengths: [5, 9, 14], classes: classes, confidence: false, rate: nil, jitter: false, seed: 7)
+        let (data, poses) = try write(sequences, skeleton: skeleton, classes: classes, rate: nil, name: "graph")
+        try assertSameAsPredict(model: model, data: data, poses: poses, stride: 2)
+    }
+
     /// The reader refuses what format.md says to refuse (here, a NaN weight), naming it.
     func testSpecReaderRefusesANonFiniteWeight() throws {
         try requireNumpy()

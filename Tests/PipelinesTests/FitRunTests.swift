@@ -94,6 +94,31 @@ final class FitRunTests: XCTestCase {
         assertClose(try model.probabilities(features: x, count: n), expected, absolute: 1e-5, relative: 1e-4)
     }
 
+    /// `stgcn` end to end on the fixture (natops-8: two arms, not connected): training lowers the
+    /// loss, the model file holds the graph convolutions over the skeleton's bones, and the loaded
+    /// model gives the trained network's probabilities.
+    func testAnSTGCNTrainsAndWritesItsGraphIntoTheModel() throws {
+        var c = Self.quick
+        c.architecture = .stgcn
+        c.widths = [6]
+        c.kernel = 3
+        c.epochs = 6
+        c.learningRate = 3e-3
+        let (run, result) = try fit(c, dataset: try dataset())
+        let losses = run.progress.records.map(\.trainLoss)
+        XCTAssertLessThan(losses.last!, losses.first! * 0.9, "\(losses)")
+        let model = try ActionModel(bytes: result.modelBytes)
+        let graph = try SkeletonGraph(skeleton: model.input.skeleton, edges: [])
+        XCTAssertEqual(graph.edges.count, 6)
+        let block = try XCTUnwrap(model.header.layers.dropFirst().first?.kind as? ResidualKind)
+        XCTAssertEqual(block.body.first, .graphConv(joints: 8, inputs: 4, outputs: 6, kernel: 1, adjacency: graph.partitions))
+        let validation = try XCTUnwrap(run.data.validation)
+        let n = min(validation.count, 4), x = Array(validation.features[0..<(n * run.training.network.inputShape.count)])
+        assertClose(
+            try model.probabilities(features: x, count: n), Inference.probabilities(run.training.network, features: x, count: n),
+            absolute: 1e-6)
+    }
+
     func testTheSameSeedGivesIdenticalModelBytesAndTheFolderHoldsThem() throws {
         let d = try dataset()
         let (run, a) = try fit(Self.quick, dataset: d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for the conv1d, layerNorm and GELU forwards of actiontrain.
+"""Golden values for the conv1d, layerNorm, GELU and graphConv forwards of actiontrain.
 
 Writes Tests/ActionRuntimeTests/GoldenValues.swift (committed; re-run this script only when a case changes):
 
@@ -13,10 +13,13 @@ only, by the defining formulas of Sources/ActionRuntime/LayerSpec.swift:
 - conv1d: out[b, t, o] = bias[o] + sum_k sum_i W[o, k, i] x[b, t*stride + k*dilation - padding, i]
   (zeros outside), activations channels-last [batch, time, channels], W [outputs, kernel, inputs];
 - layerNorm over channels: (x - mean) / sqrt(biased variance + eps) * gamma + beta;
-- GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+- GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+- graphConv on joint-major activations [batch, time, joints, inputs]: out[b, t, j, o] = bias[o] +
+  sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-(K-1)/2, i, c] W[p, o, k, c] (zeros outside).
 
 If PyTorch is importable, every case is also checked against torch.nn.functional (conv1d on
-the transposed layout, layer_norm, gelu(approximate="tanh")) in float64 and the script fails
+the transposed layout, layer_norm, gelu(approximate="tanh"), and for graphConv conv2d over
+[B, I, T, J] with a (K, 1) kernel making P*O channels, then einsum with A) in float64 and the script fails
 on a disagreement above 1e-9. That is how the committed file was produced (torch 2.13.0+cpu).
 """
 import math
@@ -85,6 +88,36 @@ for B, T, C, eps in [(2, 3, 5, 1e-5), (1, 2, 7, 0.1)]:
 gelu_x = np.linspace(-5, 5, 21).astype(np.float32)
 gelu_y = gelu(gelu_x)
 
+
+def graph_conv(x, w, b, a):
+    """y[b, t, j, o] = bias[o] + sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-h, i, c] W[p, o, k, c]."""
+    x, w, b, a = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), a.astype(np.float64)
+    B, T, J, I = x.shape
+    P, O, K, _ = w.shape
+    h = (K - 1) // 2
+    y = np.zeros((B, T, J, O)) + b
+    for t in range(T):
+        for k in range(K):
+            s = t + k - h
+            if 0 <= s < T:
+                z = np.einsum("bic,poc->bpio", x[:, s], w[:, :, k, :])  # [B, P, J(i), O]
+                y[:, t] += np.einsum("pji,bpio->bjo", a, z)
+    return y
+
+
+graph_cases = []
+for B, T, J, I, O, K, P in [
+    (2, 5, 4, 2, 3, 3, 3),  # three partitions, kernel 3
+    (1, 3, 3, 3, 2, 5, 1),  # kernel 5 longer than the sequence
+    (2, 2, 5, 1, 4, 1, 2),  # kernel 1: a spatial graph convolution
+]:
+    bound = 1 / math.sqrt(K * I)
+    x, w, b = f32((B, T, J, I)), f32((P, O, K, I), bound), f32((O,), bound)
+    a = f32((P, J, J))
+    a[rng.uniform(size=a.shape) < 0.4] = 0  # sparse and not symmetric
+    graph_cases.append(dict(batch=B, time=T, joints=J, inputs=I, outputs=O, kernel=K, partitions=P,
+                            x=x, weight=w, bias=b, adjacency=a, y=graph_conv(x, w, b, a)))
+
 try:
     import torch
     import torch.nn.functional as F
@@ -104,6 +137,16 @@ if torch is not None:
         assert np.abs(yt - c["y"]).max() < 1e-9, "layer_norm disagrees with torch"
     yt = F.gelu(torch.from_numpy(gelu_x.astype(np.float64)), approximate="tanh").numpy()
     assert np.abs(yt - gelu_y).max() < 1e-9, "gelu disagrees with torch"
+    for c in graph_cases:
+        # Conv2d over [B, I, T, J] with a (K, 1) kernel making P*O channels, then the sum over A.
+        P, O, K = c["partitions"], c["outputs"], c["kernel"]
+        xt = torch.from_numpy(c["x"].astype(np.float64)).permute(0, 3, 1, 2)  # [B, I, T, J]
+        wt = torch.from_numpy(c["weight"].astype(np.float64)).reshape(P * O, K, -1).permute(0, 2, 1).unsqueeze(-1)
+        z = F.conv2d(xt, wt, padding=((K - 1) // 2, 0))  # [B, P*O, T, J]
+        z = z.reshape(z.shape[0], P, O, z.shape[2], z.shape[3])
+        yt = torch.einsum("bpoti,pji->btjo", z, torch.from_numpy(c["adjacency"].astype(np.float64)))
+        yt = (yt + torch.from_numpy(c["bias"].astype(np.float64))).numpy()
+        assert yt.shape == c["y"].shape and np.abs(yt - c["y"]).max() < 1e-9, "graphConv disagrees with torch"
     checked = f"cross-checked against PyTorch {torch.__version__}"
 else:
     checked = "PyTorch not available: NumPy only"
@@ -136,6 +179,11 @@ out = [
     "    var x: [Float], gamma: [Float], beta: [Float], y: [Float]",
     "}",
     "",
+    "struct GoldenGraphConv {",
+    "    var batch: Int, time: Int, joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int",
+    "    var x: [Float], weight: [Float], bias: [Float], adjacency: [Float], y: [Float]",
+    "}",
+    "",
     "enum Golden {",
 ]
 out.append("    static let conv: [GoldenConv] = [")
@@ -152,6 +200,15 @@ for c in norm_cases:
     out.append("        GoldenLayerNorm(")
     out.append("            batch: %d, time: %d, channels: %d, epsilon: %.9g," % (c["batch"], c["time"], c["channels"], float(c["epsilon"])))
     for key in ["x", "gamma", "beta", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let graphConv: [GoldenGraphConv] = [")
+for c in graph_cases:
+    out.append("        GoldenGraphConv(")
+    out.append("            batch: %d, time: %d, joints: %d, inputs: %d, outputs: %d, kernel: %d, partitions: %d," % (
+        c["batch"], c["time"], c["joints"], c["inputs"], c["outputs"], c["kernel"], c["partitions"]))
+    for key in ["x", "weight", "bias", "adjacency", "y"]:
         out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
     out.append("        ),")
 out.append("    ]")

@@ -63,6 +63,17 @@ def conv1d(x, w, b, stride, dilation, padding):
     return y
 
 
+def graph_conv(x, L, w, b):
+    """Joint-major [B, T, J*I] -> [B, T, J*O]: a (K, 1) convolution per partition, then A."""
+    B, T, _ = x.shape
+    J, I, K, P = L["joints"], L["inputs"], L["kernel"], L["partitions"]
+    h = (K - 1) // 2
+    xp = np.pad(x.reshape(B, T, J, I), ((0, 0), (h, h), (0, 0), (0, 0)))
+    z = sum(np.einsum("btic,poc->btpio", xp[:, k:k + T], w[:, :, k, :]) for k in range(K))  # [B, T, P, J, O]
+    A = np.array(L["adjacency"], np.float32).reshape(P, J, J)
+    return (np.einsum("pji,btpio->btjo", A, z) + b).reshape(B, T, -1)
+
+
 def layer_norm(x, L, g, b):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -92,6 +103,7 @@ LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(l
     "dropout": lambda x, L, t, run: x,
     "layerNorm": lambda x, L, t, run: layer_norm(x, L, t("gamma"), t("beta")),
     "conv1d": lambda x, L, t, run: conv1d(x, t("weight"), t("bias"), L["stride"], L["dilation"], L["padding"]),
+    "graphConv": lambda x, L, t, run: graph_conv(x, L, t("weight"), t("bias")),
     "flatten": lambda x, L, t, run: x.reshape(x.shape[0], 1, -1),
     "globalAveragePool": lambda x, L, t, run: x.mean(1, keepdims=True),
     "globalMaxPool": lambda x, L, t, run: x.max(1, keepdims=True),

@@ -201,7 +201,8 @@ def parse_input(inp):
     return {"skeleton": skeleton, "window": window, "steps": steps, "channels": channels, "C": C}
 
 
-LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]"}
+LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]",
+           "weight4": "[partitions, outputs, kernel, inputs]"}
 
 
 class Budget:
@@ -258,6 +259,19 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             tensors += [(f"{where}.weight", [O, K, I], LAYOUTS["weight3"]), (f"{where}.bias", [O], LAYOUTS["bias"])]
             parsed.append(("conv1d", K, S, Dl, P))
             T, C = T2, O
+        elif kind == "graphConv":
+            J, I, O = size("joints", 1, 1 << 16), size("inputs"), size("outputs")
+            K, Pn = size("kernel", 1, 100000), size("partitions", 1, 1 << 20)
+            need(K % 2 == 1, f"{where} (graphConv) kernel must be odd, got {K}")
+            need(J * I == C, f"{where} (graphConv) expects joints x inputs = {J * I} channels, receives {C}")
+            need(Pn * J * J <= 1 << 28 and Pn * O * K * I <= 1 << 28, f"{where} (graphConv) adjacency or weight is too large")
+            A = layer.get("adjacency")
+            need(isinstance(A, list) and len(A) == Pn * J * J and all(is_num(v) and math.isfinite(f32(v)) for v in A),
+                 f"{where} (graphConv) adjacency must be partitions x joints x joints = {Pn * J * J} finite numbers")
+            budget.activations += T * J * (K * I + Pn * O)
+            tensors += [(f"{where}.weight", [Pn, O, K, I], LAYOUTS["weight4"]), (f"{where}.bias", [O], LAYOUTS["bias"])]
+            parsed.append(("graphConv", J, K, np.array([f32(v) for v in A], dtype=F32).reshape(Pn, J, J)))
+            C = J * O
         elif kind == "flatten":
             parsed.append(("flatten",))
             T, C = 1, T * C
@@ -447,6 +461,19 @@ def forward(layers, x, tensors, prefix="layers"):
             for k in range(K):
                 cols[:, :, k, :] = padded[:, k * Dl : k * Dl + S * (T2 - 1) + 1 : S, :]
             x = (np.matmul(cols.reshape(Bn, T2, K * I), w.reshape(w.shape[0], K * I).T) + b).astype(F32)
+        elif kind == "graphConv":
+            # im2col over time per joint, one matmul for all partitions, then each A[p] over the joints
+            _, J, K, A = layer
+            w, b = tensors[name + ".weight"], tensors[name + ".bias"]  # [P, O, K, I]
+            Pn, O, _, I = w.shape
+            Bn, T, _ = x.shape
+            h = (K - 1) // 2
+            padded = np.zeros((Bn, T + 2 * h, J, I), dtype=F32)
+            padded[:, h : h + T] = x.reshape(Bn, T, J, I)
+            cols = np.stack([padded[:, k : k + T] for k in range(K)], axis=3).reshape(Bn, T, J, K * I)
+            z = np.matmul(cols, w.reshape(Pn * O, K * I).T).reshape(Bn, T, J, Pn, O).astype(F32)
+            y = sum(np.matmul(A[p], z[:, :, :, p, :]) for p in range(Pn))  # [J, J] @ [B, T, J, O]
+            x = (y + b).reshape(Bn, T, J * O).astype(F32)
         elif kind == "flatten":
             x = x.reshape(x.shape[0], 1, -1)
         elif kind == "globalAveragePool":

@@ -1,0 +1,386 @@
+import PoseCore
+
+/// Spatio-temporal graph convolution (ST-GCN's unit, Yan et al. 2018): a temporal convolution
+/// over each joint's features with weights shared across joints, per partition of the graph,
+/// then a sum over each joint's neighbours weighted by the partition's adjacency matrix.
+///
+/// Shapes: B = batch, T = time, J = joints, I = inputs per joint, O = outputs per joint,
+/// K = kernel (odd), P = partitions, h = (K − 1)/2; rows R = B·T·J (one per joint and time
+/// step), KI = K·I, PO = P·O. Activations are joint-major: input channel `j·I + c` is joint
+/// j's feature c, output channel `j·O + o` joint j's output o.
+/// `weight [P, O, K, I]`, `bias [O]`, both U(±1/√(K·I)) (PyTorch's Conv2d default over I
+/// input channels and a (K, 1) kernel). The adjacency `A [P, J, J]` is part of the layer's
+/// description (the header), not a parameter: it is never trained.
+///
+/// Forward: `y[b, t, j, o] = bias[o] + Σ_p Σ_i A[p, j, i] · Σ_k Σ_c x[b, t + k − h, i, c] · W[p, o, k, c]`
+/// (x = 0 outside `[0, T)`), computed as
+/// - im2col over time, per joint: `cols[(b, t, i), k·I + c] = x[b, t + k − h, i, c]` (x itself when K = 1);
+/// - one GEMM for every partition: `Z[R, PO] = cols[R, KI] · W[PO, KI]ᵀ`;
+/// - the aggregation over A's nonzeros only (a skeleton's graph is sparse):
+///   `y[b, t, j, :] = bias + Σ_{(p, i): A[p, j, i] ≠ 0} A[p, j, i] · Z[(b, t, i), p·O ..< (p + 1)·O]`.
+/// Backward: `dZ[(b, t, i), p, :] = Σ_j A[p, j, i] · dy[b, t, j, :]`, `dW[PO, KI] += dZᵀ · cols`,
+/// `dbias[o] += Σ_r dy[r, o]`, `dcols = dZ · W`, then col2im scatter-adds `dcols` onto `dx`.
+/// With P = 1 and A = identity (ST-GCN's temporal layer) Z is y without the bias: the GEMM
+/// writes y directly and dZ is dy.
+///
+/// Threads: as `Conv1d`'s im2col, the batch is split into up to `BLAS.threads` contiguous parts
+/// (`BLAS.parallel`), each with its own buffers, one-thread GEMMs and private dW/dbias (part 0
+/// the network's), added in part order, so a fixed thread count gives the same bits. Within a
+/// part, batch elements run in chunks of at most `chunk` (Z within about 2 MB); backward
+/// rebuilds each chunk's columns.
+final class GraphConv: Layer {
+    let kind: GraphConvKind
+    let time: Int
+    let joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int
+    var spec: LayerSpec { LayerSpec(kind) }
+    var inputShape: Shape { Shape(time: time, channels: joints * inputs) }
+    var outputShape: Shape { Shape(time: time, channels: joints * outputs) }
+    var parameterShapes: [ParameterShape] { kind.parameters }
+
+    /// A nonzero `A[p, j, i]`: where joint j's outputs start in a time step's y rows (`j·O`),
+    /// where joint i's partition-p block starts in its Z rows (`i·PO + p·O`), and the value.
+    struct Edge {
+        let target: Int, source: Int, weight: Float
+    }
+    /// A's nonzeros, by target joint (then partition, then source joint).
+    let edges: [Edge]
+    /// P = 1 and A = identity (a per-joint temporal convolution): Z is y without the bias, so
+    /// the GEMM writes y directly (bias pre-filled) and dZ is dy.
+    let isIdentity: Bool
+    /// Batch elements per chunk; tests set it small to exercise chunking.
+    var chunk: Int
+    /// Parts a batch is split into (at most one per element); nil: up to `BLAS.threads`, each
+    /// at least `minimumPartWork` multiply-adds of forward GEMM. Tests set it to exercise splits.
+    var maxParts: Int?
+    static let minimumPartWork = 1 << 19
+
+    var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [P·O, K·I], [O]
+    var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!
+    var x: UnsafePointer<Float>?  // cached input [B, T, J·I]
+    var parts = 1  // of the last forward
+    var workspaces: [Workspace] = []  // one per part
+    let y = Buffer()  // [B, T, J·O]
+    let dx = Buffer()  // [B, T, J·I]
+
+    /// What one part owns.
+    final class Workspace {
+        let cols = Buffer()  // [n·T·J, KI]
+        let z = Buffer()  // Z, then dZ [n·T·J, PO]
+        let dcols = Buffer()  // [n·T·J, KI]
+        let gradients = Buffer()  // dW [PO·KI] + dbias [O], parts after the first
+    }
+
+    init(_ kind: GraphConvKind, time: Int) {
+        self.kind = kind
+        self.time = time
+        (joints, inputs, outputs, kernel, partitions) = (kind.joints, kind.inputs, kind.outputs, kind.kernel, kind.partitions)
+        let J = kind.joints, O = kind.outputs, PO = kind.partitions * kind.outputs
+        var edges: [Edge] = []
+        for j in 0..<J {
+            for p in 0..<kind.partitions {
+                for i in 0..<J where kind.adjacency[(p * J + j) * J + i] != 0 {
+                    edges.append(Edge(target: j * O, source: i * PO + p * O, weight: kind.adjacency[(p * J + j) * J + i]))
+                }
+            }
+        }
+        self.edges = edges
+        isIdentity = kind.partitions == 1 && edges.count == J && edges.allSatisfy { $0.target == $0.source && $0.weight == 1 }
+        chunk = max(1, (1 << 19) / (time * J * max(PO, kind.kernel * kind.inputs)))
+    }
+
+    func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
+        let n = partitions * outputs * kernel * inputs
+        (weight, bias) = (parameters, parameters + n)
+        (dWeight, dBias) = (gradients, gradients + n)
+    }
+
+    func initialize(using g: inout SeededGenerator) {
+        let bound = 1 / Float(kernel * inputs).squareRoot()
+        for i in 0..<(partitions * outputs * kernel * inputs) { weight[i] = g.nextSymmetric(bound) }
+        for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
+    }
+
+    func partCount(batch: Int) -> Int {
+        if let maxParts { return max(1, min(maxParts, batch)) }
+        let work = batch * time * joints * kernel * inputs * partitions * outputs
+        return max(1, min(BLAS.threads, batch, work / GraphConv.minimumPartWork))
+    }
+
+    /// The chunks `(first, count)` of part `p` of `parts`.
+    func chunks(_ p: Int, of parts: Int, batch: Int) -> [(Int, Int)] {
+        let lo = p * batch / parts, hi = (p + 1) * batch / parts
+        return Swift.stride(from: lo, to: hi, by: chunk).map { ($0, min(chunk, hi - $0)) }
+    }
+
+    func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
+        self.x = x
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
+        y.reserve(batch * TJ * O)
+        parts = partCount(batch: batch)
+        while workspaces.count < parts { workspaces.append(Workspace()) }
+        let parts = self.parts, out = y.pointer, weight = self.weight!, bias = self.bias!
+        BLAS.parallel(parts) { p in
+            let w = workspaces[p]
+            w.cols.reserve(chunk * TJ * KI)
+            if !isIdentity { w.z.reserve(chunk * TJ * PO) }
+            for (b0, n) in chunks(p, of: parts, batch: batch) {
+                let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
+                if isIdentity {
+                    for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
+                } else {
+                    BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
+                    aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
+                }
+            }
+        }
+        return UnsafePointer(out)
+    }
+
+    func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        guard let x else { preconditionFailure("GraphConv.backward before forward") }
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs, I = inputs
+        if needInputGradient { dx.reserve(batch * TJ * I) }
+        let parts = self.parts, dxp = dx.pointer, weight = self.weight!
+        BLAS.parallel(parts) { p in
+            let w = workspaces[p]
+            let (dW, db) = gradientTargets(p, w)
+            if needInputGradient && kernel > 1 { w.dcols.reserve(chunk * TJ * KI) }
+            for (b0, n) in chunks(p, of: parts, batch: batch) {
+                let R = n * TJ, g = dy + b0 * TJ * O
+                let c = columns(x, from: b0, count: n, into: w.cols)
+                let dz = isIdentity ? g : spread(g, into: w.z.pointer, steps: n * time)
+                // dW[PO, KI] += dZᵀ[PO, R] · cols[R, KI]
+                BLAS.gemm(transposeA: true, m: PO, n: KI, k: R, a: dz, lda: PO, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
+                for r in 0..<R {
+                    let row = g + r * O
+                    for o in 0..<O { db[o] += row[o] }
+                }
+                guard needInputGradient else { continue }
+                let d = dxp + b0 * TJ * I
+                if kernel == 1 {
+                    BLAS.gemm(m: R, n: I, k: PO, a: dz, lda: PO, b: weight, ldb: I, c: d, ldc: I)
+                } else {
+                    // dcols[R, KI] = dZ[R, PO] · W[PO, KI], then scatter-add onto dx
+                    BLAS.gemm(m: R, n: KI, k: PO, a: dz, lda: PO, b: weight, ldb: KI, c: w.dcols.pointer, ldc: KI)
+                    col2im(w.dcols.pointer, d, count: n)
+                }
+            }
+        }
+        let n = PO * KI + O, dst = dWeight!
+        for p in 1..<parts {
+            let src = workspaces[p].gradients.pointer
+            for i in 0..<n { dst[i] += src[i] }
+        }
+        return needInputGradient ? UnsafePointer(dxp) : nil
+    }
+
+    /// Where part `p` accumulates dW and dbias: the network's gradients for part 0, else the
+    /// part's own zeroed buffer.
+    func gradientTargets(_ p: Int, _ w: Workspace) -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) {
+        if p == 0 { return (dWeight, dBias) }
+        let n = partitions * outputs * kernel * inputs
+        w.gradients.reserve(n + outputs)
+        w.gradients.pointer.update(repeating: 0, count: n + outputs)
+        return (w.gradients.pointer, w.gradients.pointer + n)
+    }
+
+    /// `y[s, j, :] = bias + Σ A[p, j, i] · Z[s, i, p, :]` over A's nonzeros, for `steps` rows
+    /// s = (b, t) of Z `[steps, J, PO]` and y `[steps, J, O]`.
+    func aggregate(_ z: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, steps: Int, bias: UnsafePointer<Float>) {
+        let J = joints, O = outputs, PO = partitions * outputs
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = z + s * J * PO, ys = y + s * J * O
+                for j in 0..<J { (ys + j * O).update(from: bias, count: O) }
+                for e in edges {
+                    let yj = ys + e.target, zi = zs + e.source, a = e.weight
+                    for o in 0..<O { yj[o] += a * zi[o] }
+                }
+            }
+        }
+    }
+
+    /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`; returns `dz`.
+    func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
+        let J = joints, O = outputs, PO = partitions * outputs
+        dz.update(repeating: 0, count: steps * J * PO)
+        edges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let zs = dz + s * J * PO, gs = dy + s * J * O
+                for e in edges {
+                    let zi = zs + e.source, gj = gs + e.target, a = e.weight
+                    for o in 0..<O { zi[o] += a * gj[o] }
+                }
+            }
+        }
+        return UnsafePointer(dz)
+    }
+
+    /// The im2col matrix `[count·T·J, KI]` of batch elements `from ..< from + count`: `x`
+    /// itself when K = 1, else written into `buffer`.
+    func columns(_ x: UnsafePointer<Float>, from b0: Int, count: Int, into buffer: Buffer) -> UnsafePointer<Float> {
+        let xb = x + b0 * time * joints * inputs
+        if kernel == 1 { return xb }
+        im2col(xb, buffer.pointer, count: count)
+        return UnsafePointer(buffer.pointer)
+    }
+
+    /// `cols[(b, t, j), k·I + c] = x[b, t + k − h, j, c]` for `b < count`, zeros outside `[0, T)`.
+    func im2col(_ x: UnsafePointer<Float>, _ cols: UnsafeMutablePointer<Float>, count: Int) {
+        let T = time, J = joints, I = inputs, K = kernel, h = (kernel - 1) / 2, KI = K * I
+        for b in 0..<count {
+            for t in 0..<T {
+                let rows = cols + (b * T + t) * J * KI
+                for k in 0..<K {
+                    let s = t + k - h
+                    if s >= 0 && s < T {
+                        let src = x + (b * T + s) * J * I
+                        for j in 0..<J { (rows + j * KI + k * I).update(from: src + j * I, count: I) }
+                    } else {
+                        for j in 0..<J { (rows + j * KI + k * I).update(repeating: 0, count: I) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The adjoint of `im2col`: `dx[b, t + k − h, j, c] = Σ dcols[(b, t, j), k·I + c]`, in a fixed order.
+    func col2im(_ dcols: UnsafePointer<Float>, _ dx: UnsafeMutablePointer<Float>, count: Int) {
+        let T = time, J = joints, I = inputs, K = kernel, h = (kernel - 1) / 2, KI = K * I
+        dx.update(repeating: 0, count: count * T * J * I)
+        for b in 0..<count {
+            for t in 0..<T {
+                let rows = dcols + (b * T + t) * J * KI
+                for k in 0..<K {
+                    let s = t + k - h
+                    guard s >= 0 && s < T else { continue }
+                    let dst = dx + (b * T + s) * J * I
+                    for j in 0..<J {
+                        let d = dst + j * I, src = rows + j * KI + k * I
+                        for c in 0..<I { d[c] += src[c] }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `{"type": "graphConv", "joints": J, "inputs": I, "outputs": O, "kernel": K, "partitions": P,
+/// "adjacency": [P·J·J numbers]}` on joint-major activations (channel `j·I + c` is joint j's
+/// feature c): `y[t, j, o] = bias[o] + Σ_p Σ_i A[p, j, i] · Σ_k Σ_c x[t + k − (K−1)/2, i, c] · W[p, o, k, c]`,
+/// x = 0 outside `[0, T)` ("same" padding, stride 1, K odd). `A [P, J, J]` is `adjacency`,
+/// row-major (`A[p, j, i]` is how much joint i feeds joint j in partition p); it is data, not a
+/// parameter. With P = 1 and A = identity it is a per-joint temporal convolution (weights shared
+/// across joints); with K = 1 a spatial graph convolution. ST-GCN's unit is graphConv(K = 1,
+/// P = 3) → norm → relu → graphConv(K = 9, P = 1, identity).
+public struct GraphConvKind: LayerKind {
+    public static let typeName = "graphConv"
+    public var joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int
+    /// `A [partitions, joints, joints]`, row-major.
+    public var adjacency: [Float]
+
+    public init(joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int, adjacency: [Float]) {
+        (self.joints, self.inputs, self.outputs, self.kernel, self.partitions) = (joints, inputs, outputs, kernel, partitions)
+        self.adjacency = adjacency
+    }
+    public init(fields f: some LayerFieldReader) throws {
+        self.init(
+            joints: try f.int("joints"), inputs: try f.int("inputs"), outputs: try f.int("outputs"), kernel: try f.int("kernel"),
+            partitions: try f.int("partitions"), adjacency: try f.floats("adjacency"))
+    }
+    public var fields: [(key: String, value: LayerField)] {
+        [
+            ("joints", .int(joints)), ("inputs", .int(inputs)), ("outputs", .int(outputs)), ("kernel", .int(kernel)),
+            ("partitions", .int(partitions)), ("adjacency", .floats(adjacency)),
+        ]
+    }
+    public var summary: String {
+        "graphConv \(joints) joints x \(inputs) -> \(outputs), kernel \(kernel), \(partitions) partition\(partitions == 1 ? "" : "s"), "
+            + "\(adjacency.filter { $0 != 0 }.count) adjacency nonzeros"
+    }
+    var parameters: [ParameterShape] {
+        [
+            ParameterShape("weight", [partitions, outputs, kernel, inputs], layout: "[partitions, outputs, kernel, inputs]"),
+            ParameterShape("bias", [outputs], layout: "[outputs]"),
+        ]
+    }
+
+    public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        try check.size("joints", joints, max: ModelFile.Limits.joints)
+        try check.size("inputs", inputs)
+        try check.size("outputs", outputs)
+        try check.size("partitions", partitions, max: ModelFile.Limits.inputChannels)
+        try check.size("kernel", kernel, max: ModelFile.Limits.inputTime)
+        guard kernel % 2 == 1 else { throw check.invalid("kernel must be odd (\"same\" padding), got \(kernel)") }
+        let channels = try check.product("joints x inputs", [joints, inputs])
+        guard channels == input.channels else {
+            throw check.invalid("joints x inputs = \(joints) x \(inputs) = \(channels) channels expected, receives \(input)")
+        }
+        let count = try check.product("adjacency", [partitions, joints, joints])
+        guard adjacency.count == count else {
+            throw check.invalid(
+                "adjacency has \(adjacency.count) values, expected partitions x joints x joints = \(partitions) x \(joints) x \(joints) = \(count)")
+        }
+        if let bad = adjacency.firstIndex(where: { !$0.isFinite }) { throw check.invalid("adjacency[\(bad)] is not finite (\(adjacency[bad]))") }
+        let output = Shape(time: input.time, channels: try check.product("joints x outputs", [joints, outputs]))
+        let limit = ModelFile.Limits.totalActivationValues
+        let cols = try check.product("im2col values per window", [input.time, joints, kernel, inputs], max: limit)
+        let z = try check.product("partition products per window", [input.time, joints, partitions, outputs], max: limit)
+        return LayerShapes(output: output, parameters: parameters, scratch: cols + z)
+    }
+
+    public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
+        GraphConv(self, time: input.time)
+    }
+
+    /// Reshape to `[B, T, J, I]`, Transpose to `[B, I, T, J]`, Conv with weight `[P·O, I, K, 1]`
+    /// (initializer `<name>weight.OIK1`, pads (K−1)/2 in time), Reshape to `[B, P, O·T, J]`,
+    /// MatMul with `Aᵀ [P, J, J]` (initializer `<name>adjacency.T`), ReduceSum over P, Reshape
+    /// to `[B, O, T, J]`, Transpose to `[B, T, J, O]`, Add bias, Reshape to `[B, T, J·O]`.
+    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+        let (J, I, O, K, P) = (joints, inputs, outputs, kernel, partitions)
+        let w = try g.tensor(p + "weight").values
+        var oik = [Float](repeating: 0, count: P * O * I * K)  // [PO, I, K, 1] from our [PO, K, I]
+        for po in 0..<(P * O) { for k in 0..<K { for c in 0..<I { oik[(po * I + c) * K + k] = w[(po * K + k) * I + c] } } }
+        var at = [Float](repeating: 0, count: P * J * J)  // Aᵀ[p, i, j] = A[p, j, i]
+        for q in 0..<P { for j in 0..<J { for i in 0..<J { at[(q * J + i) * J + j] = adjacency[(q * J + j) * J + i] } } }
+        let x4 = g.node("Reshape", [x, g.int64s(p + "shape.btji", [0, 0, J, I])], name: p + "joints")
+        let xt = g.node("Transpose", [x4], attributes: [("perm", .ints([0, 3, 1, 2]))], name: p + "to_bitj")
+        let z = g.node(
+            "Conv", [xt, g.floats(p + "weight.OIK1", [P * O, I, K, 1], oik)],
+            attributes: [("kernel_shape", .ints([K, 1])), ("pads", .ints([(K - 1) / 2, 0, (K - 1) / 2, 0]))], name: p + "conv")
+        let zp = g.node("Reshape", [z, g.int64s(p + "shape.bpsj", [0, P, -1, J])], name: p + "partitions")
+        let m = g.node("MatMul", [zp, g.floats(p + "adjacency.T", [P, J, J], at)], name: p + "graph")
+        let s = g.node("ReduceSum", [m, g.int64s("const.axes1", [1])], attributes: [("keepdims", .int(0))], name: p + "sum")
+        let s4 = g.node("Reshape", [s, g.int64s(p + "shape.botj", [0, O, -1, J])], name: p + "outputs")
+        let yt = g.node("Transpose", [s4], attributes: [("perm", .ints([0, 2, 3, 1]))], name: p + "to_btjo")
+        let yb = g.node("Add", [yt, g.floats(p + "bias", [O], try g.tensor(p + "bias").values)], name: p + "bias")
+        return g.node("Reshape", [yb, g.int64s("shape.btc", [0, 0, -1])], name: p + "channels")
+    }
+
+    /// Joints as channels (I = 1), two partitions of a non-symmetric graph, kernel 3.
+    public static func example(input: Shape) -> GraphConvKind {
+        let J = input.channels
+        var a = [Float](repeating: 0, count: 2 * J * J)
+        for j in 0..<J {
+            a[j * J + j] = 1
+            a[j * J + (j + 1) % J] = 0.5  // partition 0: itself and its successor
+            a[(J + j) * J + (j + J - 1) % J] = -0.75  // partition 1: its predecessor
+        }
+        return GraphConvKind(joints: J, inputs: 1, outputs: 2, kernel: 3, partitions: 2, adjacency: a)
+    }
+}
+
+extension LayerSpec {
+    /// Spatio-temporal graph convolution over `joints` joints of `inputs` features each
+    /// (joint-major channels): `adjacency` holds P matrices `A[p]` of `joints x joints` values,
+    /// row-major (`A[p][j·joints + i]`: joint i into joint j). `weight [P, outputs, kernel, inputs]`,
+    /// `bias [outputs]`; `kernel` odd, "same" padding.
+    public static func graphConv(joints: Int, inputs: Int, outputs: Int, kernel: Int, adjacency: [[Float]]) -> LayerSpec {
+        LayerSpec(
+            GraphConvKind(
+                joints: joints, inputs: inputs, outputs: outputs, kernel: kernel, partitions: adjacency.count,
+                adjacency: adjacency.flatMap { $0 }))
+    }
+}
