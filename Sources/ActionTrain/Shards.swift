@@ -98,6 +98,8 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
     case configMismatch(manifest: String, keys: [String])
     /// Augmentation re-cuts windows from raw poses every epoch; shards hold fixed windows.
     case augmentationNeedsPoses
+    /// A fit from shards trains one network; an ensemble is fitted from the dataset.
+    case ensembleNeedsPoses(members: Int)
 
     public var description: String {
         switch self {
@@ -110,6 +112,8 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
             return "\(m): the shards were cut with other values of \(keys.joined(separator: ", ")); convert the data again with this config"
         case .augmentationNeedsPoses:
             return "shards hold fixed preprocessed windows; augmentation (which re-cuts raw poses every epoch) cannot be used with them"
+        case .ensembleNeedsPoses(let n):
+            return "a fit from shards trains one network, not an ensemble of \(n); set the config's ensemble to 1, or fit the dataset itself"
         }
     }
 }

@@ -112,6 +112,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
     /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
     public var testTimeFlip: Bool = false
+    /// Separately trained members (1...16): `fit` trains this many complete networks one after
+    /// another, member m from its own seed (member 0 from `seed`), each keeping its own best
+    /// epoch, and writes one model averaging their probabilities (`averageProbabilities`;
+    /// inside `flipAverage` with `testTimeFlip`). 1: one network.
+    public var ensemble: Int = 1
 
     // Data
     /// Window length in frames.
@@ -275,6 +280,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             throw bad("streams", "are not available with architecture stgcn (it reads every joint-indexed channel block itself)")
         }
         guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
+        guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
     }

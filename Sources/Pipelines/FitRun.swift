@@ -12,6 +12,12 @@ import PoseCore
 /// In a job of several ranks (`group`, docs/distributed.md) every rank builds the same run and
 /// trains its share of each step; rank 0 alone writes the run folder.
 ///
+/// With `ensemble` N > 1 the run trains N members one after another (`Ensemble`), each a
+/// complete training with its own seed and best epoch on the same split, its log, curves,
+/// checkpoint and model in the folder `member<m>/` (m from 1; `RunFolder.member`); the model
+/// written averages their probabilities. A resumed run restores every member that has a
+/// checkpoint and continues with the last of them.
+///
 /// Use: `start` (or `resume`) builds everything and collects `warnings`; `train` runs the
 /// epochs, reporting progress through callbacks and stopping when asked; `finish` writes
 /// the model and the validation report. Nothing is printed.
@@ -20,7 +26,12 @@ public final class FitRun {
     public let dataset: Dataset
     /// Nil: nothing is written (a model in memory only, e.g. for cross-validation).
     public let folder: RunFolder?
-    public let training: Training
+    /// The members started (or restored) so far, in order (one unless `ensemble` > 1).
+    public private(set) var members: [Training]
+    /// The index of the member training now (or trained last, or resumed from).
+    public private(set) var current = 0
+    /// The member training now (or trained last, or resumed from).
+    public var training: Training { members[current] }
     /// The ranks that train this run together.
     public let group: Collective
     /// The folder to write to: `folder` on rank 0, nil on the others.
@@ -29,9 +40,11 @@ public final class FitRun {
     public private(set) var warnings: [FitWarning]
     /// What the recipe chose (`FitPipeline.resolve`); empty for a resumed run.
     public private(set) var recipe: [Recipe.Choice] = []
-    /// The resolved config (`FitPipeline.resolve`).
-    public var config: TrainingConfig { training.config }
-    public var data: TrainingData { training.data }
+    /// The resolved config (`FitPipeline.resolve`); members train with their own seeds
+    /// (`Ensemble.config`).
+    public let config: TrainingConfig
+    /// The data of member 0 (the others' differ only in their augmentation seed).
+    public var data: TrainingData { members[0].data }
     public var progress: TrainingProgress { training.trainer.progress }
     /// Seconds spent in `train` (all calls).
     public private(set) var trainingSeconds = 0.0
@@ -52,15 +65,16 @@ public final class FitRun {
         return run
     }
 
-    /// Continues the run in `folder` from its checkpoint, exactly where it stopped.
-    /// `configure` may change the checkpoint's config in the fields of
-    /// `FitRun.resumableKeys` only; `dataPath` defaults to the dataset the checkpoint records,
-    /// whose content must not have changed (read with `read`, as the run's data was).
+    /// Continues the run in `folder` from its checkpoint, exactly where it stopped (an
+    /// ensemble: from its members' checkpoints, `checkpointPaths`). `configure` may change the
+    /// checkpoint's config in the fields of `FitRun.resumableKeys` only (for every member);
+    /// `dataPath` defaults to the dataset the checkpoint records, whose content must not have
+    /// changed (read with `read`, as the run's data was).
     public static func resume(
         folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(), group: Collective = SingleProcess(),
         configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
-        let path = folder.checkpointPath
+        let paths = checkpointPaths(folder), path = paths[0]
         let removed = group.rank == 0 ? AtomicWrite.removeStaleTemporaries(in: folder.path) : []
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }
         let checkpoint = try Checkpoint.read(path)
@@ -77,10 +91,28 @@ public final class FitRun {
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
         let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil, group: group)
         if !removed.isEmpty { run.warnings.append(.removedTemporaryFiles(folder: folder.path, names: removed)) }
-        do { try run.training.trainer.restore(checkpoint.state) } catch let e as TrainingError {
-            throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
+        guard paths.count <= config.ensemble else {
+            throw FitError.incompatibleCheckpoint(checkpoint: paths[config.ensemble], reason: "the run has \(config.ensemble) members")
+        }
+        for (m, path) in paths.enumerated() {
+            if m > 0 { run.members.append(try run.makeMember(m)) }
+            let state = m == 0 ? checkpoint.state : try Checkpoint.read(path).state
+            run.current = m
+            do { try run.training.trainer.restore(state) } catch let e as TrainingError {
+                throw FitError.incompatibleCheckpoint(checkpoint: path, reason: e.description)
+            }
         }
         return run
+    }
+
+    /// The checkpoints to resume the run in `folder` from: its members' in order, as far as
+    /// they go, when `member1/` has one (an ensemble), else the run's own.
+    static func checkpointPaths(_ folder: RunFolder) -> [String] {
+        var paths: [String] = []
+        while FileManager.default.fileExists(atPath: folder.member(paths.count).checkpointPath) {
+            paths.append(folder.member(paths.count).checkpointPath)
+        }
+        return paths.isEmpty ? [folder.checkpointPath] : paths
     }
 
     /// Config fields a resumed run may change: they alter neither the model nor the data.
@@ -99,7 +131,8 @@ public final class FitRun {
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
         try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
-        self.training = try Training(config: config, data: data, group: group)
+        self.members = [try Training(config: config, data: data, group: group)]
+        self.config = config
         self.dataPath = dataPath
         self.dataset = dataset
         self.folder = folder
@@ -136,25 +169,76 @@ public final class FitRun {
     /// A class with fewer training sequences than this gets a warning.
     public static let tinyClass = 5
 
-    /// True when the checkpoint resumed from had finished (all epochs, or stopped early).
-    public var isFinished: Bool { training.trainer.isFinished }
+    /// True when the checkpoint resumed from had finished (all epochs, or stopped early), for
+    /// every member.
+    public var isFinished: Bool { members.count == config.ensemble && members.allSatisfy(\.trainer.isFinished) }
 
-    /// Trains (see `Training.run`). With a run folder: writes config.json, rewrites log.jsonl
-    /// from the records so far, and after every epoch appends to the log, redraws curves.svg
-    /// and saves the checkpoint, before calling `onEpoch`; when `shouldStop` ends the run
-    /// early, saves the checkpoint too. Divergence throws `FitError.diverged` naming the last
-    /// good checkpoint, which is left intact.
+    /// What `train` reports of the members (one unless `ensemble` > 1), 0-based.
+    public enum MemberEvent: Equatable, Sendable {
+        case started(Int)
+        /// Trained to the end (all epochs, or stopped early); not sent when interrupted.
+        case finished(Int, TrainingOutcome)
+    }
+
+    /// Trains each member in turn from the first (see `Training.run`; a member restored
+    /// finished only takes back its best epoch's parameters), and returns the last one's
+    /// outcome, or the interruption. With a run folder: writes config.json, and for each member
+    /// (in `memberFolder`) rewrites its log.jsonl from the records so far and after every epoch
+    /// appends to the log, redraws curves.svg and saves the checkpoint, before calling
+    /// `onEpoch`; when `shouldStop` ends the run early, saves the checkpoint too. Divergence
+    /// throws `FitError.diverged` naming the last good checkpoint, which is left intact.
     public func train(
-        shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) -> Void = { _ in }
+        shouldStop: () -> Bool = { false }, onMember: (MemberEvent) -> Void = { _ in }, onBatch: (BatchProgress) -> Void = { _ in },
+        onEpoch: (EpochRecord) -> Void = { _ in }
     ) throws -> TrainingOutcome {
-        let folder = writer
-        let log = try folder.map { f -> EpochLog in
-            try AtomicFile.write(configData, to: f.configPath)
-            return try f.startLog(progress.records)
-        }
-        var lastGoodEpoch = progress.records.last?.epoch
+        if let folder = writer { try AtomicFile.write(configData, to: folder.configPath) }
         let started = Date()
         defer { trainingSeconds += Date().timeIntervalSince(started) }
+        current = 0
+        while true {
+            onMember(.started(current))
+            let outcome = try trainMember(current, shouldStop: shouldStop, onBatch: onBatch, onEpoch: onEpoch)
+            if case .interrupted = outcome { return outcome }
+            onMember(.finished(current, outcome))
+            guard current + 1 < config.ensemble else { return outcome }
+            current += 1
+            if current == members.count { members.append(try makeMember(current)) }
+        }
+    }
+
+    /// Member m's training (m > 0): the run's split, the member's config (`Ensemble.config`).
+    func makeMember(_ m: Int) throws -> Training {
+        let config = Ensemble.config(self.config, member: m)
+        // Augmented windows are drawn from the member's seed; fixed ones are shared.
+        let data =
+            self.data.isAugmented
+            ? try TrainingData(
+                dataset: dataset, train: self.data.trainIndices, validation: self.data.validationIndices, config: config,
+                input: self.data.input) : self.data
+        return try Training(config: config, data: data, group: group)
+    }
+
+    /// The folder of member m's files (created): the run folder itself for a single network,
+    /// else `member<m+1>/` in it. Nil on ranks other than 0 and without a run folder.
+    func memberFolder(_ m: Int) throws -> RunFolder? {
+        guard let folder = writer, config.ensemble > 1 else { return writer }
+        let member = folder.member(m)
+        do { try FileManager.default.createDirectory(atPath: member.path, withIntermediateDirectories: true) } catch {
+            throw FitError.cannotCreateFolder(member.path, reason: error.localizedDescription)
+        }
+        return member
+    }
+
+    /// The checkpoint of the member training now (nil on ranks other than 0 and without a run
+    /// folder).
+    public var checkpointPath: String? { writer.map { config.ensemble > 1 ? $0.member(current) : $0 }?.checkpointPath }
+
+    private func trainMember(
+        _ m: Int, shouldStop: () -> Bool, onBatch: (BatchProgress) -> Void, onEpoch: (EpochRecord) -> Void
+    ) throws -> TrainingOutcome {
+        let folder = try memberFolder(m)
+        let log = try folder.map { try $0.startLog(progress.records) }
+        var lastGoodEpoch = progress.records.last?.epoch
         let outcome: TrainingOutcome
         do {
             outcome = try training.run(
@@ -162,7 +246,8 @@ public final class FitRun {
                 onEpoch: { r in
                     if let folder, let log {
                         try log.append(r)
-                        let title = "\(dataset.name): \(config.architecture.rawValue)"
+                        let member = config.ensemble == 1 ? "" : ", member \(m + 1)/\(config.ensemble)"
+                        let title = "\(dataset.name): \(config.architecture.rawValue)\(member)"
                         let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
                         try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
                         try saveCheckpoint(folder)
@@ -191,12 +276,27 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt.
     public func finish() throws -> FitResult {
-        let (bytes, metrics) = try Self.encodeModel(
-            training, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
+        func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+            try Self.encodeModel(
+                members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
+        }
+        let (bytes, metrics) = try encode(members)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
         guard group.rank == 0 else { return result }  // the same model; rank 0 reports
+        if members.count > 1 {
+            for (m, member) in members.enumerated() {
+                let (bytes, metrics) = try encode([member])
+                let path = try memberFolder(m)?.modelPath
+                if let path { try AtomicFile.write(Data(bytes), to: path) }
+                result.members.append(
+                    .init(
+                        seed: member.config.seed, modelBytes: bytes, modelPath: path, bestEpoch: member.trainer.progress.bestEpoch,
+                        validationAccuracy: metrics["validationAccuracy"], validationLoss: metrics["validationLoss"]))
+            }
+        }
+        result.validationAccuracy = metrics["validationAccuracy"]
         if let w = Self.lossWarning(progress.records) { result.warnings.append(w) }
         let records = progress.records
         if let warning = RunChecks.chanceLevelWarning(
@@ -230,15 +330,18 @@ public final class FitRun {
         return result
     }
 
-    /// The model file of `training`'s network as it is now, with its provenance (dataset and
-    /// config hashes, seed, epochs and validation metrics), and those metrics.
+    /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
+    /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
+    /// the epochs trained over all members and validation metrics), and those metrics.
     static func encodeModel(
-        _ training: Training, configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
+        _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
-        if let last = training.records.last { metrics["epochs"] = Double(last.epoch) }
-        let data = training.data
-        let written = try FitPipeline.networkToWrite(training.network, config: training.config, input: data.input)
+        let epochs = members.compactMap { $0.records.last?.epoch }
+        if !epochs.isEmpty { metrics["epochs"] = Double(epochs.reduce(0, +)) }
+        let training = members[0], data = training.data
+        let trained = try Ensemble.network(members.map(\.network))
+        let written = try FitPipeline.networkToWrite(trained, config: training.config, input: data.input)
         if let validation = data.validation {
             let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
@@ -279,6 +382,22 @@ public struct FitResult {
     /// The validation report, when there were validation sequences and they could be scored.
     public var validationReport: EvalReport?
     public var warnings: [FitWarning] = []
+    /// The written model's accuracy on the validation windows (nil without validation data, and
+    /// on ranks other than 0).
+    public var validationAccuracy: Double?
+    /// With `ensemble` > 1 (on rank 0), each member as a model of its own, in order.
+    public var members: [Member] = []
+
+    /// One member of an ensemble: its model file (written to `member<m>/model.atm` when the run
+    /// has a folder; the run's config hash, the member's seed) and validation scores.
+    public struct Member: Sendable {
+        public var seed: UInt64
+        public var modelBytes: [UInt8]
+        public var modelPath: String?
+        public var bestEpoch: Int?
+        public var validationAccuracy: Double?
+        public var validationLoss: Double?
+    }
 
     public init(modelBytes: [UInt8], modelPath: String?, validationReport: EvalReport? = nil, warnings: [FitWarning] = []) {
         self.modelBytes = modelBytes

@@ -12,6 +12,7 @@ import PoseCore
 /// | `checkpoint.atc` | after every epoch and when interrupted (`Checkpoint`) |
 /// | `model.atm` | at the end |
 /// | `report.json`, `report.txt` | at the end, the validation report (when there is a validation split) |
+/// | `member<m>/` | with `ensemble` > 1: member m's log, curves, checkpoint and model (m from 1), instead of the run's |
 ///
 /// Every file but the log is written to a temporary file and renamed into place.
 public struct RunFolder: Sendable {
@@ -29,9 +30,21 @@ public struct RunFolder: Sendable {
     /// An existing run folder (to resume), not checked.
     public init(existing path: String) { self.path = path }
 
+    /// The folder of ensemble member m (from 0): `member<m+1>/`.
+    public func member(_ m: Int) -> RunFolder { RunFolder(existing: "\(path)/member\(m + 1)") }
+
+    /// The run folder of a checkpoint at `path`: its folder, or for an ensemble member's, the
+    /// folder above.
+    public static func run(ofCheckpoint path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        let name = (folder as NSString).lastPathComponent
+        let isMember = name.hasPrefix("member") && Int(name.dropFirst(6)) != nil
+        return isMember ? (folder as NSString).deletingLastPathComponent : folder
+    }
+
     /// Creates the folder for a new run. An existing non-empty folder is refused unless
-    /// `replacing`, which removes its checkpoint (the other files are overwritten as the run
-    /// goes).
+    /// `replacing`, which removes its checkpoints (the run's and its members'; the other files
+    /// are overwritten as the run goes).
     public static func create(_ path: String, replacing: Bool) throws -> RunFolder {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
@@ -39,7 +52,9 @@ public struct RunFolder: Sendable {
             guard isDirectory.boolValue else { throw FitError.runFolderIsAFile(path) }
             let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? []
             if !contents.isEmpty && !replacing { throw FitError.runFolderNotEmpty(path) }
-            if replacing { try? fm.removeItem(atPath: "\(path)/\(checkpointName)") }
+            if replacing {
+                for folder in [path] + contents.map({ "\(path)/\($0)" }) { try? fm.removeItem(atPath: "\(folder)/\(checkpointName)") }
+            }
         }
         do {
             try fm.createDirectory(atPath: path, withIntermediateDirectories: true)

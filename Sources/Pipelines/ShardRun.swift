@@ -115,6 +115,7 @@ public final class ShardRun {
         let config = try configure(manifest.config)
         try Shards.check(config, against: manifest, directory: directory)
         try config.validate()
+        guard config.ensemble == 1 else { throw ShardError.ensembleNeedsPoses(members: config.ensemble) }
         BLAS.threads = config.threads
         let data = try TrainingData(shards: directory, manifest: manifest)
         source = data.train as! ShardBatches  // what TrainingData(shards:) builds
@@ -138,7 +139,7 @@ public final class ShardRun {
     /// The model file's bytes, as `FitRun.finish` encodes them for the same dataset and config.
     public func modelBytes() throws -> [UInt8] {
         try FitRun.encodeModel(
-            training, configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
+            [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
             frameRate: manifest.frameRate
         ).bytes
     }

@@ -82,6 +82,7 @@ enum ConfigOptions {
         Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0.1)."),
         Entry(key: "streams", kind: .stringLists, value: "LISTS", help: "Multi-stream model: one member per list of channel blocks (e.g. coordinates,bones,motion; blocks of one member joined by +), each the architecture over its blocks, probabilities averaged in one model file; the input holds their blocks instead of channels (default: none, one network).", choices: names(ChannelBlock.self)),
         Entry(key: "testTimeFlip", kind: .bool, value: "BOOL", help: "The model written averages its probabilities on each window and its mirror image (left/right swapped, x negated); needs mirrorPairs and centring (default false)."),
+        Entry(key: "ensemble", kind: .int, value: "N", help: "Train N networks one after another, each from its own seed (member 1 from the run's seed) with its own best epoch; the model written averages their probabilities (1 to 16, default 1)."),
         // Data
         Entry(key: "windowFrames", kind: .int, value: "N", help: "Window length in frames (default 45)."),
         Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),

@@ -92,7 +92,8 @@ enum FitCommand: ParsableCommand {
         if run.isFinished {
             out.line("fit: the run already finished (\(p.records.count) epochs\(p.stoppedEarly ? ", stopped early" : "")); writing the model again")
         } else {
-            out.line("fit: resuming \(dir) at epoch \(p.epoch), batch \(p.batch)")
+            let member = run.config.ensemble > 1 ? " member \(run.current + 1)/\(run.config.ensemble)," : ""
+            out.line("fit: resuming \(dir) at\(member) epoch \(p.epoch), batch \(p.batch)")
         }
         return run
     }
@@ -107,14 +108,15 @@ enum FitCommand: ParsableCommand {
                 + (data.isAugmented ? ", augmented" : "") + "), "
                 + "\(data.validationIndices.count) validation sequences (\(data.validation?.count ?? 0) windows), \(data.classes.count) classes")
         out.line(
-            "fit: \(config.architecture.rawValue), \(run.training.network.parameterCount) parameters, \(config.optimizer.rawValue), "
+            "fit: \(config.architecture.rawValue), \(run.training.network.parameterCount) parameters"
+                + (config.ensemble > 1 ? " per member, \(config.ensemble) members trained in turn" : "") + ", \(config.optimizer.rawValue), "
                 + "OpenBLAS \(BLAS.coreName) x\(config.threads)"
                 + (run.group.size > 1 ? ", \(run.group.size) ranks (accumulate \(config.microBatches))" : config.microBatches > 1 ? ", accumulate \(config.microBatches)" : ""))
     }
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.
     static func train(_ run: FitRun, out: inout Output) throws {
-        let config = run.config, folder = run.folder?.path ?? "RUN", checkpoint = run.folder?.checkpointPath ?? "the checkpoint"
+        let config = run.config, folder = run.folder?.path ?? "RUN"
         let interrupt = InterruptFlag()
         let signals = interrupt.watchSIGINT()
         var watching = true
@@ -124,11 +126,28 @@ enum FitCommand: ParsableCommand {
         }
         defer { stopWatching() }
         var display = ProgressDisplay(terminal: out.isTerminal)
+        let members = config.ensemble
+        /// "fit: " or, in an ensemble, "fit: member m/N: ".
+        func prefix(_ m: Int) -> String { members > 1 ? "fit: member \(m + 1)/\(members): " : "fit: " }
         let outcome: TrainingOutcome
         do {
             outcome = try run.train(
-                shouldStop: { interrupt.isRaised }, onBatch: { display.batch($0, &out) },
-                onEpoch: { display.epoch($0, epochs: config.epochs, &out) })
+                shouldStop: { interrupt.isRaised },
+                onMember: { event in
+                    display.finish(&out)
+                    switch event {
+                    case .started(let m):
+                        if members > 1 { out.line("fit: member \(m + 1)/\(members) (seed \(Ensemble.seed(config.seed, member: m)))") }
+                    case .finished(let m, let outcome):
+                        if case .stoppedEarly(let epoch) = outcome {
+                            out.line(
+                                prefix(m) + "early stopping after epoch \(epoch): \(config.monitor.rawValue) has not improved for \(config.patience) epochs")
+                        }
+                        if let best = run.progress.bestEpoch, run.data.validation != nil {
+                            out.line(prefix(m) + "keeping the parameters of epoch \(best) (best \(config.monitor.rawValue))")
+                        }
+                    }
+                }, onBatch: { display.batch($0, &out) }, onEpoch: { display.epoch($0, epochs: config.epochs, &out) })
         } catch {
             display.finish(&out)
             throw error
@@ -136,17 +155,16 @@ enum FitCommand: ParsableCommand {
         display.finish(&out)
         stopWatching()  // from here on Ctrl-C ends the process as usual
         if case .interrupted(let epoch, let batch) = outcome {
+            let member = members > 1 ? " in member \(run.current + 1)/\(members)" : ""
             throw CLIError.interrupted(
-                "interrupted at epoch \(epoch), batch \(batch); saved \(checkpoint). Resume with: actiontrain fit --resume \(folder)")
-        }
-        if case .stoppedEarly(let epoch) = outcome {
-            out.line("fit: early stopping after epoch \(epoch): \(config.monitor.rawValue) has not improved for \(config.patience) epochs")
-        }
-        if let best = run.progress.bestEpoch, run.data.validation != nil {
-            out.line("fit: keeping the parameters of epoch \(best) (best \(config.monitor.rawValue))")
+                "interrupted\(member) at epoch \(epoch), batch \(batch); saved \(run.checkpointPath ?? "the checkpoint"). Resume with: actiontrain fit --resume \(folder)")
         }
         let result = try run.finish()
         for w in result.warnings { out.note("warning: \(w)\n") }
+        if !result.members.isEmpty, let ensemble = result.validationAccuracy {
+            let scores = result.members.enumerated().map { m, r in "member \(m + 1) " + (r.validationAccuracy.map { String(format: "%.3f", $0) } ?? "-") }
+            out.line("fit: validation window accuracy: " + scores.joined(separator: ", ") + String(format: "; ensemble %.3f", ensemble))
+        }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
         let t = run.training.trainer.timings
         if t.exchange > 0 && t.steps > 0 {
@@ -171,7 +189,7 @@ enum FitCommand: ParsableCommand {
         case .noCheckpoint: return .failure("\(e); was it written by 'actiontrain fit'?")
         case .checkpointNamesNoDataset(let path): return .failure("\(path): the checkpoint does not name its dataset; pass DATA")
         case .diverged(let cause, let checkpoint?, let epoch?):
-            let dir = (checkpoint as NSString).deletingLastPathComponent
+            let dir = RunFolder.run(ofCheckpoint: checkpoint)
             return .failure(
                 "\(cause); the last good checkpoint (end of epoch \(epoch)) is intact in \(checkpoint); resume from it with a lower rate: actiontrain fit --resume \(dir) --learning-rate LR")
         default: return .failure(e.description)

@@ -315,6 +315,43 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(try parameters("\(dir)/c"), try parameters("\(dir)/straight"))
     }
 
+    func testAnEnsembleSaysWhichMemberTrainsAndReportsEach() throws {
+        let dir = try folder()
+        let r = run(["fit", Self.fixture, "--out", "\(dir)/e", "--epochs", "2", "--ensemble", "2"] + Self.quick)
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("parameters per member, 2 members trained in turn"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 1/2 (seed 3)\nepoch   1/2"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 2/2 (seed \(Ensemble.seed(3, member: 1)))\nepoch   1/2"), r.out)
+        XCTAssertTrue(r.out.contains("fit: member 2/2: keeping the parameters of epoch"), r.out)
+        let scores = try XCTUnwrap(r.out.firstMatch(of: try Regex(#"validation window accuracy: member 1 ([0-9.]+), member 2 ([0-9.]+); ensemble ([0-9.]+)\n"#)))
+        let model = try ActionModel(contentsOf: "\(dir)/e/model.atm")
+        XCTAssertEqual(String(scores.output[3].substring!), String(format: "%.3f", model.header.provenance.metrics["validationAccuracy"]!))
+        let member2 = try ActionModel(contentsOf: "\(dir)/e/member2/model.atm")
+        XCTAssertEqual(String(scores.output[2].substring!), String(format: "%.3f", member2.header.provenance.metrics["validationAccuracy"]!))
+        // Resumed when finished: the same model again.
+        let written = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/e/model.atm"))
+        let resumed = run(["fit", "--resume", "\(dir)/e"])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertTrue(resumed.out.contains("fit: the run already finished (2 epochs); writing the model again"), resumed.out)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/e/model.atm")), written)
+    }
+
+    /// tune scores and refits a config with `ensemble` as any other: each fold's fit and the
+    /// refit train the members.
+    func testTuneFitsAnEnsembleConfig() throws {
+        let dir = try folder()
+        let r = run(
+            [
+                "tune", Self.fixture, "--out", "\(dir)/t", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+                "--architecture", "mlp", "--hidden", "8", "--window-frames", "10", "--ensemble", "2",
+            ])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("fit: member 2/2"), r.out)
+        let model = try ActionModel(contentsOf: "\(dir)/t/model.atm")
+        XCTAssertEqual((model.header.layers.first?.kind as? AverageProbabilitiesKind)?.members.count, 2)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/member2/model.atm"))
+    }
+
     func testTerminalProgressBarAndPlainLines() throws {
         let dir = try folder()
         var stdout = ""
