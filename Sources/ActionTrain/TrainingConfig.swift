@@ -141,9 +141,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// The divisor of `fixed` scaling, in data units (the recipe sets it to the training
     /// data's body size).
     public var scaleDivisor: Double? = nil
-    /// `fixed` scaling with one divisor per axis instead of `scaleDivisor`, for axes in
-    /// different units (the recipe sets them to the axes' spreads when those differ more than
-    /// tenfold). Empty: `scaleDivisor` on every axis.
+    /// `fixed` scaling with one divisor per axis instead of `scaleDivisor`, converting axes in
+    /// different units to one (the recipe says when the axes' spreads suggest it, and sets
+    /// nothing). Empty: `scaleDivisor` on every axis.
     public var axisDivisors: [Double] = []
     /// 3D only: rotate each window about the vertical axis so that the body faces one way
     /// (the `alignFacing` step on the skeleton's hip and shoulder pairs).

@@ -125,9 +125,9 @@ final class RecipeTests: XCTestCase {
     }
 
     /// x and y in image pixels, z in metres (a depth camera's pixel coordinates with a depth):
-    /// each axis is divided by its own spread, even with a torso, and the augmentation leaves
-    /// out the steps that mix the axes. Spreads within a body's proportions, or a flat axis,
-    /// change nothing.
+    /// the recipe says so and scales as for any data (dividing each axis by its spread measured
+    /// worse); `axisDivisors` divides each axis by its own number. Spreads within a body's
+    /// proportions, or a flat axis, are not taken for different units.
     func testAxesInDifferentUnitsAreEachDividedByTheirOwnSpread() throws {
         let offsets: [[Float]] = [[0, 0, 0], [0, 1, 0.1], [-0.5, 0.8, -0.1], [0.5, 0.8, 0.05]]
         var seqs: [PoseSequence] = []
@@ -146,14 +146,15 @@ final class RecipeTests: XCTestCase {
         let spreads = try XCTUnwrap(Recipe.differentUnits(p.axisSpread))
         XCTAssertEqual(spreads, p.axisSpread.map { Double(Float($0)) })
         XCTAssertGreaterThan(spreads[0] / spreads[2], 10)
-        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
-        XCTAssertEqual(c.scaling, .fixed)
-        XCTAssertEqual(c.axisDivisors, spreads)
-        XCTAssertEqual(c.augmentation, Recipe.sameUnitsAugmentation)
-        XCTAssertEqual(c.augmentation.rotationProbability, 0)
-        XCTAssertTrue(choices.contains { $0.seen.contains("in different units") }, "\(choices)")
+        var (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+        XCTAssertEqual(c.scaling, .torso)
+        XCTAssertEqual(c.axisDivisors, [])
+        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation)
+        XCTAssertTrue(choices.contains { $0.seen.contains("different units? axisDivisors converts them") }, "\(choices)")
+        c.scaling = .fixed
+        c.axisDivisors = [400, 400, 1]
         let input = try c.inputSpec(for: Self.stick, imageSize: nil)
-        XCTAssertTrue(input.steps.contains(.divide(by: spreads.map { Float($0) })), "\(input.steps)")
+        XCTAssertTrue(input.steps.contains(.divide(by: [400, 400, 1])), "\(input.steps)")
         // A wrong count is refused naming the step.
         var wrong = c
         wrong.axisDivisors = [1, 2]
