@@ -111,7 +111,7 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
         case .configMismatch(let m, let keys):
             return "\(m): the shards were cut with other values of \(keys.joined(separator: ", ")); convert the data again with this config"
         case .augmentationNeedsPoses:
-            return "shards hold fixed preprocessed windows; augmentation (which re-cuts raw poses every epoch) cannot be used with them"
+            return "shards hold fixed preprocessed windows; augmentation (which re-cuts raw poses every epoch) cannot be used with them: set augmentation to none, or fit the dataset itself"
         case .ensembleNeedsPoses(let n):
             return "a fit from shards trains one network, not an ensemble of \(n); set the config's ensemble to 1, or fit the dataset itself"
         }

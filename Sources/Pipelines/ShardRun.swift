@@ -22,13 +22,14 @@ public enum Shards {
     /// Writes the training and validation windows of `dataset` for `config` (resolved as
     /// `FitPipeline.resolve` does with `explicit`) to `directory` (created; the manifest is
     /// written last). Windows are cut 256 sequences at a time, so only the poses and one shard
-    /// of windows are in memory. Refuses augmenting configs (`ShardError.augmentationNeedsPoses`).
+    /// of windows are in memory. Refuses augmenting configs (`ShardError.augmentationNeedsPoses`);
+    /// the recipe does not choose augmentation for shards (as if the user had set it).
     @discardableResult
     public static func convert(
         dataset: Dataset, dataPath: String, config: TrainingConfig, explicit: Set<String>? = nil, to directory: String,
         windowsPerShard: Int = defaultWindowsPerShard
     ) throws -> ShardManifest {
-        let resolved = try FitPipeline.resolve(config, for: dataset, explicit: explicit)
+        let resolved = try FitPipeline.resolve(config, for: dataset, explicit: explicit.map { $0.union(["augmentation"]) })
         let config = resolved.config, input = resolved.input
         guard !config.augmentation.isEnabled else { throw ShardError.augmentationNeedsPoses }
         let split = try FitPipeline.split(dataset, config: config)

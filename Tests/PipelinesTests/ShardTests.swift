@@ -101,6 +101,25 @@ final class ShardTests: XCTestCase {
         XCTAssertThrowsError(try convert(augmenting)) { XCTAssertEqual($0 as? ShardError, .augmentationNeedsPoses) }
     }
 
+    /// With the recipe on, small data (where it augments a fit) converts without augmentation,
+    /// and the rest of the recipe's choices are the fit's.
+    func testTheRecipeDoesNotAugmentShards() throws {
+        var c = FitRunTests.quick
+        c.recipe = .auto
+        let d = try dataset()
+        let fit = try FitPipeline.resolve(c, for: d, explicit: ["architecture", "hidden", "batchSize", "seed", "threads", "epochs"])
+        XCTAssertTrue(fit.config.augmentation.isEnabled, "the fixture is small: a fit augments")
+        let dir = try temporaryDirectory().path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let manifest = try Shards.convert(
+            dataset: d, dataPath: FitRunTests.fixture, config: c, explicit: ["architecture", "hidden", "batchSize", "seed", "threads", "epochs"],
+            to: dir)
+        XCTAssertFalse(manifest.config.augmentation.isEnabled)
+        var expected = fit.config
+        expected.augmentation = AugmentationConfig()
+        XCTAssertEqual(manifest.config, expected)
+    }
+
     /// Rewrites byte `offset` of `file` to `value`.
     func poke(_ path: String, at offset: Int, _ value: UInt8) throws {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
