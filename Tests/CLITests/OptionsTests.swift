@@ -53,6 +53,11 @@ final class OptionsTests: XCTestCase {
             let parsed = try XCTUnwrap(try ArgumentParser.parse(["data.jsonl", "--\(e.flag)", e.sample], for: FitCommand.spec))
             XCTAssertEqual(Array(parsed.overrides.values.keys), [e.key], e.flag)
         }
+        let divisors = try XCTUnwrap(try ArgumentParser.parse(["d.jsonl", "--axis-divisors", "300, 300,1"], for: FitCommand.spec))
+        XCTAssertEqual(divisors.overrides.values["axisDivisors"], .array([.double(300), .double(300), .double(1)]))
+        XCTAssertThrowsError(try ArgumentParser.parse(["d.jsonl", "--axis-divisors", "1,x"], for: FitCommand.spec)) { e in
+            XCTAssertEqual((e as? CLIError)?.description, "--axis-divisors expects a list of numbers, got '1,x'")
+        }
     }
 
     func testValuesConvertWithUsageErrorsNamingTheOption() throws {
