@@ -201,20 +201,7 @@ final class Conv1d: Layer {
     func gradientTargets(_ p: Int, _ w: Workspace, count: Int, allPrivate all: Bool = false)
         -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
     {
-        if p == 0 && !all { return (dWeight, dBias) }
-        w.gradients.reserve(count + outputs)
-        w.gradients.pointer.update(repeating: 0, count: count + outputs)
-        return (w.gradients.pointer, p == 0 ? dBias : w.gradients.pointer + count)
-    }
-
-    /// `db[o] += Σ_r g[r, o]` over `rows` rows of `outputs` values.
-    @inline(__always)
-    func addRows(_ g: UnsafePointer<Float>, rows: Int, into db: UnsafeMutablePointer<Float>) {
-        let O = outputs
-        for r in 0..<rows {
-            let row = g + r * O
-            for o in 0..<O { db[o] += row[o] }
-        }
+        LayerGradients.partTargets(p, buffer: w.gradients, count: count, outputs: outputs, dWeight: dWeight, dBias: dBias, allPrivate: all)
     }
 }
 

@@ -49,7 +49,7 @@ extension Conv1d {
                 let g = dy + b0 * To * O
                 // dW[O, KI] += dyᵀ[O, R] · cols[R, KI]
                 BLAS.gemm(transposeA: true, m: O, n: KI, k: R, a: g, lda: O, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
-                addRows(g, rows: R, into: db)
+                LayerGradients.addColumnSums(g, count: R, width: O, into: db)
                 guard needInputGradient else { continue }
                 let d = dxp + b0 * T * I
                 if isPointwise {
@@ -62,12 +62,8 @@ extension Conv1d {
                 }
             }
         }
-        // The other parts' gradients, added in part order.
-        let n = O * KI + O, dst = dWeight!
-        for p in 1..<parts {
-            let src = workspaces[p].gradients.pointer
-            for i in 0..<n { dst[i] += src[i] }
-        }
+        // The other parts' gradients (dW, then db), added in part order.
+        LayerGradients.addParts(parts, count: O * KI + O, into: dWeight) { UnsafePointer(workspaces[$0].gradients.pointer) }
     }
 
     /// The im2col matrix `[count·To, KI]` of batch elements `from ..< from + count`: `x` itself

@@ -112,7 +112,7 @@ extension Conv1d {
                             dst: dM + tile * a * O, dstStride: O, channels: O, mode: .assign)
                     }
                 }
-                addRows(dy + b0 * To * O, rows: n * To, into: db)
+                LayerGradients.addColumnSums(dy + b0 * To * O, count: n * To, width: O, into: db)
                 // dU[ξ] (+)= dM[:, ξ, :]ᵀ · V[:, ξ, :]
                 for xi in 0..<a {
                     BLAS.gemm(
@@ -158,10 +158,6 @@ extension Conv1d {
                     channels: I, mode: .accumulate)
             }
         }
-        let db = dBias!
-        for q in 1..<parts {
-            let src = workspaces[q].gradients.pointer + a * O * I
-            for o in 0..<O { db[o] += src[o] }
-        }
+        LayerGradients.addParts(parts, count: O, into: dBias) { UnsafePointer(workspaces[$0].gradients.pointer + a * O * I) }
     }
 }

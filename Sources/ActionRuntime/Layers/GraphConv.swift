@@ -152,10 +152,7 @@ final class GraphConv: Layer {
                 let dz = isIdentity ? g : spread(g, into: w.z.pointer, steps: n * time)
                 // dW[PO, KI] += dZᵀ[PO, R] · cols[R, KI]
                 BLAS.gemm(transposeA: true, m: PO, n: KI, k: R, a: dz, lda: PO, b: c, ldb: KI, beta: 1, c: dW, ldc: KI)
-                for r in 0..<R {
-                    let row = g + r * O
-                    for o in 0..<O { db[o] += row[o] }
-                }
+                LayerGradients.addColumnSums(g, count: R, width: O, into: db)
                 guard needInputGradient else { continue }
                 let d = dxp + b0 * TJ * I
                 if kernel == 1 {
@@ -167,22 +164,16 @@ final class GraphConv: Layer {
                 }
             }
         }
-        let n = PO * KI + O, dst = dWeight!
-        for p in 1..<parts {
-            let src = workspaces[p].gradients.pointer
-            for i in 0..<n { dst[i] += src[i] }
-        }
+        // The other parts' gradients (dW, then db), added in part order.
+        LayerGradients.addParts(parts, count: PO * KI + O, into: dWeight) { UnsafePointer(workspaces[$0].gradients.pointer) }
         return needInputGradient ? UnsafePointer(dxp) : nil
     }
 
     /// Where part `p` accumulates dW and dbias: the network's gradients for part 0, else the
     /// part's own zeroed buffer.
     func gradientTargets(_ p: Int, _ w: Workspace) -> (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) {
-        if p == 0 { return (dWeight, dBias) }
-        let n = partitions * outputs * kernel * inputs
-        w.gradients.reserve(n + outputs)
-        w.gradients.pointer.update(repeating: 0, count: n + outputs)
-        return (w.gradients.pointer, w.gradients.pointer + n)
+        LayerGradients.partTargets(
+            p, buffer: w.gradients, count: partitions * outputs * kernel * inputs, outputs: outputs, dWeight: dWeight, dBias: dBias)
     }
 
     /// `y[s, j, :] = bias + Σ A[p, j, i] · Z[s, i, p, :]` over A's nonzeros, for `steps` rows

@@ -105,11 +105,7 @@ final class Linear: Layer {
         // dW[O, I] += dyᵀ[O, R] · x[R, I]
         BLAS.gemm(transposeA: true, m: O, n: I, k: R, a: dy, lda: O, b: x, ldb: I, beta: 1, c: dWeight, ldc: I)
         // db[O] += Σ_r dy[r, :]
-        let db = dBias!  // a local copy, so that the loop vectorises
-        for r in 0..<R {
-            let row = dy + r * O
-            for o in 0..<O { db[o] += row[o] }
-        }
+        LayerGradients.addColumnSums(dy, count: R, width: O, into: dBias)
         guard needInputGradient else { return nil }
         // dx[R, I] = dy[R, O] · W[O, I]
         dx.reserve(R * I)
