@@ -73,43 +73,49 @@ public struct DatasetProfile: Equatable, Sendable {
         return step > 0 ? 1 / step : nil
     }
 
-    /// Body size, offset and per-axis spread over frames sampled evenly from the sequences.
-    static func geometry(_ d: Dataset, _ indices: [Int], maxFrames: Int) -> (Double, Double, [Double]) {
-        let D = d.skeleton.dimensions
+    /// Calls `body(sequence, frame)` for at most about `maxFrames` frames spread evenly over the
+    /// sequences at `indices` (every (total / maxFrames)-th frame, counted across them in order).
+    static func forEachSampledFrame(_ d: Dataset, _ indices: [Int], maxFrames: Int, _ body: (PoseSequence, Int) -> Void) {
         let total = indices.reduce(0) { $0 + d.sequences[$1].frameCount }
-        guard total > 0 else { return (0, 0, [Double](repeating: 0, count: D)) }
         let every = max(1, total / maxFrames)
-        var sizes: [Double] = [], offsets: [Double] = []
-        var squares = [Double](repeating: 0, count: D)
-        var points = 0
         var k = 0
         for i in indices {
             let s = d.sequences[i]
-            let J = s.jointCount
             for f in 0..<s.frameCount {
                 k += 1
-                guard k % every == 0 else { continue }
-                var mean = [Double](repeating: 0, count: D)
-                var n = 0
-                for j in 0..<J where s.present[f * J + j] != 0 {
-                    for a in 0..<D { mean[a] += Double(s.coordinates[(f * J + j) * D + a]) }
-                    n += 1
-                }
-                guard n >= 2 else { continue }
-                for a in 0..<D { mean[a] /= Double(n) }
-                var sq = 0.0
-                for j in 0..<J where s.present[f * J + j] != 0 {
-                    for a in 0..<D {
-                        let v = Double(s.coordinates[(f * J + j) * D + a]) - mean[a]
-                        sq += v * v
-                        squares[a] += v * v
-                    }
-                }
-                points += n
-                let size = (sq / Double(n)).squareRoot()
-                sizes.append(size)
-                offsets.append(size > 0 ? (mean.reduce(0) { $0 + $1 * $1 }).squareRoot() / size : 0)
+                if k % every == 0 { body(s, f) }
             }
+        }
+    }
+
+    /// Body size, offset and per-axis spread over frames sampled evenly from the sequences.
+    static func geometry(_ d: Dataset, _ indices: [Int], maxFrames: Int) -> (Double, Double, [Double]) {
+        let D = d.skeleton.dimensions
+        var sizes: [Double] = [], offsets: [Double] = []
+        var squares = [Double](repeating: 0, count: D)
+        var points = 0
+        forEachSampledFrame(d, indices, maxFrames: maxFrames) { s, f in
+            let J = s.jointCount
+            var mean = [Double](repeating: 0, count: D)
+            var n = 0
+            for j in 0..<J where s.present[f * J + j] != 0 {
+                for a in 0..<D { mean[a] += Double(s.coordinates[(f * J + j) * D + a]) }
+                n += 1
+            }
+            guard n >= 2 else { return }
+            for a in 0..<D { mean[a] /= Double(n) }
+            var sq = 0.0
+            for j in 0..<J where s.present[f * J + j] != 0 {
+                for a in 0..<D {
+                    let v = Double(s.coordinates[(f * J + j) * D + a]) - mean[a]
+                    sq += v * v
+                    squares[a] += v * v
+                }
+            }
+            points += n
+            let size = (sq / Double(n)).squareRoot()
+            sizes.append(size)
+            offsets.append(size > 0 ? (mean.reduce(0) { $0 + $1 * $1 }).squareRoot() / size : 0)
         }
         guard !sizes.isEmpty else { return (0, 0, [Double](repeating: 0, count: D)) }
         sizes.sort()

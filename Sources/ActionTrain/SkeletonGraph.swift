@@ -81,8 +81,7 @@ public struct SkeletonGraph: Equatable, Sendable {
     /// (joints unreachable from the centre count as farther). Rows without such neighbours are 0.
     public var partitions: [[Float]] {
         let J = joints
-        var inward = [Float](repeating: 0, count: J * J), outward = inward, identity = inward
-        for j in 0..<J { identity[j * J + j] = 1 }
+        var inward = [Float](repeating: 0, count: J * J), outward = inward
         for e in edges {
             for (u, v) in [(e[0], e[1]), (e[1], e[0])] {
                 if depth[v] < depth[u] { inward[u * J + v] = 1 } else { outward[u * J + v] = 1 }
@@ -119,29 +118,21 @@ public struct SkeletonGraph: Equatable, Sendable {
         let J = sk.jointCount, D = sk.dimensions
         guard J > 1 else { return [] }
         var n = [Double](repeating: 0, count: J * J), sum = n, squares = n
-        let total = indices.reduce(0) { $0 + dataset.sequences[$1].frameCount }
-        let every = max(1, total / maxFrames)
         func squaredDistance(_ p: [Double], _ q: [Double]) -> Double { zip(p, q).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) } }
-        var k = 0
-        for i in indices {
-            let s = dataset.sequences[i]
-            for f in 0..<s.frameCount {
-                k += 1
-                guard k % every == 0 else { continue }
-                let present = (0..<J).filter { s.present[f * J + $0] != 0 }
-                guard present.count >= 2 else { continue }
-                let points = present.map { j in (0..<D).map { Double(s.coordinates[(f * J + j) * D + $0]) } }
-                let centre = (0..<D).map { x in points.reduce(0) { $0 + $1[x] } / Double(points.count) }
-                let size = (points.reduce(0) { $0 + squaredDistance($1, centre) } / Double(points.count)).squareRoot()
-                guard size > 0 && size.isFinite else { continue }
-                for (u, a) in present.enumerated() {
-                    for v in (u + 1)..<present.count {
-                        let b = present[v]
-                        let d = squaredDistance(points[u], points[v]).squareRoot() / size
-                        n[a * J + b] += 1
-                        sum[a * J + b] += d
-                        squares[a * J + b] += d * d
-                    }
+        DatasetProfile.forEachSampledFrame(dataset, indices, maxFrames: maxFrames) { s, f in
+            let present = (0..<J).filter { s.present[f * J + $0] != 0 }
+            guard present.count >= 2 else { return }
+            let points = present.map { j in (0..<D).map { Double(s.coordinates[(f * J + j) * D + $0]) } }
+            let centre = (0..<D).map { x in points.reduce(0) { $0 + $1[x] } / Double(points.count) }
+            let size = (points.reduce(0) { $0 + squaredDistance($1, centre) } / Double(points.count)).squareRoot()
+            guard size > 0 && size.isFinite else { return }
+            for (u, a) in present.enumerated() {
+                for v in (u + 1)..<present.count {
+                    let b = present[v]
+                    let d = squaredDistance(points[u], points[v]).squareRoot() / size
+                    n[a * J + b] += 1
+                    sum[a * J + b] += d
+                    squares[a * J + b] += d * d
                 }
             }
         }
