@@ -83,6 +83,15 @@ final class SpecReaderTests: XCTestCase {
         }
     }
 
+    /// `network` initialised with `seed` and written as a model file `file` in `dir`; its path.
+    func writeModel(_ network: Network, input: InputSpec, classes: [String], seed: UInt64, file: String) throws -> String {
+        network.initialize(seed: seed)
+        let model = dir.appendingPathComponent(file).path
+        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: seed)))
+            .write(to: URL(fileURLWithPath: model))
+        return model
+    }
+
     /// The sequences as a native dataset file (for `predict`) and as the spec reader's poses
     /// JSON, the numbers written identically in both.
     func write(_ sequences: [Recorded], skeleton: Skeleton, classes: [String], rate: Double?, name: String) throws -> (data: String, poses: String) {
@@ -219,10 +228,7 @@ final class SpecReaderTests: XCTestCase {
                 .conv1d(inputs: shape.channels, outputs: 12, kernel: 3, stride: 2, dilation: 1, padding: 1), .relu,
                 .layerNorm(channels: 12, epsilon: 1e-5), .flatten, .linear(inputs: 48, outputs: 4),
             ], input: shape)
-        network.initialize(seed: 9)
-        let model = dir.appendingPathComponent("3d.atm").path
-        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: 9)))
-            .write(to: URL(fileURLWithPath: model))
+        let model = try writeModel(network, input: input, classes: classes, seed: 9, file: "3d.atm")
         let sequences = Self.recorded(skeleton, lengths: [4, 16, 31], classes: classes, confidence: true, rate: 30, jitter: true, seed: 4)
         let (data, poses) = try write(sequences, skeleton: skeleton, classes: classes, rate: 30, name: "3d")
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 2)
@@ -250,10 +256,7 @@ final class SpecReaderTests: XCTestCase {
         let streams: LayerSpec = .averageProbabilities([member(Array(0..<12)), member(Array(12..<21)), member(Array(21..<33))])
         let mirror = try input.mirrorImage()
         let network = try Network(layers: [.flipAverage(channels: mirror.channels, signs: mirror.signs, body: [streams])], input: shape)
-        network.initialize(seed: 12)
-        let model = dir.appendingPathComponent("flip.atm").path
-        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: 12)))
-            .write(to: URL(fileURLWithPath: model))
+        let model = try writeModel(network, input: input, classes: classes, seed: 12, file: "flip.atm")
         let sequences = Self.recorded(skeleton, lengths: [6, 11, 20], classes: classes, confidence: false, rate: nil, jitter: false, seed: 6)
         let (data, poses) = try write(sequences, skeleton: skeleton, classes: classes, rate: nil, name: "flip")
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 3)
@@ -279,11 +282,8 @@ final class SpecReaderTests: XCTestCase {
                 .graphConv(joints: J, inputs: 6, outputs: 3, kernel: 3, adjacency: [identity]), .globalAveragePool,
                 .linear(inputs: J * 3, outputs: 3),
             ], input: shape)
-        network.initialize(seed: 13)
         let classes = ["a", "b", "c"]
-        let model = dir.appendingPathComponent("graph.atm").path
-        try Data(try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: 13)))
-            .write(to: URL(fileURLWithPath: model))
+        let model = try writeModel(network, input: input, classes: classes, seed: 13, file: "graph.atm")
         let sequences = Self.recorded(skeleton, lengths: [5, 9, 14], classes: classes, confidence: false, rate: nil, jitter: false, seed: 7)
         let (data, poses) = try write(sequences, skeleton: skeleton, classes: classes, rate: nil, name: "graph")
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 2)
