@@ -145,10 +145,16 @@ public struct LayerBuilder {
     }
 }
 
-/// The ONNX graph being written, as a kind sees it (ModelExport implements it).
+/// A graph of ONNX operators being written, as a kind sees it. It is the one op-level
+/// description of every layer (and, in ModelExport, of the preprocessing) that all exports
+/// share: ModelExport's ONNX writer stores the ops as they are, its Core ML writer lowers each
+/// op to Core ML NeuralNetwork layers (docs/coreml.md); an op without a lowering is an error
+/// naming the layer kind.
 public protocol ONNXGraph: AnyObject {
     /// Adds a node; returns its output's name (`name` prefixes it).
     func node(_ op: String, _ inputs: [String], attributes: [(String, ONNXAttribute)], name: String) -> String
+    /// Adds a node with `outputs` outputs (TopK's values and indices); returns their names.
+    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, ONNXAttribute)], name: String) -> [String]
     /// A float32 initializer (once per name); returns its name.
     func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String
     /// An int64 initializer (once per name); returns its name.

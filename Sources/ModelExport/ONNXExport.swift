@@ -215,10 +215,7 @@ final class GraphBuilder: ONNXGraph {
         return name
     }
 
-    func tensor(_ name: String) throws -> (shape: [Int], values: [Float]) {
-        guard let t = network.tensors.first(where: { $0.name == name }) else { throw ONNXExport.ExportError.missingTensor(name) }
-        return (t.shape, Array(UnsafeBufferPointer(start: network.parameters + t.offset, count: t.count)))
-    }
+    func tensor(_ name: String) throws -> (shape: [Int], values: [Float]) { try network.exportTensor(name) }
 
     /// Emits `specs` applied to the value `input` (each kind's own ONNX form); returns the
     /// output value's name.

@@ -1,7 +1,9 @@
+import ActionRuntime
 import PoseCore
 
 /// The preprocessing of docs/format.md 5.6-5.7 as ONNX operators, for an export that takes raw
-/// poses (`ONNXExport.export(header:network:rawPoses: true)`).
+/// poses (`ONNXExport.export(header:network:rawPoses: true)`, and every Core ML export, whose
+/// writer lowers the same ops: `CoreMLExport`).
 ///
 /// Shapes: B = batch, F = frames, J = joints, D = dimensions. The input `poses [B, F, J, D + 1]`
 /// holds each joint's D coordinates and its confidence: a joint is present when the confidence
@@ -9,7 +11,7 @@ import PoseCore
 /// are then ignored). `P [B, F, J, 1]` is the presence (1 or 0), `X [B, F, J, D]` the
 /// coordinates with absent joints 0. Each step is the Swift `FeatureExtractor`'s, with its
 /// fallbacks as `Where`s; sums may run in another order (float32 rounding).
-extension GraphBuilder {
+extension ONNXGraph {
     /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
     func preprocessing(_ spec: InputSpec, poses: String) -> String {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
@@ -63,7 +65,7 @@ extension GraphBuilder {
         let d = node("Sub", [u, l], name: "pre.torso")
         let length = node("Sqrt", [sum(node("Mul", [d, d], name: "pre.torso"), [3])], name: "pre.torso")  // [B, F, 1, 1]
         let valid = node("Mul", [hu, hl], name: "pre.torso")
-        let lengths = node("Where", [positive(valid), length, constant(.infinity)], name: "pre.torso")
+        let lengths = node("Where", [positive(valid), length, constant(.greatestFiniteMagnitude)], name: "pre.torso")
         let sorted = node(
             "TopK", [reshape(lengths, [0, F]), int64s("pre.frames", [F])], outputs: 2,
             attributes: [("axis", .int(1)), ("largest", .int(0)), ("sorted", .int(1))], name: "pre.torso")[0]
@@ -121,26 +123,26 @@ extension GraphBuilder {
         return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
     }
 
-    private func sum(_ x: String, _ axes: [Int]) -> String {
+    func sum(_ x: String, _ axes: [Int]) -> String {
         node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
     }
 
-    private func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
+    func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
         node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
     }
 
-    private func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
+    func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
         node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
     }
 
-    private func reshape(_ x: String, _ shape: [Int]) -> String {
+    func reshape(_ x: String, _ shape: [Int]) -> String {
         node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
     }
 
     /// `[B, F, ...]` as `[B, F, −1]`.
     private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
 
-    private func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
-    private func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
+    func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
+    func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
     private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
 }
