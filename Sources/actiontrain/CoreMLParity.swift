@@ -31,10 +31,12 @@ enum CoreMLParity {
 
     static var python: String { ONNXParity.python }
 
-    /// True when `python` can import numpy and coremltools.
-    static func isAvailable() -> Bool {
-        (try? ONNXParity.run([python, "-c", "import numpy, coremltools"]))?.status == 0
-    }
+    /// True when `python` can import numpy and finds coremltools (checked once: importing
+    /// coremltools takes seconds).
+    static func isAvailable() -> Bool { available }
+
+    private static let available =
+        (try? ONNXParity.run([python, "-c", "import importlib.util, numpy; assert importlib.util.find_spec('coremltools')"]))?.status == 0
 
     /// tools/python/coreml_eval.py: under `$ACTIONTRAIN_TOOLS`, the source tree this binary was
     /// built from, beside the executable's build folder, or the working directory.
@@ -117,37 +119,62 @@ enum CoreMLParity {
         }
     }
 
+    /// One model to check: its bytes, input windows, and this runtime's logits for them.
+    struct Case {
+        var mlmodel: [UInt8], input: [Float], logits: [Float], windows: Int, classes: Int
+    }
+
+    /// The case of `count` seeded random windows (`windows(...)`) for an export of `network`.
+    static func makeCase(mlmodel: [UInt8], header: ModelHeader, network: Network, interface: CoreMLExport.Interface, windows count: Int, seed: UInt64 = 1) throws -> Case {
+        let (input, logits) = try windows(header: header, network: network, interface: interface, count: count, seed: seed)
+        return Case(mlmodel: mlmodel, input: input, logits: logits, windows: count, classes: network.classCount)
+    }
+
     /// Runs the evaluator on `mlmodel` and compares it with this runtime on `count` random
     /// windows; nil when python3 lacks numpy or coremltools, or the script is not found.
     static func check(
         mlmodel: [UInt8], header: ModelHeader, network: Network, interface: CoreMLExport.Interface, windows count: Int, seed: UInt64 = 1,
         script: String? = script()
     ) throws -> Result? {
+        try compare([makeCase(mlmodel: mlmodel, header: header, network: network, interface: interface, windows: count, seed: seed)], script: script)?.first
+    }
+
+    /// Every case in one Python process (coremltools takes seconds to import); nil when python3
+    /// lacks numpy or coremltools, or the script is not found.
+    static func compare(_ cases: [Case], script: String? = script()) throws -> [Result]? {
         guard let script, isAvailable() else { return nil }
-        let (input, logits) = try windows(header: header, network: network, interface: interface, count: count, seed: seed)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("actiontrain-coreml-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let model = dir.appendingPathComponent("model.mlmodel"), x = dir.appendingPathComponent("x.f32")
-        try Data(mlmodel).write(to: model)
-        try input.withUnsafeBufferPointer { try Data(buffer: $0).write(to: x) }
-        let r = try ONNXParity.run([python, script, model.path, "--inputs", x.path, "--count", "\(count)"])
+        var args = [python, script]
+        for (i, c) in cases.enumerated() {
+            let model = dir.appendingPathComponent("m\(i).mlmodel"), x = dir.appendingPathComponent("x\(i).f32")
+            try Data(c.mlmodel).write(to: model)
+            try c.input.withUnsafeBufferPointer { try Data(buffer: $0).write(to: x) }
+            args += [model.path, "--inputs", x.path, "--count", "\(c.windows)"]
+        }
+        let r = try ONNXParity.run(args)
         guard r.status == 0 else { throw CheckError.failed(r.stderr.split(separator: "\n").last.map(String.init) ?? "exit \(r.status)") }
-        guard let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
-            let probabilities = json["probabilities"] as? [[Double]], let theirLogits = json["logits"] as? [[Double]],
-            let summary = json["model"] as? [String: Any]
-        else { throw CheckError.failed("coreml_eval.py printed no probabilities: \(r.stdout.prefix(200))") }
-        let K = network.classCount
-        var expected = logits
-        expected.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: count, classes: K) }
-        guard probabilities.count == count, probabilities.allSatisfy({ $0.count == K }), theirLogits.count == count else {
-            throw CheckError.failed("coreml_eval.py gave \(probabilities.count) windows of \(probabilities.first?.count ?? 0) classes, expected \(count) of \(K)")
+        let parsed = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8))
+        guard let all = cases.count == 1 ? [parsed] : parsed as? [Any], all.count == cases.count else {
+            throw CheckError.failed("coreml_eval.py printed \(r.stdout.prefix(200))")
         }
-        func worst(_ a: [Double], _ b: [Float]) -> Float {
-            zip(a, b).reduce(0) { m, p in max(m, p.0.isFinite && p.1.isFinite ? abs(Float(p.0) - p.1) : .infinity) }
+        return try zip(cases, all).map { c, item in
+            guard let json = item as? [String: Any], let probabilities = json["probabilities"] as? [[Double]],
+                let theirLogits = json["logits"] as? [[Double]], let summary = json["model"] as? [String: Any]
+            else { throw CheckError.failed("coreml_eval.py printed no probabilities: \(r.stdout.prefix(200))") }
+            let K = c.classes, count = c.windows
+            var expected = c.logits
+            expected.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: count, classes: K) }
+            guard probabilities.count == count, probabilities.allSatisfy({ $0.count == K }), theirLogits.count == count else {
+                throw CheckError.failed("coreml_eval.py gave \(probabilities.count) windows of \(probabilities.first?.count ?? 0) classes, expected \(count) of \(K)")
+            }
+            func worst(_ a: [Double], _ b: [Float]) -> Float {
+                zip(a, b).reduce(0) { m, p in max(m, p.0.isFinite && p.1.isFinite ? abs(Float(p.0) - p.1) : .infinity) }
+            }
+            return Result(
+                maxAbsDifference: worst(probabilities.flatMap { $0 }, expected), maxLogitDifference: worst(theirLogits.flatMap { $0 }, c.logits),
+                windows: count, model: summary)
         }
-        return Result(
-            maxAbsDifference: worst(probabilities.flatMap { $0 }, expected), maxLogitDifference: worst(theirLogits.flatMap { $0 }, logits),
-            windows: count, model: summary)
     }
 }

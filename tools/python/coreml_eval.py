@@ -10,8 +10,10 @@ coremltools (which cannot run a model off macOS) must load it too. All arithmeti
     python3 coreml_eval.py MODEL.mlmodel --inputs X.f32 --count N
         # X: N windows of the input's shape, float32 little-endian; prints JSON with the
         # probabilities, labels and the `logits` blob (when the model has one) per window
+    python3 coreml_eval.py M1 [--inputs X1 --count N1] M2 [...] ...
+        # several models in one process (coremltools takes seconds to import): a JSON list
 
-Exit status 0 when the model is valid (and evaluated), 1 with a message naming the problem.
+Exit status 0 when every model is valid (and evaluated), 1 with a message naming the problem.
 """
 import json
 import sys
@@ -25,8 +27,19 @@ class Invalid(Exception):
     """The model breaks a rule of the specification (the message says which)."""
 
 
+def coremltools():
+    """coremltools, imported without the frameworks it converts from (torch, TensorFlow,
+    scikit-learn...), which it imports when present but which loading a spec never needs."""
+    for name in ("torch", "tensorflow", "sklearn", "xgboost", "libsvm", "keras", "tf_keras"):
+        sys.modules.setdefault(name, None)
+    import coremltools as ct
+
+    return ct
+
+
 def load(path):
     """The `Model` message of `path` (coremltools' generated class)."""
+    coremltools()
     from coremltools.proto import Model_pb2
 
     m = Model_pb2.Model()
@@ -135,7 +148,7 @@ def validate(m):
     if kind == "neuralNetworkClassifier" and nn.labelProbabilityLayerName not in defined:
         raise Invalid(f"labelProbabilityLayerName {nn.labelProbabilityLayerName!r} is made by no layer")
     # coremltools must take it too (on Linux it loads the description without compiling).
-    import coremltools as ct
+    ct = coremltools()
 
     model = ct.models.MLModel(m, skip_model_load=True)
     md = m.description.metadata
@@ -483,35 +496,53 @@ def evaluate(m, feeds):
     return out
 
 
+def run(path, opts):
+    """Validates (and with --inputs evaluates) one model; its JSON result."""
+    m = load(path)
+    summary = validate(m)
+    result = {"model": summary}
+    if "--inputs" in opts:
+        ((name, shape),) = summary["inputs"].items()
+        n = int(opts.get("--count", "1"))
+        x = np.fromfile(opts["--inputs"], dtype="<f4")
+        if x.size != n * int(np.prod(shape)):
+            raise Invalid(f"{opts['--inputs']} holds {x.size} floats, expected {n} windows of {shape}")
+        x = x.reshape([n] + shape)
+        runs = [evaluate(m, {name: x[i]}) for i in range(n)]
+        result["probabilities"] = [r["probabilities"] for r in runs]
+        result["labels"] = [r["label"] for r in runs]
+        if "logits" in runs[0]["blobs"]:
+            result["logits"] = [[float(v) for v in r["blobs"]["logits"].reshape(-1)] for r in runs]
+    return result
+
+
 def main(argv):
     args = argv[1:]
     if not args or args[0].startswith("-"):
         print(__doc__, file=sys.stderr)
         return 2
-    path = args[0]
-    opts = dict(zip(args[1::2], args[2::2]))
-    try:
-        m = load(path)
-        summary = validate(m)
-        result = {"model": summary}
-        if "--inputs" in opts:
-            (name, shape), = summary["inputs"].items()
-            n = int(opts.get("--count", "1"))
-            x = np.fromfile(opts["--inputs"], dtype="<f4")
-            if x.size != n * int(np.prod(shape)):
-                raise Invalid(f"{opts['--inputs']} holds {x.size} floats, expected {n} windows of {shape}")
-            x = x.reshape([n] + shape)
-            runs = [evaluate(m, {name: x[i]}) for i in range(n)]
-            result["probabilities"] = [r["probabilities"] for r in runs]
-            result["labels"] = [r["label"] for r in runs]
-            if "logits" in runs[0]["blobs"]:
-                result["logits"] = [[float(v) for v in r["blobs"]["logits"].reshape(-1)] for r in runs]
-        json.dump(result, sys.stdout)
-        print()
-        return 0
-    except Invalid as e:
-        print(f"coreml_eval.py: {path}: {e}", file=sys.stderr)
-        return 1
+    groups = []  # (model path, {flag: value})
+    i = 0
+    while i < len(args):
+        if args[i].startswith("--"):
+            if i + 1 >= len(args):
+                print(f"coreml_eval.py: {args[i]} needs a value", file=sys.stderr)
+                return 2
+            groups[-1][1][args[i]] = args[i + 1]
+            i += 2
+        else:
+            groups.append((args[i], {}))
+            i += 1
+    results = []
+    for path, opts in groups:
+        try:
+            results.append(run(path, opts))
+        except Invalid as e:
+            print(f"coreml_eval.py: {path}: {e}", file=sys.stderr)
+            return 1
+    json.dump(results[0] if len(results) == 1 else results, sys.stdout)
+    print()
+    return 0
 
 
 if __name__ == "__main__":
