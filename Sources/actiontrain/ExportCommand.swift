@@ -75,14 +75,16 @@ enum ExportCommand: ParsableCommand {
                     throw CLIError.usage("--keypoint-order expects the 18 distinct vision-body-2d joints (without root) in the array's order, comma-separated; got \(order.count): '\(list)'")
                 }
             }
-            let root = try self.root ?? {
-                guard !skeleton.joints.contains("root") else {
-                    throw CLIError.usage(
-                        "--interface createml: Create ML's 18 keypoints have no root, a joint of this model's skeleton; say what it becomes: --root absent (trained on Create ML keypoints, where root was always absent) or --root hips (trained on Vision poses with a root: the midpoint of the hips)"
-                    )
-                }
-                return .absent
-            }()
+            let root =
+                try self.root
+                ?? {
+                    guard !skeleton.joints.contains("root") else {
+                        throw CLIError.usage(
+                            "--interface createml: Create ML's 18 keypoints have no root, a joint of this model's skeleton; say what it becomes: --root absent (trained on Create ML keypoints, where root was always absent) or --root hips (trained on Vision poses with a root: the midpoint of the hips)"
+                        )
+                    }
+                    return .absent
+                }()
             return CreateMLInput(aspectRatio: ratio, imageSize: size, keypointOrder: order, root: root)
         }
     }

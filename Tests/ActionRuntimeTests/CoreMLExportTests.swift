@@ -66,10 +66,12 @@ final class CoreMLExportTests: XCTestCase {
     func testGoldenModelsRecordedWindowsMatchPredict() throws {
         let model = try golden()
         let bytes = try CoreMLExport.export(header: model.header, network: model.network)
-        let windows = try XCTUnwrap(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("windows.json"))) as? [String: Any])["windows"] as? [[String: Any]]
-        let expected = try XCTUnwrap(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("expected.json"))) as? [String: Any])["logits"] as? [[Double]]
+        let windows =
+            try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("windows.json"))) as? [String: Any])["windows"] as? [[String: Any]]
+        let expected =
+            try XCTUnwrap(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("expected.json"))) as? [String: Any])["logits"] as? [[Double]]
         let s = model.header.input.skeleton, D = s.dimensions
         var raw: [Float] = []
         for w in try XCTUnwrap(windows) {
