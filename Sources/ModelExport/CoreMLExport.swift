@@ -171,7 +171,7 @@ public enum CoreMLExport {
         case .createML(let c):
             let names = c.keypointOrder.map(spokenName).joined(separator: ", ")
             return
-                "A sequence of body poses to classify. Its multiarray encoding uses the first dimension to index time over \(F) frames. The second dimension indexes x, y, and confidence of pose keypoint locations (Vision's normalized coordinates, origin at the bottom left; confidence 0 means not detected). The last dimension indexes the keypoint type, ordered as: \(names), as \(F) × 3 × 18 3-dimensional array of floats (VNHumanBodyPoseObservation.keypointsMultiArray() per frame, stacked on the first dimension)."
+                "A sequence of body poses to classify. Its multiarray encoding uses the first dimension to index time over \(F) frames. The second dimension indexes x, y, and confidence of pose keypoint locations (Vision's normalized coordinates, origin at the bottom left; confidence 0 means not detected). The last dimension indexes the keypoint type, ordered as: \(names) as \(F) × 3 × 18 3-dimensional array of floats (VNHumanBodyPoseObservation.keypointsMultiArray() per frame, stacked on the first dimension)."
         }
     }
 
