@@ -58,6 +58,9 @@ public enum CoreMLExport {
         case tooLarge(String)
         /// The chosen interface does not fit the model.
         case interface(String)
+        /// The Create ML interface of a model whose preprocessing is not scale-invariant needs
+        /// the frames' size in pixels, not only their aspect ratio.
+        case imageSizeNeeded
 
         public var description: String {
             switch self {
@@ -65,6 +68,9 @@ public enum CoreMLExport {
                 return "cannot export \(place) to Core ML: its op '\(op)' cannot be lowered to a NeuralNetwork layer: \(reason)"
             case .tooLarge(let why): return "cannot export to Core ML: \(why)"
             case .interface(let why): return "cannot export to Core ML: \(why)"
+            case .imageSizeNeeded:
+                return
+                    "cannot export to Core ML: the Create ML interface: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size in pixels"
             }
         }
     }
@@ -81,8 +87,8 @@ public enum CoreMLExport {
     public static func export(header h: ModelHeader, network: Network, options: Options = Options()) throws -> [UInt8] {
         let spec = h.input, F = spec.window.frames, K = h.classes.count
         let shape = inputShape(spec, interface: options.interface)
-        let count = shape.reduce(1) { $0.multipliedReportingOverflow(by: $1).partialValue }
-        guard count <= Limits.tensorValues, shape.allSatisfy({ $0 <= Limits.tensorValues }) else {
+        let count = shape.reduce(1) { n, d in n.multipliedReportingOverflow(by: d).overflow ? Int.max : n * d }
+        guard count <= Limits.tensorValues else {
             throw ExportError.tooLarge("the input poses \(shape) hold \(count) values per window, more than the \(Limits.tensorValues) the Core ML export allows")
         }
         let g = CoreMLGraph(network: network)
@@ -108,12 +114,13 @@ public enum CoreMLExport {
         guard g.shape(of: "labelProbabilities") == [K] else {
             throw ExportError.unsupported(op: "Softmax", in: "the output", reason: "the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes")
         }
-        return model(h, layers: g.layers, inputShape: shape, options: options)
+        return try model(h, layers: g.layers, inputShape: shape, options: options)
     }
 
     // MARK: - The model message
 
-    private static func model(_ h: ModelHeader, layers: [[UInt8]], inputShape: [Int], options: Options) -> [UInt8] {
+    private static func model(_ h: ModelHeader, layers: [[UInt8]], inputShape: [Int], options: Options) throws -> [UInt8] {
+        let userDefined = try metadata(h, interface: options.interface)
         var m = ProtobufWriter()
         m.int(1, specificationVersion)
         m.message(2) { d in
@@ -144,7 +151,7 @@ public enum CoreMLExport {
                 md.string(2, options.version ?? "")
                 md.string(3, options.author ?? "")
                 md.string(4, options.license ?? "")
-                for (k, v) in metadata(h, interface: options.interface) {
+                for (k, v) in userDefined {
                     md.message(100) {
                         $0.string(1, k)
                         $0.string(2, v)
@@ -201,11 +208,11 @@ public enum CoreMLExport {
 
     /// The user-defined metadata, keys in this order: what an app needs in plain words, then
     /// the ONNX export's `actiontrain.*` keys (the whole input description and provenance).
-    public static func metadata(_ h: ModelHeader, interface: Interface) -> [(key: String, value: String)] {
+    public static func metadata(_ h: ModelHeader, interface: Interface) throws -> [(key: String, value: String)] {
         let i = h.input, s = i.skeleton
-        let json = { (v: [String]) in String(decoding: (try? JSONEncoder().encode(v)) ?? Data(), as: UTF8.self) }
+        let json = { (v: [String]) in String(decoding: try JSONEncoder().encode(v), as: UTF8.self) }
         var out: [(String, String)] = [
-            ("classes", json(h.classes)),
+            ("classes", try json(h.classes)),
             ("windowFrames", "\(i.window.frames)"),
             (
                 "frameRate",
@@ -218,7 +225,7 @@ public enum CoreMLExport {
         case .native:
             out += [
                 ("interface", "native: poses [frames, joints, dimensions + 1] on the skeleton's joints"),
-                ("jointOrder", json(s.joints)),
+                ("jointOrder", try json(s.joints)),
             ]
         case .createML(let c):
             let u = c.units
@@ -226,10 +233,10 @@ public enum CoreMLExport {
                 ("interface", "createml: poses [frames, 3, 18], Vision's keypointsMultiArray() per frame, as Create ML's action classifiers"),
                 (
                     "jointOrder",
-                    json(c.keypointOrder)
+                    try json(c.keypointOrder)
                         + (c.keypointOrder == Skeleton.createMLKeypointOrder
                             ? "; source: the order Create ML states in every action classifier's poses input description (Xcode's generated model interface), which Apple's Action & Vision sample fills with keypointsMultiArray() unchanged; OpenPose's COCO-18 order"
-                            : "; given at export (--keypoint-order)")
+                            : "; given at export")
                 ),
                 ("imageAspectRatio", "\(c.aspectRatio) (width / height of the app's frames)"),
                 (
@@ -245,7 +252,7 @@ public enum CoreMLExport {
             ("toolkitVersion", ActionRuntimeInfo.tool),
             ("trainingDataHash", h.provenance.datasetHash ?? "unknown"),
         ]
-        out += (try? ONNXExport.metadata(h)) ?? []
+        out += try ONNXExport.metadata(h)
         return out
     }
 }

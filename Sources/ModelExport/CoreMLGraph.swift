@@ -118,23 +118,23 @@ final class CoreMLGraph: ONNXGraph {
                 let v = try value(o)
                 guard v.count <= CoreMLExport.Limits.tensorValues else {
                     throw CoreMLExport.ExportError.tooLarge(
-                        "\(where_) makes a tensor of shape \(v.shape) (\(v.count) values), more than the \(CoreMLExport.Limits.tensorValues) the Core ML export allows")
+                        "\(place) makes a tensor of shape \(v.shape) (\(v.count) values), more than the \(CoreMLExport.Limits.tensorValues) the Core ML export allows")
                 }
             }
             guard weightBytes <= CoreMLExport.Limits.weightBytes else {
                 throw CoreMLExport.ExportError.tooLarge(
-                    "the weights take more than \(CoreMLExport.Limits.weightBytes >> 20) MiB by \(where_); a .mlmodel is one protobuf message, at most 2 GiB")
+                    "the weights take more than \(CoreMLExport.Limits.weightBytes >> 20) MiB by \(place); a .mlmodel is one protobuf message, at most 2 GiB")
             }
         } catch let e as CoreMLExport.ExportError {
             failure = e
         } catch let r as Refusal {
-            failure = .unsupported(op: op, in: where_, reason: r.reason)
+            failure = .unsupported(op: op, in: place, reason: r.reason)
         } catch {
-            failure = .unsupported(op: op, in: where_, reason: "\(error)")
+            failure = .unsupported(op: op, in: place, reason: "\(error)")
         }
     }
 
-    private var where_: String { context.last ?? "the input and preprocessing" }
+    private var place: String { context.last ?? "the input and preprocessing" }
 
     private func value(_ name: String) throws -> Value {
         guard let v = values[name] else { throw Refusal(reason: "it reads '\(name)', which no earlier op made") }

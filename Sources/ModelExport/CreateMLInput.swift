@@ -42,29 +42,27 @@ public struct CreateMLInput: Equatable, Sendable {
     /// Throws when the model cannot take Create ML's input.
     func plan(for spec: InputSpec) throws -> (sources: [Int], hips: (left: Int, right: Int)?) {
         let s = spec.skeleton
-        func refuse(_ why: String) -> CoreMLExport.ExportError { .interface("--interface createml: \(why)") }
+        func refuse(_ why: String) -> CoreMLExport.ExportError { .interface("the Create ML interface: \(why)") }
         guard keypointOrder.count == 18, Set(keypointOrder).count == 18 else {
             throw refuse("the keypoint order must name 18 distinct joints, got \(keypointOrder.count): \(keypointOrder)")
         }
         guard s.dimensions == 2, s.units == .pixels, (spec.bodies ?? 1) == 1 else {
             throw refuse(
-                "Create ML's input holds one person's 2D Vision keypoints; this model's skeleton '\(s.name)' is \(s.dimensions)D in \(s.units.rawValue)\((spec.bodies ?? 1) > 1 ? " with \(spec.bodies!) bodies" : "") (use --interface native)"
+                "Create ML's input holds one person's 2D Vision keypoints; this model's skeleton '\(s.name)' is \(s.dimensions)D in \(s.units.rawValue)\((spec.bodies ?? 1) > 1 ? " with \(spec.bodies!) bodies" : "") (use the native interface)"
             )
         }
         guard aspectRatio.isFinite, aspectRatio > 0, imageSize.map({ $0.count == 2 && $0.allSatisfy { $0.isFinite && $0 > 0 } }) ?? true else {
             throw refuse("the aspect ratio and image size must be positive")
         }
         if imageSize == nil && !spec.steps.contains(where: { if case .scaleByTorso = $0 { return true } else { return false } }) {
-            throw refuse(
-                "this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH"
-            )
+            throw CoreMLExport.ExportError.imageSizeNeeded
         }
         let missing = s.joints.filter { !keypointOrder.contains($0) && $0 != "root" }
         guard missing.isEmpty else {
             throw refuse("the joints \(missing) of skeleton '\(s.name)' are not among the 18 keypoints \(keypointOrder)")
         }
         let hips = root == .hips ? keypointOrder.firstIndex(of: "leftHip").flatMap { l in keypointOrder.firstIndex(of: "rightHip").map { (l, $0) } } : nil
-        if root == .hips && hips == nil { throw refuse("--root hips needs leftHip and rightHip among the keypoints") }
+        if root == .hips && hips == nil { throw refuse("a root from the hips needs leftHip and rightHip among the keypoints") }
         let sources = s.joints.map { keypointOrder.firstIndex(of: $0) ?? (hips == nil ? 18 : 19) }
         return (sources, hips)
     }

@@ -28,6 +28,10 @@ enum ExportCommand: ParsableCommand {
 
         func validate() throws {
             guard parityWindows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
+        }
+
+        /// Options that belong to another format or interface than the one chosen.
+        func checkCombination() throws {
             if format != .coreml {
                 let coreml: [(String, Bool)] = [
                     ("interface", interface != nil), ("aspect-ratio", aspectRatio != nil), ("image-size", imageSize != nil),
@@ -136,6 +140,7 @@ enum ExportCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
         }
+        try options.checkCombination()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
         if options.format == .coreml {
             try exportCoreML(options, header: header, network: network, to: outPath, out: &out)
@@ -173,9 +178,15 @@ enum ExportCommand: ParsableCommand {
     static func exportCoreML(_ options: Options, header: ModelHeader, network: Network, to outPath: String, out: inout Output) throws {
         let interface: CoreMLExport.Interface =
             options.interface == .createml ? .createML(try options.createMLInput(skeleton: header.input.skeleton)) : .native
-        let coreml = try CoreMLExport.export(
-            header: header, network: network,
-            options: .init(interface: interface, author: options.author, license: options.license, shortDescription: options.description, version: options.modelVersion))
+        let coreml: [UInt8]
+        do {
+            coreml = try CoreMLExport.export(
+                header: header, network: network,
+                options: .init(interface: interface, author: options.author, license: options.license, shortDescription: options.description, version: options.modelVersion))
+        } catch CoreMLExport.ExportError.imageSizeNeeded {
+            throw CLIError.usage(
+                "--interface createml: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH")
+        }
         try AtomicFile.write(Data(coreml), to: outPath)
         let shape = CoreMLExport.inputShape(header.input, interface: interface).map(String.init).joined(separator: ", ")
         let layout = options.interface == .createml ? "Create ML's keypoints" : "raw \(header.input.skeleton.name) poses"

@@ -207,7 +207,7 @@ final class CoreMLExportTests: XCTestCase {
         let network = try ModelFixtures.network([.flatten, .linear(inputs: 4 * input.channelsPerFrame, outputs: 2)], input: Shape(time: 4, channels: input.channelsPerFrame), seed: 1)
         let (header, loaded) = try ModelFile.load(ModelFile.encode(classes: ["x", "y"], input: input, network: network, provenance: .init()))
         XCTAssertThrowsError(try CoreMLExport.export(header: header, network: loaded, options: .init(interface: .createML(CreateMLInput(aspectRatio: 16.0 / 9, root: .absent))))) {
-            XCTAssertTrue("\($0)".contains("--image-size"), "\($0)")
+            XCTAssertEqual($0 as? CoreMLExport.ExportError, .imageSizeNeeded)
         }
         _ = try Self.requireCoreMLTools()
         try verify([try parity(header, loaded, .createML(CreateMLInput(aspectRatio: 16.0 / 9, imageSize: [1280, 720], root: .hips)), "image scaling")])
@@ -219,7 +219,7 @@ final class CoreMLExportTests: XCTestCase {
         let m = try ModelFixtures.randomModel(seed: 11)
         let (header, network) = try ModelFile.load(ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init()))
         XCTAssertThrowsError(try CoreMLExport.export(header: header, network: network, options: .init(interface: .createML(CreateMLInput(aspectRatio: 1, root: .absent))))) {
-            XCTAssertTrue("\($0)".contains("createml"), "\($0)")
+            XCTAssertTrue("\($0)".contains("the Create ML interface: Create ML's input holds one person's 2D Vision keypoints"), "\($0)")
         }
         let model = try golden()
         XCTAssertThrowsError(try CoreMLExport.export(header: model.header, network: model.network, options: .init(interface: .createML(CreateMLInput(aspectRatio: 1, root: .absent))))) {

@@ -223,7 +223,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(run(["export", Self.golden, "--out", out, "--parity-windows", "0", "--force"]).code, 0)
         let bad = run(["export", Self.golden, "--format", "tflite"])
         XCTAssertEqual(bad.code, 2)
-        XCTAssertEqual(bad.err, "error: --format must be onnx, got 'tflite'\n")
+        XCTAssertEqual(bad.err, "error: --format must be onnx or coreml, got 'tflite'\n")
     }
 
     // MARK: - inspect
