@@ -3,7 +3,7 @@ import PoseCore
 
 /// One layer kind, described once: its JSON fields (header coding, both readers), its shape
 /// inference (model-file checks and network building), how it builds its `Layer`, and its
-/// ONNX form. Adding a kind is one file (its `Layer` and its description) and one entry in
+/// ONNX form (which ModelExport writes as ONNX and lowers to Core ML). Adding a kind is one file (its `Layer` and its description) and one entry in
 /// `LayerKinds.all`; docs/architecture.md shows the diff. `LayerKindsTests` fails when a kind
 /// is missing from docs/format.md's table, either Python reader, or the ONNX export.
 public protocol LayerKind: Hashable, Sendable {
@@ -19,7 +19,8 @@ public protocol LayerKind: Hashable, Sendable {
     /// Builds the layer; `shapes` has been checked. Nested kinds build branches with `builder`.
     func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer
     /// Appends the layer's ONNX nodes to `graph` (tensors are named `prefix + parameter`);
-    /// returns the output value's name.
+    /// returns the output value's name. The ONNX export keeps them; the Core ML export lowers
+    /// each op (`CoreMLGraph`), so ops outside its list (docs/coreml.md) fail that export.
     func exportONNX(_ graph: ONNXGraph, input: String, prefix: String) throws -> String
     /// A one-line account for summaries (`actiontrain inspect`).
     var summary: String { get }
