@@ -143,7 +143,7 @@ public enum DatasetLoader {
             o.people = options.people
             o.classes = options.classes
             o.splitNames = options.splitNames
-            report = ReadReport(dataset: try PysklFormat.read(path, options: o))
+            report = try PysklFormat.readReporting(path, options: o)
         case .createmlFolder:
             var o = CreateMLFolder.Options(imageSize: options.imageSize)
             o.minConfidence = options.minConfidence ?? 0
