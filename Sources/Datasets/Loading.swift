@@ -147,7 +147,7 @@ public enum DatasetLoader {
         case .createmlFolder:
             var o = CreateMLFolder.Options(imageSize: options.imageSize)
             o.minConfidence = options.minConfidence ?? 0
-            report = ReadReport(dataset: try CreateMLFolder.read(path, options: o))
+            report = try CreateMLFolder.readReporting(path, options: o)
         }
         var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
         loaded.jointNames = report.jointNames

@@ -76,6 +76,28 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertEqual(written.out, "convert: wrote 3 clips in 2 label folders to \(folder)\n")
         XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/wave/clip-1.json"))
         XCTAssertEqual(run(["convert", folder, native, "--to", "createml"]).code, 1, "an existing folder needs --force")
+        // Issue 26 item 8: --force replaced the clips of the same names and kept the others, so
+        // that the export mixed two datasets. Now it holds exactly the new clips ...
+        var fewer = try DatasetLoader.load(native)
+        fewer.sequences.removeFirst()
+        let one = dir.appendingPathComponent("fewer.jsonl").path
+        try NativeFormat.write(fewer, to: one)
+        let replaced = run(["convert", folder, one, "--to", "createml", "--force"])
+        XCTAssertEqual(replaced.code, 0, replaced.err)
+        XCTAssertEqual(try CreateMLFolder.read(folder).sequences.map(\.id), fewer.sequences.map(\.id))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/clap"), "the label folder the export no longer has")
+        // ... and never removes what it did not write: a folder holding other files is refused.
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: folder + "/wave/notes.txt"))
+        let refused = run(["convert", folder, native, "--to", "createml", "--force"])
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("\(folder) holds 1 file an earlier 'convert --to createml' did not write (wave/notes.txt)"), refused.err)
+        XCTAssertEqual(try String(contentsOfFile: folder + "/wave/notes.txt", encoding: .utf8), "mine")
+        XCTAssertEqual(try CreateMLFolder.read(folder).sequences.map(\.id), fewer.sequences.map(\.id), "the export is as it was")
+        let foreign = dir.appendingPathComponent("foreign").path
+        try FileManager.default.createDirectory(atPath: foreign + "/x", withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: foreign + "/x/y.json"))
+        XCTAssertEqual(run(["convert", foreign, native, "--to", "createml", "--force"]).code, 1, "not an export of ours")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: foreign + "/x/y.json"))
         let noSize = run(["import", "createml", source("createml"), "--out", native, "--force"])
         XCTAssertEqual(noSize.code, 1)
         XCTAssertTrue(noSize.err.contains("clap/c1.csv: clip 'clap/c1': no image size"), noSize.err)
