@@ -84,6 +84,9 @@ enum ConvertCommand: ParsableCommand {
         for path in inputs {
             let loaded = try DatasetLoader.read(path, options: read)
             DataFlags.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
+            if let reference = plan.heightReference, loaded.dataset.skeleton.dimensions == 3 {
+                out.line(heightNote(CoordinateFix.HeightCounts(loaded.dataset, reference: reference), reference: reference, file: path))
+            }
             var d: Dataset
             do { d = try plan.apply(to: loaded.dataset) } catch let e as CoordinateFix.FixError { throw CLIError.failure("\(path): \(e)") }
             for s in d.sequences where !ids.insert(s.id).inserted {
@@ -125,6 +128,17 @@ enum ConvertCommand: ParsableCommand {
 }
 
 extension ConvertCommand {
+    /// What --normalize-height does to one input.
+    static func heightNote(_ c: CoordinateFix.HeightCounts, reference: Double, file: String) -> String {
+        var parts = ["scaled \(c.scaled) sequence\(c.scaled == 1 ? "" : "s") to \(reference) m"]
+        if c.alreadyAtReference > 0 {
+            parts.append(
+                "left \(c.alreadyAtReference) whose bodyHeight is already \(reference) m as \(c.alreadyAtReference == 1 ? "it is" : "they are") (normalised before, or Vision's reference height)")
+        }
+        if c.withoutHeight > 0 { parts.append("left \(c.withoutHeight) without a bodyHeight as \(c.withoutHeight == 1 ? "it is" : "they are")") }
+        return "convert: \(file): --normalize-height " + parts.joined(separator: "; ")
+    }
+
     /// `--to shards`: the windows fit would cut for the config, in a shard directory.
     static func writeShards(_ dataset: Dataset, _ options: Options, out: inout Output) throws {
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)

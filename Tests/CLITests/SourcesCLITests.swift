@@ -103,6 +103,32 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertTrue(noSize.err.contains("clap/c1.csv: clip 'clap/c1': no image size"), noSize.err)
     }
 
+    func testNormalizeHeightTwiceScalesOnce() throws {
+        // Issue 26 item 9: a second --normalize-height scaled everyone again.
+        let dir = try temporaryDirectory()
+        let raw = dir.appendingPathComponent("raw.jsonl").path, once = dir.appendingPathComponent("once.jsonl").path
+        let twice = dir.appendingPathComponent("twice.jsonl").path
+        try Data(
+            #"""
+            {"actiontrain": "poses", "version": 1, "skeleton": "vision-body-3d", "classes": ["a"]}
+            {"id": "tall", "label": "a", "bodyHeight": 2.0, "heightEstimation": "measured", "frames": [{"pose": {"topHead": [0, 1, 0.5], "root": [0, 0, 0]}}]}
+            {"id": "plain", "label": "a", "frames": [{"pose": {"topHead": [0, 1, 0.5], "root": [0, 0, 0]}}]}
+
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: raw))
+        let first = run(["convert", once, raw, "--normalize-height"])
+        XCTAssertEqual(first.code, 0, first.err)
+        XCTAssertTrue(first.out.contains("convert: \(raw): --normalize-height scaled 1 sequence to 1.8 m; left 1 without a bodyHeight as it is"), first.out)
+        let second = run(["convert", twice, once, "--normalize-height"])
+        XCTAssertEqual(second.code, 0, second.err)
+        XCTAssertTrue(
+            second.out.contains("convert: \(once): --normalize-height scaled 0 sequences to 1.8 m; left 1 whose bodyHeight is already 1.8 m as it is"),
+            second.out)
+        XCTAssertEqual(try DatasetLoader.load(twice).sequences, try DatasetLoader.load(once).sequences)
+        assertClose(Array(try DatasetLoader.load(once).sequences[0].coordinates.suffix(3)), [0, 0, 0])
+        XCTAssertEqual(try DatasetLoader.load(once).sequences[0].bodyHeight, 1.8)
+    }
+
     func testImportPyskl() throws {
         let out = try temporaryDirectory().appendingPathComponent("ntu.jsonl").path
         let r = run(["import", "pyskl", source("pyskl-3d.pkl"), "--split-names", "xsub_train=train,xsub_val=test", "--people", "bodies=2", "--out", out])
