@@ -119,13 +119,9 @@ final class CoordinateSpaceTests: XCTestCase {
         XCTAssertEqual(n.sequences[0].bodyHeight, 1.8)
         XCTAssertEqual(n.sequences[0].heightEstimation, "reference")
         XCTAssertEqual(try CoordinateFix.normalisingHeight(n), n)
-        XCTAssertEqual(CoordinateFix.HeightCounts(d, reference: 1.8), {
-            var c = CoordinateFix.HeightCounts(n, reference: 1.8)
-            (c.scaled, c.alreadyAtReference) = (1, 0)
-            return c
-        }())
-        XCTAssertEqual(CoordinateFix.HeightCounts(n, reference: 1.8).alreadyAtReference, 1)
-        XCTAssertEqual(CoordinateFix.HeightCounts(n, reference: 1.8).withoutHeight, 1)
+        let before = CoordinateFix.HeightCounts(d, reference: 1.8), after = CoordinateFix.HeightCounts(n, reference: 1.8)
+        XCTAssertEqual([before.scaled, before.alreadyAtReference, before.withoutHeight], [1, 0, 1])
+        XCTAssertEqual([after.scaled, after.alreadyAtReference, after.withoutHeight], [0, 1, 1])
         // Written and read back.
         let path = try temporaryDirectory().appendingPathComponent("h.jsonl").path
         try NativeFormat.write(d, to: path)
