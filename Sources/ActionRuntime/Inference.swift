@@ -206,7 +206,8 @@ public final class ActionModel: @unchecked Sendable {
     }
 
     /// Sliding-window (or, with `useEvents`, event-centred) predictions over a whole
-    /// sequence, in batches.
+    /// sequence, in batches. Throws `ModelError.nonFiniteOutput` when a window's output is NaN
+    /// or infinite (as `eval` refuses such probabilities).
     public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int = 256)
         throws -> [WindowPrediction]
     {
@@ -217,8 +218,9 @@ public final class ActionModel: @unchecked Sendable {
             for (i, w) in cut.enumerated() { extractor.extract(w.window, into: p.baseAddress! + i * V) }
         }
         let z = withContext { Inference.logits($0.network, features: features, count: cut.count, batchSize: batchSize) }
-        return cut.enumerated().map { i, w in
+        return try cut.enumerated().map { i, w in
             var row = Array(z[(i * K)..<((i + 1) * K)])
+            try row.withUnsafeBufferPointer { try ModelError.checkFinite($0, window: i) }
             let best = argmax(row)  // of the logits, the first on ties
             row.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: 1, classes: K) }
             return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)
