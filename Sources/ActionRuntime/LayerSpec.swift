@@ -86,9 +86,12 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
     case shapeMismatch(layer: String, expected: String, got: String)
     case invalidLayer(layer: String, reason: String)
     case inputSize(expected: Int, got: Int)
-    /// The network's output for a window is NaN or infinite (`window` counts from 0): weights
-    /// that are finite but overflow float32 in the sums (an edited or corrupted model file).
+    /// The network's output for a window is NaN or infinite (`window` counts from 0): the
+    /// weights or this input overflow float32 in the sums.
     case nonFiniteOutput(window: Int, classIndex: Int, value: Float)
+    /// The output is not finite even on plain input (`ActionModel.checkOutputs`): weights that
+    /// are finite but overflow float32 (an edited or damaged model file).
+    case nonFiniteOnPlainInput(classIndex: Int, value: Float)
 
     public var description: String {
         switch self {
@@ -99,13 +102,11 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
         case .inputSize(let expected, let got):
             return "the model expects \(expected) input values per window, got \(got)"
         case .nonFiniteOutput(let w, let k, let v):
-            return "window \(w): the network's output for class \(k) is \(v), not a finite number: its weights overflow float32 "
+            return "window \(w): the network's output for class \(k) is \(v), not a finite number: the weights or this input "
+                + "(an extreme or degenerate pose?) overflow float32"
+        case .nonFiniteOnPlainInput(let k, let v):
+            return "the network's output for class \(k) is \(v), not a finite number, on a plain pose: its weights overflow float32 "
                 + "(an edited or damaged model file); no prediction of this model can be trusted: retrain or re-export it"
         }
-    }
-
-    /// Throws `nonFiniteOutput` at the first NaN or infinite value of one window's logits.
-    static func checkFinite(_ logits: UnsafeBufferPointer<Float>, window: Int) throws {
-        if let k = logits.firstIndex(where: { !$0.isFinite }) { throw nonFiniteOutput(window: window, classIndex: k, value: logits[k]) }
     }
 }

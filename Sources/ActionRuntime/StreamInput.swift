@@ -34,6 +34,10 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         /// More than `StreamOptions.maximumGap` seconds since the previous frame: the frames
         /// between are interpolated. Push empty poses while the person is not seen.
         case gap
+        /// The model's output for a window this frame completed is NaN or infinite: an extreme
+        /// input (the model passed `ActionModel.checkOutputs`), e.g. a torso of almost no
+        /// length that scaling turns into huge values. The frame is used, the window dropped.
+        case nonFiniteOutput
     }
 
     public var kind: Kind
@@ -63,6 +67,7 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         case .timeJump:
             what = "the timestamp jumps \(detail) (frame ignored; a next frame at most the jump limit after it restarts the stream there); timestamps must be seconds"
         case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
+        case .nonFiniteOutput: what = "the model's output is \(detail), not finite (window dropped); an extreme or degenerate pose?"
         }
         return "frame \(frame) (t = \(time) s): \(what)"
     }

@@ -103,6 +103,7 @@ public final class StreamSession {
     private var ringCount = 0
     private var made = 0  // frames at the model's rate so far
     private let probabilities: UnsafeMutablePointer<Float>  // [classes]
+    private var lastDropped: StreamWarning?  // the last `nonFiniteOutput`
 
     /// Frames `coordinates [n, J, D]`, `present [n, J]`, `confidence [n, J]`.
     private final class Frames {
@@ -125,6 +126,7 @@ public final class StreamSession {
     public init(model: ActionModel, options: StreamOptions) throws {
         guard model.input.window.mode == .sliding else { throw StreamError.fitWindows }
         try options.validate(frameRate: model.input.window.frameRate)
+        try model.checkOutputs()
         self.model = model
         self.options = options
         context = model.makeContext()
@@ -146,8 +148,8 @@ public final class StreamSession {
     /// tables, or those names without case and separators), at `time` seconds. An empty
     /// frame is a real frame: the person is not seen. Returns the windows completed by it (after
     /// a confirmed time jump, first the last windows of the segment before it, as `finish()`).
-    /// Throws `StreamError.rejected` for a problem under `strict`, and
-    /// `ModelError.nonFiniteOutput` when the model's output for a window is not finite.
+    /// Throws `StreamError.rejected` for a problem under `strict` (for `nonFiniteOutput`, once
+    /// the frame is used: the push's windows are lost).
     public func push(_ points: [String: PosePoint], time: Double) throws -> [StreamWindow] {
         try push(time: time) { warn in
             reader.read(
@@ -192,28 +194,31 @@ public final class StreamSession {
             return []
         }
         for p in problems { statistics.note(p) }
-        let before = verdict == .restart ? try finish() : []
+        let before = verdict == .restart ? finish() : []
         clock.commit(verdict, time)
-        return try before + advance(to: time)
+        let dropped = statistics.count(.nonFiniteOutput)
+        let out = before + advance(to: time)
+        if options.strict && statistics.count(.nonFiniteOutput) > dropped, let w = lastDropped { throw StreamError.rejected(w) }
+        return out
     }
 
     /// The windows that need the end of the stream, as offline `predict` cuts them from the
     /// whole recording: the frames at the model's rate up to the last frame's time, the last
     /// window ending at the last frame when the stride did not land there, or one padded
     /// window when the stream is shorter than a window. The session then starts afresh (a new
-    /// `segment`). Throws `ModelError.nonFiniteOutput` as `push`.
-    public func finish() throws -> [StreamWindow] {
+    /// `segment`).
+    public func finish() -> [StreamWindow] {
         guard pushed > 0 else { return [] }
         var out: [StreamWindow] = []
         if let r = frameRate {
             // Offline: k = 0 ... floor((t_last - t_0) r + 1e-6), the ones left at the last frame.
             let count = Int(((previousTime - firstTime) * r + 1e-6).rounded(.down)) + 1
-            while made < count { try append(previous, time: firstTime + Double(made) / r, into: &out) }
+            while made < count { append(previous, time: firstTime + Double(made) / r, into: &out) }
         }
         if made < F {
-            out.append(try paddedWindow())
+            paddedWindow().map { out.append($0) }
         } else if (made - F) % options.stride != 0 {
-            out.append(try predict(start: made - F))
+            predict(start: made - F).map { out.append($0) }
         }
         reset()
         return out
@@ -231,7 +236,7 @@ public final class StreamSession {
     var lastTime: Double? { pushed > 0 ? previousTime : nil }
 
     /// Makes the frames at the model's rate that lie before `time` (the current frame's).
-    private func advance(to time: Double) throws -> [StreamWindow] {
+    private func advance(to time: Double) -> [StreamWindow] {
         defer {
             swap(&previous, &current)
             previousTime = time
@@ -239,7 +244,7 @@ public final class StreamSession {
         }
         var out: [StreamWindow] = []
         guard let r = frameRate else {
-            try append(current, time: time, into: &out)
+            append(current, time: time, into: &out)
             return out
         }
         if pushed == 0 {
@@ -258,26 +263,26 @@ public final class StreamSession {
             if abs(p - p.rounded()) < 1e-6 { p = p.rounded() }
             let w = Float(p - p.rounded(.down))
             if w == 0 {
-                try append(p == i ? previous : current, time: t, into: &out)
+                append(p == i ? previous : current, time: t, into: &out)
             } else {
-                try appendInterpolated(w, time: t, into: &out)
+                appendInterpolated(w, time: t, into: &out)
             }
         }
         return out
     }
 
     /// Appends a frame at the model's rate and predicts the window it completes, if any.
-    private func append(_ frame: Frames, time: Double, into out: inout [StreamWindow]) throws {
+    private func append(_ frame: Frames, time: Double, into out: inout [StreamWindow]) {
         let slot = nextSlot(time: time)
         (ring.coordinates + slot * J * D).update(from: frame.coordinates, count: J * D)
         (ring.present + slot * J).update(from: frame.present, count: J)
         (ring.confidence + slot * J).update(from: frame.confidence, count: J)
-        try completed(into: &out)
+        completed(into: &out)
     }
 
     /// Appends `(1 − w)·previous + w·current` for joints present in both, else the nearer
     /// frame's joint (`PoseSequence.sample`'s rule).
-    private func appendInterpolated(_ w: Float, time: Double, into out: inout [StreamWindow]) throws {
+    private func appendInterpolated(_ w: Float, time: Double, into out: inout [StreamWindow]) {
         let slot = nextSlot(time: time)
         let a = previous, b = current, near = w < 0.5 ? previous : current
         let c = ring.coordinates + slot * J * D, p = ring.present + slot * J, k = ring.confidence + slot * J
@@ -292,7 +297,7 @@ public final class StreamSession {
                 k[j] = near.confidence[j]
             }
         }
-        try completed(into: &out)
+        completed(into: &out)
     }
 
     /// The ring slot of the next frame at the model's rate, moving the last F − 1 frames
@@ -313,22 +318,22 @@ public final class StreamSession {
         return ringCount - 1
     }
 
-    private func completed(into out: inout [StreamWindow]) throws {
-        if made >= F && (made - F) % options.stride == 0 { out.append(try predict(start: made - F)) }
+    private func completed(into out: inout [StreamWindow]) {
+        if made >= F && (made - F) % options.stride == 0 { predict(start: made - F).map { out.append($0) } }
     }
 
     /// The prediction of the window of the last F frames, which starts at frame `start`.
-    private func predict(start: Int) throws -> StreamWindow {
+    private func predict(start: Int) -> StreamWindow? {
         let base = ringCount - F
         model.extractor.extract(
             coordinates: ring.coordinates + base * J * D, present: ring.present + base * J, confidence: ring.confidence + base * J,
             into: context.window.pointer, workspace: context.workspace)
-        return try prediction(start: start, end: made, startTime: ringTimes[base], endTime: ringTimes[ringCount - 1])
+        return prediction(start: start, end: made, startTime: ringTimes[base], endTime: ringTimes[ringCount - 1])
     }
 
     /// The one window of a stream shorter than a window: its frames then the model's padding,
     /// cut as offline (`WindowSpec.window(of:start:)`).
-    private func paddedWindow() throws -> StreamWindow {
+    private func paddedWindow() -> StreamWindow? {
         let n = ringCount
         let seq = PoseSequence(
             id: "stream", label: nil, jointCount: J, dimensions: D, frameCount: n,
@@ -337,14 +342,22 @@ public final class StreamSession {
             confidence: Array(UnsafeBufferPointer(start: ring.confidence, count: n * J)))
         let window = model.input.window.window(of: seq, start: 0)
         model.extractor.extract(window, into: context.window.pointer, workspace: context.workspace)
-        return try prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1])
+        return prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1])
     }
 
-    /// Runs the network on `context.window` and packs the result; refuses non-finite logits.
-    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) throws -> StreamWindow {
+    /// Runs the network on `context.window` and packs the result; a non-finite output (an
+    /// extreme input: `checkOutputs` passed) is no window but a `nonFiniteOutput` warning.
+    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) -> StreamWindow? {
         let K = model.classes.count
         context.logits(context.window.pointer, count: 1, into: probabilities)
-        try ModelError.checkFinite(UnsafeBufferPointer(start: probabilities, count: K), window: statistics.windows)
+        if let k = (0..<K).first(where: { !probabilities[$0].isFinite }) {
+            let w = StreamWarning(
+                kind: .nonFiniteOutput, frame: statistics.frames - 1, time: endTime,
+                detail: "\(probabilities[k]) for class \(k) in the window from \(startTime) s to \(endTime) s")
+            statistics.note(w)
+            lastDropped = w
+            return nil
+        }
         var best = 0  // argmax of the logits, the first on ties (as `ActionModel.predict`)
         for k in 0..<K where probabilities[k] > probabilities[best] { best = k }
         Inference.softmax(probabilities, rows: 1, classes: K)

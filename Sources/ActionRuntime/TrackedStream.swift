@@ -45,12 +45,14 @@ public final class TrackedStream {
     /// Heap entries examined while forgetting (the tests check it stays proportional to pushes).
     private(set) var examined = 0
 
-    /// Throws `EventError` or `StreamError.invalidOptions` for options out of range.
+    /// Throws `EventError` or `StreamError.invalidOptions` for options out of range, and
+    /// `ModelError.nonFiniteOnPlainInput` for a model that cannot be trusted (`checkOutputs`).
     public init(
         model: ActionModel, options: StreamOptions, events: EventOptions, forgetAfter: Double = 2, maximumTracks: Int = 32
     ) throws {
         _ = try EventDetector(classes: model.classes, options: events)  // checks the options
         try options.validate(frameRate: model.input.window.frameRate)
+        try model.checkOutputs()
         guard forgetAfter > 0 && !forgetAfter.isNaN else {
             throw StreamError.invalidOptions("tracks must be forgotten after a positive number of seconds, got \(forgetAfter)")
         }
@@ -83,7 +85,7 @@ public final class TrackedStream {
             statistics.note(w)
             return []
         }
-        var out = try forget(before: verdict == .restart ? .infinity : time - forgetAfter)
+        var out = forget(before: verdict == .restart ? .infinity : time - forgetAfter)
         if tracks[track] == nil {
             guard tracks.count < maximumTracks else { throw StreamError.tooManyTracks(limit: maximumTracks, track: track) }
             tracks[track] = Track(
@@ -108,10 +110,10 @@ public final class TrackedStream {
     }
 
     /// Ends every track (the stream ended): their last windows (`StreamSession.finish()`) and events.
-    public func finish() throws -> [Output] { try forget(before: .infinity) }
+    public func finish() -> [Output] { forget(before: .infinity) }
 
     /// Finishes the tracks last seen before `time`, in increasing id.
-    private func forget(before time: Double) throws -> [Output] {
+    private func forget(before time: Double) -> [Output] {
         var stale: [Int] = []
         if time == .infinity {
             stale = Array(tracks.keys)
@@ -128,7 +130,7 @@ public final class TrackedStream {
             var t = tracks.removeValue(forKey: id)!
             let before = t.session.statistics
             defer { statistics.add(from: before, to: t.session.statistics) }
-            var result = Output(track: id, windows: try t.session.finish())
+            var result = Output(track: id, windows: t.session.finish())
             for w in result.windows { result.events += t.detector.add(w) }
             if let e = t.detector.finish() { result.events.append(e) }
             if !result.windows.isEmpty || !result.events.isEmpty { out.append(result) }

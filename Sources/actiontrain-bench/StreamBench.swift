@@ -148,7 +148,7 @@ enum StreamBench {
             for f in 0..<frames {
                 for t in 0..<tracks { out += try stream.push(track: t, points: people[s * tracks + t][f].points, time: people[s * tracks][f].time) }
             }
-            return try out + stream.finish()
+            return out + stream.finish()
         }
         var t0 = Clock.now()
         let serial = try (0..<streams).map(run)

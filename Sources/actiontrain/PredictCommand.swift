@@ -77,6 +77,7 @@ enum PredictCommand: ParsableCommand {
         try options.checkStreaming()
         let model = try ActionModel(contentsOf: options.model)
         do {
+            try model.checkOutputs()
             try run(options, model: model, out: &out, stdin: stdin)
         } catch let e as ModelError {
             throw CLIError.failure("\(options.model): \(e)")

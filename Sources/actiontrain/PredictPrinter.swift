@@ -79,7 +79,12 @@ extension PredictCommand {
 
         mutating func predict(_ s: PoseSequence, sourceFrameRate: Double?, out: inout Output) throws {
             if let split, s.split != split { return }
-            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+            let predictions: [WindowPrediction]
+            do {
+                predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+            } catch let e as ModelError {
+                throw CLIError.failure("sequence '\(s.id)': \(e)")
+            }
             sequences += 1
             let F = model.input.window.frames
             for (i, p) in predictions.enumerated() {

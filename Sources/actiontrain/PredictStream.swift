@@ -38,7 +38,7 @@ struct StreamPrinter {
     /// over `StreamLine.maximumBytes`, one person too many) is a counted warning naming it, and
     /// the stream goes on; with --strict the first problem stops it. Whatever ends the stream
     /// (the end of input, --strict, Ctrl-C or SIGTERM, an error) first finishes every person's
-    /// session and writes their last windows and events, unless the model itself failed.
+    /// session and writes their last windows and events.
     mutating func stream(_ options: PredictCommand.Options, stdin: StandardInput, out: inout Output) throws {
         let file = "<stdin>", strict = options.reading.strict, D = model.input.skeleton.dimensions
         let tracks = try TrackedStream(
@@ -89,13 +89,7 @@ struct StreamPrinter {
         } catch {
             failure = error
         }
-        if !(failure is ModelError) {
-            do {
-                for o in try tracks.finish() { write(windows: o.windows, events: o.events, who: who(o.track), out: &out) }
-            } catch {
-                failure = failure ?? error
-            }
-        }
+        for o in tracks.finish() { write(windows: o.windows, events: o.events, who: who(o.track), out: &out) }
         out.note(summary(tracks.statistics, of: "\(number) lines") + skipped.summary)
         if let failure { throw failure }
         if interrupt.isRaised {
@@ -121,7 +115,7 @@ struct StreamPrinter {
             }
             found += try session.push(joints: points, time: s.timestamps?[f] ?? Double(f) / frameRate!)
         }
-        found += try session.finish()
+        found += session.finish()
         var es = found.flatMap { detector.add($0) }
         if let e = detector.finish() { es.append(e) }
         write(windows: found, events: es, who: ("\"sequence\": \(PredictCommand.json(s.id))", s.id), out: &out)

@@ -118,7 +118,7 @@ final class StreamBoundaryTests: XCTestCase {
         let s = try StreamSession(model: StreamFixtures.model(), options: options)
         var out: [StreamWindow] = []
         for f in frames { out += try s.push(f.points, time: f.time) }
-        return (try out + s.finish(), s)
+        return (out + s.finish(), s)
     }
 
     func testAStrayTimestampCostsOneFrameAndNothingAfterIt() throws {
@@ -213,27 +213,60 @@ final class StreamBoundaryTests: XCTestCase {
         }
     }
 
-    func testNonFiniteOutputsAreRefusedNotReturned() throws {
-        // Finite weights whose sums overflow: every window's output is NaN or infinite. The
-        // session and batch predict refuse it (as eval refuses such probabilities).
+    func testAModelWhoseOutputsAreNotFiniteIsRefusedBeforeTheFirstFrame() throws {
+        // Finite weights whose sums overflow on any input: refused when a session or a tracked
+        // stream is made (once per model), and by batch predict at the first window.
         let model = try StreamFixtures.model(conv: false, scale: 1e37)
-        let recording = StreamFixtures.recording(frames: 30, seed: 46)
-        let s = try StreamSession(model: model, options: StreamOptions(stride: 3))
-        var error: Error?
-        do {
-            for f in recording { _ = try s.push(f.points, time: f.time) }
-        } catch let e {
-            error = e
+        for attempt in 0..<2 {
+            XCTAssertThrowsError(try StreamSession(model: model, options: StreamOptions(stride: 3)), "attempt \(attempt)") { e in
+                guard case .nonFiniteOnPlainInput(_, let v)? = e as? ModelError else { return XCTFail("\(e)") }
+                XCTAssertFalse(v.isFinite)
+                XCTAssertTrue("\(e)".contains("not a finite number, on a plain pose: its weights overflow float32"), "\(e)")
+            }
         }
-        guard case .nonFiniteOutput(let w, _, let v)? = error as? ModelError else { return XCTFail("\(String(describing: error))") }
-        XCTAssertEqual(w, 0)
-        XCTAssertFalse(v.isFinite)
-        XCTAssertTrue("\(error!)".contains(", not a finite number: its weights overflow float32"), "\(error!)")
-        let short = try StreamSession(model: model, options: StreamOptions(stride: 3))
-        _ = try short.push(body, time: 0)
-        XCTAssertThrowsError(try short.finish(), "the padded window too")
-        XCTAssertThrowsError(try model.predict(sequence: StreamFixtures.sequence(recording), stride: 3, sourceFrameRate: nil)) {
-            XCTAssertEqual(($0 as? ModelError).map { if case .nonFiniteOutput = $0 { true } else { false } }, true, "\($0)")
+        XCTAssertThrowsError(try TrackedStream(model: model, options: StreamOptions(stride: 3), events: .standard(classes: model.classes)))
+        let recording = StreamFixtures.recording(frames: 30, seed: 46)
+        XCTAssertThrowsError(try model.predict(sequence: StreamFixtures.sequence(recording), stride: 3, sourceFrameRate: nil)) { e in
+            guard case .nonFiniteOutput(let w, _, _)? = e as? ModelError else { return XCTFail("\(e)") }
+            XCTAssertEqual(w, 0)
+        }
+        XCTAssertNoThrow(try StreamFixtures.model().checkOutputs())
+    }
+
+    func testAWindowWhoseOutputIsNotFiniteIsDroppedAndTheStreamGoesOn() throws {
+        // A model fine on plain poses but whose sums overflow on a point at 1e6 (allowed):
+        // those windows are counted warnings, not windows, and the others come as before.
+        let model = try StreamFixtures.model(conv: false, scale: 1e18, torso: false)
+        XCTAssertNoThrow(try model.checkOutputs())
+        let recording = StreamFixtures.recording(frames: 60, seed: 47)
+        var hostile = recording
+        var far = recording[30].points
+        far["leftWrist"] = PosePoint(x: 1e6, y: 1e6)
+        hostile[30].points = far
+        func run(_ frames: [StreamFixtures.Frame], strict: Bool = false) throws -> (windows: [StreamWindow], session: StreamSession) {
+            let s = try StreamSession(model: model, options: StreamOptions(stride: 3, strict: strict))
+            var out: [StreamWindow] = []
+            for f in frames { out += try s.push(f.points, time: f.time) }
+            return (out + s.finish(), s)
+        }
+        let (clean, _) = try run(recording)
+        let (got, session) = try run(hostile)
+        let dropped = session.statistics.count(.nonFiniteOutput)
+        XCTAssertGreaterThan(dropped, 0)
+        XCTAssertEqual(got.count + dropped, clean.count)
+        XCTAssertEqual(got.filter { $0.endTime < recording[29].time || $0.startTime > recording[31].time }.count, got.count, "only windows holding the far frame are dropped")
+        XCTAssertEqual(Set(got.map(\.start)).isSubset(of: Set(clean.map(\.start))), true)
+        for w in got where w.endTime < recording[29].time { XCTAssertEqual(clean.first { $0.start == w.start }, w) }
+        XCTAssertTrue("\(session.statistics.firstWarnings.first { $0.kind == .nonFiniteOutput }!)".contains("not finite (window dropped)"))
+        // Under strict, the push that made the window throws it (these frames have no other problem).
+        let plain = (0..<20).map { f in
+            var points = body
+            points["leftWrist"] = PosePoint(x: f == 10 ? 1e6 : 240 + Float(f), y: 200)
+            return StreamFixtures.Frame(time: Double(f) / 30, points: points)
+        }
+        XCTAssertThrowsError(try run(plain, strict: true)) { e in
+            guard case .rejected(let w)? = e as? StreamError else { return XCTFail("\(e)") }
+            XCTAssertEqual(w.kind, .nonFiniteOutput)
         }
     }
 }

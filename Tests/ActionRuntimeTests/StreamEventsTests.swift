@@ -98,7 +98,7 @@ final class StreamEventsTests: XCTestCase {
         let alone = try StreamSession(model: model, options: options)
         var expected: [StreamWindow] = []
         for f in shifted { expected += try alone.push(f.points, time: f.time) }
-        expected += try alone.finish()
+        expected += alone.finish()
         XCTAssertEqual(got[7], expected, "track 7 equals its own session, finished when forgotten")
         // Track 9 makes two; a third at once is over the limit.
         _ = try stream.push(track: 9, points: [:], time: end + 1.6)
@@ -120,7 +120,7 @@ final class StreamEventsTests: XCTestCase {
             out += try stream.push(track: 2, points: fb.points, time: fa.time)
             for (track, t) in extra(f) { out += try stream.push(track: track, points: fa.points, time: t) }
         }
-        return try out + stream.finish()
+        return out + stream.finish()
     }
 
     func testTheStreamClockIgnoresAStrayTimestampAndAStaleLine() throws {
@@ -203,7 +203,7 @@ final class StreamEventsTests: XCTestCase {
                     out += try stream.push(track: t, points: frame.points, time: recordings[s * tracks][f].time)
                 }
             }
-            return try out + stream.finish()
+            return out + stream.finish()
         }
         let serial = try (0..<streams).map(run)
         let outputs = UnsafeMutablePointer<[TrackedStream.Output]?>.allocate(capacity: streams)

@@ -13,7 +13,7 @@ final class StreamSessionTests: XCTestCase {
         let session = try StreamSession(model: model, options: StreamOptions(stride: stride))
         var out: [StreamWindow] = []
         for f in frames { out += try session.push(f.points, time: f.time) }
-        return try out + session.finish()
+        return out + session.finish()
     }
 
     /// The session's windows are offline `predict`'s (to 1e-6: predict runs batches, whose

@@ -122,6 +122,10 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertTrue(rows[1].hasPrefix("s2 "))
         XCTAssertTrue(rows[2].hasPrefix("s3 "))
         XCTAssertTrue(rows[2].hasSuffix(" clap"), String(rows[2]))
+        // Events count the sequences of the split they ran, not the file's.
+        let events = run(["predict", Self.golden, data, "--events", "--split", "test"])
+        XCTAssertEqual(events.code, 0, events.err)
+        XCTAssertTrue(events.err.hasSuffix(" events from 2 sequences\n"), events.err)
     }
 
     func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
