@@ -103,7 +103,7 @@ public final class StreamSession {
     private var ringCount = 0
     private var made = 0  // frames at the model's rate so far
     private let probabilities: UnsafeMutablePointer<Float>  // [classes]
-    private var lastDropped: StreamWarning?  // the last `nonFiniteOutput`
+    private var droppedWindows = 0, lastDropped: StreamWarning?  // `nonFiniteOutput`s, and the last
 
     /// Frames `coordinates [n, J, D]`, `present [n, J]`, `confidence [n, J]`.
     private final class Frames {
@@ -196,10 +196,10 @@ public final class StreamSession {
         for p in problems { statistics.note(p) }
         let before = verdict == .restart ? finish() : []
         clock.commit(verdict, time)
-        let dropped = statistics.count(.nonFiniteOutput)
-        let out = before + advance(to: time)
-        if options.strict && statistics.count(.nonFiniteOutput) > dropped, let w = lastDropped { throw StreamError.rejected(w) }
-        return out
+        let dropped = droppedWindows
+        let made = advance(to: time)
+        if options.strict && droppedWindows > dropped, let w = lastDropped { throw StreamError.rejected(w) }
+        return before.isEmpty ? made : before + made
     }
 
     /// The windows that need the end of the stream, as offline `predict` cuts them from the
@@ -216,9 +216,9 @@ public final class StreamSession {
             while made < count { append(previous, time: firstTime + Double(made) / r, into: &out) }
         }
         if made < F {
-            paddedWindow().map { out.append($0) }
+            if let w = paddedWindow() { out.append(w) }
         } else if (made - F) % options.stride != 0 {
-            predict(start: made - F).map { out.append($0) }
+            if let w = predict(start: made - F) { out.append(w) }
         }
         reset()
         return out
@@ -319,7 +319,7 @@ public final class StreamSession {
     }
 
     private func completed(into out: inout [StreamWindow]) {
-        if made >= F && (made - F) % options.stride == 0 { predict(start: made - F).map { out.append($0) } }
+        if made >= F && (made - F) % options.stride == 0, let w = predict(start: made - F) { out.append(w) }
     }
 
     /// The prediction of the window of the last F frames, which starts at frame `start`.
@@ -355,7 +355,7 @@ public final class StreamSession {
                 kind: .nonFiniteOutput, frame: statistics.frames - 1, time: endTime,
                 detail: "\(probabilities[k]) for class \(k) in the window from \(startTime) s to \(endTime) s")
             statistics.note(w)
-            lastDropped = w
+            (droppedWindows, lastDropped) = (droppedWindows + 1, w)
             return nil
         }
         var best = 0  // argmax of the logits, the first on ties (as `ActionModel.predict`)
