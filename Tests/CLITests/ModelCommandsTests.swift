@@ -91,17 +91,11 @@ final class ModelCommandsTests: XCTestCase {
     func testPredictReadsNativeLinesFromStdinAndStreamsThem() throws {
         let lines = nativeDataset(count: 3, frames: 10)
         let fromFile = run(["predict", Self.golden, try writeLines(lines, "clips.jsonl"), "--stride", "3"])
-        var remaining = lines[...]
         var stdout = "", stderr = ""
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
-        try PredictCommand.run(
-            options, out: &output,
-            stdin: {
-                seenBeforeEnd.append(stdout.split(separator: "\n").count)
-                return remaining.popFirst()
-            })
+        try PredictCommand.run(options, out: &output, stdin: .lines(lines) { _ in seenBeforeEnd.append(stdout.split(separator: "\n").count) })
         XCTAssertEqual(stdout, fromFile.out)
         XCTAssertEqual(stderr, fromFile.err)
         // Windows of 10 frames at stride 3: starts 0, 3, 4. Each sequence is printed before the next line is read.
@@ -111,11 +105,10 @@ final class ModelCommandsTests: XCTestCase {
     func testPredictStdinErrorsNameTheLine() throws {
         var lines = nativeDataset(count: 3, frames: 8)
         lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
-        var remaining = lines[...]
         var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
         assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
-            try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
+            try PredictCommand.run(options, out: &output, stdin: .lines(lines))
         }
     }
 
@@ -129,6 +122,10 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertTrue(rows[1].hasPrefix("s2 "))
         XCTAssertTrue(rows[2].hasPrefix("s3 "))
         XCTAssertTrue(rows[2].hasSuffix(" clap"), String(rows[2]))
+        // Events count the sequences of the split they ran, not the file's.
+        let events = run(["predict", Self.golden, data, "--events", "--split", "test"])
+        XCTAssertEqual(events.code, 0, events.err)
+        XCTAssertTrue(events.err.hasSuffix(" events from 2 sequences\n"), events.err)
     }
 
     func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
@@ -182,11 +179,10 @@ final class ModelCommandsTests: XCTestCase {
         // Only the split predicted counts; from stdin, each new label is named once, when it arrives.
         let train = run(["predict", Self.golden, data, "--split", "train"])  // s0 wave, s1 jump
         XCTAssertTrue(train.err.hasPrefix("warning: \(data): label 'jump' (1 sequence) is not among the model's classes"), train.err)
-        var remaining = lines[...]
         var stderr = ""
         var output = Output(write: { _ in }, note: { stderr += $0 }, isTerminal: false)
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
-        try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
+        try PredictCommand.run(options, out: &output, stdin: .lines(lines))
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'jump' (1 sequence) is not among").count, 2, stderr)
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'kick' (1 sequence) is not among").count, 2, stderr)
         let known = run(["predict", Self.golden, try writeLines(nativeDataset(count: 2, frames: 6), "known.jsonl")])
