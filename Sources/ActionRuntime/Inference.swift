@@ -218,6 +218,13 @@ public final class ActionModel: @unchecked Sendable {
     public func windows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false) throws
         -> [(start: Int, end: Int, window: PoseSequence)]
     {
+        try Self.windows(of: sequence, input: input, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+    }
+
+    /// `windows(of:stride:sourceFrameRate:useEvents:)` for the input description `input`.
+    public static func windows(of sequence: PoseSequence, input: InputSpec, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false) throws
+        -> [(start: Int, end: Int, window: PoseSequence)]
+    {
         let skeleton = input.skeleton
         guard sequence.jointCount == skeleton.jointCount, sequence.dimensions == skeleton.dimensions else {
             throw PoseError.shapeMismatch(
@@ -236,6 +243,77 @@ public final class ActionModel: @unchecked Sendable {
         return spec.starts(frameCount: seq.frameCount, stride: stride).map { s in
             let end = spec.mode == .fit ? seq.frameCount : min(s + spec.frames, seq.frameCount)
             return (s, end, spec.window(of: seq, start: s))
+        }
+    }
+
+    /// The window a stream slides over this model (docs/streaming.md), in frames at
+    /// `frameRate` (nil: every pushed frame is a frame): for sliding windows the model's own
+    /// window at its frame rate; for a whole-clip (`fit` window) model the clip length its file
+    /// records (`ModelHeader.Streaming.clipFrames`, the training clips' median length, at
+    /// `clipFrameRate`), or `clipFrames` frames when given (at the model's window rate, else
+    /// the training data's), each such window resampled to the model's window as training
+    /// resampled a clip. Throws `StreamError.unknownClipLength` for a whole-clip model without
+    /// either.
+    public func streamWindow(clipFrames given: Int? = nil) throws -> (frames: Int, frameRate: Double?) {
+        let window = input.window
+        guard window.mode == .fit else { return (window.frames, window.frameRate) }
+        if let n = given { return (n, window.frameRate ?? header.streaming?.clipFrameRate ?? header.trainingFrameRate) }
+        guard let n = header.streaming?.clipFrames else { throw StreamError.unknownClipLength }
+        return (n, window.frameRate ?? header.streaming?.clipFrameRate)
+    }
+
+    /// The windows a `StreamSession` cuts from a whole recording pushed frame by frame, as
+    /// `windows(of:)` cuts them: for a sliding-window model exactly those; for a whole-clip
+    /// model the recording resampled to the stream's rate (`streamWindow`), windows of the clip
+    /// length W every `stride` frames (and one ending at the last frame), each resampled to the
+    /// model's F frames at the positions `i (W − 1) / (F − 1)`; a recording no longer than W is
+    /// one window, all of it resampled to F frames (as a clip is).
+    public func streamWindows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, clipFrames: Int? = nil) throws
+        -> [(start: Int, end: Int, window: PoseSequence)]
+    {
+        try Self.streamWindows(
+            of: sequence, input: input, stream: try streamWindow(clipFrames: clipFrames), stride: stride, sourceFrameRate: sourceFrameRate)
+    }
+
+    /// `streamWindows(of:stride:sourceFrameRate:clipFrames:)` for the input description
+    /// `input` and the stream's window `stream` (`streamWindow`), without a model.
+    public static func streamWindows(
+        of sequence: PoseSequence, input: InputSpec, stream: (frames: Int, frameRate: Double?), stride: Int, sourceFrameRate: Double?
+    ) throws -> [(start: Int, end: Int, window: PoseSequence)] {
+        guard input.window.mode == .fit else { return try windows(of: sequence, input: input, stride: stride, sourceFrameRate: sourceFrameRate) }
+        let (W, rate) = stream
+        let skeleton = input.skeleton
+        guard sequence.jointCount == skeleton.jointCount, sequence.dimensions == skeleton.dimensions else {
+            throw PoseError.shapeMismatch(
+                what: "sequence '\(sequence.id)' joints x dimensions", expected: skeleton.jointCount * skeleton.dimensions,
+                got: sequence.jointCount * sequence.dimensions)
+        }
+        let slide = WindowSpec(frames: W, mode: .sliding, padding: input.window.padding, frameRate: rate)
+        let seq = try slide.retimed(sequence, sourceFrameRate: sourceFrameRate)
+        let n = seq.frameCount
+        guard n > 0 else { return [] }
+        if n < W { return [(0, n, input.window.window(of: seq, start: 0))] }
+        let positions = input.window.positions(frameCount: W, start: 0)
+        let (J, D, F) = (skeleton.jointCount, skeleton.dimensions, input.window.frames)
+        return slide.starts(frameCount: n, stride: stride).map { s in
+            var c = [Float](repeating: 0, count: F * J * D), p = [UInt8](repeating: 0, count: F * J), k = [Float](repeating: 0, count: F * J)
+            let confidence = seq.confidence ?? []
+            seq.coordinates.withUnsafeBufferPointer { sc in
+                seq.present.withUnsafeBufferPointer { sp in
+                    confidence.withUnsafeBufferPointer { sk in
+                        positions.withUnsafeBufferPointer { pos in
+                            PoseSequence.sample(
+                                frames: W, joints: J, dimensions: D, coordinates: sc.baseAddress! + s * J * D, present: sp.baseAddress! + s * J,
+                                confidence: seq.confidence == nil ? nil : sk.baseAddress! + s * J, at: pos, padding: input.window.padding,
+                                into: &c, present: &p, confidence: &k)
+                        }
+                    }
+                }
+            }
+            let window = PoseSequence(
+                id: seq.id, label: seq.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: p,
+                confidence: seq.confidence == nil ? nil : k)
+            return (s, s + W, window)
         }
     }
 

@@ -38,6 +38,9 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         /// input (the model passed `ActionModel.checkOutputs`), e.g. a torso of almost no
         /// length that scaling turns into huge values. The frame is used, the window dropped.
         case nonFiniteOutput
+        /// An interaction model's bodies are all taken by people still in view: one more person
+        /// waits for a body (`BodyPairing`). The frame is used without them.
+        case unpairedPerson
     }
 
     public var kind: Kind
@@ -68,6 +71,8 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
             what = "the timestamp jumps \(detail) (frame ignored; a next frame at most the jump limit after it restarts the stream there); timestamps must be seconds"
         case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
         case .nonFiniteOutput: what = "the model's output is \(detail), not finite (window dropped); an extreme or degenerate pose?"
+        case .unpairedPerson:
+            what = "person \(detail) waits for a body: the model takes a fixed number of people and every body is taken by someone still in view (used without them)"
         }
         return "frame \(frame) (t = \(time) s): \(what)"
     }
@@ -124,24 +129,30 @@ public struct StreamStatistics: Equatable, Sendable {
 public enum StreamError: Error, Equatable, CustomStringConvertible {
     /// A problem with a frame, under `StreamOptions.strict`.
     case rejected(StreamWarning)
-    /// The model cuts one window per whole sequence (`fit` windows): it cannot run on a stream.
-    case fitWindows
+    /// A whole-clip (`fit` window) model whose file records no clip length (written before
+    /// format 1.3, or without the training data's clip lengths) and no `StreamOptions.clipFrames`.
+    case unknownClipLength
     /// A stride below 1.
     case invalidStride(Int)
     /// Stream options out of their range (which, and why).
     case invalidOptions(String)
     /// A multi-track stream already follows `limit` tracks.
-    case tooManyTracks(limit: Int, track: Int)
+    case tooManyTracks(limit: Int, track: PersonID)
+    /// Several people pushed as one frame to a session of a one-body model.
+    case onePersonPerSession(people: Int)
 
     public var description: String {
         switch self {
         case .rejected(let w): return "rejected \(w)"
-        case .fitWindows:
-            return "the model was trained on whole sequences resampled to one window (fit windows), which a stream never has; train it with sliding windows to stream"
+        case .unknownClipLength:
+            return "the model classifies whole clips (fit windows) and its file records no clip length to slide over a stream (it predates model format 1.3); "
+                + "give the training clips' typical length in frames (predict --clip-frames N, StreamOptions.clipFrames), or train it again with this version of fit, which records it"
         case .invalidStride(let s): return "the stride must be at least 1 frame, got \(s)"
         case .invalidOptions(let why): return "stream options: \(why)"
         case .tooManyTracks(let limit, let track):
             return "track \(track) is one more than the \(limit) tracks followed at once (the limit is \(limit)); raise the track limit or forget unseen tracks sooner"
+        case .onePersonPerSession(let n):
+            return "\(n) people in one frame for a model of one person: give each person a session of their own (a TrackedStream does)"
         }
     }
 }
@@ -154,6 +165,12 @@ struct FrameReader {
     /// Resolved names (`-1`: unknown), at most `cacheLimit` of them.
     private var names: [String: Int] = [:]
     private let cacheLimit = 1024
+
+    /// A reader of one body's points (an interaction model's people): names, values and units, no preprocessing joints.
+    init(skeleton: Skeleton) {
+        self.skeleton = skeleton
+        required = []
+    }
 
     init(_ input: InputSpec) {
         skeleton = input.skeleton
@@ -242,8 +259,9 @@ struct FrameReader {
         confidence[j] = p.confidence ?? 1
     }
 
-    /// The missing-joint and units checks of one dense frame (thresholds as `CoordinateSpace`'s).
-    func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, warn: (StreamWarning.Kind, String) -> Void) {
+    /// The missing-joint and (with `units`) units checks of one dense frame (thresholds as
+    /// `CoordinateSpace`'s).
+    func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, units: Bool = true, warn: (StreamWarning.Kind, String) -> Void) {
         let J = skeleton.jointCount, D = skeleton.dimensions
         var seen = 0, inUnit = true
         var lo = SIMD3<Float>(repeating: .infinity), hi = SIMD3<Float>(repeating: -.infinity)  // z stays 0 in 2D
@@ -257,7 +275,7 @@ struct FrameReader {
         }
         guard seen > 0 else { return }  // an empty pose is a real frame
         for g in required where !g.joints.contains(where: { present[$0] != 0 }) { warn(.missingJoint, g.name) }
-        guard seen >= 2 else { return }
+        guard units && seen >= 2 else { return }
         let size = (hi - lo).max()
         switch skeleton.units {
         case .pixels where D == 2 && inUnit && size < 1.5:

@@ -96,7 +96,8 @@ public struct LineReader {
 ///
 ///     {"t": 1.033, "person": 2, "pose": {"leftWrist": [412.5, 300.1, 0.92], "root": [398.0, 420.2]}}
 ///
-/// `t` is the time in seconds (required), `person` the track id (an integer; absent or null: 0),
+/// `t` is the time in seconds (required), `person` the track id (an integer or a string; absent
+/// or null: 0),
 /// `pose` the points by joint name as `[x, y]` or `[x, y, confidence]` (`[x, y, z]` or
 /// `[x, y, z, confidence]` in 3D); a null point is not seen, an absent, null or empty pose is a
 /// frame with nobody in view. Other keys are ignored. Numbers may also be `NaN`, `Infinity` or
@@ -111,10 +112,10 @@ public struct StreamLine: Equatable, Sendable {
     public static let example = #"{"t": 1.033, "person": 2, "pose": {"leftWrist": [x, y, c], ...}}"#
 
     public var time: Double
-    public var person: Int
+    public var person: PersonID
     public var points: [String: PosePoint]
 
-    public init(time: Double, person: Int = 0, points: [String: PosePoint]) {
+    public init(time: Double, person: PersonID = 0, points: [String: PosePoint]) {
         self.time = time
         self.person = person
         self.points = points
@@ -137,7 +138,7 @@ public struct StreamLine: Equatable, Sendable {
     private static func parse(_ s: inout JSONScanner, dimensions D: Int) throws -> StreamLine {
         func bad(_ at: Int, _ why: String) -> StreamLineError { StreamLineError(column: at + 1, reason: why) }
         try s.expect(UInt8(ascii: "{"), "a JSON object")
-        var time: Double?, person: Int?, points: [String: PosePoint]?
+        var time: Double?, person: PersonID?, points: [String: PosePoint]?
         var seen = Set<String>()
         if !s.take(UInt8(ascii: "}")) {
             repeat {
@@ -154,8 +155,14 @@ public struct StreamLine: Equatable, Sendable {
                     time = t
                 case "person":
                     if try null(&s) { break }
-                    guard let n = try number(&s), let k = Int(exactly: n) else { throw bad(at, "\"person\" must be an integer track id") }
-                    person = k
+                    if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
+                        person = .name(try s.string())
+                        break
+                    }
+                    guard let n = try number(&s), let k = Int(exactly: n) else {
+                        throw bad(at, "\"person\" must be a track id: an integer or a string")
+                    }
+                    person = .number(k)
                 case "pose":
                     if try null(&s) { break }
                     points = try pose(&s, dimensions: D)

@@ -151,7 +151,7 @@ public final class ShardRun {
     public func modelBytes() throws -> [UInt8] {
         try FitRun.encodeModel(
             [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
-            frameRate: manifest.frameRate
+            frameRate: manifest.frameRate, streams: nil
         ).bytes
     }
 }

@@ -91,7 +91,7 @@ enum PredictCommand: ParsableCommand {
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
         printer.useEvents = options.useEvents
         if options.stream || options.events {
-            _ = try options.eventing.eventOptions(classes: model.classes)  // usage errors first
+            _ = try options.eventing.eventOptions(model: model)  // usage errors first
         }
         if options.stream {
             var streamer = StreamPrinter(model: model, format: format, eventsOnly: options.events)
@@ -100,6 +100,7 @@ enum PredictCommand: ParsableCommand {
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
+            try options.reading.checkPeople(for: model)
             let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             if options.events {

@@ -42,7 +42,7 @@ struct StreamPrinter {
     mutating func stream(_ options: PredictCommand.Options, stdin: StandardInput, out: inout Output) throws {
         let file = "<stdin>", strict = options.reading.strict, D = model.input.skeleton.dimensions
         let tracks = try TrackedStream(
-            model: model, options: try sessionOptions(options), events: options.eventing.eventOptions(classes: model.classes),
+            model: model, options: try sessionOptions(options), events: options.eventing.eventOptions(model: model),
             forgetAfter: options.eventing.forgetAfter, maximumTracks: options.eventing.maxTracks)
         let interrupt = InterruptFlag()
         let signals = interrupt.watch(
@@ -52,7 +52,14 @@ struct StreamPrinter {
         var lines = stdin.lines(maximumLength: StreamLine.maximumBytes)
         var number = 0, skipped = LineProblems(), noted = Set<StreamWarning.Kind>()
         var failure: Error?
-        func who(_ track: Int) -> (json: String, table: String) { ("\"person\": \(track)", "person \(track)") }
+        /// One person, or an interaction model's people in body order (null: a free body).
+        func who(_ o: TrackedStream.Output) -> (json: String, table: String) {
+            guard !o.people.isEmpty else { return ("\"person\": \(o.track.json)", "person \(o.track)") }
+            return (
+                "\"people\": [" + o.people.map { $0?.json ?? "null" }.joined(separator: ", ") + "]",
+                "people " + o.people.map { $0?.description ?? "-" }.joined(separator: "+")
+            )
+        }
         do {
             while !interrupt.isRaised, let line = try lines.next() {
                 number = line.number
@@ -81,7 +88,7 @@ struct StreamPrinter {
                     }
                     throw CLIError.failure("\(place): \(e)")
                 }
-                for o in outputs { write(windows: o.windows, events: o.events, who: who(o.track), out: &out) }
+                for o in outputs { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
                 for w in tracks.statistics.firstWarnings where noted.insert(w.kind).inserted {
                     out.note("warning: \(place): person \(frame.person): \(w)\n")
                 }
@@ -89,7 +96,7 @@ struct StreamPrinter {
         } catch {
             failure = error
         }
-        for o in tracks.finish() { write(windows: o.windows, events: o.events, who: who(o.track), out: &out) }
+        for o in tracks.finish() { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
         out.note(summary(tracks.statistics, of: "\(number) lines") + skipped.summary)
         if let failure { throw failure }
         if interrupt.isRaised {
@@ -104,7 +111,7 @@ struct StreamPrinter {
             throw CLIError.failure("sequence '\(s.id)' has no timestamps and the dataset declares no frame rate: events need seconds")
         }
         let session = try StreamSession(model: model, options: sessionOptions(options))
-        var detector = try EventDetector(classes: model.classes, options: options.eventing.eventOptions(classes: model.classes))
+        var detector = try EventDetector(classes: model.classes, options: options.eventing.eventOptions(model: model))
         let J = s.jointCount, D = s.dimensions
         var found: [StreamWindow] = []
         for f in 0..<s.frameCount {
@@ -122,10 +129,27 @@ struct StreamPrinter {
         for w in session.statistics.firstWarnings { out.note("warning: sequence '\(s.id)': \(session.statistics.count(w.kind)) x \(w)\n") }
     }
 
+    /// The session options of the flags: the stride (`--stride` frames, `--stride-seconds`, or a
+    /// third of the window or clip), the clip length of a whole-clip model, the reading flags.
     func sessionOptions(_ options: PredictCommand.Options) throws -> StreamOptions {
-        var o = StreamOptions(stride: options.stride ?? StreamOptions.standard(for: model).stride, strict: options.reading.strict)
+        let flags = options.eventing
+        if options.stride != nil && flags.strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
+        let window: (frames: Int, frameRate: Double?)
+        do {
+            window = try model.streamWindow(clipFrames: flags.clipFrames)
+        } catch let e as StreamError {
+            throw CLIError.failure("\(options.model): \(e)")
+        }
+        var stride = options.stride ?? max(1, window.frames / 3)
+        if let seconds = flags.strideSeconds {
+            guard let r = window.frameRate else {
+                throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
+            }
+            stride = max(1, Int((seconds * r).rounded()))
+        }
+        var o = StreamOptions(stride: stride, strict: options.reading.strict, clipFrames: flags.clipFrames)
         if let c = options.reading.minConfidence { o.minimumConfidence = Float(c) }
-        o.maximumJump = options.eventing.maxJump
+        o.maximumJump = flags.maxJump
         return o
     }
 

@@ -13,6 +13,7 @@ enum TuneCommand: ParsableCommand {
         var minutes = 10.0
         var folds = 5
         var overrides = ConfigFlags()
+        var reading = DataFlags()
 
         func validate() throws {
             guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
@@ -30,7 +31,7 @@ enum TuneCommand: ParsableCommand {
             Option("force", \.force, help: "Replace the files of an existing run folder."),
             Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10); the final training comes after it."),
             Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5)."),
-        ] + ConfigOptions.options.map { $0.within(\.overrides) },
+        ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
             tune starts from the recipe fit would choose, scores it and each change around it (augmentation,
             motion channels, longer windows, more epochs, dropout, wider layers, the other model family)
@@ -43,7 +44,7 @@ enum TuneCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-        let dataset = try DatasetLoader.load(options.data)
+        let dataset = try options.reading.load(options.data, out: &out)
         let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)-tune", replacing: options.force, command: "tune")
         let tune = TuneRun(
             dataPath: options.data, dataset: dataset, config: config, explicit: given,

@@ -469,6 +469,37 @@ final class ModelFileTests: XCTestCase {
         assertRejects(header: Self.headerJSON(layers: layers), ["rate 1.5 must be in [0, 1)"], badHeader)
     }
 
+    /// The optional `streaming` field (3.4): read by both decoders, absent in older files,
+    /// and every value outside its bound refused, naming it.
+    func testTheStreamingFieldIsReadAndChecked() throws {
+        let fit = Self.inputJSON.replacingOccurrences(of: #""mode":"sliding""#, with: #""mode":"fit""#)
+        func header(_ streaming: String, input: String = fit) -> String {
+            Self.headerJSON(input: input).replacingOccurrences(of: #""tensors":"#, with: #""streaming":\#(streaming),"tensors":"#)
+        }
+        let good = #"{"calibration":"training","clipFrameRate":20,"clipFrames":51,"enter":[0.35,0.6],"exit":[0.233,0.4]}"#
+        let loaded = try ModelFile.load(HandMade(header: header(good), data: Self.data).bytes).header
+        XCTAssertEqual(
+            loaded.streaming,
+            ModelHeader.Streaming(clipFrames: 51, clipFrameRate: 20, enter: [0.35, 0.6], exit: [0.233, 0.4], calibration: "training"))
+        XCTAssertEqual(loaded.streaming?.clipSeconds, 2.5)
+        let bytes = Array(header(good).utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNil(try ModelFile.load(Self.good().bytes).header.streaming)
+        XCTAssertNotNil(try ModelFile.load(HandMade(header: header(#"{"future":1}"#), data: Self.data).bytes).header.streaming)
+        for (field, fragments, input) in [
+            (#"{"clipFrames":51}"#, ["streaming: clipFrames is for whole-clip (fit) windows"], Self.inputJSON),
+            (#"{"clipFrames":0}"#, ["clipFrames 0 must be 1 to 100000"], fit),
+            (#"{"clipFrames":100001}"#, ["clipFrames 100001 must be 1 to 100000"], fit),
+            (#"{"clipFrameRate":0.001}"#, ["clipFrameRate 0.001 must be 0.01 to 10000"], fit),
+            (#"{"enter":[0.5,0.5]}"#, ["enter and exit go together"], fit),
+            (#"{"enter":[0.5],"exit":[0.2]}"#, ["one threshold per class (2)"], fit),
+            (#"{"enter":[0.5,0.5],"exit":[0.2,0.6]}"#, ["class 1: the thresholds need 0 <= exit <= enter"], fit),
+            (#"{"enter":[0,0.5],"exit":[0,0.2]}"#, ["class 0: the thresholds need"], fit),
+        ] {
+            assertRejects(header: header(field, input: input), fragments, badHeader)
+        }
+    }
+
     /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
     func testHeaderNumbersOutsideTheirBounds() {
         func window(_ json: String) -> String {

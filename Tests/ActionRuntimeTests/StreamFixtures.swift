@@ -16,7 +16,8 @@ enum StreamFixtures {
     ) throws -> ActionModel {
         let input = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: 12, mode: .sliding, padding: .empty, frameRate: frameRate),
-            steps: [.centre(joints: ["root"], perFrame: false)] + (torso ? [.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)] : []),
+            steps: [.centre(joints: skeleton.joints.filter { $0.hasSuffix("root") }, perFrame: false)]
+                + (torso ? [.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)] : []),
             channels: [.coordinates, .confidence, .mask, .motion])
         let C = input.channelsPerFrame
         let layers: [LayerSpec] =
@@ -32,6 +33,18 @@ enum StreamFixtures {
         for k in 0..<network.parameterCount { network.parameters[k] *= scale }
         let bytes = try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: seed))
         return try ActionModel(bytes: bytes)
+    }
+
+    /// `model(frameRate:)` with whole-clip (`fit`) windows whose file records a clip of `clip`
+    /// frames at `clipFrameRate` (nil `clip`: no `streaming` field, as files before format 1.3).
+    static func wholeClipModel(clip: Int?, frameRate: Double? = 30, clipFrameRate: Double? = nil, seed: UInt64 = 7) throws -> ActionModel {
+        let sliding = try model(frameRate: frameRate, seed: seed)
+        var input = sliding.input
+        input.window.mode = .fit
+        return try ActionModel(
+            bytes: ModelFile.encode(
+                classes: sliding.classes, input: input, network: sliding.network, provenance: .init(seed: seed),
+                streaming: clip.map { ModelHeader.Streaming(clipFrames: $0, clipFrameRate: clipFrameRate) }))
     }
 
     /// One pushed frame: points by name (nil: not seen) at a time.
