@@ -146,7 +146,7 @@ public enum StreamError: Error, Equatable, CustomStringConvertible {
         case .rejected(let w): return "rejected \(w)"
         case .unknownClipLength:
             return "the model classifies whole clips (fit windows) and its file records no clip length to slide over a stream (it predates model format 1.3); "
-                + "give the training clips' typical length in frames (predict --clip-frames N, StreamOptions.clipFrames), or train it again with this version of fit, which records it"
+                + "give the training clips' typical length in frames (StreamOptions.clipFrames), or train it again with this version of fit, which records it"
         case .invalidStride(let s): return "the stride must be at least 1 frame, got \(s)"
         case .invalidOptions(let why): return "stream options: \(why)"
         case .tooManyTracks(let limit, let track):

@@ -36,11 +36,7 @@ public enum PeoplePolicy: Sendable, Equatable, CustomStringConvertible {
     public static func applied(_ policy: PeoplePolicy?, to skeleton: Skeleton, at: SourceLocation) throws -> PeoplePolicy? {
         let held = skeleton.bodyCount
         guard held > 1, case .bodies(let m) = policy else { return policy }
-        guard m == held else {
-            throw DatasetError.invalidValue(
-                at, problem: "the data already holds \(held) bodies per frame (skeleton '\(skeleton.name)', joints p1.<joint> ... p\(held).<joint>)",
-                fix: "read it with --people bodies=\(held) (or without --people), or convert the original data with --people bodies=\(m)")
-        }
+        guard m == held else { throw DatasetError.bodiesHeld(at, held: held, skeleton: skeleton.name, asked: m) }
         return nil
     }
 
@@ -99,9 +95,7 @@ public enum People {
             return [merge(t.base, tracks.first?.sequence)]
         }
         guard let policy else {
-            throw DatasetError.invalidValue(
-                at, problem: "\(tracks.count) people appear (tracks \(tracks.map { "'\($0.id)'" }.joined(separator: ", ")))",
-                fix: "choose what to do with several people: --people POLICY on the command line (ReadOptions.people), one of \(PeoplePolicy.choices) (docs/datasets.md, \"Several people per frame\")")
+            throw DatasetError.severalPeople(at, tracks: tracks.map(\.id))
         }
         switch policy {
         case .split:

@@ -138,7 +138,7 @@ struct StreamPrinter {
         do {
             window = try model.streamWindow(clipFrames: flags.clipFrames)
         } catch let e as StreamError {
-            throw CLIError.failure("\(options.model): \(e)")
+            throw CLIError.failure("\(options.model): \(ActionTrainCLI.describe(e))")
         }
         var stride = options.stride ?? max(1, window.frames / 3)
         if let seconds = flags.strideSeconds {

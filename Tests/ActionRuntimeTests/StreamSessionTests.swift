@@ -121,7 +121,7 @@ final class StreamSessionTests: XCTestCase {
         let old = try StreamFixtures.wholeClipModel(clip: nil)  // a file from before format 1.3
         XCTAssertThrowsError(try StreamSession(model: old, options: StreamOptions(stride: 1))) {
             XCTAssertEqual($0 as? StreamError, .unknownClipLength)
-            XCTAssertTrue("\($0)".contains("--clip-frames"), "\($0)")
+            XCTAssertTrue("\($0)".contains("StreamOptions.clipFrames"), "\($0)")
         }
         XCTAssertNoThrow(try StreamSession(model: old, options: StreamOptions(stride: 1, clipFrames: 20)))
         XCTAssertThrowsError(try StreamSession(model: old, options: StreamOptions(stride: 1, clipFrames: 0))) {
