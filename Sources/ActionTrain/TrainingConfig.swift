@@ -94,6 +94,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// skeleton's bones. For a skeleton that names no bones they are also its bones (the `bones`
     /// channel block, and the skeleton of the model written); the recipe infers them from the data.
     public var graph: [[String]] = []
+    /// The TCN's and ST-GCN's pooling over time: empty for the global mean, else the levels of a
+    /// temporal pyramid (`temporalPyramidPool`, e.g. `[1, 2, 4]`: the mean over the whole window,
+    /// its halves and its quarters, side by side).
+    public var pyramid: [Int] = []
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -281,6 +285,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
+        guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
+            throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
+        }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
     }
@@ -355,6 +362,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// and `linear` from the joints' channels to the classes. Throws when the skeleton gives no
     /// graph or the channels no joint-indexed block.
     public func graphLayers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
+        let (pool, segments) = pooling
         let graph = try SkeletonGraph(skeleton: input.skeleton, edges: self.graph)
         let (gather, perJoint) = try Self.jointMajorChannels(input)
         let J = input.skeleton.jointCount
@@ -377,8 +385,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
             width = w
         }
-        specs += [.globalAveragePool, .linear(inputs: J * width, outputs: classes)]
+        specs += [pool, .linear(inputs: J * width * segments, outputs: classes)]
         return specs
+    }
+
+    /// The pooling over time of the convolutional families and the segments it gives.
+    var pooling: (LayerSpec, Int) {
+        pyramid.isEmpty ? (.globalAveragePool, 1) : (.temporalPyramidPool(levels: pyramid), pyramid.reduce(0, +))
     }
 
     /// The input channels joint by joint: for each joint, its values in each joint-indexed
@@ -392,9 +405,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         for j in 0..<sk.jointCount {
             for (block, offset) in input.channelLayout.map({ ($0.block, $0.offset) }) {
                 switch block {
-                case .coordinates, .motion: channels += (0..<D).map { offset + j * D + $0 }
+                case .coordinates, .motion, .motion2: channels += (0..<D).map { offset + j * D + $0 }
                 case .mask, .confidence: channels.append(offset + j)
-                case .bones: break
+                case .bones, .relativePositions, .distances: break
                 }
             }
         }
@@ -427,6 +440,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     ///   `globalAveragePool` and `linear` to the classes.
     /// - stgcn: needs the skeleton, so it is built by `layers(for:classes:)`; here it throws.
     public func layers(input: Shape, classes: Int) throws -> [LayerSpec] {
+        let (pool, segments) = pooling
         let act: LayerSpec = activation == .relu ? .relu : .gelu
         func norm(_ c: Int) -> [LayerSpec] { normalization == .layerNorm ? [.layerNorm(channels: c, epsilon: 1e-5)] : [] }
         let drop: [LayerSpec] = dropout > 0 ? [.dropout(rate: dropout)] : []
@@ -460,7 +474,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
                 width = w
                 dilation *= dilationBase
             }
-            specs += [.globalAveragePool, .linear(inputs: width, outputs: classes)]
+            specs += [pool, .linear(inputs: width * segments, outputs: classes)]
             return specs
         case .stgcn:
             throw TrainingError.invalidConfig(field: "architecture", reason: "stgcn is built from the input's skeleton (layers(for:classes:))")

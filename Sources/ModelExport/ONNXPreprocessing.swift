@@ -40,6 +40,19 @@ extension GraphBuilder {
                 let children = s.bones.map { s.index(of: $0[1])! }, parents = s.bones.map { s.index(of: $0[0])! }
                 let both = node("Mul", [gather(P, children, axis: 2), gather(P, parents, axis: 2)], name: "pre.bones")
                 return flat(node("Mul", [node("Sub", [gather(X, children, axis: 2), gather(X, parents, axis: 2)], name: "pre.bones"), both], name: "pre.bones"))
+            case .motion2:
+                let both = node("Mul", [slice(P, axis: 1, 2, F), slice(P, axis: 1, 0, F - 2)], name: "pre.motion2")
+                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 2, F), slice(X, axis: 1, 0, F - 2)], name: "pre.motion2"), both], name: "pre.motion2")
+                let first = node("Mul", [slice(X, axis: 1, 0, 2), constant(0)], name: "pre.motion2")
+                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion2"))
+            case .relativePositions, .distances:
+                let J = s.jointCount
+                let firsts = (0..<J).flatMap { i in Array(repeating: i, count: J - 1 - i) }
+                let seconds = (0..<J).flatMap { i in Array((i + 1)..<J) }
+                let both = node("Mul", [gather(P, seconds, axis: 2), gather(P, firsts, axis: 2)], name: "pre.pairs")
+                let d = node("Mul", [node("Sub", [gather(X, seconds, axis: 2), gather(X, firsts, axis: 2)], name: "pre.pairs"), both], name: "pre.pairs")
+                if block == .relativePositions { return flat(d) }
+                return flat(node("Sqrt", [sum(node("Mul", [d, d], name: "pre.pairs"), [3])], name: "pre.pairs"))
             }
         }
         return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")

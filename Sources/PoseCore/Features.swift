@@ -203,6 +203,42 @@ public struct FeatureExtractor: Sendable {
                         }
                     }
                 }
+            case .motion2:
+                (out + o).update(repeating: 0, count: JD)
+                if F > 1 { (out + (C &+ o)).update(repeating: 0, count: JD) }
+                for f in 2..<max(F, 2) {
+                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
+                    for j in 0..<J {
+                        let both = p[j] != 0 && p[j &- 2 &* J] != 0
+                        for d in 0..<D {
+                            let k = j &* D &+ d
+                            row[k] = both ? x[k] - x[k &- 2 &* JD] : 0
+                        }
+                    }
+                }
+            case .relativePositions, .distances:
+                let distance = block == .distances
+                for f in 0..<F {
+                    var row = out + (f &* C &+ o)
+                    let p = present + f &* J, x = xyz + f &* JD
+                    for i in 0..<J {
+                        for j in (i &+ 1)..<max(J, i &+ 1) {
+                            let both = p[i] != 0 && p[j] != 0
+                            if distance {
+                                var s: Float = 0
+                                for d in 0..<D {
+                                    let v = x[j &* D &+ d] - x[i &* D &+ d]
+                                    s += v * v
+                                }
+                                row[0] = both ? s.squareRoot() : 0
+                                row += 1
+                            } else {
+                                for d in 0..<D { row[d] = both ? x[j &* D &+ d] - x[i &* D &+ d] : 0 }
+                                row += D
+                            }
+                        }
+                    }
+                }
             case .bones:
                 for f in 0..<F {
                     let row = out + (f &* C &+ o)

@@ -451,12 +451,21 @@ public enum ChannelBlock: String, Codable, Hashable, Sendable, CaseIterable {
     /// `bones x dimensions` child minus parent of the transformed coordinates, in the
     /// skeleton's bone order (0 unless both are present).
     case bones
+    /// `pairs x dimensions`: for every joint pair (i < j, row by row) `c[j] − c[i]` (0 unless both present).
+    case relativePositions
+    /// `pairs`: the length of every joint pair's difference (0 unless both present).
+    case distances
+    /// `joints x dimensions` differences two frames apart `c[f] − c[f−2]` (0 unless present in both; 0 at frames 0, 1).
+    case motion2
 
     public func width(_ s: Skeleton) -> Int {
+        let pairs = s.jointCount * (s.jointCount - 1) / 2
         switch self {
-        case .coordinates, .motion: return s.jointCount * s.dimensions
+        case .coordinates, .motion, .motion2: return s.jointCount * s.dimensions
         case .confidence, .mask: return s.jointCount
         case .bones: return s.bones.count * s.dimensions
+        case .relativePositions: return pairs * s.dimensions
+        case .distances: return pairs
         }
     }
 }

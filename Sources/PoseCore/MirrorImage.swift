@@ -28,7 +28,19 @@ extension InputSpec {
         var offset = 0
         for block in channels {
             switch block {
-            case .coordinates, .motion:
+            case .relativePositions, .distances:
+                func pairIndex(_ a: Int, _ b: Int) -> Int { a * (2 * J - a - 1) / 2 + (b - a - 1) }
+                for i in 0..<J {
+                    for j in (i + 1)..<max(J, i + 1) {
+                        let a = min(sigma[i], sigma[j]), b = max(sigma[i], sigma[j]), swapped: Float = sigma[i] > sigma[j] ? -1 : 1
+                        if block == .distances {
+                            add(offset + pairIndex(a, b), 1)
+                        } else {
+                            for d in 0..<D { add(offset + pairIndex(a, b) * D + d, (d == 0 ? -1 : 1) * swapped) }
+                        }
+                    }
+                }
+            case .coordinates, .motion, .motion2:
                 for j in 0..<J { for d in 0..<D { add(offset + sigma[j] * D + d, d == 0 ? -1 : 1) } }
             case .confidence, .mask:
                 for j in 0..<J { add(offset + sigma[j], 1) }

@@ -75,6 +75,7 @@ enum ConfigOptions {
         Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN and ST-GCN block widths (ST-GCN: channels per joint); the depth is their count (default 64,64,64)."),
         Entry(key: "kernel", kind: .int, value: "N", help: "TCN and ST-GCN kernel size in frames, odd (default 5)."),
         Entry(key: "graph", kind: .stringLists, value: "LISTS", help: "ST-GCN joint graph: edges as joint-name pairs (a+b,b+c) (default: the skeleton's bones; the recipe infers a tree from the data when it has none)."),
+        Entry(key: "pyramid", kind: .intList, value: "N,N", help: "TCN and ST-GCN pooling over time: the levels of a temporal pyramid, e.g. 1,2,4 (means over the window, its halves and quarters) (default: none, the global mean)."),
         Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
         Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),
         Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),
