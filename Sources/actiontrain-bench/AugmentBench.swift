@@ -9,14 +9,25 @@ import PoseCore
 /// features, then `AugmentedBatches` at batch 64 with augmentation off, typical and at full
 /// strength, on 1 and 2 threads. Printed beside the training epoch times implied by the
 /// anchors of ../shared/bench/RESULTS.md (torch MLP 15,652 windows/s, the 2x target,
-/// the Haswell sgemm ceiling 78,532 windows/s) and as a share of them.
+/// the Haswell sgemm ceiling 78,532 windows/s) and as a share of them. `--channels LIST`
+/// builds other channel blocks instead of coordinates and mask (e.g. the relational ones; with
+/// `--no-training`, since the reference MLP reads 2,565 values).
+///
+///     actiontrain-bench augment [--channels coordinates,mask,relativePositions] [--no-training]
 enum AugmentBench {
     static func run(_ args: [String]) throws {
-        let windows = try makeWindows()
+        var channels: [ChannelBlock]? = nil
+        if let i = args.firstIndex(of: "--channels"), i + 1 < args.count {
+            channels = try args[i + 1].split(separator: ",").map { name in
+                guard let block = ChannelBlock(rawValue: String(name)) else { throw LayersBench.BenchError.usage("unknown channel block '\(name)'") }
+                return block
+            }
+        }
+        let windows = try makeWindows(channels: channels)
         let load = ForeignLoad()
         defer { print("other processes used \(load.share().map { format(100 * $0, 0) + "%" } ?? "?") of the machine meanwhile") }
         let n = windows.count
-        print("input building for one epoch of \(n) windows of 45x19x2 (\(windows.spec.valuesPerWindow) values each), batch 64")
+        print("input building for one epoch of \(n) windows of 45x19x2 (\(windows.spec.valuesPerWindow) values each: \(windows.spec.channels.map(\.rawValue).joined(separator: ", "))), batch 64")
         print("anchors (RESULTS.md): torch MLP epoch \(format(Double(n) / 15_652, 3)) s; 2x torch target \(format(Double(n) / 31_304, 3)) s; sgemm ceiling \(format(Double(n) / 78_532, 3)) s")
         print("")
         print("case                               threads  s/epoch   windows/s   of 2x-target epoch   of ceiling epoch")
@@ -120,7 +131,7 @@ enum AugmentBench {
 
     /// 4,000 sequences of 90 frames (random walks, 5% of joints absent) cut at stride 15:
     /// 4 windows each.
-    static func makeWindows() throws -> WindowSet {
+    static func makeWindows(channels: [ChannelBlock]? = nil) throws -> WindowSet {
         let skeleton = Skeleton.visionBody2D
         var g = SeededGenerator(seed: 20_260_101)
         var sequences: [PoseSequence] = []
@@ -137,6 +148,8 @@ enum AugmentBench {
             sequences.append(s)
         }
         let d = Dataset(name: "synthetic", skeleton: skeleton, sequences: sequences)
-        return try WindowSet(dataset: d, spec: InputSpec.standard(for: skeleton, frames: 45), stride: 15, classes: d.classes)
+        var spec = InputSpec.standard(for: skeleton, frames: 45)
+        if let channels { spec.channels = channels }
+        return try WindowSet(dataset: d, spec: spec, stride: 15, classes: d.classes)
     }
 }
