@@ -187,11 +187,13 @@ final class ChannelBlocksTests: XCTestCase {
     /// features gives the features of the mirrored window (left and right swapped, x reflected).
     func testMirrorImageOfEveryBlockIsTheMirroredWindowsFeatures() throws {
         for input in Self.inputs {
-            let inputs = [input] + input.channels.map { b in
-                var one = input
-                one.channels = [b]
-                return one
-            }
+            let inputs =
+                [input]
+                + input.channels.map { b in
+                    var one = input
+                    one.channels = [b]
+                    return one
+                }
             for spec in inputs {
                 let map = try spec.mirrorImage()
                 XCTAssertEqual(map.channels.count, spec.channelsPerFrame)
