@@ -208,6 +208,25 @@ final class ChannelBlocksTests: XCTestCase {
         }
     }
 
+    /// Test-time flip averaging over every block: a `flipAverage` model gives a window and its
+    /// mirror image the same probabilities (its map is an involution that swaps them).
+    func testFlipAveragedModelsGiveAWindowAndItsMirrorTheSameProbabilities() throws {
+        for input in Self.inputs {
+            let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
+            let mirror = try input.mirrorImage()
+            let layers: [LayerSpec] = [
+                .flipAverage(channels: mirror.channels, signs: mirror.signs, body: [.flatten, .linear(inputs: shape.count, outputs: 3)])
+            ]
+            let network = try ModelFixtures.network(layers, input: shape, seed: 8)
+            let model = try ActionModel(bytes: ModelFile.encode(classes: ["a", "b", "c"], input: input, network: network, provenance: .init()))
+            for w in Self.windows(input, count: 3, seed: 9) {
+                let p = try model.probabilities(window: w), q = try model.probabilities(window: Self.mirrored(w, input.skeleton, about: 90))
+                assertClose(q, p, absolute: 1e-5, relative: 1e-5, input.skeleton.name)
+                XCTAssertGreaterThan(p.max()! - p.min()!, 1e-3, "the model separates the classes")
+            }
+        }
+    }
+
     /// Pairs whose mirror image is not among them give no mirror image, naming the pair.
     func testPairsWithoutTheirMirrorHaveNoMirrorImage() {
         var input = Self.input(Self.body2D, pairs: [["root", "lHand"], ["neck", "head"]])

@@ -138,10 +138,35 @@ public struct ChannelBlock: Hashable, Sendable, Codable, RawRepresentable, CaseI
     }
 }
 
-// MARK: - Shared pieces
+// MARK: - Shared descriptions
 
-/// The mirror image of a joint-indexed block of `n` values per joint (D coordinates with x
-/// negated when `vectors`, else one value): joint j takes joint σ(j)'s values.
-func jointMirrorImage(_ sigma: [Int], values n: Int, vectors: Bool) -> [(channel: Int, sign: Float)] {
-    sigma.flatMap { s in (0..<n).map { d in (s * n + d, vectors && d == 0 ? -1 : 1) } }
+/// A block of one D-vector per joint (coordinates, motion): width J·D, joint j's values at
+/// `j·D ..< (j+1)·D`, read joint by joint by stgcn; in the mirror image joint j takes joint
+/// σ(j)'s vector with x negated. A conforming block gives its name, its kernel and graph form.
+public protocol JointVectorBlock: ChannelBlockKind {
+    var dimensions: Int { get }
+    init(dimensions: Int)
+}
+
+extension JointVectorBlock {
+    public static func width(for input: InputSpec) -> Int { input.skeleton.jointCount * input.skeleton.dimensions }
+    public init(input: InputSpec) throws { self.init(dimensions: input.skeleton.dimensions) }
+    public var valuesPerJoint: Int { dimensions }
+    public func mirrorImage(_ sigma: [Int]) throws -> [(channel: Int, sign: Float)] {
+        let D = dimensions
+        return sigma.flatMap { s in (0..<D).map { d in (s * D + d, d == 0 ? -1 : 1) } }
+    }
+}
+
+/// A block of one value per joint (mask, confidence): width J, joint j's value at j; in the
+/// mirror image joint j takes joint σ(j)'s value.
+public protocol JointValueBlock: ChannelBlockKind {
+    init()
+}
+
+extension JointValueBlock {
+    public static func width(for input: InputSpec) -> Int { input.skeleton.jointCount }
+    public init(input: InputSpec) throws { self.init() }
+    public var valuesPerJoint: Int { 1 }
+    public func mirrorImage(_ sigma: [Int]) throws -> [(channel: Int, sign: Float)] { sigma.map { ($0, 1) } }
 }

@@ -1,11 +1,8 @@
 /// `confidence`, `J` values: `k[f, j]` for a present joint (1 when the source gives no
 /// confidence), 0 for an absent one.
-public struct ConfidenceBlock: ChannelBlockKind {
+public struct ConfidenceBlock: JointValueBlock {
     public static let name = "confidence"
-
-    public static func width(for input: InputSpec) -> Int { input.skeleton.jointCount }
-    public init(input: InputSpec) throws {}
-    public var valuesPerJoint: Int { 1 }
+    public init() {}
 
     @inline(__always)
     public func write<Dim: StaticDimensions>(_: Dim.Type, _ w: BlockWindow, into out: UnsafeMutablePointer<Float>, stride C: Int) {
@@ -19,8 +16,6 @@ public struct ConfidenceBlock: ChannelBlockKind {
             }
         }
     }
-
-    public func mirrorImage(_ sigma: [Int]) throws -> [(channel: Int, sign: Float)] { jointMirrorImage(sigma, values: 1, vectors: false) }
 
     public func graph(_ g: OpGraph, _ x: BlockGraphInput) -> String {
         g.frameRows(g.node("Mul", [x.confidence, x.present], name: "pre.confidence"))

@@ -1,20 +1,15 @@
 /// `coordinates`, `J·D` values: the transformed coordinates joint-major (`x0 y0 x1 y1 ...`),
 /// `c'[f, j]_d` at `q = j·D + d`; 0 for absent joints.
-public struct CoordinatesBlock: ChannelBlockKind {
+public struct CoordinatesBlock: JointVectorBlock {
     public static let name = "coordinates"
-    let D: Int
-
-    public static func width(for input: InputSpec) -> Int { input.skeleton.jointCount * input.skeleton.dimensions }
-    public init(input: InputSpec) throws { D = input.skeleton.dimensions }
-    public var valuesPerJoint: Int { D }
+    public let dimensions: Int
+    public init(dimensions: Int) { self.dimensions = dimensions }
 
     @inline(__always)
     public func write<Dim: StaticDimensions>(_: Dim.Type, _ w: BlockWindow, into out: UnsafeMutablePointer<Float>, stride C: Int) {
         let JD = w.joints &* Dim.count
         for f in 0..<w.frames { (out + f &* C).update(from: w.coordinates + f &* JD, count: JD) }
     }
-
-    public func mirrorImage(_ sigma: [Int]) throws -> [(channel: Int, sign: Float)] { jointMirrorImage(sigma, values: D, vectors: true) }
 
     public func graph(_ g: OpGraph, _ x: BlockGraphInput) -> String { g.frameRows(x.coordinates) }
 }
