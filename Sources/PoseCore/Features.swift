@@ -3,9 +3,8 @@
 /// Shapes: F = frames, J = joints, D = dimensions, C = channels per frame.
 /// The steps of the `InputSpec` transform the coordinates of present joints in order; then
 /// each channel block (its own kernel, Sources/PoseCore/ChannelBlocks) is written at its offset
-/// in every frame. Absent joints have zero
-/// coordinates throughout and are zero in every block; the `mask` (and `confidence`) block
-/// says which they were. Nothing is interpolated. The exact maths is in
+/// in every frame. Absent joints have zero coordinates throughout and are zero in every block;
+/// the `mask` (and `confidence`) block says which they were. Nothing is interpolated. The exact maths is in
 /// docs/format.md section 5; all arithmetic is float32, sums in joint order.
 ///
 /// Speed: `extract(..., workspace:)` allocates nothing; keep one `Workspace` per thread.

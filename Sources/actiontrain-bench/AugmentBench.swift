@@ -43,6 +43,10 @@ enum AugmentBench {
         let features = try windows.features()
         let tensors = TensorSet(features: features, labels: windows.labels, valuesPerWindow: windows.spec.valuesPerWindow)
         report("WindowSet.features (once)", 1, Clock.median(reps: 5, minSeconds: 0) { _ = try! windows.features() })
+        // The same in CPU seconds of this process (one thread), which other processes disturb less.
+        let cpu0 = ForeignLoad.processCPUSeconds()
+        for _ in 0..<5 { _ = try windows.features() }
+        report("WindowSet.features (CPU s)", 1, (ForeignLoad.processCPUSeconds() - cpu0) / 5)
         report("TensorSet (precomputed, copy)", 1, Clock.median(reps: 5, minSeconds: 0) { fillEpoch(tensors, epoch: 1) })
         var typical = AugmentationConfig()
         typical.flipProbability = 0.5
