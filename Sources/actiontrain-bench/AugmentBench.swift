@@ -13,7 +13,10 @@ import PoseCore
 /// builds other channel blocks instead of coordinates and mask (e.g. the relational ones; with
 /// `--no-training`, since the reference MLP reads 2,565 values).
 ///
-///     actiontrain-bench augment [--channels coordinates,mask,relativePositions] [--no-training]
+/// `--kernel` times the feature kernel alone (steps and blocks, `FeatureExtractor.extract` on
+/// windows sampled once: what a live stream runs every stride), in CPU seconds.
+///
+///     actiontrain-bench augment [--channels coordinates,mask,relativePositions] [--no-training | --kernel]
 enum AugmentBench {
     static func run(_ args: [String]) throws {
         var channels: [ChannelBlock]? = nil
@@ -24,6 +27,7 @@ enum AugmentBench {
             }
         }
         let windows = try makeWindows(channels: channels)
+        if args.contains("--kernel") { return try kernel(windows) }
         let load = ForeignLoad()
         defer { print("other processes used \(load.share().map { format(100 * $0, 0) + "%" } ?? "?") of the machine meanwhile") }
         let n = windows.count
@@ -115,6 +119,25 @@ enum AugmentBench {
                 name.padding(toLength: 35, withPad: " ", startingAt: 0) + format(t, 3) + " s/epoch  "
                     + format(Double(n) / t, 0) + " windows/s  " + format(t / base, 2) + "x the TensorSet epoch")
         }
+    }
+
+    /// The feature kernel on 512 windows sampled once, 20 passes (10,240 windows) after a
+    /// warm-up; the median of 5 such runs, in CPU seconds of this process per window.
+    static func kernel(_ windows: WindowSet) throws {
+        let spec = windows.spec, extractor = try FeatureExtractor(spec), ws = extractor.makeWorkspace()
+        let sampled = (0..<512).map { windows.window($0) }
+        var out = [Float](repeating: 0, count: spec.valuesPerWindow)
+        func pass() { out.withUnsafeMutableBufferPointer { o in for w in sampled { extractor.extract(w, into: o.baseAddress!, workspace: ws) } } }
+        pass()
+        var runs: [Double] = []
+        for _ in 0..<5 {
+            let c0 = ForeignLoad.processCPUSeconds()
+            for _ in 0..<20 { pass() }
+            runs.append((ForeignLoad.processCPUSeconds() - c0) / Double(20 * sampled.count))
+        }
+        print(
+            "feature kernel, \(spec.channels.map(\.rawValue).joined(separator: ", ")) (\(spec.valuesPerWindow) values per window): "
+                + "\(format(runs.sorted()[2] * 1e6, 2)) µs per window (CPU; runs \(runs.map { format($0 * 1e6, 2) }.joined(separator: ", ")))")
     }
 
     /// Fills every batch of one epoch, in a shuffled order, as the trainer does.
