@@ -85,7 +85,9 @@ public final class StreamSession {
     public let options: StreamOptions
     public private(set) var statistics = StreamStatistics()
 
-    private let context: InferenceContext
+    /// The session's context; its `window` holds the network input of the last window
+    /// predicted (internal: the tests compare it with offline features).
+    let context: InferenceContext
     private var reader: FrameReader
     private let J: Int, D: Int, F: Int
     private let frameRate: Double?
