@@ -28,6 +28,11 @@ import PoseCore
 /// the network's), added in part order, so a fixed thread count gives the same bits. Within a
 /// part, batch elements run in chunks of at most `chunk` (Z within about 2 MB); backward
 /// rebuilds each chunk's columns.
+///
+/// Frozen (`Network.freeze()`, a loaded model): the weight packed once as `[K·I, P·O]` for the
+/// runtime's own kernels (`PackedGEMM`) instead of OpenBLAS, whole windows per part, or for
+/// fewer windows than parts the output panels of Z (then the time steps of the aggregation);
+/// every output has the same sums whatever the split, so the thread count never changes a bit.
 final class GraphConv: Layer {
     let kind: GraphConvKind
     let time: Int
@@ -61,6 +66,8 @@ final class GraphConv: Layer {
     var workspaces: [Workspace] = []  // one per part
     let y = Buffer()  // [B, T, J·O]
     let dx = Buffer()  // [B, T, J·I]
+    var frozen = false
+    var packed: Buffer?  // the weight as PackedGEMM's B [K·I, P·O], while frozen
 
     /// What one part owns.
     final class Workspace {
@@ -100,6 +107,19 @@ final class GraphConv: Layer {
         for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
     }
 
+    func setFrozen(_ frozen: Bool) {
+        self.frozen = frozen
+        packed = nil  // packed again at the next forward, from the current weights
+    }
+
+    func prepareFrozen() {
+        if frozen && packed == nil { packed = PackedGEMM.packed(transposed: weight, n: partitions * outputs, k: kernel * inputs) }
+    }
+
+    func shareFrozen(from other: Layer) {
+        if frozen { packed = (other as! GraphConv).packed }
+    }
+
     func partCount(batch: Int) -> Int {
         if let maxParts { return max(1, min(maxParts, batch)) }
         let work = batch * time * joints * kernel * inputs * partitions * outputs
@@ -118,6 +138,10 @@ final class GraphConv: Layer {
         y.reserve(batch * TJ * O)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
+        if frozen {
+            forwardFrozen(x, batch: batch)
+            return UnsafePointer(y.pointer)
+        }
         let parts = self.parts, out = y.pointer, weight = self.weight!, bias = self.bias!
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
@@ -137,8 +161,54 @@ final class GraphConv: Layer {
         return UnsafePointer(out)
     }
 
+    /// The frozen forward: `Z = cols · W` (P·O wide; y itself, bias included, for the identity)
+    /// on `PackedGEMM`, then the aggregation over A's nonzeros.
+    func forwardFrozen(_ x: UnsafePointer<Float>, batch: Int) {
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
+        prepareFrozen()
+        let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer)
+        let work = batch * TJ * KI * PO, parts = max(1, maxParts ?? PackedGEMM.threads(forWork: work))
+        while workspaces.count < min(parts, batch) { workspaces.append(Workspace()) }
+        if batch >= parts {
+            BLAS.parallel(parts) { p in
+                let w = workspaces[p]
+                w.cols.reserve(chunk * TJ * KI)
+                if !isIdentity { w.z.reserve(chunk * TJ * PO) }
+                for (b0, n) in chunks(p, of: parts, batch: batch) {
+                    let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
+                    if isIdentity {
+                        PackedGEMM.multiply(m: n * TJ, n: O, k: KI, a: c, lda: KI, packed: pk, bias: bias, c: o, ldc: O)
+                    } else {
+                        PackedGEMM.multiply(m: n * TJ, n: PO, k: KI, a: c, lda: KI, packed: pk, bias: nil, c: w.z.pointer, ldc: PO)
+                        aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
+                    }
+                }
+            }
+            return
+        }
+        // Fewer windows than parts (a single window): the columns and Z once, Z's panels split,
+        // then the aggregation's time steps.
+        let w = workspaces[0]
+        w.cols.reserve(batch * TJ * KI)
+        if !isIdentity { w.z.reserve(batch * TJ * PO) }
+        let c = columns(x, from: 0, count: batch, into: w.cols), z = isIdentity ? out : w.z.pointer
+        let panels = PackedGEMM.panels(isIdentity ? O : PO), n = min(parts, panels)
+        BLAS.parallel(n) { p in
+            PackedGEMM.multiply(
+                m: batch * TJ, n: isIdentity ? O : PO, k: KI, a: c, lda: KI, packed: pk, bias: isIdentity ? bias : nil, c: z,
+                ldc: isIdentity ? O : PO, panels: (p * panels / n)..<((p + 1) * panels / n))
+        }
+        guard !isIdentity else { return }
+        let steps = batch * time, zp = UnsafePointer(z), m = min(parts, steps)
+        BLAS.parallel(m) { p in
+            let s0 = p * steps / m, s1 = (p + 1) * steps / m
+            aggregate(zp + s0 * joints * PO, into: out + s0 * joints * O, steps: s1 - s0, bias: bias)
+        }
+    }
+
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         guard let x else { preconditionFailure("GraphConv.backward before forward") }
+        precondition(!frozen, "GraphConv.backward on a frozen layer: thaw the network first")
         let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs, I = inputs
         if needInputGradient { dx.reserve(batch * TJ * I) }
         let parts = self.parts, dxp = dx.pointer, weight = self.weight!
