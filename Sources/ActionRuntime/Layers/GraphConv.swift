@@ -142,23 +142,33 @@ final class GraphConv: Layer {
             forwardFrozen(x, batch: batch)
             return UnsafePointer(y.pointer)
         }
-        let parts = self.parts, out = y.pointer, weight = self.weight!, bias = self.bias!
+        let weight = self.weight!, bias = self.bias!, beta: Float = isIdentity ? 1 : 0
+        forwardParts(x, batch: batch, parts: parts) { c, rows, z in
+            if isIdentity { for r in 0..<rows { (z + r * O).update(from: bias, count: O) } }
+            BLAS.gemm(transposeB: true, m: rows, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: beta, c: z, ldc: PO)
+        }
+        return UnsafePointer(y.pointer)
+    }
+
+    /// Runs the batch in `parts` parts of whole windows, in chunks: `product(cols, rows, z)`
+    /// writes the chunk's `Z [rows, P·O]` (y itself, bias included, for the identity graph),
+    /// which is then summed over the adjacency into y.
+    func forwardParts(
+        _ x: UnsafePointer<Float>, batch: Int, parts: Int,
+        _ product: (UnsafePointer<Float>, Int, UnsafeMutablePointer<Float>) -> Void
+    ) {
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
+        let out = y.pointer, bias = UnsafePointer(self.bias!)
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
             w.cols.reserve(chunk * TJ * KI)
             if !isIdentity { w.z.reserve(chunk * TJ * PO) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
                 let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
-                if isIdentity {
-                    for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
-                    BLAS.gemm(transposeB: true, m: n * TJ, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
-                } else {
-                    BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
-                    aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
-                }
+                product(c, n * TJ, isIdentity ? o : w.z.pointer)
+                if !isIdentity { aggregate(w.z.pointer, into: o, steps: n * time, bias: bias) }
             }
         }
-        return UnsafePointer(out)
     }
 
     /// The frozen forward: `Z = cols · W` (P·O wide; y itself, bias included, for the identity)
@@ -170,19 +180,8 @@ final class GraphConv: Layer {
         let work = batch * TJ * KI * PO, parts = max(1, maxParts ?? PackedGEMM.threads(forWork: work))
         while workspaces.count < min(parts, batch) { workspaces.append(Workspace()) }
         if batch >= parts {
-            BLAS.parallel(parts) { p in
-                let w = workspaces[p]
-                w.cols.reserve(chunk * TJ * KI)
-                if !isIdentity { w.z.reserve(chunk * TJ * PO) }
-                for (b0, n) in chunks(p, of: parts, batch: batch) {
-                    let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
-                    if isIdentity {
-                        PackedGEMM.multiply(m: n * TJ, n: O, k: KI, a: c, lda: KI, packed: pk, bias: bias, c: o, ldc: O)
-                    } else {
-                        PackedGEMM.multiply(m: n * TJ, n: PO, k: KI, a: c, lda: KI, packed: pk, bias: nil, c: w.z.pointer, ldc: PO)
-                        aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
-                    }
-                }
+            forwardParts(x, batch: batch, parts: parts) { c, rows, z in
+                PackedGEMM.multiply(m: rows, n: PO, k: KI, a: c, lda: KI, packed: pk, bias: isIdentity ? bias : nil, c: z, ldc: PO)
             }
             return
         }
