@@ -94,21 +94,8 @@ enum SharedBench {
     }
 
     static func run(_ args: [String]) throws {
-        var threads = 2, callers = 4, json = false
-        var i = 0
-        while i < args.count {
-            switch args[i] {
-            case "--threads":
-                i += 1
-                threads = Int(args[i]) ?? 2
-            case "--callers":
-                i += 1
-                callers = Int(args[i]) ?? 4
-            case "--json": json = true
-            default: throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "unknown option \(args[i])"])
-            }
-            i += 1
-        }
+        let options = try BenchArguments(args, options: ["--threads", "--callers"], flags: ["--json"])
+        let threads = options.int("--threads", default: 2), callers = options.int("--callers", default: 4), json = options.has("--json")
         BLAS.threads = threads
         if !json {
             print("one model shared by callers; OpenBLAS \(BLAS.coreName), BLAS.threads \(threads), kernel \(PackedGEMM.current)")
