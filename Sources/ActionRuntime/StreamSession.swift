@@ -107,7 +107,9 @@ public final class StreamSession {
     public let options: StreamOptions
     public private(set) var statistics = StreamStatistics()
 
-    private let context: InferenceContext
+    /// The session's context; its `window` holds the network input of the last window
+    /// predicted (internal: the tests compare it with offline features).
+    let context: InferenceContext
     private var reader: FrameReader
     // F: the model's window; W: the window in stream frames (F, or a whole-clip model's clip).
     private let J: Int, D: Int, F: Int, W: Int

@@ -13,7 +13,7 @@ import PoseCore
 /// fallbacks as `Where`s; sums may run in another order (float32 rounding).
 extension ONNXGraph {
     /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
-    func preprocessing(_ spec: InputSpec, poses: String) -> String {
+    func preprocessing(_ spec: InputSpec, poses: String) throws -> String {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
         func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
         let confidence = slice(poses, axis: 3, D, D + 1)
@@ -27,23 +27,9 @@ extension ONNXGraph {
             case .alignFacing(let left, let right, let v): X = alignFacing(X, P, indices(left), indices(right), vertical: v)
             }
         }
-        let blocks = spec.channels.map { block -> String in
-            switch block {
-            case .coordinates: return flat(X)
-            case .confidence: return flat(node("Mul", [confidence, P], name: "pre.confidence"))
-            case .mask: return flat(P)
-            case .motion:
-                // Frame f: X[f] − X[f−1] where the joint is present in both; 0 at frame 0.
-                let both = node("Mul", [slice(P, axis: 1, 1, F), slice(P, axis: 1, 0, F - 1)], name: "pre.motion")
-                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 1, F), slice(X, axis: 1, 0, F - 1)], name: "pre.motion"), both], name: "pre.motion")
-                let first = node("Mul", [slice(X, axis: 1, 0, 1), constant(0)], name: "pre.motion")
-                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion"))
-            case .bones:
-                let children = s.bones.map { s.index(of: $0[1])! }, parents = s.bones.map { s.index(of: $0[0])! }
-                let both = node("Mul", [gather(P, children, axis: 2), gather(P, parents, axis: 2)], name: "pre.bones")
-                return flat(node("Mul", [node("Sub", [gather(X, children, axis: 2), gather(X, parents, axis: 2)], name: "pre.bones"), both], name: "pre.bones"))
-            }
-        }
+        // Each block's own graph form (`ChannelBlockKind.graph`).
+        let values = BlockGraphInput(coordinates: X, present: P, confidence: confidence, frames: F)
+        let blocks = try spec.resolvedBlocks().map { $0.block.graph(self, values) }
         return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")
     }
 
@@ -102,7 +88,7 @@ extension ONNXGraph {
         return node("Where", [positive(norm), rotated, X], name: "pre.align")
     }
 
-    // MARK: - Pieces
+    // MARK: - Pieces (with PoseCore's `OpGraph` helpers: sum, gather, slice, reshape, ...)
 
     /// The mean of the present `joints` at each frame `[B, F, 1, D]` and whether there is one `[B, F, 1, 1]`.
     private func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
@@ -122,27 +108,4 @@ extension ONNXGraph {
         let squares = sum(node("Mul", [deviation, deviation], name: "pre.rms"), [1, 2, 3])
         return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
     }
-
-    func sum(_ x: String, _ axes: [Int]) -> String {
-        node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
-    }
-
-    func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
-        node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
-    }
-
-    func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
-        node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
-    }
-
-    func reshape(_ x: String, _ shape: [Int]) -> String {
-        node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
-    }
-
-    /// `[B, F, ...]` as `[B, F, −1]`.
-    private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
-
-    func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
-    func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
-    private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
 }

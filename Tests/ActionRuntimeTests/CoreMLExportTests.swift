@@ -248,11 +248,11 @@ final class CoreMLExportTests: XCTestCase {
             static let typeName = "erfTest"
             func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
             func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { fatalError("not built") }
-            func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String { g.node("Erf", [x], name: p + "erf") }
+            func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String { g.node("Erf", [x], name: p + "erf") }
         }
         let g = CoreMLGraph(network: try ModelFixtures.network([.linear(inputs: 2, outputs: 2)], input: Shape(time: 1, channels: 2), seed: 1))
         g.input("x", shape: [1, 1, 2])
-        XCTAssertThrowsError(try g.emit([.linear(inputs: 2, outputs: 2), LayerSpec(ErfKind())], prefix: "layers.", input: "x")) { e in
+        XCTAssertThrowsError(try g.emit([.linear(inputs: 2, outputs: 2), LayerSpec(ErfKind())], prefix: "layers.", input: "x", shape: Shape(time: 1, channels: 2))) { e in
             XCTAssertEqual(
                 "\(e)",
                 "cannot export layer layers.1 (erfTest) to Core ML: its op 'Erf' cannot be lowered to a NeuralNetwork layer: the op has no Core ML lowering (CoreMLGraph in Sources/ModelExport)"

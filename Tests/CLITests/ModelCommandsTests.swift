@@ -199,7 +199,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines[0].hasPrefix("export: wrote \(out) ("), lines[0])
-        XCTAssertTrue(lines[0].hasSuffix("ONNX opset 17, input [batch, 6, 30], 3 classes)"), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix("ONNX opset 17, input [batch, 6, 47], 3 classes)"), lines[0])
         let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out)[.size] as? Int)
         XCTAssertTrue(lines[0].contains("(\(size) bytes"))
         XCTAssertEqual(lines.count, 2)
@@ -234,7 +234,7 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.2,",
+            "\(Self.golden): actiontrain model file 1.3,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
             "joints       0 head, 1 neck, 2 root, 3 hand",
@@ -242,10 +242,12 @@ final class ModelCommandsTests: XCTestCase {
             "steps        1. centre on the mean of root per frame",
             "2. divide by the median torso length (neck to root)",
             "3. divide the axes by 2, 0.5",
-            "channels     30 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30",
-            "network input [6, 30] per window",
-            "conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",
-            "residual [globalAveragePool] + [globalMaxPool]",
+            "channels     47 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30, "
+                + "relativePositions 30..<36, distances 36..<39, fastMotion 39..<47",
+            "pairs        3 joint pairs (b − a): head-hand, hand-root, neck-head",
+            "network input [6, 47] per window",
+            "conv1d 47 -> 8, kernel 3, stride 1, dilation 1, padding 1",
+            "residual [residual [globalAveragePool] + [globalMaxPool]] + [temporalPyramidPool 1,2, linear 18 -> 6]",
             "layers.9.weight", "[outputs, kernel, inputs]",
             "tool         actiontrain golden", "seed         2026", "metric       validationAccuracy  0.75",
             "note         purpose             golden test model",
@@ -257,7 +259,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(
             rows,
             [
-                "  0   [6, 8]               728  conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·30 + 8
+                "  0   [6, 8]             1,136  conv1d 47 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·47 + 8
                 "  9   [1, 3]                21  linear 6 -> 3",
             ])
     }
