@@ -50,6 +50,24 @@ enum InspectModel {
             out.line("  pairs        \(pairs.count) joint pairs (b − a): " + shown + (pairs.count > 12 ? ", ..." : ""))
         }
         out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
+        out.line("")
+        out.line("streams: how predict --stream and --events cut and decide (docs/streaming.md)")
+        let st = header.streaming
+        if w.mode == .fit {
+            if let n = st?.clipFrames {
+                let seconds = st?.clipSeconds.map { String(format: " (%.2f s)", $0) } ?? ""
+                let at = (w.frameRate ?? st?.clipFrameRate).map { "at \(number($0)) fps" } ?? "as pushed"
+                out.line("  clip         \(n) frames \(at)\(seconds), the training clips' median, slid over the stream and resampled to the window")
+            } else {
+                out.line("  clip         not recorded (a file before format 1.3): give --clip-frames N to stream it")
+            }
+        }
+        if let enter = st?.enter, let exit = st?.exit {
+            let pairs = header.classes.indices.map { "\(header.classes[$0]) \(number(enter[$0]))/\(number(exit[$0]))" }
+            out.line("  thresholds   enter/exit per class, calibrated on the \(st?.calibration ?? "training") stream: " + pairs.joined(separator: ", "))
+        } else {
+            out.line("  thresholds   not recorded: enter 0.6, exit 0.4 for every class")
+        }
 
         out.line("")
         out.line("network: \(header.layers.count) layers, \(grouped(network.parameterCount)) parameters")

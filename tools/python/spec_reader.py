@@ -416,6 +416,24 @@ def read_model(path):
     need(T == inp["window"]["frames"] and C == inp["C"], "inputShape does not match the input description")
     rate = h.get("trainingFrameRate")
     need(rate is None or in_range(rate, 0.01, 10000), f"trainingFrameRate must be 0.01 to 10,000, got {rate}")
+    st = h.get("streaming")  # 3.4: optional, changes no computation; its bounds are checked (2.1)
+    if st is not None:
+        need(isinstance(st, dict), "streaming must be an object")
+        clip = st.get("clipFrames")
+        if clip is not None:
+            need(inp["window"]["mode"] == "fit", "streaming.clipFrames is for fit windows")
+            joints = len(inp["skeleton"]["joints"])
+            need(is_int(clip) and 1 <= clip <= 100000 and 2 * clip * joints * inp["skeleton"]["dimensions"] <= 1 << 26,
+                 f"streaming.clipFrames {clip} is out of bounds")
+        clip_rate = st.get("clipFrameRate")
+        need(clip_rate is None or in_range(clip_rate, 0.01, 10000), f"streaming.clipFrameRate must be 0.01 to 10,000, got {clip_rate}")
+        enter, exit_ = st.get("enter"), st.get("exit")
+        need((enter is None) == (exit_ is None), "streaming.enter and streaming.exit go together")
+        if enter is not None:
+            need(isinstance(enter, list) and isinstance(exit_, list) and len(enter) == len(exit_) == len(classes),
+                 "streaming.enter and exit need one threshold per class")
+            need(all(is_num(a) and is_num(b) and 0 < a <= 1 and 0 <= b <= a for a, b in zip(enter, exit_)),
+                 "streaming thresholds need 0 <= exit <= enter <= 1 and enter > 0")
     prov = h.get("provenance")
     need(isinstance(prov, dict) and isinstance(prov.get("metrics"), dict), "provenance.metrics is missing")
     need(all(is_num(v) and math.isfinite(v) for v in prov["metrics"].values()), "provenance.metrics must be finite numbers")

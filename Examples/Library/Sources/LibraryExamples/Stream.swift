@@ -8,7 +8,7 @@ func stream(model path: String, recording: String) throws {
     let model = try ActionModel(contentsOf: path)  // load once; any number of threads and sessions may share it
     let data = try DatasetLoader.read(recording).dataset
     let session = try StreamSession(model: model, options: .standard(for: model))
-    var detector = try EventDetector(classes: model.classes, options: .standard(classes: model.classes))
+    var detector = try EventDetector(classes: model.classes, options: .standard(for: model))  // the model's own thresholds
     func report(_ event: ActionEvent?) {
         if let e = event { print("event: \(e.label) from \(e.start) s to \(e.end) s, peak \(e.peak), \(e.windows) windows") }
     }

@@ -3,7 +3,7 @@ import ActionTrainKit
 /// A new run of `epochs` epochs on the dataset file `data`, in the run folder `folder` (created;
 /// an existing one is refused). The recipe chooses every setting not given here from the
 /// data (`actiontrain fit DATA --epochs N` does the same); `windowFrames` asks for sliding
-/// windows of that many frames, which a live stream needs.
+/// windows of that many frames (a model of whole clips streams too, sliding its clip length).
 func startRun(data: String, folder: String, epochs: Int, windowFrames: Int?) throws -> FitRun {
     let dataset = try DatasetLoader.read(data).dataset
     var config = TrainingConfig()
