@@ -60,8 +60,9 @@ public struct DatasetProfile: Equatable, Sendable {
         inferredBones = skeleton.bones.isEmpty ? SkeletonGraph.inferred(dataset, indices: labeled, maxFrames: maxFrames) : []
     }
 
-    /// The median frame step of the timestamps, as frames per second.
-    static func timestampRate(_ d: Dataset, _ indices: [Int]) -> Double? {
+    /// The median frame step of the timestamps of (at most 200 of) the sequences at `indices`,
+    /// as frames per second; nil without timestamps.
+    public static func timestampRate(_ d: Dataset, _ indices: [Int]) -> Double? {
         var steps: [Double] = []
         for i in indices.prefix(200) {
             guard let t = d.sequences[i].timestamps, t.count > 1 else { continue }

@@ -75,7 +75,7 @@ public enum StreamCalibration {
         let labeled = indices.filter { d.sequences[$0].label != nil }
         let chosen = labeled.isEmpty ? indices : labeled
         guard !chosen.isEmpty else { return nil }
-        let rate = input.window.frameRate ?? d.frameRate ?? timestampRate(d, chosen)
+        let rate = input.window.frameRate ?? d.frameRate ?? DatasetProfile.timestampRate(d, chosen)
         let counts = chosen.map { i -> Int in
             let s = d.sequences[i]
             guard let r = rate, s.frameCount > 1 else { return s.frameCount }
@@ -91,19 +91,6 @@ public enum StreamCalibration {
             return Int(min((span * r + 1e-6).rounded(.down) + 1, Double(InputSpec.maxFrames)))
         }.sorted()
         return (max(1, counts[counts.count / 2]), rate.flatMap { WindowSpec.frameRates.contains($0) ? $0 : nil })
-    }
-
-    /// The median step of the timestamps of (at most 200 of) the sequences, as frames per second.
-    static func timestampRate(_ d: Dataset, _ indices: [Int]) -> Double? {
-        var steps: [Double] = []
-        for i in indices.prefix(200) {
-            guard let t = d.sequences[i].timestamps, t.count > 1 else { continue }
-            for k in 1..<t.count { steps.append(t[k] - t[k - 1]) }
-        }
-        guard !steps.isEmpty else { return nil }
-        steps.sort()
-        let step = steps[steps.count / 2]
-        return step > 0 ? 1 / step : nil
     }
 
     /// The windows a live session cuts (`ActionModel.streamWindows`, at the standard stride: a

@@ -387,6 +387,6 @@ final class FitCLITests: XCTestCase {
         try Data("mine".utf8).write(to: URL(fileURLWithPath: "\(dir)/shards/NOTES.md"))
         let forced = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards", "--shard-windows", "100", "--force"] + Self.quick)
         XCTAssertEqual(forced.code, 0, forced.err)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/shards").sorted(), ["NOTES.md", "manifest.json", "train-00000.shard", "validation-00000.shard"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/shards").sorted(), ["NOTES.md", "manifest.json", "stream-00000.shard", "train-00000.shard", "validation-00000.shard"])
     }
 }
