@@ -69,6 +69,38 @@ final class FourierPyramidTests: XCTestCase {
         assertClose(one, Array(y[(2 * 5 * 28)...]), absolute: 1e-6, relative: 1e-6)
     }
 
+    /// Frozen (a loaded model: the runtime's own kernel on the packed bases, never OpenBLAS):
+    /// the reference values to rounding; the same bits whatever the parts the rows are split
+    /// into and the OpenBLAS thread count, and for a window alone as in its batch (B·C = 65
+    /// rows: blocks of 12 with a partial last one); thawed, the training path again.
+    func testFrozenForwardMatchesAndGivesTheSameBitsWhateverTheSplit() throws {
+        let shape = Shape(time: 9, channels: 13), B = 5
+        var g = SeededGenerator(seed: 21)
+        let x = (0..<(B * shape.count)).map { _ in g.nextSymmetric(2) }
+        let net = try Network(layers: [.fourierPyramid(levels: [1, 2, 4], coefficients: 4)], input: shape)
+        let layer = try XCTUnwrap(net.layers[0] as? FourierPyramid)
+        let plain = net.predictLogits(x, batch: B)
+        let expected = Self.reference(x, batch: B, shape: shape, levels: [1, 2, 4], coefficients: 4)
+        net.freeze()
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        var first: [UInt32]?
+        for (parts, threads) in [(1, 1), (2, 2), (3, 1), (7, 2), (nil, 2)] as [(Int?, Int)] {
+            (layer.maxParts, BLAS.threads) = (parts, threads)
+            let y = net.predictLogits(x, batch: B)
+            for i in y.indices { XCTAssertEqual(Double(y[i]), expected[i], accuracy: 2e-5 * max(1, expected[i]), "frozen output \(i)") }
+            XCTAssertEqual(y.map(\.bitPattern), first ?? y.map(\.bitPattern), "parts \(String(describing: parts)), \(threads) threads")
+            first = first ?? y.map(\.bitPattern)
+            let n = net.classCount
+            for b in 0..<B {
+                let one = net.predictLogits(Array(x[(b * shape.count)..<((b + 1) * shape.count)]), batch: 1)
+                XCTAssertEqual(one.map(\.bitPattern), Array(y[(b * n)..<((b + 1) * n)]).map(\.bitPattern), "window \(b) alone")
+            }
+        }
+        net.thaw()
+        XCTAssertEqual(net.predictLogits(x, batch: B), plain)
+    }
+
     /// The DC term is |Σ x| and a constant signal has nothing at the other frequencies.
     func testConstantSignalHasOnlyTheDCTerm() throws {
         let shape = Shape(time: 8, channels: 1)
