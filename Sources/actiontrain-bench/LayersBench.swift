@@ -308,22 +308,7 @@ enum LayersBench {
                     joints: c.joints, inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, adjacency: adjacency(c.joints, partitions: c.partitions))
                 let net = try Network(layers: [spec, .flatten], input: Shape(time: c.time, channels: c.joints * c.inputs))
                 net.initialize(seed: 1)
-                var g = SeededGenerator(seed: 2)
-                let x = (0..<(c.batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
-                let dy = (0..<(c.batch * net.classCount)).map { _ in g.nextSymmetric(1) }
-                var mode = ForwardMode.training(seed: 3)
-                let (forward, backward) = x.withUnsafeBufferPointer { xp in
-                    dy.withUnsafeBufferPointer { dp in
-                        let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
-                        let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
-                        return (f, b)
-                    }
-                }
-                let calls = GEMMRecorder.record {
-                    x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: c.batch, mode: &mode) }
-                    dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: c.batch, needInputGradient: true) }
-                }
-                let gemm = replay(calls, cpu: cpu)
+                let (forward, backward, gemm) = timeStep(net, batch: c.batch, cpu: cpu)
                 print(
                     row(
                         [
@@ -354,22 +339,7 @@ enum LayersBench {
             for threads in threadCounts {
                 BLAS.threads = threads
                 let net = try Network(layers: [.fourierPyramid(levels: [1, 2, 4], coefficients: 4)], input: Shape(time: c.time, channels: c.channels))
-                var g = SeededGenerator(seed: 2)
-                let x = (0..<(c.batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
-                let dy = (0..<(c.batch * net.classCount)).map { _ in g.nextSymmetric(1) }
-                var mode = ForwardMode.training(seed: 3)
-                let (forward, backward) = x.withUnsafeBufferPointer { xp in
-                    dy.withUnsafeBufferPointer { dp in
-                        let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
-                        let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
-                        return (f, b)
-                    }
-                }
-                let calls = GEMMRecorder.record {
-                    x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: c.batch, mode: &mode) }
-                    dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: c.batch, needInputGradient: true) }
-                }
-                let gemm = replay(calls, cpu: cpu)
+                let (forward, backward, gemm) = timeStep(net, batch: c.batch, cpu: cpu)
                 print(
                     row(
                         [
@@ -378,5 +348,26 @@ enum LayersBench {
                         ], widths))
             }
         }
+    }
+
+    /// A training forward and a backward (with dx) of `net` on seeded random values at `batch`:
+    /// their median seconds, and the replayed time of the GEMMs of one forward + backward.
+    static func timeStep(_ net: Network, batch: Int, cpu: Bool) -> (forward: Double, backward: Double, gemm: Double) {
+        var g = SeededGenerator(seed: 2)
+        let x = (0..<(batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
+        let dy = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) }
+        var mode = ForwardMode.training(seed: 3)
+        let (forward, backward) = x.withUnsafeBufferPointer { xp in
+            dy.withUnsafeBufferPointer { dp in
+                let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode) }
+                let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: batch, needInputGradient: true) }
+                return (f, b)
+            }
+        }
+        let calls = GEMMRecorder.record {
+            x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: batch, mode: &mode) }
+            dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: batch, needInputGradient: true) }
+        }
+        return (forward, backward, replay(calls, cpu: cpu))
     }
 }
