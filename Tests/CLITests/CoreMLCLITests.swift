@@ -70,6 +70,13 @@ final class CoreMLCLITests: XCTestCase {
                     c.fillGaps = true
                 }
             ),
+            (
+                "members tcn + ftp, ensemble + flip",
+                { (c: inout TrainingConfig) in
+                    c.members = [.init(architecture: .tcn, channels: [.coordinates, .mask]), .init(architecture: .ftp, channels: [.relativePositions])]
+                    (c.fillGaps, c.ensemble, c.testTimeFlip) = (true, 2, true)
+                }
+            ),
             ("flipAverage", { (c: inout TrainingConfig) in c.testTimeFlip = true }),
             ("ensemble + flip", { (c: inout TrainingConfig) in (c.ensemble, c.testTimeFlip) = (2, true) }),
         ] {
