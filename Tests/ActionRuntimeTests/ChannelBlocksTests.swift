@@ -12,7 +12,7 @@ import XCTest
 /// export (onnxruntime), the mirror image and live streams. A block added to the registry and
 /// forgotten in one of these fails here; so does a block in format.md's table that the registry
 /// lacks. Each input holds every registered block, on a 2D and a 3D skeleton, with every pair
-/// (`pairs` absent) and with given pairs across two bodies.
+/// (`pairs` absent) and with given pairs across two bodies, and with the `fillGaps` step.
 final class ChannelBlocksTests: XCTestCase {
     /// A body with bones (one reversed in its mirror) and mirror pairs.
     static let body2D = Skeleton(
@@ -24,11 +24,13 @@ final class ChannelBlocksTests: XCTestCase {
         mirrorPairs: [["lHand", "rHand"]], bones: [["root", "neck"], ["neck", "lHand"], ["neck", "rHand"]], centre: ["root"],
         torsoUpper: ["neck"], torsoLower: ["root"])
 
-    /// Every registered block over `skeleton`, centred and scaled, `frames` frames.
-    static func input(_ skeleton: Skeleton, pairs: [[String]]? = nil, frames: Int = 7) -> InputSpec {
+    /// Every registered block over `skeleton`, gaps filled first when asked, centred and scaled,
+    /// `frames` frames.
+    static func input(_ skeleton: Skeleton, pairs: [[String]]? = nil, frames: Int = 7, fillGaps: Bool = false) -> InputSpec {
         var input = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: frames),
-            steps: [.centre(joints: skeleton.centre, perFrame: false), .scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)],
+            steps: (fillGaps ? [.fillGaps] : [])
+                + [.centre(joints: skeleton.centre, perFrame: false), .scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)],
             channels: ChannelBlock.allCases)
         input.pairs = pairs
         return input
@@ -40,8 +42,13 @@ final class ChannelBlocksTests: XCTestCase {
         ["p1.root", "p1.lHand"], ["p1.root", "p1.rHand"], ["p1.lHand", "p1.rHand"], ["p2.rHand", "p1.lHand"], ["p1.rHand", "p2.lHand"],
     ]
 
-    /// The inputs every test runs: 2D and 3D with every pair, two 2D bodies with given pairs.
-    static let inputs = [input(body2D), input(body3D), input(body2D.bodies(2), pairs: twoBodyPairs)]
+    /// The inputs every test runs: 2D and 3D with every pair, two 2D bodies with given pairs,
+    /// and 2D and 3D with their gaps filled (every block reads the filled window, mask and
+    /// confidence what was seen).
+    static let inputs = [
+        input(body2D), input(body3D), input(body2D.bodies(2), pairs: twoBodyPairs), input(body2D, fillGaps: true),
+        input(body3D, fillGaps: true),
+    ]
 
     /// A model over `input`: flatten and a linear layer, so every feature moves the logits.
     static func model(_ input: InputSpec, seed: UInt64 = 3) throws -> ActionModel {

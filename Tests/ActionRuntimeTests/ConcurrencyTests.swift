@@ -45,10 +45,11 @@ final class ConcurrencyTests: XCTestCase {
         XCTAssertEqual(BLAS.openBLASThreads, 2, "OpenBLAS's own thread count after concurrent parallel regions")
     }
 
-    /// The four layer families of a loaded model, about the recipe's sizes: an MLP, a convnet
+    /// The layer families of a loaded model, about the recipe's sizes: an MLP, a convnet
     /// (Winograd), a TCN (dilated convolutions, a 1-tap residual projection and a strided
-    /// convolution: no Winograd transform) and an ST-GCN (graph convolutions over partitions
-    /// and over time), on `[30, 24]` windows of 8 joints in 3D.
+    /// convolution: no Winograd transform), an ST-GCN (graph convolutions over partitions and
+    /// over time) and an FTP (a Fourier pyramid of 24 · 7 · 4 values, standardised), on
+    /// `[30, 24]` windows of 8 joints in 3D.
     static let input = Shape(time: 30, channels: 24)
     static let families: [(name: String, layers: [LayerSpec])] = {
         let J = 8, I = 3, w = 64
@@ -82,6 +83,14 @@ final class ConcurrencyTests: XCTestCase {
                     .graphConv(joints: J, inputs: I, outputs: 32, kernel: 1, adjacency: spatial), .relu,
                     .graphConv(joints: J, inputs: 32, outputs: 32, kernel: 9, adjacency: [identity]), .relu,
                     .globalAveragePool, .linear(inputs: J * 32, outputs: 5),
+                ]
+            ),
+            (
+                "ftp",
+                [
+                    .fourierPyramid(levels: [1, 2, 4], coefficients: 4),
+                    .standardize(mean: (0..<672).map { Float($0 % 9) * 0.5 }, scale: (0..<672).map { 0.25 + Float($0 % 4) * 0.125 }),
+                    .linear(inputs: 672, outputs: 5),
                 ]
             ),
         ]

@@ -20,12 +20,13 @@ enum ModelFixtures {
         torsoUpper: ["neck"], torsoLower: ["root"])
 
     /// 6 frames of `[coordinates 8, confidence 4, mask 4, motion 8, bones 6, relativePositions 6,
-    /// distances 3, fastMotion 8]` = 47 channels, over three given pairs (one against the joint order).
+    /// distances 3, fastMotion 8]` = 47 channels, over three given pairs (one against the joint
+    /// order); gaps filled first (so mask and confidence differ from the filled presence).
     static let goldenInput: InputSpec = {
         var input = InputSpec(
             skeleton: goldenSkeleton, window: WindowSpec(frames: 6, mode: .sliding, padding: .empty, frameRate: 30),
             steps: [
-                .centre(joints: ["root"], perFrame: true), .scaleByTorso(upper: ["neck"], lower: ["root"]),
+                .fillGaps, .centre(joints: ["root"], perFrame: true), .scaleByTorso(upper: ["neck"], lower: ["root"]),
                 .divide(by: [2, 0.5]),
             ],
             channels: [.coordinates, .confidence, .mask, .motion, .bones, .relativePositions, .distances, .fastMotion])
@@ -44,7 +45,16 @@ enum ModelFixtures {
         .dropout(rate: 0.25),
         .conv1d(inputs: 6, outputs: 6, kernel: 2, stride: 2, dilation: 1, padding: 0),  // [3, 6]
         .residual(  // [1, 6]
-            body: [.residual(body: [.globalAveragePool], shortcut: [.globalMaxPool])],
+            body: [
+                .residual(
+                    body: [.residual(body: [.globalAveragePool], shortcut: [.globalMaxPool])],
+                    // segments of 3, 1, 1 and 1 frames; 2 frequencies, of which the 1-frame segments have the first
+                    shortcut: [
+                        .fourierPyramid(levels: [1, 3], coefficients: 2),
+                        .standardize(mean: (0..<48).map { Float($0 % 7) * 0.125 - 0.25 }, scale: (0..<48).map { 0.5 + Float($0 % 5) * 0.25 }),
+                        .linear(inputs: 48, outputs: 6),
+                    ])
+            ],
             shortcut: [.temporalPyramidPool(levels: [1, 2]), .linear(inputs: 18, outputs: 6)]),  // segments 0..<3, 0..<1, 1..<3
         .flatten,
         .linear(inputs: 6, outputs: 3),

@@ -239,15 +239,18 @@ final class ModelCommandsTests: XCTestCase {
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
             "joints       0 head, 1 neck, 2 root, 3 hand",
             "window       6 frames, sliding windows, padded with empty poses; resampled to 30 fps first",
-            "steps        1. centre on the mean of root per frame",
-            "2. divide by the median torso length (neck to root)",
-            "3. divide the axes by 2, 0.5",
+            "steps        1. fill each joint's gaps in the window: linear in time between its seen frames, the nearest seen value before "
+                + "the first and after the last (mask and confidence still say not seen)",
+            "2. centre on the mean of root per frame",
+            "3. divide by the median torso length (neck to root)",
+            "4. divide the axes by 2, 0.5",
             "channels     47 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30, "
                 + "relativePositions 30..<36, distances 36..<39, fastMotion 39..<47",
             "pairs        3 joint pairs (b − a): head-hand, hand-root, neck-head",
             "network input [6, 47] per window",
             "conv1d 47 -> 8, kernel 3, stride 1, dilation 1, padding 1",
-            "residual [residual [globalAveragePool] + [globalMaxPool]] + [temporalPyramidPool 1,2, linear 18 -> 6]",
+            "residual [residual [residual [globalAveragePool] + [globalMaxPool]] + [fourierPyramid 1,3, 2 frequencies, standardize 48 channels, "
+                + "linear 48 -> 6]] + [temporalPyramidPool 1,2, linear 18 -> 6]",
             "layers.9.weight", "[outputs, kernel, inputs]",
             "tool         actiontrain golden", "seed         2026", "metric       validationAccuracy  0.75",
             "note         purpose             golden test model",

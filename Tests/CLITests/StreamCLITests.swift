@@ -68,27 +68,84 @@ final class StreamCLITests: XCTestCase {
     }
 
     func testStreamWritesEachPersonsWindowsAsTheyComeEqualToOfflinePredict() throws {
+        try assertStreamIsOfflinePredict(Self.golden)
+    }
+
+    /// Streams persons 1 and 4 (30 frames each, interleaved) through `model` and checks that
+    /// each person's windows are written as they come, with offline predict's probabilities.
+    func assertStreamIsOfflinePredict(_ path: String, file: StaticString = #filePath, line testLine: UInt = #line) throws {
         let frames = 30
         var lines: [String] = []
         for f in 0..<frames { lines += [line(1, f), line(4, f)] }
-        let r = try runPredict([Self.golden, "-", "--stream", "--stride", "2"], stdin: lines)
+        let r = try runPredict([path, "-", "--stream", "--stride", "2"], stdin: lines)
         let out = try rows(r.out)
-        XCTAssertGreaterThan(r.seen[20], 0, "windows are written before the input ends")
-        let model = try ActionModel(contentsOf: Self.golden)
+        XCTAssertGreaterThan(r.seen[40], 0, "windows are written before the input ends", file: file, line: testLine)
+        let model = try ActionModel(contentsOf: path)
         for person in [1, 4] {
             let mine = out.filter { $0["person"] as? Int == person && $0["type"] as? String == "window" }
             let sequence = try PoseSequence(
                 id: "p", label: nil, poses: (0..<frames).map { Pose(points: pose(person, $0), time: time($0)) }, skeleton: model.input.skeleton)
             let offline = try model.predict(sequence: sequence, stride: 2, sourceFrameRate: nil)
-            XCTAssertEqual(mine.count, offline.count, "person \(person)")
+            XCTAssertEqual(mine.count, offline.count, "person \(person)", file: file, line: testLine)
+            XCTAssertGreaterThan(mine.count, 0, file: file, line: testLine)
             for (row, w) in zip(mine, offline) {
-                XCTAssertEqual(try XCTUnwrap(row["start"] as? Double), time(0) + Double(w.start) / 30, accuracy: 0.0005)
+                XCTAssertEqual(try XCTUnwrap(row["start"] as? Double), time(0) + Double(w.start) / 30, accuracy: 0.0005, file: file, line: testLine)
                 let p = try XCTUnwrap(row["probabilities"] as? [String: Double])
-                assertClose(model.classes.map { Float(p[$0]!) }, w.probabilities, absolute: 1e-6, relative: 1e-6)
-                XCTAssertEqual(row["label"] as? String, model.classes[w.classIndex])
+                assertClose(model.classes.map { Float(p[$0]!) }, w.probabilities, absolute: 1e-6, relative: 1e-6, file: file, line: testLine)
+                XCTAssertEqual(row["label"] as? String, model.classes[w.classIndex], file: file, line: testLine)
             }
         }
-        XCTAssertTrue(r.err.hasPrefix("predict: 60 frames from 60 lines, \(out.count) windows, 0 events\n"), r.err)
+        let windows = out.filter { $0["type"] as? String == "window" }.count
+        XCTAssertTrue(r.err.hasPrefix("predict: 60 frames from 60 lines, \(windows) windows, \(out.count - windows) events\n"), r.err, file: file, line: testLine)
+    }
+
+    /// A model `fit` writes with mixed members (a TCN over coordinates and mask, an FTP over the
+    /// relative positions of every joint pair) and filled gaps, trained on poses whose hand is
+    /// often absent: its live stream gives offline predict's probabilities, and its raw-poses
+    /// ONNX export (onnxruntime) and Core ML export (coreml_eval.py) pass their parity checks.
+    func testAFittedMixedModelWithFilledGapsStreamsAndExports() throws {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        var data = [String(Self.header.dropLast()) + #", "frameRate": 30}"#]
+        for i in 0..<12 {
+            let frames = (0..<30).map { f in
+                let points = pose(i % 2 == 0 ? 0 : 3, f + i).map { "\"\($0.key)\": [\($0.value.x), \($0.value.y), \($0.value.confidence!)]" }
+                return "{\"pose\": {\(points.joined(separator: ", "))}}"
+            }
+            data.append(#"{"id": "s\#(i)", "label": "\#(i % 2 == 0 ? "turn" : "sway")", "frames": [\#(frames.joined(separator: ", "))]}"#)
+        }
+        let dataPath = dir.appendingPathComponent("gaps.jsonl").path
+        try (data.joined(separator: "\n") + "\n").write(toFile: dataPath, atomically: true, encoding: .utf8)
+        func run(_ args: [String]) -> (code: Int32, out: String, err: String) {
+            var out = "", err = ""
+            var output = Output(write: { out += $0 }, note: { err += $0 }, isTerminal: false)
+            return (ActionTrainCLI.run(args, out: &output), out, err)
+        }
+        let fit = run([
+            "fit", dataPath, "--recipe", "none", "--members", "tcn:coordinates+mask,ftp:relativePositions", "--fill-gaps", "true", "--widths", "4",
+            "--kernel", "3", "--window-frames", "10", "--frame-rate", "30", "--epochs", "2", "--batch-size", "4", "--seed", "3", "--threads", "1", "--out",
+            dir.appendingPathComponent("run").path,
+        ])
+        XCTAssertEqual(fit.code, 0, fit.err)
+        let model = dir.appendingPathComponent("run/model.atm").path
+        let loaded = try ActionModel(contentsOf: model)
+        XCTAssertEqual(loaded.input.steps.first, .fillGaps)
+        XCTAssertEqual(loaded.input.channels, [.coordinates, .mask, .relativePositions])
+        try assertStreamIsOfflinePredict(model)
+        if ONNXParity.isAvailable() {
+            let onnx = run(["export", model, "--raw-poses", "--out", dir.appendingPathComponent("m.onnx").path, "--parity-windows", "16"])
+            XCTAssertEqual(onnx.code, 0, onnx.out + onnx.err)
+            XCTAssertTrue(onnx.out.contains("parity: max |logit difference| vs the Swift runtime over 16 random raw windows"), onnx.out)
+        } else {
+            throw missingPrerequisite("python3 with numpy and onnxruntime", fix: "pip install numpy onnxruntime")
+        }
+        if CoreMLParity.isAvailable() {
+            let coreml = run(["export", model, "--format", "coreml", "--out", dir.appendingPathComponent("m.mlmodel").path, "--parity-windows", "16"])
+            XCTAssertEqual(coreml.code, 0, coreml.out + coreml.err)
+            XCTAssertTrue(coreml.out.contains("loads and validates it; max |probability difference|"), coreml.out)
+        } else {
+            throw missingPrerequisite("python3 with numpy and coremltools", fix: "pip install numpy coremltools")
+        }
     }
 
     func testEventsOnAFileAreTheEventsOfTheStream() throws {

@@ -68,6 +68,27 @@ final class ShardTests: XCTestCase {
         XCTAssertNotEqual(try other.modelBytes(), memory)
     }
 
+    /// Mixed members with an ftp (whose standardize is calibrated on the shards' windows) and
+    /// filled gaps: the same model as in memory, on one rank and on each of two.
+    func testAnFTPFitFromShardsCalibratesAsInMemory() throws {
+        var config = FTPFitTests.mixed
+        config.augmentation = AugmentationConfig()
+        config.accumulate = 2
+        let (dir, _) = try convert(config)
+        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
+        XCTAssertEqual(try run.train(), .finished)
+        let memory = try run.finish().modelBytes
+        let shards = try ShardRun(directory: dir)
+        XCTAssertEqual(try shards.train(), .finished)
+        XCTAssertEqual(try shards.modelBytes(), memory)
+        let results = ThreadGroup.run(2) { group in
+            let ranks = try ShardRun(directory: dir, group: group)
+            try ranks.train()
+            return try ranks.modelBytes()
+        }
+        for (r, result) in results.enumerated() { XCTAssertEqual(try result.get(), memory, "rank \(r)") }
+    }
+
     func testTwoRanksTrainingFromShardsGiveTheModelOfOneProcessInMemory() throws {
         let (dir, _) = try convert()
         var config = FitRunTests.quick
@@ -94,10 +115,13 @@ final class ShardTests: XCTestCase {
                 var c = c
                 c.windowFrames = 8
                 c.seed = 9
+                c.fillGaps = true
+                c.members = [.init(architecture: .ftp, channels: [.coordinates])]
                 return c
             }
         ) { error in
-            XCTAssertEqual(error as? ShardError, .configMismatch(manifest: "\(dir)/manifest.json", keys: ["seed", "windowFrames"]))
+            XCTAssertEqual(
+                error as? ShardError, .configMismatch(manifest: "\(dir)/manifest.json", keys: ["fillGaps", "members", "seed", "windowFrames"]))
         }
         var augmenting = FitRunTests.quick
         augmenting.augmentation.jitterProbability = 1
