@@ -105,9 +105,12 @@ public enum Recipe {
             scaleText += "; the axes spread \(spreads.map { format($0) }.joined(separator: ", ")): different units? axisDivisors converts them"
         }
         var facing = ""
-        if D == 3 && hasFacingPairs(sk) {
-            _ = set("alignFacing", \.alignFacing, true)
-            facing = ", 3D with left/right hips or shoulders"
+        if D == 3 && hasFacingPairs(sk), let spread = p.facingSpread {
+            let varies = spread >= facingSpreadToAlign
+            _ = set("alignFacing", \.alignFacing, varies)
+            facing =
+                ", the direction bodies face varies by \(Int(spread.rounded()))° between sequences"
+                + (varies ? " (≥ \(Int(facingSpreadToAlign))°: views differ)" : " (< \(Int(facingSpreadToAlign))°: one view)")
         }
         note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
 
@@ -184,6 +187,12 @@ public enum Recipe {
         }
         return spreads.map { Double(Float($0)) }
     }
+
+    /// The spread of the facing direction between training sequences (degrees, circular
+    /// standard deviation; `DatasetProfile.facingSpread`) from which 3D windows are turned to
+    /// face one way (`alignFacing`). Below it the bodies face one camera and turning each window
+    /// by its own noisy hip and shoulder line only adds noise.
+    public static let facingSpreadToAlign = 20.0
 
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500

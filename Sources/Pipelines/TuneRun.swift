@@ -19,11 +19,17 @@ public struct TuneRun {
         /// than two held-out sequences' worth (`TuneRun.margin`): on 100 training sequences one
         /// sequence is 0.01, and a winner by one sequence is a coin toss.
         public var margin = 0.005
+        /// How hard the search screens (`Tuning.Plan`).
+        public var plan = Tuning.Plan.standard
+        /// Whether the best challenger must win again on other folds (`Tuning.search`).
+        public var confirm = true
 
-        public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005) {
+        public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005, plan: Tuning.Plan = .standard, confirm: Bool = true) {
             self.folds = folds
             self.budget = budget
             self.margin = margin
+            self.plan = plan
+            self.confirm = confirm
         }
     }
 
@@ -64,15 +70,21 @@ public struct TuneRun {
     }
 
     /// Scores the candidates by cross-validation.
-    public func search(shouldStop: () -> Bool = { false }, onEvent: (Tuning.Event) -> Void = { _ in }) throws -> Search {
+    /// `known`: trial scores by `Tuning.trialKey` from an earlier, interrupted search of the
+    /// same data (`tune --resume`).
+    public func search(
+        known: [String: Double] = [:], shouldStop: () -> Bool = { false }, onEvent: (Tuning.Event) -> Void = { _ in }
+    ) throws -> Search {
         let resolved = try FitPipeline.resolve(base, for: dataset, explicit: explicit)
         let recipe = resolved.config
         let folds = try self.folds(seed: recipe.seed)
+        // Other folds for the confirmation: the same k, cut with another seed.
+        let confirmation = options.confirm ? try self.folds(seed: recipe.seed &+ 1) : []
         let changes = Tuning.changes(for: dataset.skeleton, base: recipe)
         let given = explicit ?? []
         let outcome = try Tuning.search(
-            base: recipe, changes: changes, explicit: given, folds: folds, budget: options.budget,
-            margin: Self.margin(options.margin, heldOut: folds.reduce(0) { $0 + $1.test.count }),
+            base: recipe, changes: changes, explicit: given, folds: folds, confirmationFolds: confirmation, plan: options.plan,
+            budget: options.budget, margin: Self.margin(options.margin, heldOut: folds.reduce(0) { $0 + $1.test.count }), known: known,
             shouldStop: shouldStop, onEvent: onEvent
         ) { config, fold in try score(config, fold) }
         return Search(recipe: resolved.choices, outcome: outcome)
@@ -124,14 +136,20 @@ extension TuneRun.Search {
     public func markdown() -> String {
         let results = outcome.results
         let k = outcome.folds.count
-        var text = "| candidate | " + (1...max(1, k)).map { "fold \($0)" }.joined(separator: " | ") + " | mean | sd | seconds |\n"
-        text += "|---|" + String(repeating: "---|", count: k) + "---|---|---|\n"
+        var text = "| candidate | epochs | " + (1...max(1, k)).map { "fold \($0)" }.joined(separator: " | ") + " | mean | sd | seconds |\n"
+        text += "|---|---|" + String(repeating: "---|", count: k) + "---|---|---|\n"
         for (i, r) in results.enumerated() {
-            let name = (i == outcome.chosen ? "**\(r.candidate.name)** (chosen)" : r.candidate.name)
+            let name = (i == outcome.chosen ? "**\(r.candidate.name)** (chosen)" : r.candidate.name) + (r.confirmation ? " (other folds)" : "")
             let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }
-            text += "| \(name) | " + folds.joined(separator: " | ") + " | "
+            text += "| \(name) | \(r.epochs) | " + folds.joined(separator: " | ") + " | "
             text += (r.score.map { String(format: "%.3f", $0) } ?? "-") + " | " + (r.spread.map { String(format: "%.3f", $0) } ?? "-")
             text += String(format: " | %.1f |\n", r.seconds)
+        }
+        if !outcome.verdict.isEmpty { text += "\nChosen: \(outcome.verdict).\n" }
+        if !outcome.skipped.isEmpty {
+            let minutes = outcome.skipped.reduce(0) { $0 + $1.seconds } / 60
+            text += "\nLeft out by the time budget (about \(String(format: "%.1f", minutes)) more minutes): "
+            text += outcome.skipped.map { "\($0.name) (rung \($0.rung + 1))" }.joined(separator: ", ") + ".\n"
         }
         return text
     }
@@ -140,21 +158,26 @@ extension TuneRun.Search {
     /// fold scores, mean, spread, seconds and whether it was chosen.
     public func json() throws -> Data {
         struct Row: Encodable {
-            var candidate: String, changes: [String], foldScores: [Double?], mean: Double?, sd: Double?, seconds: Double, chosen: Bool
+            var candidate: String, changes: [String], rung: Int, epochs: Int, otherFolds: Bool, foldScores: [Double?], mean: Double?
+            var sd: Double?, seconds: Double, chosen: Bool
         }
+        struct Skip: Encodable { var candidate: String, rung: Int, seconds: Double }
         struct Table: Encodable {
             var schema = "actiontrain.tune"
-            var schemaVersion = 1
+            var schemaVersion = 2
             var folds: [[String: Int]]
             var stoppedByBudget: Bool
+            var verdict: String
+            var skipped: [Skip]
             var candidates: [Row]
         }
         let table = Table(
             folds: outcome.folds.map { ["train": $0.train.count, "test": $0.test.count] }, stoppedByBudget: outcome.stoppedByBudget,
+            verdict: outcome.verdict, skipped: outcome.skipped.map { Skip(candidate: $0.name, rung: $0.rung + 1, seconds: $0.seconds) },
             candidates: outcome.results.enumerated().map { i, r in
                 Row(
-                    candidate: r.candidate.name, changes: r.candidate.changes, foldScores: r.foldScores, mean: r.score, sd: r.spread,
-                    seconds: r.seconds, chosen: i == outcome.chosen)
+                    candidate: r.candidate.name, changes: r.candidate.changes, rung: r.rung + 1, epochs: r.epochs, otherFolds: r.confirmation,
+                    foldScores: r.foldScores, mean: r.score, sd: r.spread, seconds: r.seconds, chosen: i == outcome.chosen)
             })
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .prettyPrinted]
