@@ -57,7 +57,12 @@ extension ModelFile {
         case .typeMismatch(let type, let ctx):
             (context, what) = (ctx, "is not \(type): \(ctx.debugDescription)")
         case .dataCorrupted(let ctx):
-            if ctx.codingPath.isEmpty { return "the header is not valid JSON: \(ctx.debugDescription)" }
+            if ctx.codingPath.isEmpty {
+                // Foundation says the same of a number its field's type cannot hold (1e99 or 3.5
+                // for an integer, 1e39 for a float, 1e400 at all): find it before blaming the JSON.
+                if let number = numberOutOfRange(header) { return number }
+                return "the header is not valid JSON: \(ctx.debugDescription)"
+            }
             (context, what) = (ctx, "is invalid: \(ctx.debugDescription)")
         @unknown default:
             return "\(error)"
@@ -74,6 +79,78 @@ extension ModelFile {
             return "input.steps[\(k)]: \(what)"
         }
         return "\(path(context.codingPath)) \(what)"
+    }
+
+    /// The number of a header that is valid JSON but that its field cannot hold, as "path:
+    /// what", or nil. A number beyond a double's range is found in the text; otherwise each
+    /// number that is not a small integer (a fraction, or beyond 2^53) is set to 0 in turn,
+    /// and the first whose change lets decoding get past it is the one (failure path only).
+    static func numberOutOfRange(_ header: UnsafeRawBufferPointer) -> String? {
+        if let huge = numberTokens(header).first(where: { !(Double($0)?.isFinite ?? true) }) {
+            return "the number \(huge) is beyond the range of a double"
+        }
+        guard let root = try? JSONSerialization.jsonObject(with: Data(header)) else { return nil }
+        var candidates: [(path: [Any], value: NSNumber)] = []
+        func collect(_ v: Any, _ path: [Any]) {
+            if let d = v as? [String: Any] {
+                for k in d.keys.sorted() { collect(d[k]!, path + [k]) }
+            } else if let a = v as? [Any] {
+                for (i, x) in a.enumerated() { collect(x, path + [i]) }
+            } else if let n = v as? NSNumber, !(v is Bool) {
+                let d = n.doubleValue
+                if d.rounded() != d || abs(d) >= 0x1p53 { candidates.append((path, n)) }
+            }
+        }
+        collect(root, [])
+        func replacing(_ v: Any, _ path: ArraySlice<Any>) -> Any {
+            guard let first = path.first else { return 0 }
+            if var d = v as? [String: Any], let k = first as? String {
+                d[k] = replacing(d[k]!, path.dropFirst())
+                return d
+            }
+            if var a = v as? [Any], let i = first as? Int {
+                a[i] = replacing(a[i], path.dropFirst())
+                return a
+            }
+            return v
+        }
+        // Huge numbers first (rarely legitimate), then fractions; at most 256 tries.
+        let ordered = candidates.filter { abs($0.value.doubleValue) >= 0x1p53 } + candidates.filter { abs($0.value.doubleValue) < 0x1p53 }
+        for c in ordered.prefix(256) {
+            guard let changed = try? JSONSerialization.data(withJSONObject: replacing(root, c.path[...])) else { continue }
+            do {
+                _ = try JSONDecoder().decode(ModelHeader.self, from: changed)
+            } catch DecodingError.dataCorrupted(let ctx) where ctx.codingPath.isEmpty {
+                continue
+            } catch {}
+            let parts: [String] = c.path.map { key in (key as? Int).map { "[\($0)]" } ?? ".\(key)" }
+            let field = String(parts.joined().drop(while: { $0 == "." }))
+            let d = c.value.doubleValue
+            return d.rounded() == d
+                ? "\(field): the number \(c.value) is out of range for its field (an integer, or a 32-bit float)"
+                : "\(field): the number \(c.value) is not an integer, which its field needs"
+        }
+        return nil
+    }
+
+    /// The number tokens of a JSON text, outside strings.
+    static func numberTokens(_ text: UnsafeRawBufferPointer) -> [String] {
+        var out: [String] = [], inString = false, escaped = false, token: [UInt8] = []
+        for b in text {
+            if inString {
+                if escaped { escaped = false } else if b == 0x5C { escaped = true } else if b == 0x22 { inString = false }
+                continue
+            }
+            if (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2B || b == 0x2E || b == 0x65 || b == 0x45 {
+                token.append(b)
+                continue
+            }
+            if !token.isEmpty { out.append(String(decoding: token, as: UTF8.self)) }
+            token = []
+            if b == 0x22 { inString = true }
+        }
+        if !token.isEmpty { out.append(String(decoding: token, as: UTF8.self)) }
+        return out
     }
 
     /// Header semantics that need no network: format, classes, coordinates, input, limits,

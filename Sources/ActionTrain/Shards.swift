@@ -46,6 +46,33 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// The config keys that determined the windows: a fit whose config differs in one is refused.
     public var windowKeys: [String]
     public var shards: [Entry]
+    /// Shards and windows per role, as the conversion wrote them (absent in manifests of
+    /// earlier versions): a manifest that lost entries (all the validation shards, say) no
+    /// longer adds up to them.
+    public var totals: Totals?
+
+    /// How many shards and windows a role has.
+    public struct Count: Codable, Equatable, Sendable {
+        public var shards: Int
+        public var windows: Int
+        public init(shards: Int, windows: Int) { (self.shards, self.windows) = (shards, windows) }
+    }
+
+    public struct Totals: Codable, Equatable, Sendable {
+        public var train: Count
+        public var validation: Count
+        public init(train: Count, validation: Count) { (self.train, self.validation) = (train, validation) }
+        public subscript(role: Role) -> Count { role == .train ? train : validation }
+    }
+
+    /// The totals of `shards`.
+    public static func totals(of shards: [Entry]) -> Totals {
+        func count(_ role: Role) -> Count {
+            let e = shards.filter { $0.role == role }
+            return Count(shards: e.count, windows: e.reduce(0) { $0 + $1.windows })
+        }
+        return Totals(train: count(.train), validation: count(.validation))
+    }
 
     public init(
         dataset: String, datasetHash: String, frameRate: Double?, classes: [String], input: InputSpec, config: TrainingConfig,
@@ -84,6 +111,58 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     public static func isShardDirectory(_ path: String) -> Bool {
         FileManager.default.fileExists(atPath: "\(path)/\(fileName)")
     }
+
+    /// The name of shard `index` of `role`: `train-00000.shard`, `validation-00003.shard`.
+    public static func shardName(_ role: Role, _ index: Int) -> String { "\(role.rawValue)-\(String(format: "%05d", index)).shard" }
+
+    /// True for a name a conversion gives a shard (`<role>-<digits>.shard`).
+    public static func isShardName(_ name: String) -> Bool {
+        guard name.hasSuffix(".shard") else { return false }
+        let stem = name.dropLast(".shard".count)
+        for role in [Role.train, .validation] where stem.hasPrefix("\(role.rawValue)-") {
+            let digits = stem.dropFirst(role.rawValue.count + 1)
+            return digits.count >= 5 && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
+        }
+        return false
+    }
+
+    /// Checks the entries against what a conversion writes, before any shard is opened: each
+    /// entry names a file in the directory (no path), shard k of its role is named
+    /// `<role>-<k>.shard` (so none is missing, repeated or out of order), training shards come
+    /// first, the counts add up to `totals`, and no shard file in the directory is left out.
+    public func verify(directory: String) throws {
+        let path = "\(directory)/\(Self.fileName)"
+        func fail(_ why: String) -> ShardError { .manifestMismatch(file: path, reason: why) }
+        var next: [Role: Int] = [.train: 0, .validation: 0]
+        var sawValidation = false
+        for (k, e) in shards.enumerated() {
+            guard !e.file.contains("/"), e.file != "..", e.file != "." else {
+                throw fail("entry \(k) names '\(e.file)', a path; a shard is a file in the shard directory")
+            }
+            let expected = Self.shardName(e.role, next[e.role]!)
+            guard e.file == expected else {
+                throw fail(
+                    "entry \(k) is '\(e.file)' where \(e.role.rawValue) shard \(next[e.role]!) should be '\(expected)' (entries missing, repeated or reordered?)")
+            }
+            if e.role == .validation { sawValidation = true }
+            guard e.role == .validation || !sawValidation else { throw fail("entry \(k) is a training shard after the validation shards") }
+            guard e.windows > 0, e.bytes > 0 else { throw fail("entry \(k) ('\(e.file)') lists \(e.windows) windows in \(e.bytes) bytes") }
+            next[e.role]! += 1
+        }
+        if let totals {
+            let found = Self.totals(of: shards)
+            for role in [Role.train, .validation] where found[role] != totals[role] {
+                throw fail(
+                    "\(found[role].shards) \(role.rawValue) shards of \(found[role].windows) windows are listed, the conversion wrote \(totals[role].shards) of \(totals[role].windows) (entries removed?)"
+                )
+            }
+        }
+        let listed = Set(shards.map(\.file))
+        let present = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(Self.isShardName)
+        if let extra = present.sorted().first(where: { !listed.contains($0) }) {
+            throw fail("the directory holds \(extra), which the manifest does not list (an entry was removed?)")
+        }
+    }
 }
 
 /// What is wrong with a shard directory; every case names the file.
@@ -100,6 +179,11 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
     case augmentationNeedsPoses
     /// A fit from shards trains one network; an ensemble is fitted from the dataset.
     case ensembleNeedsPoses(members: Int)
+    /// A feature that preprocessing cannot give (NaN, infinite, beyond ±`ShardFile.maxFeature`):
+    /// the shard holds bad data.
+    case badValue(file: String, window: Int, value: Float)
+    /// The file was written to while a fit read it.
+    case changed(file: String)
 
     public var description: String {
         switch self {
@@ -114,6 +198,10 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
             return "shards hold fixed preprocessed windows; augmentation (which re-cuts raw poses every epoch) cannot be used with them: set augmentation to none, or fit the dataset itself"
         case .ensembleNeedsPoses(let n):
             return "a fit from shards trains one network, not an ensemble of \(n); set the config's ensemble to 1, or fit the dataset itself"
+        case .badValue(let f, let w, let v):
+            return "\(f): window \(w) holds the feature \(v), which preprocessing never gives (features are finite and within ±\(ShardFile.maxFeature)): the shard holds bad data; convert the dataset again"
+        case .changed(let f):
+            return "\(f): the shard was written to while the fit read it; never write into a shard directory a fit reads (convert into a new one)"
         }
     }
 }
@@ -123,6 +211,11 @@ public enum ShardError: Error, Equatable, CustomStringConvertible {
 public enum ShardFile {
     public static let magic = Array("ATSHARD1".utf8)
     static let alignment = 64
+    /// The largest feature magnitude a shard may hold. Features are coordinates (the readers
+    /// bound them by ±10⁶) centred, divided by a body scale, or their frame differences, far
+    /// below this; a value beyond it, like NaN or infinity, comes from damaged or foreign data
+    /// and would overflow the network.
+    public static let maxFeature: Float = 1e9
 
     /// The JSON header of a shard.
     public struct Header: Codable, Equatable, Sendable {
@@ -179,22 +272,45 @@ final class ShardReader {
     private let fd: Int32
     private let dataOffset: Int
     private let values: Int
+    /// The file as opened (`fstat`): a write into it changes its change time.
+    private let identity: Identity
+
+    /// What changes when a file is written to: its size and modification and change times.
+    struct Identity: Equatable {
+        var size: Int
+        var modified: timespec, changed: timespec
+        init(_ st: stat) { (size, modified, changed) = (Int(st.st_size), st.st_mtim, st.st_ctim) }
+        static func == (a: Identity, b: Identity) -> Bool {
+            a.size == b.size && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
+                && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
+        }
+    }
 
     init(path: String, entry: ShardManifest.Entry, manifest: ShardManifest) throws {
         self.path = path
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ShardError.unreadable(file: path, reason: String(cString: strerror(errno))) }
+        // Never blocks (a FIFO in a shard's place), never follows a link out of the directory.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ShardError.unreadable(
+                file: path, reason: errno == ELOOP ? "it is a symbolic link; a shard is a regular file in the shard directory" : String(cString: strerror(errno)))
+        }
         self.fd = fd
         do {
             var st = stat()
             guard fstat(fd, &st) == 0 else { throw ShardError.unreadable(file: path, reason: String(cString: strerror(errno))) }
+            guard (st.st_mode & S_IFMT) == S_IFREG else {
+                throw ShardError.unreadable(file: path, reason: "it is not a regular file (a FIFO, a device or a folder); a shard is a regular file")
+            }
+            let opened = Identity(st)
             let length = Int(st.st_size)
             guard length == entry.bytes else {
                 throw ShardError.manifestMismatch(file: path, reason: "\(length) bytes, the manifest lists \(entry.bytes) (truncated or replaced?)")
             }
             let (header, dataOffset) = try Self.readHeader(fd, length: length, path: path)
             try Self.check(header, path: path, length: length, dataOffset: dataOffset, entry: entry, manifest: manifest)
-            try Self.checkCRC(fd, path: path, length: length, stored: entry.crc32)
+            try Self.checkCRC(fd, path: path, length: length, stored: entry.crc32) { start, bytes in
+                try Self.checkValues(bytes, at: start, header: header, dataOffset: dataOffset, path: path)
+            }
             var labels = [Int32](repeating: 0, count: header.windows)
             let labelsAt = dataOffset + 4 * header.frames * header.channels * header.windows
             try labels.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt, path: path) }
@@ -202,6 +318,8 @@ final class ShardReader {
                 throw ShardError.corrupt(file: path, reason: "window \(i) has label \(y) for \(manifest.classes.count) classes")
             }
             (self.header, self.dataOffset, values, self.labels) = (header, dataOffset, header.frames * header.channels, labels)
+            identity = opened
+            guard fstat(fd, &st) == 0, Identity(st) == opened else { throw ShardError.changed(file: path) }
         } catch {
             close(fd)
             throw error
@@ -259,7 +377,20 @@ final class ShardReader {
         if let first = differences.first { throw ShardError.manifestMismatch(file: path, reason: first) }
     }
 
-    private static func checkCRC(_ fd: Int32, path: String, length: Int, stored expected: UInt32) throws {
+    /// Refuses a feature that preprocessing cannot give (`ShardFile.maxFeature`), naming its
+    /// window: `bytes` are the file's bytes from offset `start` (a multiple of 4).
+    private static func checkValues(_ bytes: UnsafeRawBufferPointer, at start: Int, header: ShardFile.Header, dataOffset: Int, path: String) throws {
+        let end = dataOffset + 4 * header.windows * header.frames * header.channels
+        let from = max(start, dataOffset), to = min(start + bytes.count, end)
+        guard from < to else { return }
+        let floats = UnsafeRawBufferPointer(rebasing: bytes[(from - start)..<(to - start)]).bindMemory(to: Float.self)
+        guard let bad = floats.firstIndex(where: { !(abs($0) <= ShardFile.maxFeature) }) else { return }
+        throw ShardError.badValue(file: path, window: ((from - dataOffset) / 4 + bad) / (header.frames * header.channels), value: floats[bad])
+    }
+
+    private static func checkCRC(
+        _ fd: Int32, path: String, length: Int, stored expected: UInt32, each: (Int, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         var stored: UInt32 = 0
         try withUnsafeMutableBytes(of: &stored) { try read(fd, $0.baseAddress!, 4, at: length - 4, path: path) }
         stored = UInt32(littleEndian: stored)
@@ -272,16 +403,20 @@ final class ShardReader {
             let n = min(buffer.count, length - 4 - start)
             try buffer.withUnsafeMutableBytes {
                 try read(fd, $0.baseAddress!, n, at: start, path: path)
-                crc = CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[..<n]), continuing: crc)
+                let chunk = UnsafeRawBufferPointer(rebasing: $0[..<n])
+                crc = CRC32.checksum(chunk, continuing: crc)
+                try each(start, chunk)
             }
         }
         guard crc == stored else { throw ShardError.checksum(file: path, stored: stored, computed: crc) }
     }
 
     /// Copies window `row`'s features to `into`. The file was checked when opened; this
-    /// fails only when it changed under the run (truncated, unreadable).
+    /// fails only when it changed under the run (written to, truncated, unreadable).
     func features(_ row: Int, into: UnsafeMutablePointer<Float>) throws {
         try Self.read(fd, into, 4 * values, at: dataOffset + 4 * values * row, path: path)
+        var st = stat()
+        guard fstat(fd, &st) == 0, Identity(st) == identity else { throw ShardError.changed(file: path) }
     }
 }
 

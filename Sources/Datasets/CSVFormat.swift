@@ -153,6 +153,28 @@ public enum CSVFormat {
     static let suffixes: [(String, Int)] = [
         ("_x", 0), ("_y", 1), ("_z", 2), ("_c", 3), ("_conf", 3), ("_confidence", 3), ("_score", 3), ("_visibility", 3),
     ]
+
+    /// The dimension a mapping's `joints` give when it names no skeleton: 2 for `[x, y]`, 3 for
+    /// `[x, y, z, confidence]`; `[a, b, c]` is `x, y, z` or `x, y, confidence`, told by the
+    /// third columns' names (ending in z, or in c, conf, confidence, score, visibility, vis or v,
+    /// digits aside), else by the built-in skeletons the joint names fit, else refused.
+    static func mappingDimensions(_ joints: [String: [String]], at: SourceLocation) throws -> Int {
+        let counts = Set(joints.values.map(\.count))
+        if counts.contains(4) { return 3 }
+        guard counts.contains(3) else { return 2 }
+        let thirds = joints.values.filter { $0.count == 3 }.map { cols -> Int? in
+            var name = Substring(normalised(cols[2]))
+            while name.last?.isNumber == true { name = name.dropLast() }
+            if name.hasSuffix("z") { return 3 }
+            return ["c", "conf", "confidence", "score", "visibility", "vis", "v"].contains(where: name.hasSuffix) ? 2 : nil
+        }
+        if let first = thirds.first, let d = first, thirds.allSatisfy({ $0 == d }) { return d }
+        let fits = Set(Skeleton.builtIn.values.filter { s in joints.keys.allSatisfy { s.resolveJoint($0) != nil } }.map(\.dimensions))
+        if fits.count == 1 { return fits.first! }
+        throw DatasetError.invalidValue(
+            at, problem: "the mapping gives joints three columns, which are x, y, z or x, y, confidence, and their names do not tell which",
+            fix: "name the skeleton in the mapping (\"skeleton\": a built-in name or a schema), or end the third columns' names in z or c")
+    }
 }
 
 /// Streaming CSV state: the column roles from the header, then one sequence at a time.
@@ -298,8 +320,8 @@ struct CSVReader {
                 jointColumns.append((String(name.dropLast(suffix.count)), axis, k))
             }
         } else {
+            let dims = try mapping.skeleton?.dimensions ?? CSVFormat.mappingDimensions(mapping.joints, at: at)
             for (joint, cols) in mapping.joints.sorted(by: { $0.key < $1.key }) {
-                let dims = mapping.skeleton?.dimensions ?? 2
                 guard cols.count == dims || cols.count == dims + 1 else {
                     throw DatasetError.invalidValue(
                         at, problem: "joint '\(joint)' maps to \(cols.count) columns",
@@ -371,7 +393,7 @@ struct CSVReader {
         throw DatasetError.invalidValue(
             at,
             problem: candidates.isEmpty
-                ? "the joint columns (\(NSOrderedSet(array: jointNames).array.map { "\($0)" }.joined(separator: ", "))) match no built-in skeleton"
+                ? "the joint columns (\(jointNames.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }.joined(separator: ", "))) match no built-in skeleton"
                 : "the joint columns are a subset of \(candidates.map(\.name).sorted().joined(separator: ", ")), not all of its joints",
             fix: "name a skeleton: a built-in name or a schema file (joints without columns are then absent)")
     }

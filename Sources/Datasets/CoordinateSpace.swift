@@ -343,18 +343,38 @@ public enum CoordinateFix {
 
     /// 3D sequences with a Vision `bodyHeight` scaled so that every person is `reference`
     /// metres tall (Vision's reference height is 1.8 m): coordinates times
-    /// `reference / bodyHeight`. Sequences without a height are left as they are.
+    /// `reference / bodyHeight`. The scaled person is `reference` tall, which the sequence then
+    /// records (`bodyHeight` = `reference`, `heightEstimation` "reference"), so that running
+    /// this again on the result changes nothing. Sequences without a height, or already at
+    /// `reference`, are left as they are (`HeightCounts` says how many of each).
     public static func normalisingHeight(_ d: Dataset, reference: Double = 1.8) throws -> Dataset {
         guard d.skeleton.dimensions == 3 else {
             throw FixError.wrongDimensions("height normalisation is for 3D metres; skeleton '\(d.skeleton.name)' is 2D")
         }
         var out = d
         for k in out.sequences.indices {
-            guard let h = out.sequences[k].bodyHeight else { continue }
+            guard let h = out.sequences[k].bodyHeight, h != reference else { continue }
             let factor = Float(reference / h)
             for i in out.sequences[k].coordinates.indices { out.sequences[k].coordinates[i] *= factor }
+            out.sequences[k].bodyHeight = reference
+            out.sequences[k].heightEstimation = "reference"
         }
         return out
+    }
+
+    /// What `normalisingHeight(d, reference:)` does to `d`'s sequences: how many it scales,
+    /// how many are already `reference` tall, how many have no height.
+    public struct HeightCounts: Equatable, Sendable {
+        public var scaled = 0, alreadyAtReference = 0, withoutHeight = 0
+        public init(_ d: Dataset, reference: Double) {
+            for s in d.sequences {
+                switch s.bodyHeight {
+                case nil: withoutHeight += 1
+                case reference?: alreadyAtReference += 1
+                default: scaled += 1
+                }
+            }
+        }
     }
 
     /// The repairs `actiontrain convert` asks for, applied in a fixed order: normalised to

@@ -93,20 +93,39 @@ public enum CreateMLFolder {
 
     /// Reads every `<label>/<clip>.json|csv` of `dir` (labels and clips in name order).
     public static func read(_ dir: String, options: Options = Options()) throws -> Dataset {
-        let fm = FileManager.default
-        let labels = try contents(dir).filter { name in
-            var isDir: ObjCBool = false
-            return fm.fileExists(atPath: (dir as NSString).appendingPathComponent(name), isDirectory: &isDir) && isDir.boolValue
+        try readReporting(dir, options: options).dataset
+    }
+
+    /// `read` with its warnings: label folders without clips, which are left out of the classes.
+    /// Symbolic links are not followed (a link could lead out of the folder, or around in a
+    /// loop): a linked label folder or clip is an error naming it.
+    public static func readReporting(_ dir: String, options: Options = Options()) throws -> ReadReport {
+        let names = try contents(dir)
+        var labels: [String] = []
+        for name in names {
+            let path = (dir as NSString).appendingPathComponent(name)
+            switch try kind(path) {
+            case .directory: labels.append(name)
+            case .link: throw linked(path)
+            case .file: continue
+            }
         }
         var sequences: [PoseSequence] = []
         var frameRate = options.frameRate
         var imageSizes = Set<[Double]>()
+        var empty: [String] = []
         for label in labels {
             let folder = (dir as NSString).appendingPathComponent(label)
+            let before = sequences.count
             for name in try contents(folder) {
                 let path = (folder as NSString).appendingPathComponent(name)
                 let ext = (name as NSString).pathExtension.lowercased()
                 guard ext == "json" || ext == "csv" else { continue }
+                switch try kind(path) {
+                case .link: throw linked(path)
+                case .directory: continue
+                case .file: break
+                }
                 let id = "\(label)/\((name as NSString).deletingPathExtension)"
                 var clip =
                     ext == "json"
@@ -117,6 +136,7 @@ public enum CreateMLFolder {
                 if frameRate == nil { frameRate = clip.frameRate }
                 if let s = clip.sequence.imageSize { imageSizes.insert(s) }
             }
+            if sequences.count == before { empty.append(label) }
         }
         guard !sequences.isEmpty else {
             throw DatasetError.cannotRead(
@@ -128,9 +148,34 @@ public enum CreateMLFolder {
             imageSize = imageSizes.first
             for k in sequences.indices { sequences[k].imageSize = nil }
         }
-        return Dataset(
-            name: URL(fileURLWithPath: dir).lastPathComponent, skeleton: .visionBody2D, sequences: sequences, classes: labels,
-            frameRate: frameRate, imageSize: imageSize)
+        let dataset = Dataset(
+            name: URL(fileURLWithPath: dir).lastPathComponent, skeleton: .visionBody2D, sequences: sequences,
+            classes: labels.filter { !empty.contains($0) }, frameRate: frameRate, imageSize: imageSize)
+        let warnings = empty.map {
+            DatasetWarning(
+                SourceLocation(file: (dir as NSString).appendingPathComponent($0)),
+                "the label folder holds no .json or .csv clip; it is not a class (add its clips, or remove the folder)")
+        }
+        return ReadReport(dataset: dataset, warnings: warnings)
+    }
+
+    enum Kind { case file, directory, link }
+
+    /// What `path` is, without following a link.
+    static func kind(_ path: String) throws -> Kind {
+        guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else {
+            throw DatasetError.cannotRead(file: path, reason: "cannot be read")
+        }
+        switch type {
+        case .typeSymbolicLink: return .link
+        case .typeDirectory: return .directory
+        default: return .file
+        }
+    }
+
+    static func linked(_ path: String) -> DatasetError {
+        .cannotRead(
+            file: path, reason: "is a symbolic link, which import does not follow (it could lead out of the folder or round in a loop); copy the files into the folder")
     }
 
     static func contents(_ dir: String) throws -> [String] {
@@ -292,8 +337,8 @@ public enum CreateMLFolder {
             }
             out += "]}\n"
             let path = (folder as NSString).appendingPathComponent(name + ".json")
-            do { try out.write(toFile: path, atomically: true, encoding: .utf8) } catch {
-                throw DatasetError.cannotRead(file: path, reason: "cannot write: \(error.localizedDescription)")
+            do { try AtomicWrite.write(Array(out.utf8), to: path) } catch let e as AtomicWrite.WriteError {
+                throw DatasetError.cannotRead(file: path, reason: "cannot write: \(e.reason)")
             }
             written.append(path)
         }

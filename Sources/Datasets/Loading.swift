@@ -143,11 +143,11 @@ public enum DatasetLoader {
             o.people = options.people
             o.classes = options.classes
             o.splitNames = options.splitNames
-            report = ReadReport(dataset: try PysklFormat.read(path, options: o))
+            report = try PysklFormat.readReporting(path, options: o)
         case .createmlFolder:
             var o = CreateMLFolder.Options(imageSize: options.imageSize)
             o.minConfidence = options.minConfidence ?? 0
-            report = ReadReport(dataset: try CreateMLFolder.read(path, options: o))
+            report = try CreateMLFolder.readReporting(path, options: o)
         }
         var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
         loaded.jointNames = report.jointNames

@@ -8,9 +8,17 @@ import Foundation
 /// `_codecs.encode` of bytes, `collections.OrderedDict`) and built here from their arguments;
 /// any other name is refused with an error naming it. Every length is checked against the
 /// input, and containers, memo and nesting are bounded.
+///
+/// Limits (docs/datasets.md, "MMAction2 / PYSKL"): a pickle can refer to one memoised list,
+/// tuple or dict many times, and the tree `load` returns copies it at each place, so what a
+/// pickle expands to, not its size, is bounded: at most `Limits.values(for:)` values (each
+/// place a value appears counts) and `Limits.arrayBytes(for:)` bytes of array data (a shared
+/// array counts each time it appears). A pickle without shared containers never reaches
+/// either, as every value it holds costs at least one byte of it. Containers nest at most
+/// `maxDepth` levels, however they were built (marks, `APPEND`, `SETITEM`, tuples).
 public enum Pickle {
-    /// A decoded value: a tree (shared sub-values are copied; a container that contains itself
-    /// is refused).
+    /// A decoded value: a tree (shared sub-values are copied, within `Limits`; a container that
+    /// contains itself is refused).
     public indirect enum Value: CustomStringConvertible {
         case none
         case bool(Bool)
@@ -90,7 +98,7 @@ public enum Pickle {
     /// appended to later is the same list wherever the pickle refers to it).
     indirect enum Node {
         case value(Value)
-        case tuple([Node])
+        case tuple(TupleBox)
         case list(ListBox)
         case dict(DictBox)
         /// A NumPy dtype (`numpy.dtype(...)`, then `BUILD` sets the byte order).
@@ -114,6 +122,12 @@ public enum Pickle {
 
     final class ListBox { var items: [Node] = [] }
     final class DictBox { var items: [(key: Node, value: Node)] = [] }
+    /// A tuple: a class too, so that its identity is known and a chain of nested tuples is freed
+    /// without recursion (`Machine.release`).
+    final class TupleBox {
+        var items: [Node]
+        init(_ items: [Node]) { self.items = items }
+    }
 
     /// A NumPy dtype: kind letter (`f`, `i`, `u`, `b`), item size and byte order.
     public final class DtypeBox {
@@ -188,36 +202,76 @@ public enum Pickle {
 
     static let maxMemo = 1 << 24
     static let maxStack = 1 << 24
-    static let maxDepth = 256
-    /// Most values in the decoded tree (shared values count once per place they appear).
-    static let maxValues = 1 << 26
+    /// Most levels of nested containers (lists, tuples, dicts) in the decoded tree.
+    public static let maxDepth = 256
+
+    /// What a pickle of `n` bytes may expand to in `load`'s tree.
+    public enum Limits {
+        /// Values in the tree, each place counted: the pickle's size in bytes, at least 2^20.
+        public static func values(for n: Int) -> Int { max(1 << 20, n) }
+        /// Bytes of array data in the tree, each place counted: the pickle's size, at least
+        /// 16 MiB.
+        public static func arrayBytes(for n: Int) -> Int { max(1 << 24, n) }
+    }
 
     /// Decodes one pickle (its value at `STOP`).
     public static func load(_ bytes: [UInt8]) throws -> Value {
         var m = Machine(bytes)
         defer { m.release() }  // also on errors: a half-built graph may hold cycles
         let root = try m.run()
-        var budget = maxValues
-        return try tree(root, inside: [], budget: &budget, fail: { m.fail($0, at: bytes.count) })
+        var expansion = Expansion(inputBytes: bytes.count)
+        return try expansion.tree(root, depth: 0, fail: { m.fail($0, at: bytes.count) })
     }
 
-    /// The machine's graph as a tree; a container inside itself is refused.
-    static func tree(_ n: Node, inside: Set<ObjectIdentifier>, budget: inout Int, fail: (String) -> Failure) throws -> Value {
-        budget -= 1
-        guard budget >= 0 else { throw fail("the pickle holds more than \(maxValues) values") }
-        switch n {
-        case .value(let v): return v
-        case .tuple(let t): return .tuple(try t.map { try tree($0, inside: inside, budget: &budget, fail: fail) })
-        case .list(let l):
-            guard !inside.contains(ObjectIdentifier(l)) else { throw fail("a list contains itself") }
-            let within = inside.union([ObjectIdentifier(l)])
-            return .list(try l.items.map { try tree($0, inside: within, budget: &budget, fail: fail) })
-        case .dict(let d):
-            guard !inside.contains(ObjectIdentifier(d)) else { throw fail("a dict contains itself") }
-            let within = inside.union([ObjectIdentifier(d)])
-            return .dict(try d.items.map { (try tree($0.key, inside: within, budget: &budget, fail: fail), try tree($0.value, inside: within, budget: &budget, fail: fail)) })
-        case .dtype, .callable:
-            throw fail("the pickle holds \(n.kind) where data was expected")
+    /// The machine's graph as a tree, counted against `Limits`: each container is visited once
+    /// per place it appears, with the containers on the path from the root in `open` (a
+    /// container inside itself is refused), so the work is linear in what the tree holds.
+    struct Expansion {
+        let inputBytes: Int
+        var values = 0, arrayBytes = 0
+        var open = Set<ObjectIdentifier>()
+
+        init(inputBytes: Int) { self.inputBytes = inputBytes }
+
+        mutating func tree(_ n: Node, depth: Int, fail: (String) -> Failure) throws -> Value {
+            values += 1
+            guard values <= Limits.values(for: inputBytes) else {
+                throw fail(
+                    "the pickle expands to more than \(Limits.values(for: inputBytes)) values (a list, tuple or dict it refers to "
+                        + "again counts each time; the limit is the file's size in bytes, at least 2^20)")
+            }
+            func enter(_ box: AnyObject, _ kind: String) throws -> ObjectIdentifier {
+                guard depth < maxDepth else { throw fail("the pickle is nested deeper than \(maxDepth) levels") }
+                let id = ObjectIdentifier(box)
+                guard open.insert(id).inserted else { throw fail("a \(kind) contains itself") }
+                return id
+            }
+            switch n {
+            case .value(let v):
+                if case .array(let a) = v {
+                    arrayBytes += a.data.count
+                    guard arrayBytes <= Limits.arrayBytes(for: inputBytes) else {
+                        throw fail(
+                            "the pickle's arrays expand to more than \(Limits.arrayBytes(for: inputBytes)) bytes (an array it refers "
+                                + "to again counts each time; the limit is the file's size, at least 16 MiB)")
+                    }
+                }
+                return v
+            case .tuple(let t):
+                let id = try enter(t, "tuple")
+                defer { open.remove(id) }
+                return .tuple(try t.items.map { try tree($0, depth: depth + 1, fail: fail) })
+            case .list(let l):
+                let id = try enter(l, "list")
+                defer { open.remove(id) }
+                return .list(try l.items.map { try tree($0, depth: depth + 1, fail: fail) })
+            case .dict(let d):
+                let id = try enter(d, "dict")
+                defer { open.remove(id) }
+                return .dict(try d.items.map { (try tree($0.key, depth: depth + 1, fail: fail), try tree($0.value, depth: depth + 1, fail: fail)) })
+            case .dtype, .callable:
+                throw fail("the pickle holds \(n.kind) where data was expected")
+            }
         }
     }
 
@@ -234,6 +288,7 @@ public enum Pickle {
             for b in boxes {
                 (b as? ListBox)?.items = []
                 (b as? DictBox)?.items = []
+                (b as? TupleBox)?.items = []
             }
             boxes = []
             memo = [:]
@@ -264,6 +319,41 @@ public enum Pickle {
             guard let nl = b[i...].firstIndex(of: 0x0A) else { throw fail("the pickle ends in the middle of a value (it is cut short)") }
             defer { i = nl + 1 }
             return String(decoding: b[i..<nl], as: UTF8.self)
+        }
+        /// The rest of the line decoded as Python's `raw-unicode-escape` (protocol 0's `UNICODE`):
+        /// bytes are Latin-1 characters, and `\uXXXX` or `\UXXXXXXXX` after an odd number of
+        /// backslashes is that character.
+        mutating func rawUnicodeEscaped(at: Int) throws -> String {
+            let start = i
+            _ = try line()
+            let t = b[start..<(i - 1)]
+            var out = String.UnicodeScalarView()
+            var k = t.startIndex
+            while k < t.endIndex {
+                guard t[k] == UInt8(ascii: "\\") else {
+                    out.append(Unicode.Scalar(t[k]))
+                    k += 1
+                    continue
+                }
+                var run = 0
+                while k < t.endIndex && t[k] == UInt8(ascii: "\\") {
+                    run += 1
+                    k += 1
+                }
+                guard run % 2 == 1, k < t.endIndex, t[k] == UInt8(ascii: "u") || t[k] == UInt8(ascii: "U") else {
+                    for _ in 0..<run { out.append("\\") }
+                    continue
+                }
+                for _ in 0..<(run - 1) { out.append("\\") }
+                let digits = t[k] == UInt8(ascii: "u") ? 4 : 8
+                k += 1
+                guard t.endIndex - k >= digits, t[k..<(k + digits)].allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
+                    let v = UInt32(String(decoding: t[k..<(k + digits)], as: UTF8.self), radix: 16), let scalar = Unicode.Scalar(v)
+                else { throw fail("a protocol 0 string has a damaged \\u escape", at: at) }
+                out.append(scalar)
+                k += digits
+            }
+            return String(out)
         }
         mutating func utf8(_ n: Int) throws -> String {
             let s = try take(n)
@@ -347,6 +437,14 @@ public enum Pickle {
                     let t = try line()
                     guard let v = Double(t) else { throw fail("'\(t)' is not a float", at: at) }
                     try push(.float(v))
+                case UInt8(ascii: "V"): try push(.string(try rawUnicodeEscaped(at: at)))  // protocol 0's str
+                case UInt8(ascii: "S"):
+                    throw fail(
+                        "STRING (a Python 2 str in a protocol 0 or 1 pickle) is not read; load the pickle in Python 3 and save it again with protocol 2 or later",
+                        at: at)
+                case UInt8(ascii: "i"):  // INST: a class instantiated from a protocol 0 pickle
+                    let module = try line(), name = try line()
+                    throw fail("the pickle creates an instance of \(module).\(name), which is not run: only dicts, lists, strings, numbers and NumPy arrays are read", at: at)
                 case UInt8(ascii: "X"): try push(.string(try utf8(try length(4))))
                 case 0x8C: try push(.string(try utf8(try length(1))))
                 case 0x8D: try push(.string(try utf8(try length(8))))
@@ -368,14 +466,14 @@ public enum Pickle {
                     let items = try popMark()
                     guard case .list(let l)? = stack.last else { throw fail("APPENDS to \(stack.last?.kind ?? "nothing"), not a list", at: at) }
                     l.items += items
-                case UInt8(ascii: ")"): try push(Node.tuple([]))
-                case UInt8(ascii: "t"): try push(Node.tuple(try popMark()))
+                case UInt8(ascii: ")"): try push(.tuple(newTuple([])))
+                case UInt8(ascii: "t"): try push(.tuple(newTuple(try popMark())))
                 case 0x85, 0x86, 0x87:
                     let n = Int(op - 0x84)
                     guard stack.count >= n + (marks.last ?? 0) else { throw fail("a tuple of \(n) needs \(n) values", at: at) }
                     let t = Array(stack.suffix(n))
                     stack.removeLast(n)
-                    try push(Node.tuple(t))
+                    try push(.tuple(newTuple(t)))
                 case UInt8(ascii: "}"): try push(.dict(newDict()))
                 case UInt8(ascii: "d"):
                     let d = newDict()
@@ -401,7 +499,7 @@ public enum Pickle {
                     guard case .callable(let c) = f, case .tuple(let a) = args else {
                         throw fail("REDUCE calls \(f.kind) with \(args.kind); only NumPy's array constructors are allowed", at: at)
                     }
-                    let made = try Machine.call(c, a, fail: { self.fail($0, at: at) })
+                    let made = try Machine.call(c, a.items, fail: { self.fail($0, at: at) })
                     if case .dict(let d) = made { boxes.append(d) }
                     try push(made)
                 case UInt8(ascii: "b"):
@@ -426,6 +524,12 @@ public enum Pickle {
             let l = ListBox()
             boxes.append(l)
             return l
+        }
+
+        mutating func newTuple(_ items: [Node]) -> TupleBox {
+            let t = TupleBox(items)
+            boxes.append(t)
+            return t
         }
 
         mutating func newDict() -> DictBox {
@@ -466,7 +570,7 @@ public enum Pickle {
         static func shape(_ v: Node, fail: (String) -> Failure) throws -> [Int] {
             guard case .tuple(let t) = v else { throw fail("an array shape must be a tuple") }
             var count = 1
-            return try t.map { d in
+            return try t.items.map { d in
                 guard let n = d.integer, n >= 0 else { throw fail("an array dimension must be a non-negative integer") }
                 let (c, overflow) = count.multipliedReportingOverflow(by: n)
                 guard !overflow, c < 1 << 40 else { throw fail("the array is too large") }
@@ -522,9 +626,9 @@ public enum Pickle {
         static func build(_ target: Node, _ state: Node, fail: (String) -> Failure) throws {
             switch target {
             case .dtype(let d):  // (3, '<', None, None, None, -1, -1, 0)
-                if case .tuple(let t) = state, t.count >= 2, let order = t[1].string { d.bigEndian = order == ">" }
+                if case .tuple(let box) = state, box.items.count >= 2, let order = box.items[1].string { d.bigEndian = order == ">" }
             case .value(.array(let box)):  // (1, shape, dtype, is_fortran, data)
-                guard case .tuple(let t) = state, t.count == 5, case .dtype(let d) = t[2] else {
+                guard case .tuple(let tuple) = state, case let t = tuple.items, t.count == 5, case .dtype(let d) = t[2] else {
                     throw fail("an array's state must be (version, shape, dtype, fortran, data)")
                 }
                 guard case .value(.bool(false)) = t[3] else { throw fail("the array is in Fortran order; save numpy.ascontiguousarray(a)") }

@@ -29,14 +29,24 @@ public enum PysklFormat {
     }
 
     public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
+        try readReporting(path, options: options).dataset
+    }
+
+    /// The dataset with the reader's warnings (annotations whose keypoints are all NaN).
+    public static func readReporting(_ path: String, options: Options = Options()) throws -> ReadReport {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw DatasetError.cannotRead(file: path, reason: "no such file or not readable")
         }
-        return try parse([UInt8](data), file: path, options: options)
+        return try parseReporting([UInt8](data), file: path, options: options)
     }
 
     /// Reads a pickle held in memory (tests, fuzzing).
     public static func parse(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> Dataset {
+        try parseReporting(bytes, file: file, options: options).dataset
+    }
+
+    /// `parse` with the reader's warnings.
+    public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> ReadReport {
         let root: Pickle.Value
         do { root = try Pickle.load(bytes) } catch let e as Pickle.Failure {
             throw DatasetError.invalidValue(
@@ -68,6 +78,8 @@ public enum PysklFormat {
         var sequences: [PoseSequence] = []
         var seen = Set<String>()
         var labels = Set<Int>()
+        /// Annotations with frames whose keypoints are all NaN: no joint was ever seen.
+        var allNaN: [String] = []
         for (n, a) in annotations.enumerated() {
             guard case .dict = a else { throw fail("annotation \(n) is \(a.kind), not a dict", "each annotation is a dict with frame_dir, label, keypoint") }
             guard let id = a["frame_dir"]?.string ?? a["frame_dir"]?.integer.map(String.init) else {
@@ -116,7 +128,9 @@ public enum PysklFormat {
                 imageSize = [w, h]
             }
             var tracks: [(id: String, sequence: PoseSequence)] = []
-            for m in 0..<M {
+            var sawNaN = false, sawPoint = false
+            // With no frames the array holds nothing whatever M says (M × 0 × V × C values).
+            for m in 0..<(T == 0 ? min(M, 1) : M) {
                 var frame = [PosePoint?](repeating: nil, count: V)
                 var body = PoseSequence(id: id, label: label, jointCount: V, dimensions: C, hasConfidence: score != nil)
                 for t in 0..<T {
@@ -129,7 +143,10 @@ public enum PysklFormat {
                         let conf = score.map { $0.double((m * T + t) * V + j) }
                         frame[j] = nil
                         if values.contains(where: { $0 != 0 }) { allZero = false }
-                        if values.contains(where: \.isNaN) || conf?.isNaN == true { continue }
+                        if values.contains(where: \.isNaN) || conf?.isNaN == true {
+                            sawNaN = true
+                            continue
+                        }
                         guard values.allSatisfy(\.isFinite), conf?.isFinite ?? true else {
                             throw DatasetError.nonFinite(SourceLocation(file: file, record: id, frame: t, joint: s.joints[j], recordKind: "annotation"), what: "a keypoint or score")
                         }
@@ -142,12 +159,14 @@ public enum PysklFormat {
                         if C == 3 { p.z = Float(values[2]) }
                         p.confidence = conf.map(Float.init)
                         frame[j] = p
+                        sawPoint = true
                     }
                     if allZero { for j in 0..<V { frame[j] = nil } }  // padding: the body is not there
                     body.appendFrame(frame)
                 }
                 tracks.append((String(m), body))
             }
+            if sawNaN && !sawPoint { allNaN.append(id) }
             var base = tracks.first?.sequence ?? PoseSequence(id: id, label: label, jointCount: V, dimensions: C, hasConfidence: false)
             base.split = splitOf[id]
             base.imageSize = imageSize
@@ -171,7 +190,17 @@ public enum PysklFormat {
             for k in out.sequences.indices { out.sequences[k].imageSize = nil }
         }
         if case .bodies(let m) = options.people { out.skeleton = out.skeleton.bodies(m) }
-        return out
+        var warnings: [DatasetWarning] = []
+        if !allNaN.isEmpty {
+            let names = allNaN.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (allNaN.count > 5 ? ", ..." : "")
+            warnings.append(
+                DatasetWarning(
+                    SourceLocation(file: file),
+                    "\(allNaN.count) annotation\(allNaN.count == 1 ? "" : "s") (\(names)) \(allNaN.count == 1 ? "holds" : "hold") only NaN keypoints: no joint is seen in any frame "
+                        + "(NaN marks a joint as not seen), so \(allNaN.count == 1 ? "it is a sequence" : "they are sequences") of empty frames; "
+                        + "check how the keypoints were saved, or leave \(allNaN.count == 1 ? "it" : "them") out"))
+        }
+        return ReadReport(dataset: out, warnings: warnings)
     }
 
     /// The split dictionary's names to train / validation / test: `given`, else one pair of

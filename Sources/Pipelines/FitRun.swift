@@ -74,6 +74,8 @@ public final class FitRun {
         folder: RunFolder, dataPath: String? = nil, read: ReadOptions = ReadOptions(), group: Collective = SingleProcess(),
         configure: (TrainingConfig) throws -> TrainingConfig = { $0 }
     ) throws -> FitRun {
+        // Rank 0 writes: it locks the folder before clearing what killed writes left in it.
+        let folder = group.rank == 0 && folder.lock == nil ? try RunFolder.claim(folder.path) : folder
         let paths = checkpointPaths(folder), path = paths[0]
         let removed = group.rank == 0 ? AtomicWrite.removeStaleTemporaries(in: folder.path) : []
         guard FileManager.default.fileExists(atPath: path) else { throw FitError.noCheckpoint(folder: folder.path) }

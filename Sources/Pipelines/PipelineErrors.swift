@@ -18,6 +18,8 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     case runFolderIsAFile(String)
     /// The run folder already holds files and replacing them was not asked for.
     case runFolderNotEmpty(String)
+    /// Another process writes the run folder (`FolderLock`); `holder` names it.
+    case runFolderInUse(String, holder: String)
     case cannotCreateFolder(String, reason: String)
     /// `folder` has no checkpoint to resume from.
     case noCheckpoint(folder: String)
@@ -41,6 +43,7 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
         case .networkDoesNotFit(let a, let input, let why): return "the \(a) model does not fit the input \(input): \(why)"
         case .runFolderIsAFile(let dir): return "\(dir) exists and is not a folder; choose another run folder"
         case .runFolderNotEmpty(let dir): return "\(dir) already holds a run; replace it, resume it or choose another run folder"
+        case .runFolderInUse(let dir, let holder): return FolderLock.Busy(folder: dir, holder: holder).description
         case .cannotCreateFolder(let dir, let why): return "\(dir): cannot create the run folder: \(why)"
         case .noCheckpoint(let dir): return "\(dir): no \(RunFolder.checkpointName) to resume from"
         case .checkpointNamesNoDataset(let path): return "\(path): the checkpoint does not name its dataset; give the dataset to resume with"

@@ -14,11 +14,16 @@ import PoseCore
 /// | `report.json`, `report.txt` | at the end, the validation report (when there is a validation split) |
 /// | `member<m>/` | with `ensemble` > 1: member m's log, curves, checkpoint and model (m from 1), instead of the run's |
 ///
-/// Every file but the log is written to a temporary file and renamed into place.
+/// Every file but the log is written to a temporary file and renamed into place. A run folder
+/// made by `create` or `claim` holds the folder's `FolderLock` while the value (and the run
+/// that keeps it) lives: a second process that would write into it is refused, naming the
+/// holder.
 public struct RunFolder: Sendable {
     public static let checkpointName = "checkpoint.atc"
 
     public let path: String
+    /// This process's lock of the folder; nil for a folder only read.
+    public let lock: FolderLock?
     public var configPath: String { "\(path)/config.json" }
     public var logPath: String { "\(path)/log.jsonl" }
     public var curvesPath: String { "\(path)/curves.svg" }
@@ -27,8 +32,34 @@ public struct RunFolder: Sendable {
     public var reportJSONPath: String { "\(path)/report.json" }
     public var reportTextPath: String { "\(path)/report.txt" }
 
-    /// An existing run folder (to resume), not checked.
-    public init(existing path: String) { self.path = path }
+    /// An existing run folder, not checked and not locked (to read it).
+    public init(existing path: String) {
+        self.path = path
+        lock = nil
+    }
+
+    init(path: String, lock: FolderLock) {
+        self.path = path
+        self.lock = lock
+    }
+
+    /// An existing run folder locked for writing (`FolderLock`), to resume it.
+    public static func claim(_ path: String, command: String = "fit") throws -> RunFolder {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw FitError.noCheckpoint(folder: path)
+        }
+        return RunFolder(path: path, lock: try locking(path) { try FolderLock(path, command: command) })
+    }
+
+    /// `body`'s lock, its errors as `FitError`s.
+    static func locking(_ path: String, _ body: () throws -> FolderLock) throws -> FolderLock {
+        do { return try body() } catch let e as FolderLock.Busy {
+            throw FitError.runFolderInUse(path, holder: e.holder)
+        } catch let e as AtomicWrite.WriteError {
+            throw FitError.cannotCreateFolder(path, reason: e.reason)
+        }
+    }
 
     /// The folder of ensemble member m (from 0): `member<m+1>/`.
     public func member(_ m: Int) -> RunFolder { RunFolder(existing: "\(path)/member\(m + 1)") }
@@ -42,26 +73,22 @@ public struct RunFolder: Sendable {
         return isMember ? (folder as NSString).deletingLastPathComponent : folder
     }
 
-    /// Creates the folder for a new run. An existing non-empty folder is refused unless
+    /// Creates the folder for a new run and locks it (`FolderLock`; a folder another process
+    /// writes is refused, naming it). An existing non-empty folder is refused unless
     /// `replacing`, which removes its checkpoints (the run's and its members'; the other files
-    /// are overwritten as the run goes).
-    public static func create(_ path: String, replacing: Bool) throws -> RunFolder {
+    /// are overwritten as the run goes). The check comes after the lock, so of two processes
+    /// starting on one new folder, the second finds it locked or holding the first's run.
+    public static func create(_ path: String, replacing: Bool, command: String = "fit") throws -> RunFolder {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
-        if fm.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw FitError.runFolderIsAFile(path) }
-            let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? []
-            if !contents.isEmpty && !replacing { throw FitError.runFolderNotEmpty(path) }
-            if replacing {
-                for folder in [path] + contents.map({ "\(path)/\($0)" }) { try? fm.removeItem(atPath: "\(folder)/\(checkpointName)") }
-            }
+        if fm.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue { throw FitError.runFolderIsAFile(path) }
+        let lock = try locking(path) { try FolderLock.creatingFolder(path, command: command) }
+        let contents = ((try? fm.contentsOfDirectory(atPath: path)) ?? []).filter { !FolderLock.isLockName($0) }
+        if !contents.isEmpty && !replacing { throw FitError.runFolderNotEmpty(path) }
+        if replacing {
+            for folder in [path] + contents.map({ "\(path)/\($0)" }) { try? fm.removeItem(atPath: "\(folder)/\(checkpointName)") }
         }
-        do {
-            try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw FitError.cannotCreateFolder(path, reason: error.localizedDescription)
-        }
-        return RunFolder(existing: path)
+        return RunFolder(path: path, lock: lock)
     }
 
     /// The config as saved in `config.json` (its bytes are also the model's config hash).
@@ -106,9 +133,10 @@ final class EpochLog {
     deinit { try? handle.close() }
 }
 
-/// Files written whole (PoseCore's `AtomicWrite`): to a recognisable temporary file
-/// `.<name>.tmp`, flushed and renamed into place, so that a reader (or a crash) never sees half
-/// a file, and a kill leaves a file that the next write or `FitRun.resume` removes.
+/// Files written whole (PoseCore's `AtomicWrite`): to a recognisable temporary file of this
+/// process's own, `.<name>.<pid>-<random>.tmp`, flushed and renamed into place, so that a
+/// reader (or a crash) never sees half a file, two writers never mix theirs, and a kill leaves
+/// a file that `FitRun.resume` removes.
 public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws {
         try data.withUnsafeBytes { try AtomicWrite.write($0, to: path) }

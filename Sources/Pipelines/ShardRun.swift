@@ -47,7 +47,7 @@ public enum Shards {
                 let bytes = try ShardFile.encode(
                     header: header, features: pending.features[..<(n * input.valuesPerWindow)], labels: pending.labels[..<n],
                     groups: pending.groups[..<n])
-                let file = "\(role.rawValue)-\(String(format: "%05d", manifest.shards.filter { $0.role == role }.count)).shard"
+                let file = ShardManifest.shardName(role, manifest.shards.filter { $0.role == role }.count)
                 try AtomicWrite.write(bytes, to: "\(directory)/\(file)")
                 let crc = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self)) }
                 manifest.shards.append(.init(file: file, role: role, windows: n, bytes: bytes.count, crc32: crc))
@@ -71,6 +71,7 @@ public enum Shards {
         guard windows(.train) > 0 else { throw FitError.noTrainingWindows(dataset: dataset.name, sequences: split.train.count) }
         try RunChecks.checkValidationWindows(
             dataset: dataset.name, sequences: split.validation.count, windows: windows(.validation), windowFrames: input.window.frames)
+        manifest.totals = ShardManifest.totals(of: manifest.shards)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         try AtomicFile.write(try encoder.encode(manifest), to: "\(directory)/\(ShardManifest.fileName)")
@@ -89,12 +90,14 @@ public enum Shards {
 extension TrainingData {
     /// The training windows of a shard directory, read batch by batch from the shard
     /// files; its validation windows in memory.
+    /// The manifest is verified first (`ShardManifest.verify`), and every shard when opened.
     public init(shards directory: String, manifest: ShardManifest) throws {
+        try manifest.verify(directory: directory)
         let train = try ShardBatches(directory: directory, manifest: manifest, role: .train)
         let validation = try ShardBatches(directory: directory, manifest: manifest, role: .validation)
-        self.init(
-            input: manifest.input, classes: manifest.classes, train: train, trainLabels: train.labels,
-            validation: validation.count == 0 ? nil : validation.tensors())
+        let windows = validation.count == 0 ? nil : validation.tensors()
+        if let e = validation.readError { throw e }
+        self.init(input: manifest.input, classes: manifest.classes, train: train, trainLabels: train.labels, validation: windows)
     }
 }
 
@@ -126,13 +129,20 @@ public final class ShardRun {
 
     public var config: TrainingConfig { training.config }
 
-    /// Trains (`Training.run`); a shard that can no longer be read (changed under the run)
-    /// stops the training after the step that read it and is thrown as its `ShardError`.
+    /// Trains (`Training.run`); a shard that can no longer be read or was written to (changed
+    /// under the run) stops the training after the step that read it and is thrown as its
+    /// `ShardError`.
     @discardableResult
     public func train(
         shouldStop: () -> Bool = { false }, onBatch: (BatchProgress) -> Void = { _ in }, onEpoch: (EpochRecord) throws -> Void = { _ in }
     ) throws -> TrainingOutcome {
-        let outcome = try training.run(shouldStop: { source.readError != nil || shouldStop() }, onBatch: onBatch, onEpoch: onEpoch)
+        let outcome: TrainingOutcome
+        do {
+            outcome = try training.run(shouldStop: { source.readError != nil || shouldStop() }, onBatch: onBatch, onEpoch: onEpoch)
+        } catch {
+            // A step on windows that could not be read (zeros) may have failed too: the shard is the cause.
+            throw source.readError ?? error
+        }
         if let e = source.readError { throw e }
         return outcome
     }

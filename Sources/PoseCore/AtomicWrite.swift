@@ -8,11 +8,13 @@
 /// is flushed to disk (fsync) and renamed over it, then the folder is flushed. A crash or kill
 /// at any moment leaves the previous file or the new one, never a mix.
 ///
-/// The temporary file has a fixed, recognisable name, `.<name>.tmp` (`.model.atm.tmp` for
-/// `model.atm`): the next write of the same file replaces one left by a killed process, and
-/// `removeStaleTemporaries(in:)` clears a folder of them (fit does on resume). Foundation's
-/// atomic writes, which earlier versions used, leave `.dat.nosync<hex>.<6 characters>` files
-/// instead; those are cleared too. POSIX calls only (no Foundation), so every module can use it.
+/// The temporary file has a recognisable name of its own, `.<name>.<pid>-<random>.tmp`
+/// (`.model.atm.4711-9f3a0c1e.tmp` for `model.atm`), created exclusively (`O_EXCL`): two
+/// processes (or threads) writing the same file never share a temporary file, so each rename
+/// puts one whole file in place. `removeStaleTemporaries(in:)` clears a folder of those a killed
+/// process left (fit does on resume, holding the run folder's `FolderLock`). Earlier versions
+/// used `.<name>.tmp`, and Foundation's atomic writes `.dat.nosync<hex>.<6 characters>`; those
+/// are cleared too. POSIX calls only (no Foundation), so every module can use it.
 public enum AtomicWrite {
     /// Why a write failed: the file and the system's reason.
     public struct WriteError: Error, Equatable, CustomStringConvertible {
@@ -34,17 +36,28 @@ public enum AtomicWrite {
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
     }
 
-    /// The temporary file a write of `path` goes through.
-    public static func temporaryPath(for path: String) -> String {
+    /// The temporary file a write of `path` goes through, tagged `tag`: `.<name>.<tag>.tmp`
+    /// beside it.
+    public static func temporaryPath(for path: String, tag: String) -> String {
         let (folder, name) = split(path)
-        return path.contains("/") ? "\(folder == "/" ? "" : folder)/.\(name).tmp" : ".\(name).tmp"
+        return path.contains("/") ? "\(folder == "/" ? "" : folder)/.\(name).\(tag).tmp" : ".\(name).\(tag).tmp"
+    }
+
+    /// This process's tag for a new temporary file: its pid and 32 random bits.
+    public static func uniqueTag() -> String {
+        let random = String(UInt32.random(in: .min ... .max), radix: 16)
+        return "\(getpid())-\(String(repeating: "0", count: 8 - random.count))\(random)"
     }
 
     /// Writes `bytes` to `path` atomically (see the type's comment).
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
-        let temp = temporaryPath(for: path)
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw WriteError(path: path, reason: "cannot create \(temp): \(errnoText())") }
+        var temp = temporaryPath(for: path, tag: uniqueTag())
+        var fd = open(temp, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        while fd < 0 && errno == EEXIST {
+            temp = temporaryPath(for: path, tag: uniqueTag())
+            fd = open(temp, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        }
+        guard fd >= 0 else { throw WriteError(path: path, reason: cannotCreate(in: split(path).folder, temp)) }
         var done = 0
         var failure: String?
         while done < bytes.count {
@@ -79,7 +92,8 @@ public enum AtomicWrite {
     }
 
     /// True for the name of a temporary file an interrupted atomic write leaves: ours
-    /// (`.<name>.tmp`) or Foundation's (`.dat.nosync<hex>.<6 characters>`).
+    /// (`.<name>.<tag>.tmp`, or `.<name>.tmp` of earlier versions) or Foundation's
+    /// (`.dat.nosync<hex>.<6 characters>`).
     public static func isTemporaryName(_ name: String) -> Bool {
         if name.hasPrefix(".") && name.hasSuffix(".tmp") && name.count > 5 { return true }
         guard name.hasPrefix(".dat.nosync") else { return false }
@@ -108,6 +122,17 @@ public enum AtomicWrite {
             if unlink(path) == 0 { removed.append(name) }
         }
         return removed
+    }
+
+    /// Why a file cannot be created in `folder`, from `errno` after `open` failed: a missing
+    /// folder is named as such (not by the temporary file's name).
+    static func cannotCreate(in folder: String, _ file: String) -> String {
+        let error = errno
+        var st = stat()
+        if error == ENOENT && stat(folder, &st) != 0 { return "the folder \(folder) does not exist; create it first" }
+        if error == ENOTDIR { return "\(folder) is not a folder" }
+        if error == EACCES || error == EROFS { return "cannot create a file in \(folder): \(String(cString: strerror(error)))" }
+        return "cannot create \(file): \(String(cString: strerror(error)))"
     }
 
     private static func errnoText() -> String { String(cString: strerror(errno)) }

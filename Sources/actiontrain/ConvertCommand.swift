@@ -84,6 +84,9 @@ enum ConvertCommand: ParsableCommand {
         for path in inputs {
             let loaded = try DatasetLoader.read(path, options: read)
             DataFlags.printWarnings(plan.isEmpty ? loaded.warnings : loaded.readerWarnings, out: &out)
+            if let reference = plan.heightReference, loaded.dataset.skeleton.dimensions == 3 {
+                out.line(heightNote(CoordinateFix.HeightCounts(loaded.dataset, reference: reference), reference: reference, file: path))
+            }
             var d: Dataset
             do { d = try plan.apply(to: loaded.dataset) } catch let e as CoordinateFix.FixError { throw CLIError.failure("\(path): \(e)") }
             for s in d.sequences where !ids.insert(s.id).inserted {
@@ -110,7 +113,11 @@ enum ConvertCommand: ParsableCommand {
         }
         if options.to == .createml {
             if merged!.imageSize == nil { merged!.imageSize = plan.imageSize }
+            let lock = try Export.claim(outPath)
+            try Export.clear(outPath, format: "createml")
             let files = try CreateMLFolder.write(merged!, to: outPath)
+            try Export.record(outPath, format: "createml", files: files)
+            withExtendedLifetime(lock) {}
             out.line("convert: wrote \(files.count) clips in \(merged!.classes.count) label folders to \(outPath)")
             return
         }
@@ -121,16 +128,30 @@ enum ConvertCommand: ParsableCommand {
 }
 
 extension ConvertCommand {
+    /// What --normalize-height does to one input.
+    static func heightNote(_ c: CoordinateFix.HeightCounts, reference: Double, file: String) -> String {
+        var parts = ["scaled \(c.scaled) sequence\(c.scaled == 1 ? "" : "s") to \(reference) m"]
+        if c.alreadyAtReference > 0 {
+            parts.append(
+                "left \(c.alreadyAtReference) whose bodyHeight is already \(reference) m as \(c.alreadyAtReference == 1 ? "it is" : "they are") (normalised before, or Vision's reference height)")
+        }
+        if c.withoutHeight > 0 { parts.append("left \(c.withoutHeight) without a bodyHeight as \(c.withoutHeight == 1 ? "it is" : "they are")") }
+        return "convert: \(file): --normalize-height " + parts.joined(separator: "; ")
+    }
+
     /// `--to shards`: the windows fit would cut for the config, in a shard directory.
     static func writeShards(_ dataset: Dataset, _ options: Options, out: inout Output) throws {
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
         let windows = options.shardWindows ?? Shards.defaultWindowsPerShard
         guard windows > 0 else { throw CLIError.usage("--shard-windows must be positive, got \(windows)") }
-        if FileManager.default.fileExists(atPath: options.out) {
+        if FileManager.default.fileExists(atPath: options.out) && !ShardManifest.isShardDirectory(options.out) {
             // --force replaces shards only, never another kind of folder.
-            guard ShardManifest.isShardDirectory(options.out) else { throw CLIError.failure("\(options.out) exists and is not a shard directory; choose another OUT") }
-            try FileManager.default.removeItem(atPath: options.out)
+            throw CLIError.failure("\(options.out) exists and is not a shard directory; choose another OUT")
         }
+        let lock = try Export.claim(options.out)
+        defer { withExtendedLifetime(lock) {} }
+        // The earlier conversion's files only: its manifest, shards and temporary files.
+        try Export.removeOwnFiles(options.out) { ShardManifest.isShardName($0) || $0 == ShardManifest.fileName || AtomicWrite.isTemporaryName($0) }
         let manifest: ShardManifest
         do {
             manifest = try Shards.convert(
@@ -145,5 +166,94 @@ extension ConvertCommand {
         out.line(
             "convert: wrote \(count(.train)) training and \(count(.validation)) validation windows of \(manifest.frames)x\(manifest.channels) "
                 + "in \(manifest.shards.count) shards (\(bytes) bytes) to \(options.out)")
+    }
+}
+
+/// Folders `convert` writes (a Create ML export, a shard directory): one writer at a time, and
+/// `--force` removes only what an earlier conversion wrote there.
+enum Export {
+    /// The record of an export's files: `.actiontrain-export.json` in its folder.
+    static let recordName = ".actiontrain-export.json"
+
+    struct Record: Codable {
+        var format: String
+        /// Paths relative to the folder.
+        var files: [String]
+    }
+
+    /// Creates `folder` if needed and locks it (`FolderLock`).
+    static func claim(_ folder: String) throws -> FolderLock {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && !isDirectory.boolValue {
+            throw CLIError.failure("\(folder) exists and is not a folder; choose another OUT")
+        }
+        do { return try FolderLock.creatingFolder(folder, command: "convert") } catch let e as AtomicWrite.WriteError {
+            throw CLIError.failure("\(folder): cannot create the folder: \(e.reason)")
+        }
+    }
+
+    /// Makes `folder` (locked, possibly holding an earlier export of `format`) ready for a new
+    /// export: the files its record lists are removed, then the label folders left empty. A
+    /// folder with other content (files the record does not list, or no record: not an export
+    /// of ours) is refused, naming what is in it, so that nothing of the user's is removed and
+    /// no other clip is mixed into the new export.
+    static func clear(_ folder: String, format: String) throws {
+        let fm = FileManager.default
+        let recordPath = "\(folder)/\(recordName)"
+        var listed = Set<String>()
+        if let data = fm.contents(atPath: recordPath) {
+            guard let record = try? JSONDecoder().decode(Record.self, from: data), record.format == format else {
+                throw CLIError.failure("\(recordPath) is not the record of a \(format) export; choose another OUT")
+            }
+            listed = Set(record.files)
+        }
+        let present = try files(in: folder)
+        let foreign = present.filter { !listed.contains($0) }
+        if let first = foreign.first {
+            throw CLIError.failure(
+                "\(folder) holds \(foreign.count) file\(foreign.count == 1 ? "" : "s") an earlier 'convert --to \(format)' did not write (\(first)\(foreign.count > 1 ? ", ..." : "")); "
+                    + "they are kept, and would mix with the new export: choose another OUT, or move them away")
+        }
+        for name in present where listed.contains(name) { try fm.removeItem(atPath: "\(folder)/\(name)") }
+        // Label folders the export made and that are now empty.
+        for name in Set(listed.compactMap { $0.split(separator: "/").count > 1 ? String($0.split(separator: "/")[0]) : nil }) {
+            let path = "\(folder)/\(name)"
+            if (try? fm.contentsOfDirectory(atPath: path))?.isEmpty == true { try fm.removeItem(atPath: path) }
+        }
+        try? fm.removeItem(atPath: recordPath)
+    }
+
+    /// Records the export's files (absolute or folder-relative paths) in its folder.
+    static func record(_ folder: String, format: String, files: [String]) throws {
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        let relative = files.map { $0.hasPrefix(prefix) ? String($0.dropFirst(prefix.count)) : $0 }.sorted()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        try AtomicFile.write(try encoder.encode(Record(format: format, files: relative)), to: "\(folder)/\(recordName)")
+    }
+
+    /// Removes the files directly in `folder` whose names `isOurs` accepts.
+    static func removeOwnFiles(_ folder: String, isOurs: (String) -> Bool) throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where isOurs(name) && !FolderLock.isLockName(name) {
+            try FileManager.default.removeItem(atPath: "\(folder)/\(name)")
+        }
+    }
+
+    /// Every file below `folder` (relative paths; not the lock or the record, not following
+    /// links), and every folder with nothing in it.
+    static func files(in folder: String) throws -> [String] {
+        var out: [String] = []
+        func walk(_ relative: String) throws {
+            let path = relative.isEmpty ? folder : "\(folder)/\(relative)"
+            let names = try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+            if names.isEmpty && !relative.isEmpty { out.append(relative + "/") }
+            for name in names where relative.isEmpty ? !(FolderLock.isLockName(name) || name == recordName) : true {
+                let child = relative.isEmpty ? name : "\(relative)/\(name)"
+                let attributes = try FileManager.default.attributesOfItem(atPath: "\(folder)/\(child)")
+                if attributes[.type] as? FileAttributeType == .typeDirectory { try walk(child) } else { out.append(child) }
+            }
+        }
+        try walk("")
+        return out
     }
 }

@@ -3,6 +3,7 @@ import Datasets
 import Eval
 import Foundation
 import Pipelines
+import PoseCore
 
 /// `actiontrain eval`: flags, outputs and the gate around `Evaluation.run`.
 enum EvalCommand: ParsableCommand {
@@ -69,7 +70,9 @@ enum EvalCommand: ParsableCommand {
         let policy = try options.gate.policy()
         try options.gate.checkOutputs(force: options.force)
         if let path = options.json { try OutputGuard.check(path, force: options.force) }
-        if let dir = options.report { try prepareReportFolder(dir, force: options.force) }
+        // The report folder is this process's until the end (`FolderLock`).
+        let reportLock = try options.report.map { try prepareReportFolder($0, force: options.force) }
+        defer { withExtendedLifetime(reportLock) {} }
         let baseline = try options.baseline.map { path in
             try options.gate.reportingErrors(baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
         }
@@ -84,10 +87,8 @@ enum EvalCommand: ParsableCommand {
             warn: { warnings.append($0) })
         for w in warnings { out.note("warning: \(options.data): \(w)\n") }
         out.write(TextReport.render(report))
-        if let path = options.json { try AtomicFile.write(try ReportJSON.encode(report), to: path) }
-        if let dir = options.report {
-            for file in try Reports.files(report) { try AtomicFile.write(file.data, to: "\(dir)/\(file.name)") }
-        }
+        if let path = options.json { try OutputGuard.write(try ReportJSON.encode(report), to: path) }
+        if let dir = options.report { try OutputGuard.write(try Reports.files(report), in: dir) }
         let h = report.headlineMetrics
         out.line(
             "eval: headline accuracy \(String(format: "%.4f", h.accuracy)) at the \(h.level.rawValue) level (\(h.samples) \(h.level.rawValue)s)"
@@ -105,19 +106,19 @@ enum EvalCommand: ParsableCommand {
         }
     }
 
-    /// The report folder may exist; each file we would write must be new or ours (or --force).
-    static func prepareReportFolder(_ dir: String, force: Bool) throws {
+    /// The report folder may exist; each file we would write must be new or ours, unchanged
+    /// since we wrote it (or --force). Returns the folder's lock: one eval writes it at a time.
+    static func prepareReportFolder(_ dir: String, force: Bool) throws -> FolderLock {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw CLIError.failure("\(dir) exists and is not a folder; choose another --report") }
-            for name in reportFileNames { try OutputGuard.check("\(dir)/\(name)", force: force) }
-        } else {
-            do {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            } catch {
-                throw CLIError.failure("\(dir): cannot create the report folder: \(error.localizedDescription)")
-            }
+        if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) && !isDirectory.boolValue {
+            throw CLIError.failure("\(dir) exists and is not a folder; choose another --report")
         }
+        let lock: FolderLock
+        do { lock = try FolderLock.creatingFolder(dir, command: "eval") } catch let e as AtomicWrite.WriteError {
+            throw CLIError.failure("\(dir): cannot create the report folder: \(e.reason)")
+        }
+        for name in reportFileNames { try OutputGuard.check("\(dir)/\(name)", force: force) }
+        return lock
     }
 
     static let reportFileNames = [

@@ -60,7 +60,7 @@ struct GateFlags {
         } catch {
             if let path = junit {
                 let message = (error as? EvalError)?.description ?? String(describing: error)
-                try? AtomicFile.write(Data(JUnitReport.error(message, baseline: baseline, candidate: candidate).utf8), to: path)
+                try? OutputGuard.write(Data(JUnitReport.error(message, baseline: baseline, candidate: candidate).utf8), to: path)
             }
             throw error
         }
@@ -72,8 +72,8 @@ struct GateFlags {
         try Self.usageErrors { try policy.check(classes: c.classes) }
         let result = Gate.evaluate(c, policy: policy)
         out.write(CompareReport.text(c, gate: result))
-        if let path = junit { try AtomicFile.write(Data(JUnitReport.render(c, gate: result).utf8), to: path) }
-        if let path = markdown { try AtomicFile.write(Data(CompareReport.markdown(c, gate: result).utf8), to: path) }
+        if let path = junit { try OutputGuard.write(Data(JUnitReport.render(c, gate: result).utf8), to: path) }
+        if let path = markdown { try OutputGuard.write(Data(CompareReport.markdown(c, gate: result).utf8), to: path) }
         if !result.passed {
             let names = result.failures.map(\.name).joined(separator: ", ")
             throw CLIError.gateFailed("regression gate failed against \(c.baselineName): \(names) (see the checks above)")

@@ -98,7 +98,7 @@ enum SweepCommand: ParsableCommand {
         let grid = try Grid(options.grid)
         let dataset = try DatasetLoader.load(options.data)
         let group = Job.group
-        let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)-sweep", replacing: options.force) : nil
+        let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)-sweep", replacing: options.force, command: "sweep") : nil
         let base = try ConfigOptions.resolve(base: TrainingConfig(), values: grid.config, flags: options.overrides)
         let given = Set(grid.config.keys).union(options.overrides.values.keys).union(grid.candidates.flatMap { $0.map(\.key) })
         let resolved = try FitPipeline.resolve(base, for: dataset, explicit: given)

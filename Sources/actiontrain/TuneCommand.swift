@@ -44,7 +44,7 @@ enum TuneCommand: ParsableCommand {
     static func run(_ options: Options, out: inout Output) throws {
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
         let dataset = try DatasetLoader.load(options.data)
-        let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)-tune", replacing: options.force)
+        let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)-tune", replacing: options.force, command: "tune")
         let tune = TuneRun(
             dataPath: options.data, dataset: dataset, config: config, explicit: given,
             options: .init(folds: options.folds, budget: options.minutes * 60))

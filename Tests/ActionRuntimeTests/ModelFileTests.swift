@@ -370,6 +370,20 @@ final class ModelFileTests: XCTestCase {
         assertRejects(header: "{\"classes\": [", ["header is invalid: the header is not valid JSON"], badHeader)
     }
 
+    func testValidNumbersOutOfRangeAreNamedNotCalledInvalidJSON() {
+        // Issue 26 item 8: Foundation says "not valid JSON" of a number its field cannot hold.
+        let layers = #"[{"type":"flatten"},{"inputs":OUT,"outputs":2,"type":"linear"}]"#
+        for (value, message) in [
+            ("1e99", "layers[1].inputs: the number 1e+99 is out of range for its field (an integer, or a 32-bit float)"),
+            ("99999999999999999999", "layers[1].inputs: the number 99999999999999999999 is out of range for its field (an integer, or a 32-bit float)"),
+            ("4.5", "layers[1].inputs: the number 4.5 is not an integer, which its field needs"),
+            ("1e400", "the number 1e400 is beyond the range of a double"),
+        ] {
+            assertRejects(header: Self.headerJSON(layers: layers.replacingOccurrences(of: "OUT", with: value)), [message], badHeader)
+        }
+        assertRejects(header: Self.headerJSON(inputShape: #"{"channels":2,"time":1e30}"#), ["inputShape.time: the number 1e+30 is out of range"], badHeader)
+    }
+
     func testDeeplyNestedJSONIsRejectedBeforeDecoding() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         assertRejects(

@@ -79,6 +79,6 @@ final class CheckpointTests: XCTestCase {
         try second.write(to: path)
         XCTAssertEqual(try Checkpoint.read(path), second)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), ["checkpoint.atc"])
-        assertThrows(["cannot write the checkpoint", "cannot create"]) { try first.write(to: "/nonexistent/dir/c.atc") }
+        assertThrows(["/nonexistent/dir/c.atc: cannot write the checkpoint: the folder /nonexistent/dir does not exist"]) { try first.write(to: "/nonexistent/dir/c.atc") }
     }
 }

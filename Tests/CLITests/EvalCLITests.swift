@@ -233,6 +233,36 @@ final class EvalCLITests: XCTestCase {
         XCTAssertEqual(run(["eval", model, data, "--report", path("r"), "--bootstrap", "0"]).code, 1)
     }
 
+    func testAReportTheUserEditedIsKeptWithoutForce() throws {
+        // Issue 26 item 8: the marker near the top of an edited report still said "ours", so a
+        // second eval replaced the user's edits. Now the folder's record of what eval wrote
+        // (content hashes) tells an unchanged report from an edited one.
+        let data = try writeDataset("d.jsonl"), model = try writeModel("good.atm")
+        let args = ["eval", model, data, "--report", path("r"), "--bootstrap", "0"]
+        XCTAssertEqual(run(args).code, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path("r/.actiontrain-outputs.json")))
+        XCTAssertEqual(run(args).code, 0, "an unchanged report of ours is replaced")
+        let md = path("r/report.md")
+        let edited = try String(contentsOfFile: md, encoding: .utf8) + "\nMy conclusions: ship it.\n"
+        try Data(edited.utf8).write(to: URL(fileURLWithPath: md))
+        let r = run(args)
+        XCTAssertEqual(r.code, 1)
+        XCTAssertEqual(r.err, "error: \(md) was changed since actiontrain wrote it; pass --force to replace it or choose another path\n")
+        XCTAssertEqual(try String(contentsOfFile: md, encoding: .utf8), edited)
+        XCTAssertEqual(run(args + ["--force"]).code, 0)
+        XCTAssertFalse(try String(contentsOfFile: md, encoding: .utf8).contains("My conclusions"))
+        // The same for --json.
+        XCTAssertEqual(run(["eval", model, data, "--json", path("a.json"), "--bootstrap", "0"]).code, 0)
+        try Data((try String(contentsOfFile: path("a.json"), encoding: .utf8) + " ").utf8).write(to: URL(fileURLWithPath: path("a.json")))
+        XCTAssertEqual(run(["eval", model, data, "--json", path("a.json"), "--bootstrap", "0"]).code, 1)
+        // A report folder another eval writes is refused, naming it.
+        let lock = try FolderLock(path("r"), command: "eval")
+        let busy = run(args + ["--force"])
+        XCTAssertEqual(busy.code, 1)
+        XCTAssertTrue(busy.err.contains("\(path("r")) is being written by another actiontrain process (pid \(getpid()) on "), busy.err)
+        withExtendedLifetime(lock) {}
+    }
+
     func testHelpListsEveryOption() {
         for (name, options) in [("eval", EvalCommand.spec.options.map(\.name)), ("compare", CompareCommand.spec.options.map(\.name))] {
             let r = run([name, "--help"])

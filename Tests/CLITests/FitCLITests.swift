@@ -383,5 +383,10 @@ final class FitCLITests: XCTestCase {
         let again = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards"] + Self.quick)
         XCTAssertEqual(again.code, 1)
         XCTAssertTrue(again.err.contains("--force"), again.err)
+        // --force replaces the conversion's files and nothing else (it removed the whole folder).
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: "\(dir)/shards/NOTES.md"))
+        let forced = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards", "--shard-windows", "100", "--force"] + Self.quick)
+        XCTAssertEqual(forced.code, 0, forced.err)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/shards").sorted(), ["NOTES.md", "manifest.json", "train-00000.shard", "validation-00000.shard"])
     }
 }

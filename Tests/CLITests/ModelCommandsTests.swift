@@ -221,6 +221,11 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(again.code, 1)
         XCTAssertEqual(again.err, "error: \(out) exists; pass --force to overwrite it or choose another --out\n")
         XCTAssertEqual(run(["export", Self.golden, "--out", out, "--parity-windows", "0", "--force"]).code, 0)
+        // Issue 26 item 9: a missing folder is named, not the temporary file in it.
+        let missing = dir.appendingPathComponent("missing").path
+        let noFolder = run(["export", Self.golden, "--out", "\(missing)/m.onnx", "--parity-windows", "0"])
+        XCTAssertEqual(noFolder.code, 1)
+        XCTAssertEqual(noFolder.err, "error: \(missing)/m.onnx: cannot write: the folder \(missing) does not exist; create it first\n")
         let bad = run(["export", Self.golden, "--format", "tflite"])
         XCTAssertEqual(bad.code, 2)
         XCTAssertEqual(bad.err, "error: --format must be onnx, got 'tflite'\n")

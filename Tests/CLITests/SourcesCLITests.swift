@@ -76,9 +76,57 @@ final class SourcesCLITests: XCTestCase {
         XCTAssertEqual(written.out, "convert: wrote 3 clips in 2 label folders to \(folder)\n")
         XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/wave/clip-1.json"))
         XCTAssertEqual(run(["convert", folder, native, "--to", "createml"]).code, 1, "an existing folder needs --force")
+        // Issue 26 item 8: --force replaced the clips of the same names and kept the others, so
+        // that the export mixed two datasets. Now it holds exactly the new clips ...
+        var fewer = try DatasetLoader.load(native)
+        fewer.sequences.removeFirst()
+        let one = dir.appendingPathComponent("fewer.jsonl").path
+        try NativeFormat.write(fewer, to: one)
+        let replaced = run(["convert", folder, one, "--to", "createml", "--force"])
+        XCTAssertEqual(replaced.code, 0, replaced.err)
+        XCTAssertEqual(try CreateMLFolder.read(folder).sequences.map(\.id), fewer.sequences.map(\.id))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/clap"), "the label folder the export no longer has")
+        // ... and never removes what it did not write: a folder holding other files is refused.
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: folder + "/wave/notes.txt"))
+        let refused = run(["convert", folder, native, "--to", "createml", "--force"])
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("\(folder) holds 1 file an earlier 'convert --to createml' did not write (wave/notes.txt)"), refused.err)
+        XCTAssertEqual(try String(contentsOfFile: folder + "/wave/notes.txt", encoding: .utf8), "mine")
+        XCTAssertEqual(try CreateMLFolder.read(folder).sequences.map(\.id), fewer.sequences.map(\.id), "the export is as it was")
+        let foreign = dir.appendingPathComponent("foreign").path
+        try FileManager.default.createDirectory(atPath: foreign + "/x", withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: foreign + "/x/y.json"))
+        XCTAssertEqual(run(["convert", foreign, native, "--to", "createml", "--force"]).code, 1, "not an export of ours")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: foreign + "/x/y.json"))
         let noSize = run(["import", "createml", source("createml"), "--out", native, "--force"])
         XCTAssertEqual(noSize.code, 1)
         XCTAssertTrue(noSize.err.contains("clap/c1.csv: clip 'clap/c1': no image size"), noSize.err)
+    }
+
+    func testNormalizeHeightTwiceScalesOnce() throws {
+        // Issue 26 item 9: a second --normalize-height scaled everyone again.
+        let dir = try temporaryDirectory()
+        let raw = dir.appendingPathComponent("raw.jsonl").path, once = dir.appendingPathComponent("once.jsonl").path
+        let twice = dir.appendingPathComponent("twice.jsonl").path
+        try Data(
+            #"""
+            {"actiontrain": "poses", "version": 1, "skeleton": "vision-body-3d", "classes": ["a"]}
+            {"id": "tall", "label": "a", "bodyHeight": 2.0, "heightEstimation": "measured", "frames": [{"pose": {"topHead": [0, 1, 0.5], "root": [0, 0, 0]}}]}
+            {"id": "plain", "label": "a", "frames": [{"pose": {"topHead": [0, 1, 0.5], "root": [0, 0, 0]}}]}
+
+            """#.utf8
+        ).write(to: URL(fileURLWithPath: raw))
+        let first = run(["convert", once, raw, "--normalize-height"])
+        XCTAssertEqual(first.code, 0, first.err)
+        XCTAssertTrue(first.out.contains("convert: \(raw): --normalize-height scaled 1 sequence to 1.8 m; left 1 without a bodyHeight as it is"), first.out)
+        let second = run(["convert", twice, once, "--normalize-height"])
+        XCTAssertEqual(second.code, 0, second.err)
+        XCTAssertTrue(
+            second.out.contains("convert: \(once): --normalize-height scaled 0 sequences to 1.8 m; left 1 whose bodyHeight is already 1.8 m as it is"),
+            second.out)
+        XCTAssertEqual(try DatasetLoader.load(twice).sequences, try DatasetLoader.load(once).sequences)
+        assertClose(Array(try DatasetLoader.load(once).sequences[0].coordinates.suffix(3)), [0, 0, 0])
+        XCTAssertEqual(try DatasetLoader.load(once).sequences[0].bodyHeight, 1.8)
     }
 
     func testImportPyskl() throws {

@@ -64,6 +64,48 @@ final class CSVFormatTests: XCTestCase {
     }
 
     /// Found by fuzzing: a cell of only spaces crashed the trimming; padded numbers are read.
+    func testAMappingsColumnsGiveTheDimension() throws {
+        // Issue 26 item 9: without "skeleton", three columns a joint were read as x, y and a
+        // confidence (z lost), and the error listed every joint once per column.
+        let joints = Skeleton.kinectV1.joints
+        var mapping = CSVMapping()
+        mapping.idColumn = "clip"
+        mapping.joints = Dictionary(uniqueKeysWithValues: joints.enumerated().map { j, name in (name, ["X\(j)", "Y\(j)", "Z\(j)"]) })
+        let header = "clip," + joints.indices.map { "X\($0),Y\($0),Z\($0)" }.joined(separator: ",")
+        let row = "a," + joints.indices.map { "0.\($0),1.\($0),2.5" }.joined(separator: ",")
+        let d = try parse(header + "\n" + row + "\n", mapping: mapping)
+        XCTAssertEqual(d.skeleton, .kinectV1, "3D, from the z columns")
+        XCTAssertEqual(Array(d.sequences[0].coordinates[3..<6]), [0.1, 1.1, 2.5])
+        XCTAssertNil(d.sequences[0].confidence)
+        // The same with confidence columns: four a joint.
+        mapping.joints = Dictionary(uniqueKeysWithValues: joints.enumerated().map { j, name in (name, ["X\(j)", "Y\(j)", "Z\(j)", "C\(j)"]) })
+        let scored = try parse(
+            header + "," + joints.indices.map { "C\($0)" }.joined(separator: ",") + "\n" + row + String(repeating: ",0.75", count: joints.count) + "\n",
+            mapping: mapping)
+        XCTAssertEqual(scored.skeleton, .kinectV1)
+        XCTAssertEqual(scored.sequences[0].confidence?.first, 0.75)
+        // Third columns named as confidences are 2D.
+        var rig = CSVMapping()
+        rig.joints = ["head": ["hx", "hy", "hc"], "leftHand": ["lx", "ly", "lv1"]]
+        assertThrows(["poses.csv:1:", "the joint columns (head, leftHand) match no built-in skeleton"]) {
+            _ = try self.parse("id,hx,hy,hc,lx,ly,lv1\na,1,2,0.5,3,4,0.5\n", mapping: rig)
+        }
+        rig.skeleton = rigMapping.skeleton
+        XCTAssertEqual(try parse("id,hx,hy,hc,lx,ly,lv1\na,1,2,0.5,3,4,0.5\n", mapping: rig).sequences[0].confidence?.first, 0.5)
+        // Names that tell nothing, on joints of 2D and 3D skeletons alike: the mapping must say.
+        var unclear = CSVMapping()
+        unclear.joints = ["leftWrist": ["a1", "a2", "a3"]]
+        assertThrows(["poses.csv:1:", "three columns, which are x, y, z or x, y, confidence", "name the skeleton in the mapping"]) {
+            _ = try self.parse("id,a1,a2,a3\na,1,2,3\n", mapping: unclear)
+        }
+        // Unknown joints with z columns: each named once.
+        var unknown = CSVMapping()
+        unknown.joints = ["wing": ["wx", "wy", "wz"], "tail": ["tx", "ty", "tz"]]
+        assertThrows(["the joint columns (tail, wing) match no built-in skeleton"]) {
+            _ = try self.parse("id,wx,wy,wz,tx,ty,tz\na,1,2,3,4,5,6\n", mapping: unknown)
+        }
+    }
+
     func testBlankAndPaddedCells() throws {
         let d = try parse("id,head_x,head_y,leftHand_x,leftHand_y\na, ,\t,\t5 , 6\t\n", mapping: rigMapping)
         XCTAssertEqual(d.sequences[0].present, [0, 1, 0])

@@ -114,6 +114,14 @@ final class CoordinateSpaceTests: XCTestCase {
         let n = try CoordinateFix.normalisingHeight(d)
         assertClose(Array(n.sequences[0].coordinates[0..<3]), [0, 0.9, 0.45])
         XCTAssertEqual(n.sequences[1].coordinates, d.sequences[1].coordinates)
+        // Issue 26 item 9: the result records its height, so a second pass scales nothing
+        // (it scaled by 1.8 / 2.0 again).
+        XCTAssertEqual(n.sequences[0].bodyHeight, 1.8)
+        XCTAssertEqual(n.sequences[0].heightEstimation, "reference")
+        XCTAssertEqual(try CoordinateFix.normalisingHeight(n), n)
+        let before = CoordinateFix.HeightCounts(d, reference: 1.8), after = CoordinateFix.HeightCounts(n, reference: 1.8)
+        XCTAssertEqual([before.scaled, before.alreadyAtReference, before.withoutHeight], [1, 0, 1])
+        XCTAssertEqual([after.scaled, after.alreadyAtReference, after.withoutHeight], [0, 1, 1])
         // Written and read back.
         let path = try temporaryDirectory().appendingPathComponent("h.jsonl").path
         try NativeFormat.write(d, to: path)

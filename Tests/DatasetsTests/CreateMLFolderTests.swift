@@ -70,4 +70,27 @@ final class CreateMLFolderTests: XCTestCase {
             _ = try NumpyFormat.read(fixture("createml.npz"))
         }
     }
+
+    func testLinksAreNotFollowedAndEmptyLabelFoldersAreNotClasses() throws {
+        // Issue 26 item 8: a linked label folder or clip was followed wherever it led (out of
+        // the folder, round a loop), and a label folder without clips became a class without
+        // data, without a word.
+        let dir = try temporaryDirectory().path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let data = "\(dir)/data", outside = "\(dir)/outside"
+        try FileManager.default.copyItem(atPath: folder, toPath: data)
+        try FileManager.default.copyItem(atPath: folder + "/wave", toPath: outside)
+        try FileManager.default.createDirectory(atPath: "\(data)/empty", withIntermediateDirectories: false)
+        try Data("notes".utf8).write(to: URL(fileURLWithPath: "\(data)/empty/README.txt"))
+        let report = try CreateMLFolder.readReporting(data, options: .init(imageSize: [400, 200]))
+        XCTAssertEqual(report.dataset.classes, ["clap", "wave"])
+        XCTAssertEqual(report.warnings.map(\.description), ["warning: \(data)/empty: the label folder holds no .json or .csv clip; it is not a class (add its clips, or remove the folder)"])
+        for (link, target) in [("\(data)/linked", outside), ("\(data)/wave/more.json", "\(outside)/clip-2.json"), ("\(data)/loop", "\(data)/loop")] {
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            XCTAssertThrowsError(try CreateMLFolder.read(data, options: .init(imageSize: [400, 200]))) {
+                XCTAssertTrue("\($0)".contains("\(link): cannot read: is a symbolic link, which import does not follow"), "\($0)")
+            }
+            try FileManager.default.removeItem(atPath: link)
+        }
+    }
 }

@@ -90,4 +90,131 @@ final class PysklFormatTests: XCTestCase {
         XCTAssertEqual(Pickle.half(0xC000), -2)
         XCTAssertEqual(Pickle.half(0x0001), 0x1p-24)
     }
+
+    // MARK: issue 26: what a pickle expands to is bounded
+
+    /// Opcode-level pickle pieces (protocol 2) for hand-made pickles.
+    enum P {
+        static func string(_ s: String) -> [UInt8] { [0x8C, UInt8(s.utf8.count)] + Array(s.utf8) }
+        static func int(_ v: Int) -> [UInt8] { [0x4A] + withUnsafeBytes(of: Int32(v).littleEndian, Array.init) }
+        static func put(_ k: Int) -> [UInt8] { [0x71, UInt8(k)] }  // BINPUT
+        static func get(_ k: Int) -> [UInt8] { [0x68, UInt8(k)] }  // BINGET
+        /// `numpy.core.numeric._frombuffer(data, dtype, shape, 'C')`.
+        static func array(_ data: [UInt8], dtype: String, shape: [Int]) -> [UInt8] {
+            var b = Array("cnumpy.core.numeric\n_frombuffer\n".utf8) + [0x28]
+            b += [0x42] + withUnsafeBytes(of: UInt32(data.count).littleEndian, Array.init) + data
+            b += string(dtype) + [0x28] + shape.flatMap(int) + [0x74] + string("C") + [0x74, 0x52]
+            return b
+        }
+        /// `{"annotations": [annotation], "junk": junk}` around the given pieces.
+        static func file(annotation: [UInt8], junk: [UInt8]) -> [UInt8] {
+            [0x80, 2, 0x7D, 0x28] + string("annotations") + [0x5D, 0x28] + annotation + [0x65] + string("junk") + junk + [0x75, 0x2E]
+        }
+        static let clip =
+            [0x7D, 0x28] + string("frame_dir") + string("clip") + string("keypoint")
+            + array([UInt8](repeating: 0x41, count: 4 * 34), dtype: "f4", shape: [1, 1, 17, 2]) + [0x75]
+    }
+
+    func testMemoSharedListsCannotExpandBeyondTheLimit() throws {
+        // Item 1: level 0 is a list of 100 ints; level k a list of 100 references to level k - 1
+        // (a few hundred bytes each; POP leaves the last level alone on the stack), so five
+        // levels expand to 10^10 values. The old reader
+        // copied them until 2^26 values (gigabytes); now the tree stops at the file's size in
+        // values, at least 2^20, and says so.
+        var junk: [UInt8] = [0x5D] + P.put(0) + [0x28] + Array(repeating: [0x4B, 1], count: 100).flatMap { $0 } + [0x65]
+        for k in 1...5 { junk += [0x30, 0x5D] + P.put(k) + [0x28] + Array(repeating: P.get(k - 1), count: 100).flatMap { $0 } + [0x65] }
+        let bomb = P.file(annotation: P.clip, junk: junk)
+        XCTAssertLessThan(bomb.count, 2_000)
+        assertThrows(["bomb.pkl:", "the pickle expands to more than 1048576 values", "counts each time"]) {
+            _ = try PysklFormat.parse(bomb, file: "bomb.pkl")
+        }
+        // The same sharing, two levels deep (10^4 values), is data like any other.
+        var small: [UInt8] = [0x5D] + P.put(0) + [0x28] + Array(repeating: [0x4B, 1], count: 100).flatMap { $0 } + [0x65]
+        small += [0x30, 0x5D] + P.put(1) + [0x28] + Array(repeating: P.get(0), count: 100).flatMap { $0 } + [0x65]
+        guard case .list(let outer)? = try Pickle.load(P.file(annotation: P.clip, junk: small))["junk"] else { return XCTFail("no junk list") }
+        XCTAssertEqual(outer.count, 100)
+        XCTAssertEqual(outer[99].items?.count, 100)
+        XCTAssertEqual(try PysklFormat.parse(P.file(annotation: P.clip, junk: small), file: "ok.pkl").sequences.map(\.id), ["clip"])
+        // The limit grows with the file: 1.5 million Nones (more than 2^20 values, each a byte
+        // of the file) are read.
+        let nones = [0x80, 2, 0x5D, 0x28] + [UInt8](repeating: 0x4E, count: 1_500_000) + [0x65, 0x2E]
+        XCTAssertEqual(try Pickle.load(nones).items?.count, 1_500_000)
+    }
+
+    func testASharedArrayCountsEachTimeItAppears() throws {
+        // One 1 MiB array referred to 20 times: 20 MiB of array data from a 1 MiB file.
+        let data = [UInt8](repeating: 7, count: 1 << 20)
+        var list: [UInt8] = [0x80, 2, 0x5D, 0x28] + P.array(data, dtype: "u1", shape: [1 << 20]) + P.put(0)
+        list += Array(repeating: P.get(0), count: 19).flatMap { $0 } + [0x65, 0x2E]
+        assertThrows(["arrays expand to more than 16777216 bytes", "counts each time"]) { _ = try Pickle.load(list) }
+        // Ten times (10 MiB) are within the 16 MiB floor.
+        var ten: [UInt8] = [0x80, 2, 0x5D, 0x28] + P.array(data, dtype: "u1", shape: [1 << 20]) + P.put(0)
+        ten += Array(repeating: P.get(0), count: 9).flatMap { $0 } + [0x65, 0x2E]
+        let items = try XCTUnwrap(try Pickle.load(ten).items)
+        XCTAssertEqual(items.count, 10)
+        guard case .array(let a) = items[9] else { return XCTFail("\(items[9])") }
+        XCTAssertEqual(a.shape, [1 << 20])
+        XCTAssertEqual(a.double(5), 7)
+    }
+
+    func testNestingBuiltWithoutMarksIsLimitedTo256Levels() throws {
+        // Item 6: 100,000 empty lists, each appended to the one below (APPEND needs no mark),
+        // crashed the old reader (its recursion) or took quadratic time; tuples of one value
+        // nested 100,000 deep and dicts nested by SETITEM likewise.
+        let appends = [0x80, 2] + [UInt8](repeating: 0x5D, count: 100_000) + [UInt8](repeating: 0x61, count: 99_999) + [0x2E]
+        assertThrows(["nested deeper than 256 levels"]) { _ = try Pickle.load(appends) }
+        let tuples = [0x80, 2, 0x4E] + [UInt8](repeating: 0x85, count: 100_000) + [0x2E]
+        assertThrows(["nested deeper than 256 levels"]) { _ = try Pickle.load(tuples) }
+        let dicts = [0x80, 2] + [UInt8](repeating: 0x7D, count: 50_000) + Array(repeating: [0x4B, 1, 0x73], count: 49_999).flatMap { $0 } + [0x2E]
+        // (each SETITEM pops the value 1 and a key, the dict on top, into the dict below it)
+        assertThrows(["nested deeper than 256 levels"]) { _ = try Pickle.load(dicts) }
+        // 256 levels are read.
+        let deep = [0x80, 2] + [UInt8](repeating: 0x5D, count: 256) + [UInt8](repeating: 0x61, count: 255) + [0x2E]
+        var v = try Pickle.load(deep), levels = 1
+        while let inner = v.items?.first {
+            v = inner
+            levels += 1
+        }
+        XCTAssertEqual(levels, 256)
+        assertThrows(["nested deeper than 256 levels"]) {
+            _ = try Pickle.load([0x80, 2] + [UInt8](repeating: 0x5D, count: 257) + [UInt8](repeating: 0x61, count: 256) + [0x2E])
+        }
+    }
+
+    func testProtocol0PicklesAreRead() throws {
+        // Item 6: the text protocol was refused as "opcode 0x56 is not read (sets, objects, ...)";
+        // its strings (UNICODE, raw-unicode-escape) are data like the others.
+        let p0 = try read("pyskl-p0.pkl"), p2 = try read("pyskl-2d.pkl")
+        XCTAssertEqual(p0.sequences, p2.sequences)
+        XCTAssertEqual(p0.classes, p2.classes)
+        XCTAssertEqual(p0.imageSize, p2.imageSize)
+        // raw-unicode-escape: Latin-1 bytes, \uXXXX, \UXXXXXXXX, an escaped backslash.
+        let text: [UInt8] = Array("V".utf8) + [0x63, 0x61, 0x66, 0xE9] + Array(" \\u20ac \\U0001F600 \\\\u0041\n.".utf8)
+        XCTAssertEqual(try Pickle.load(text).string, "café € 😀 \\\\u0041")
+        assertThrows(["a protocol 0 string has a damaged", "escape"]) { _ = try Pickle.load(Array("V\\u12\n.".utf8)) }
+        // Python 2's STRING and INST say what they are.
+        assertThrows(["STRING (a Python 2 str", "protocol 2 or later"]) { _ = try Pickle.load(Array("S'a'\n.".utf8)) }
+        assertThrows(["creates an instance of os.Thing, which is not run"]) { _ = try Pickle.load(Array("(ios\nThing\n.".utf8)) }
+    }
+
+    func testAnnotationsWhoseKeypointsAreAllNaNAreAWarning() throws {
+        // Item 8: NaN marks a joint as not seen; an annotation with nothing else was an empty
+        // sequence without a word.
+        let nan = withUnsafeBytes(of: Float.nan.bitPattern.littleEndian, Array.init)
+        let good = withUnsafeBytes(of: Float(100).bitPattern.littleEndian, Array.init)
+        func annotation(_ id: String, _ value: [UInt8]) -> [UInt8] {
+            [0x7D, 0x28] + P.string("frame_dir") + P.string(id) + P.string("keypoint")
+                + P.array(Array(repeating: value, count: 2 * 34).flatMap { $0 }, dtype: "f4", shape: [1, 2, 17, 2]) + [0x75]
+        }
+        let bytes = [0x80, 2, 0x5D, 0x28] + annotation("lost", nan) + annotation("fine", good) + annotation("gone", nan) + [0x65, 0x2E]
+        let report = try PysklFormat.parseReporting(bytes, file: "nan.pkl")
+        XCTAssertEqual(report.dataset.sequences.map(\.id), ["lost", "fine", "gone"])
+        XCTAssertEqual(report.dataset.sequences[0].present.filter { $0 != 0 }.count, 0)
+        XCTAssertEqual(report.warnings.count, 1)
+        let text = report.warnings.first?.description ?? ""
+        for fragment in ["nan.pkl:", "2 annotations ('lost', 'gone') hold only NaN keypoints", "no joint is seen in any frame"] {
+            XCTAssertTrue(text.contains(fragment), text)
+        }
+        XCTAssertEqual(try PysklFormat.parseReporting(bytes.prefix(4) + annotation("fine", good) + [0x65, 0x2E], file: "ok.pkl").warnings, [])
+    }
 }

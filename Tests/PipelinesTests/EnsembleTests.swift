@@ -77,7 +77,7 @@ final class EnsembleTests: XCTestCase {
         let folder = try RunFolder.create(dir + "/run", replacing: false)
         let (straight, result) = try fit(config, folder: folder)
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
-        XCTAssertEqual(files, ["config.json", "model.atm", "report.json", "report.txt", "member1", "member2"])
+        XCTAssertEqual(files, ["config.json", "model.atm", "report.json", "report.txt", "member1", "member2", FolderLock.fileName], "(locked while `folder` lives)")
         for m in 0..<2 {
             let member = folder.member(m).path
             XCTAssertEqual(
@@ -95,14 +95,16 @@ final class EnsembleTests: XCTestCase {
         // from the members' checkpoints: the same model, and whole logs.
         for stopAt in [5, 20] {
             let path = dir + "/stopped\(stopAt)"
-            let run = try FitRun.start(
-                dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: try RunFolder.create(path, replacing: false))
-            var batches = 0
             var events: [FitRun.MemberEvent] = []
-            let outcome = try run.train(shouldStop: { batches >= stopAt }, onMember: { events.append($0) }, onBatch: { _ in batches += 1 })
-            guard case .interrupted = outcome else { return XCTFail("\(outcome)") }
-            XCTAssertEqual(events, stopAt == 5 ? [.started(0)] : [.started(0), .finished(0, .finished), .started(1)])
-            XCTAssertEqual(run.checkpointPath, RunFolder(existing: path).member(events.count / 2).checkpointPath)
+            do {  // (the stopped run, which holds the folder's lock, ends here)
+                let run = try FitRun.start(
+                    dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: try RunFolder.create(path, replacing: false))
+                var batches = 0
+                let outcome = try run.train(shouldStop: { batches >= stopAt }, onMember: { events.append($0) }, onBatch: { _ in batches += 1 })
+                guard case .interrupted = outcome else { return XCTFail("\(outcome)") }
+                XCTAssertEqual(events, stopAt == 5 ? [.started(0)] : [.started(0), .finished(0, .finished), .started(1)])
+                XCTAssertEqual(run.checkpointPath, RunFolder(existing: path).member(events.count / 2).checkpointPath)
+            }
             let resumed = try FitRun.resume(folder: RunFolder(existing: path))
             XCTAssertEqual(resumed.members.count, events.count / 2 + 1)
             XCTAssertFalse(resumed.isFinished)

@@ -133,14 +133,20 @@ final class FitRunTests: XCTestCase {
 
         // With a run folder: the same model, the config as resolved, and every file of the run.
         let dir = try folder() + "/run"
+        try checkRunFolder(dir, dataset: d, model: a.modelBytes)
+        XCTAssertThrowsError(try RunFolder.create(dir, replacing: false)) { XCTAssertEqual($0 as? FitError, .runFolderNotEmpty(dir)) }
+    }
+
+    /// A fit of `quick` into `dir`: the model `model`, the config as resolved, and every file of the run.
+    func checkRunFolder(_ dir: String, dataset d: Dataset, model: [UInt8]) throws {
         let kept = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
         var epochs: [Int] = [], batches = 0
         XCTAssertEqual(try kept.train(onBatch: { _ in batches += 1 }, onEpoch: { epochs.append($0.epoch) }), .finished)
         XCTAssertEqual(epochs, [1, 2, 3])
         XCTAssertEqual(batches, 3 * ((kept.data.train.count + 3) / 4))
         let result = try kept.finish()
-        XCTAssertEqual(result.modelBytes, a.modelBytes)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/model.atm")), Data(a.modelBytes))
+        XCTAssertEqual(result.modelBytes, model)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/model.atm")), Data(model))
         let saved = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/config.json")))
         XCTAssertEqual(saved, Self.quick)
         XCTAssertEqual(try String(contentsOfFile: "\(dir)/log.jsonl", encoding: .utf8).split(separator: "\n").count, 3)
@@ -151,26 +157,36 @@ final class FitRunTests: XCTestCase {
         XCTAssertEqual(report.data.split, "validation")
         XCTAssertEqual(report.sequence?.samples, kept.data.validationIndices.count)
         XCTAssertEqual(try ReportJSON.read("\(dir)/report.json").sequence?.samples, report.sequence?.samples)
-        XCTAssertThrowsError(try RunFolder.create(dir, replacing: false)) { XCTAssertEqual($0 as? FitError, .runFolderNotEmpty(dir)) }
+        // Issue 26 item 2: while the run lives, its folder is its own.
+        for second in [{ _ = try RunFolder.create(dir, replacing: true) }, { _ = try FitRun.resume(folder: RunFolder(existing: dir)) }] {
+            XCTAssertThrowsError(try second()) {
+                guard case .runFolderInUse(dir, let holder) = $0 as? FitError else { return XCTFail("\($0)") }
+                XCTAssertTrue(holder.hasPrefix("pid \(getpid()) on ") && holder.contains("actiontrain fit"), holder)
+            }
+        }
+        withExtendedLifetime(kept) {}
     }
 
     func testACancelledRunStopsSavesItsStateAndResumesToTheSameModel() throws {
         let d = try dataset()
         let (_, straight) = try fit(Self.quick, dataset: d)
         let dir = try folder() + "/run"
-        let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
-        var batches = 0
-        let outcome = try run.train(shouldStop: { batches == 7 }, onBatch: { _ in batches += 1 })
-        let perEpoch = (run.data.train.count + 3) / 4
-        XCTAssertEqual(outcome, .interrupted(epoch: 7 / perEpoch + 1, batch: 7 % perEpoch))
-        XCTAssertEqual(batches, 7)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/model.atm"))
-        XCTAssertEqual(try Checkpoint.read("\(dir)/checkpoint.atc").state.progress.batch, 7 % perEpoch)
-
-        let resumed = try FitRun.resume(folder: RunFolder(existing: dir))
-        XCTAssertFalse(resumed.isFinished)
-        XCTAssertEqual(try resumed.train(), .finished)
-        XCTAssertEqual(try resumed.finish().modelBytes, straight.modelBytes)
+        do {  // (the stopped run, which holds the folder's lock, ends here)
+            let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
+            var batches = 0
+            let outcome = try run.train(shouldStop: { batches == 7 }, onBatch: { _ in batches += 1 })
+            let perEpoch = (run.data.train.count + 3) / 4
+            XCTAssertEqual(outcome, .interrupted(epoch: 7 / perEpoch + 1, batch: 7 % perEpoch))
+            XCTAssertEqual(batches, 7)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/model.atm"))
+            XCTAssertEqual(try Checkpoint.read("\(dir)/checkpoint.atc").state.progress.batch, 7 % perEpoch)
+        }
+        do {
+            let resumed = try FitRun.resume(folder: RunFolder(existing: dir))
+            XCTAssertFalse(resumed.isFinished)
+            XCTAssertEqual(try resumed.train(), .finished)
+            XCTAssertEqual(try resumed.finish().modelBytes, straight.modelBytes)
+        }
         XCTAssertTrue(try FitRun.resume(folder: RunFolder(existing: dir)).isFinished)
     }
 

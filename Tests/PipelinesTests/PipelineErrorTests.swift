@@ -61,17 +61,21 @@ final class PipelineErrorTests: XCTestCase {
             guard case .diverged(_, nil, _) = e as? FitError else { return XCTFail("\(e)") }
             XCTAssertTrue("\(e)".hasSuffix("; start again with a lower learning rate"), "\(e)")
         }
-        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: FitRunTests.quick, folder: try RunFolder.create("\(dir)/run", replacing: false))
-        _ = try run.train(shouldStop: { run.progress.epoch == 2 })
-        let resumed = try FitRun.resume(folder: RunFolder(existing: "\(dir)/run")) { c in
-            var c = c
-            c.learningRate = 1e30
-            return c
+        do {  // (each run holds the folder's lock until it ends)
+            let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: FitRunTests.quick, folder: try RunFolder.create("\(dir)/run", replacing: false))
+            _ = try run.train(shouldStop: { run.progress.epoch == 2 })
         }
-        XCTAssertThrowsError(try resumed.train()) { e in
-            guard case .diverged(_, "\(dir)/run/checkpoint.atc", 1) = e as? FitError else { return XCTFail("\(e)") }
-            XCTAssertTrue("\(e)".hasSuffix("the last good checkpoint (end of epoch 1) is intact in \(dir)/run/checkpoint.atc; resume from it with a lower learning rate"), "\(e)")
-            XCTAssertNil("\(e)".range(of: "--"))
+        do {
+            let resumed = try FitRun.resume(folder: RunFolder(existing: "\(dir)/run")) { c in
+                var c = c
+                c.learningRate = 1e30
+                return c
+            }
+            XCTAssertThrowsError(try resumed.train()) { e in
+                guard case .diverged(_, "\(dir)/run/checkpoint.atc", 1) = e as? FitError else { return XCTFail("\(e)") }
+                XCTAssertTrue("\(e)".hasSuffix("the last good checkpoint (end of epoch 1) is intact in \(dir)/run/checkpoint.atc; resume from it with a lower learning rate"), "\(e)")
+                XCTAssertNil("\(e)".range(of: "--"))
+            }
         }
 
         // Resuming may change only what leaves the model and the data as they were.

@@ -156,6 +156,7 @@ final class ShardTests: XCTestCase {
 
         var wrong = manifest
         wrong.shards[1].windows += 1
+        wrong.totals = ShardManifest.totals(of: wrong.shards)
         XCTAssertThrowsError(try TrainingData(shards: dir, manifest: wrong)) {
             XCTAssertEqual($0 as? ShardError, .manifestMismatch(file: shard, reason: "5 windows, the manifest lists 6"))
         }
@@ -174,4 +175,136 @@ final class ShardTests: XCTestCase {
             XCTAssertEqual(file, "\(dir)/manifest.json")
         }
     }
+
+    // MARK: issue 26 item 7
+
+    func testManifestsAreVerifiedBeforeAnyShardIsRead() throws {
+        let (dir, manifest) = try convert()
+        let train = manifest.shards.filter { $0.role == .train }, validation = manifest.shards.filter { $0.role == .validation }
+        XCTAssertGreaterThan(train.count, 2)
+        XCTAssertFalse(validation.isEmpty)
+        XCTAssertEqual(manifest.totals?.train, .init(shards: train.count, windows: train.reduce(0) { $0 + $1.windows }))
+        let path = "\(dir)/manifest.json"
+        func refused(_ edit: (inout ShardManifest) -> Void, _ fragment: String, line: UInt = #line) {
+            var m = manifest
+            edit(&m)
+            XCTAssertThrowsError(try TrainingData(shards: dir, manifest: m), line: line) {
+                guard case .manifestMismatch(path, let why) = $0 as? ShardError else { return XCTFail("\($0)", line: line) }
+                XCTAssertTrue(why.contains(fragment), why, line: line)
+            }
+        }
+        // Entries dropped, repeated or reordered: the old reader trained on what was left.
+        refused({ $0.shards.remove(at: 1) }, "entry 1 is 'train-00002.shard' where train shard 1 should be 'train-00001.shard'")
+        refused({ $0.shards.insert($0.shards[0], at: 1) }, "entry 1 is 'train-00000.shard' where train shard 1 should be 'train-00001.shard'")
+        refused({ $0.shards.swapAt(0, 1) }, "entry 0 is 'train-00001.shard' where train shard 0 should be 'train-00000.shard'")
+        refused({ $0.shards.swapAt(train.count - 1, train.count) }, "a training shard after the validation shards")
+        // The last training entry dropped: the totals say so, and without them the file left behind does.
+        refused({ $0.shards.remove(at: train.count - 1) }, "\(train.count - 1) train shards of")
+        refused(
+            {
+                $0.shards.remove(at: train.count - 1)
+                $0.totals = nil
+            }, "the directory holds \(train.last!.file), which the manifest does not list")
+        // Every validation shard removed, entries and files: the old reader trained without validation.
+        refused({ $0.shards.removeAll { $0.role == .validation } }, "0 validation shards of 0 windows are listed, the conversion wrote \(validation.count)")
+        // A path out of the directory.
+        refused({ $0.shards[0].file = "../outside.shard" }, "entry 0 names '../outside.shard', a path")
+        refused({ $0.shards[0].file = "sub/train-00000.shard" }, "a path")
+        XCTAssertNoThrow(try TrainingData(shards: dir, manifest: manifest))
+        XCTAssertNoThrow(try TrainingData(shards: dir, manifest: try ShardManifest.read(dir)))
+    }
+
+    func testOnlyRegularFilesAreReadAsShards() throws {
+        let (dir, manifest) = try convert()
+        let shard = "\(dir)/\(manifest.shards[0].file)"
+        // A FIFO in a shard's place: opening it waited for a writer for ever.
+        try FileManager.default.removeItem(atPath: shard)
+        XCTAssertEqual(mkfifo(shard, 0o644), 0)
+        let done = expectation(description: "the shards are opened")
+        let failure = LockedValue<Error?>(nil)
+        Thread.detachNewThread {
+            do { _ = try TrainingData(shards: dir, manifest: manifest) } catch { failure.set(error) }
+            done.fulfill()
+        }
+        if XCTWaiter.wait(for: [done], timeout: 20) != .completed {
+            let writer = open(shard, O_WRONLY | O_NONBLOCK)  // lets the blocked reader go
+            XCTFail("opening a FIFO as a shard hangs")
+            wait(for: [done], timeout: 20)
+            close(writer)
+        }
+        guard case .unreadable(shard, let why)? = failure.get() as? ShardError else { return XCTFail("\(String(describing: failure.get()))") }
+        XCTAssertTrue(why.contains("not a regular file"), why)
+        // A link (here to a copy outside the directory) is not followed.
+        try FileManager.default.removeItem(atPath: shard)
+        let outside = try temporaryDirectory().path + "/train-00000.shard"
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: (outside as NSString).deletingLastPathComponent) }
+        let (other, _) = try convert()
+        try FileManager.default.copyItem(atPath: "\(other)/\(manifest.shards[0].file)", toPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: shard, withDestinationPath: outside)
+        XCTAssertThrowsError(try TrainingData(shards: dir, manifest: manifest)) {
+            guard case .unreadable(shard, let why) = $0 as? ShardError else { return XCTFail("\($0)") }
+            XCTAssertTrue(why.contains("symbolic link"), why)
+        }
+    }
+
+    /// `path` with float `index` of its features set to `value`, its CRC (and the manifest's,
+    /// returned) kept right: bad data that is not damage.
+    func writeFeature(_ value: Float, window: Int, in path: String, manifest: inout ShardManifest) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let header = Int(bytes[8]) | Int(bytes[9]) << 8 | Int(bytes[10]) << 16 | Int(bytes[11]) << 24
+        let dataOffset = (12 + header + 63) / 64 * 64
+        let at = dataOffset + 4 * (window * manifest.frames * manifest.channels + 3)
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes.replaceSubrange(at..<(at + 4), with: $0) }
+        let crc = CRC32.checksum(Array(bytes[..<(bytes.count - 4)]))
+        withUnsafeBytes(of: crc.littleEndian) { bytes.replaceSubrange((bytes.count - 4)..., with: $0) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let k = manifest.shards.firstIndex { path.hasSuffix("/" + $0.file) }!
+        manifest.shards[k].crc32 = crc
+    }
+
+    func testBadValuesAreRefusedWhenOpenedNamingTheShardAndWindow() throws {
+        // NaN in a training shard was "diverged: lower the learning rate"; 1e38 in a validation
+        // shard trained to the end and then wrote nothing.
+        for (value, role) in [(Float.nan, ShardManifest.Role.train), (1e38, .validation), (-.infinity, .train), (2e9, .train)] {
+            var (dir, manifest) = try convert()
+            let entry = manifest.shards.last { $0.role == role }!
+            let shard = "\(dir)/\(entry.file)"
+            try writeFeature(value, window: entry.windows - 1, in: shard, manifest: &manifest)
+            XCTAssertThrowsError(try TrainingData(shards: dir, manifest: manifest)) {
+                guard case .badValue(shard, let window, let found) = $0 as? ShardError else { return XCTFail("\($0)") }
+                XCTAssertEqual(window, entry.windows - 1)
+                XCTAssertEqual(found.bitPattern, value.bitPattern)
+                XCTAssertTrue("\($0)".contains("\(shard): window \(entry.windows - 1) holds the feature \(value), which preprocessing never gives"), "\($0)")
+            }
+        }
+        // The bound itself is a feature.
+        var (dir, manifest) = try convert()
+        try writeFeature(ShardFile.maxFeature, window: 0, in: "\(dir)/\(manifest.shards[0].file)", manifest: &manifest)
+        XCTAssertNoThrow(try TrainingData(shards: dir, manifest: manifest))
+    }
+
+    func testAShardWrittenToDuringAFitStopsIt() throws {
+        let (dir, manifest) = try convert()
+        let shard = "\(dir)/\(manifest.shards[0].file)"
+        let run = try ShardRun(directory: dir)
+        // Written in place (same file, same size): NaN where a feature was. (A moment first, so
+        // that the change time, kept at the clock's granularity, moves.)
+        usleep(20_000)
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: shard))
+        let header = [UInt8](try Data(contentsOf: URL(fileURLWithPath: shard)))[8..<12].reversed().reduce(0) { $0 << 8 | Int($1) }
+        try handle.seek(toOffset: UInt64((12 + header + 63) / 64 * 64))
+        try handle.write(contentsOf: Data(repeating: 0xFF, count: 64))
+        try handle.close()
+        XCTAssertThrowsError(try run.train()) { XCTAssertEqual($0 as? ShardError, .changed(file: shard)) }
+        XCTAssertLessThan(run.training.records.count, FitRunTests.quick.epochs, "stopped early")
+    }
+}
+
+/// A value shared with another thread.
+final class LockedValue<T>: @unchecked Sendable {  // every access holds `lock`
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func set(_ v: T) { lock.withLock { value = v } }
+    func get() -> T { lock.withLock { value } }
 }

@@ -3,8 +3,8 @@ import PoseCore
 import TestSupport
 import XCTest
 
-/// Atomic writes whose temporary files are recognisable, replaced by the next write and
-/// cleared from a folder (issue 16 item 8).
+/// Atomic writes whose temporary files are recognisable, the writer's own, and cleared from a
+/// folder (issue 16 item 8, issue 26 item 2); folder locks.
 final class AtomicFileTests: XCTestCase {
     func folder() throws -> String {
         let dir = try temporaryDirectory()
@@ -19,20 +19,46 @@ final class AtomicFileTests: XCTestCase {
         try AtomicWrite.write([4, 5], to: path)
         XCTAssertEqual(FileManager.default.contents(atPath: path), Data([4, 5]))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
-        XCTAssertEqual(AtomicWrite.temporaryPath(for: path), "\(dir)/.model.atm.tmp")
-        // A temporary file left by a killed write is replaced by the next write of the same file.
+        // A temporary file left by a killed write is not touched by the next write.
         try Data(repeating: 9, count: 100).write(to: URL(fileURLWithPath: "\(dir)/.model.atm.tmp"))
         try AtomicWrite.write([6], to: path)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
-        assertThrows(["\(dir)/missing/x.json: cannot write: cannot create \(dir)/missing/.x.json.tmp"]) {
-            try AtomicWrite.write([1], to: "\(dir)/missing/x.json")
+        XCTAssertEqual(FileManager.default.contents(atPath: path), Data([6]))
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: dir)), ["model.atm", ".model.atm.tmp"])
+        // Issue 26 item 9: a missing folder is named, not the temporary file in it.
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: "\(dir)/missing/x.json")) {
+            XCTAssertEqual(
+                "\($0)", "\(dir)/missing/x.json: cannot write: the folder \(dir)/missing does not exist; create it first")
         }
+    }
+
+    func testTemporaryFilesAreEachWritersOwn() throws {
+        // Issue 26 item 2: every writer of one file used `.<name>.tmp`, so two processes (or
+        // threads) truncated and renamed each other's temporary file: "cannot rename the
+        // temporary file into place", or one file's bytes under the other's name. Four threads
+        // each write a 256 KiB file of their own byte 40 times; every write succeeds and the
+        // file is always one writer's whole file.
+        let dir = try folder()
+        let path = "\(dir)/model.atm"
+        let failures = LockedList()
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            let bytes = [UInt8](repeating: UInt8(t + 1), count: 1 << 18)
+            for _ in 0..<40 {
+                do { try AtomicWrite.write(bytes, to: path) } catch { failures.append("\(error)") }
+                if let data = FileManager.default.contents(atPath: path),
+                    data.count != bytes.count || Set(data).count != 1
+                {
+                    failures.append("a mixed file: \(data.count) bytes of \(Set(data).sorted())")
+                }
+            }
+        }
+        XCTAssertEqual(failures.items, [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["model.atm"])
     }
 
     func testStaleTemporaryFilesAreRecognisedAndRemoved() throws {
         let dir = try folder()
-        let stale = [".model.atm.tmp", ".report.json.tmp", ".dat.nosync1E33.1xVHdR"]
-        let kept = ["model.atm", "notes.tmp", ".hidden", ".dat.nosyncXYZ.abcdef", ".dat.nosync12.short", ".tmp"]
+        let stale = [".model.atm.tmp", ".report.json.tmp", ".dat.nosync1E33.1xVHdR", ".model.atm.4711-09af33c1.tmp"]
+        let kept = ["model.atm", "notes.tmp", ".hidden", ".dat.nosyncXYZ.abcdef", ".dat.nosync12.short", ".tmp", FolderLock.fileName]
         for name in stale + kept { try Data([0]).write(to: URL(fileURLWithPath: "\(dir)/\(name)")) }
         try FileManager.default.createDirectory(atPath: "\(dir)/.folder.tmp", withIntermediateDirectories: false)
         XCTAssertEqual(AtomicWrite.removeStaleTemporaries(in: dir), stale.sorted())
@@ -42,9 +68,51 @@ final class AtomicFileTests: XCTestCase {
     }
 
     func testTemporaryPaths() {
-        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/r/model.atm"), "/r/.model.atm.tmp")
-        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/model.atm"), "/.model.atm.tmp")
-        XCTAssertEqual(AtomicWrite.temporaryPath(for: "model.atm"), ".model.atm.tmp")
-        XCTAssertEqual(AtomicWrite.temporaryPath(for: "runs/a/report.json"), "runs/a/.report.json.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/r/model.atm", tag: "7-1"), "/r/.model.atm.7-1.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "/model.atm", tag: "7-1"), "/.model.atm.7-1.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "model.atm", tag: "7-1"), ".model.atm.7-1.tmp")
+        XCTAssertEqual(AtomicWrite.temporaryPath(for: "runs/a/report.json", tag: "7-1"), "runs/a/.report.json.7-1.tmp")
+        let tag = AtomicWrite.uniqueTag()
+        XCTAssertTrue(tag.hasPrefix("\(getpid())-"), tag)
+        XCTAssertEqual(tag.split(separator: "-").last?.count, 8)
+        XCTAssertNotEqual(AtomicWrite.uniqueTag(), AtomicWrite.uniqueTag())
     }
+
+    func testAFolderHasOneWriterAndNamesIt() throws {
+        // Issue 26 item 2: a second writer of a folder is refused, naming the holder; the lock is
+        // the kernel's (flock), so it ends with its holder however that ends.
+        let dir = try folder()
+        var first: FolderLock? = try FolderLock(dir, command: "fit")
+        XCTAssertEqual(first?.isHeld, true)
+        XCTAssertThrowsError(try FolderLock(dir, command: "eval")) {
+            guard let busy = $0 as? FolderLock.Busy else { return XCTFail("\($0)") }
+            XCTAssertEqual(busy.folder, dir)
+            XCTAssertTrue(busy.holder.hasPrefix("pid \(getpid()) on "), busy.holder)
+            XCTAssertTrue(busy.holder.contains(", actiontrain fit, since 20"), busy.holder)
+            XCTAssertTrue("\(busy)".hasPrefix("\(dir) is being written by another actiontrain process (pid "), "\(busy)")
+        }
+        first = nil
+        XCTAssertNoThrow(try FolderLock(dir, command: "eval"), "released with its holder")
+        // A lock file a killed process left (its record, no flock) is taken over.
+        try Data("pid 999999 on elsewhere, actiontrain fit, since 2020-01-01T00:00:00Z\n".utf8).write(
+            to: URL(fileURLWithPath: "\(dir)/\(FolderLock.fileName)"))
+        let taken = try FolderLock(dir, command: "sweep")
+        let record = try String(contentsOfFile: "\(dir)/\(FolderLock.fileName)", encoding: .utf8)
+        XCTAssertTrue(record.hasPrefix("pid \(getpid()) on ") && record.contains("actiontrain sweep"), record)
+        withExtendedLifetime(taken) {}
+        // A missing folder is created, parents too; the lock file goes with its holder.
+        var created: FolderLock? = try FolderLock.creatingFolder("\(dir)/a/b", command: "eval")
+        XCTAssertEqual(created?.isHeld, true)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/a/b/\(FolderLock.fileName)"))
+        created = nil
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/a/b"), [])
+    }
+}
+
+/// Strings appended from several threads.
+final class LockedList: @unchecked Sendable {  // every access holds `lock`
+    private let lock = NSLock()
+    private var list: [String] = []
+    func append(_ s: String) { lock.withLock { list.append(s) } }
+    var items: [String] { lock.withLock { list } }
 }

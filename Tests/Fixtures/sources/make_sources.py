@@ -146,6 +146,9 @@ with open(out("pyskl-3d.pkl"), "wb") as f:
                  "annotations": ann3d}, f, protocol=5)
 with open(out("pyskl-list.pkl"), "wb") as f:
     pickle.dump(ann2d[:1], f, protocol=4)
+# Protocol 0 (text opcodes, strings as raw-unicode-escape, the array bytes as latin1 strings).
+with open(out("pyskl-p0.pkl"), "wb") as f:
+    pickle.dump({"split": {"xsub_train": ["clip-a", "clip-b"], "xsub_val": ["clip-c"]}, "annotations": ann2d}, f, protocol=0)
 
 # Pickles that must be refused: code to run, Python objects in an array, a set.
 class Evil:

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Development sets derived from the shared datasets, so that every recipe choice is measured on
+more than the three official splits (issue 30: "each choice measured on at least six sets").
+
+    scripts/devsets.py [--datasets ../shared/datasets] [--out runs/devsets] [--only NAME,...]
+
+Imports NATOPS, UTKinect-Action3D and Penn Action with `actiontrain import` (official splits),
+then writes native `.jsonl` sets beside them (test splits are never changed, only the training
+side or the representation):
+
+| set | what it is | stands for |
+|---|---|---|
+| natops, utk, penn | the official splits | |
+| natops15, penn15, penn30 | 15 / 30 training sequences per class (the first ones of each class) | small datasets |
+| utkanon | UTKinect with joints renamed j0-j19: no bones, centre, torso or mirror pairs | an unknown skeleton |
+| utk2d | UTKinect projected to 640x480 pixels through a Kinect v1 camera (f = 525 px), a 2D skeleton | 2D pose from a camera |
+| utkview | UTKinect with every sequence turned about the vertical axis by a random angle in +-60 degrees | views that vary |
+| natops2d | NATOPS's x and y only (pixels at 200 per unit), a 2D skeleton | 2D arm gestures |
+| utkpairs2d | two people in 2D: each utk2d sequence beside another subject's sequence of the same class, 300 px to the right, started at a random offset | two-person 2D data |
+
+Penn Action and UTKinect stay outside the repository (their terms): the default output folder
+`runs/` is ignored by git.
+"""
+import argparse, json, math, os, random, subprocess, sys
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--datasets", default=os.path.join(os.path.dirname(root), "shared", "datasets"))
+ap.add_argument("--out", default=os.path.join(root, "runs", "devsets"))
+ap.add_argument("--only", default="", help="comma-separated set names (default: all)")
+args = ap.parse_args()
+os.makedirs(args.out, exist_ok=True)
+only = set(filter(None, args.only.split(",")))
+
+
+def binary():
+    subprocess.run(["swift", "build", "-c", "release", "--product", "actiontrain"], cwd=root, check=True, capture_output=True)
+    path = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    return os.path.join(path, "actiontrain")
+
+
+def read(path):
+    with open(path) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    return lines[0], lines[1:]
+
+
+def write(name, header, sequences):
+    path = os.path.join(args.out, name + ".jsonl")
+    with open(path, "w") as f:
+        f.write(json.dumps(header) + "\n")
+        for s in sequences:
+            f.write(json.dumps(s, separators=(", ", ": ")) + "\n")
+    train = sum(1 for s in sequences if s.get("split") == "train")
+    print(f"{name}: {len(sequences)} sequences ({train} train) -> {path}")
+
+
+def wanted(name):
+    return not only or name in only
+
+
+def per_class(sequences, n):
+    """The first n training sequences of each class, and every other split unchanged."""
+    count, kept = {}, []
+    for s in sequences:
+        if s.get("split") == "train":
+            c = count.get(s["label"], 0)
+            if c >= n:
+                continue
+            count[s["label"]] = c + 1
+        kept.append(s)
+    return kept
+
+
+def map_points(sequences, f):
+    """Each sequence with every pose's points mapped by f(name, point) -> (name, point) or None."""
+    out = []
+    for s in sequences:
+        s = dict(s)
+        frames = []
+        for fr in s["frames"]:
+            fr = dict(fr)
+            pose = {}
+            for k, v in fr["pose"].items():
+                r = f(k, v)
+                if r is not None:
+                    pose[r[0]] = r[1]
+            fr["pose"] = pose
+            frames.append(fr)
+        s["frames"] = frames
+        out.append(s)
+    return out
+
+
+KINECT = dict(
+    joints=["hipCenter", "spine", "shoulderCenter", "head", "leftShoulder", "leftElbow", "leftWrist", "leftHand",
+            "rightShoulder", "rightElbow", "rightWrist", "rightHand", "leftHip", "leftKnee", "leftAnkle", "leftFoot",
+            "rightHip", "rightKnee", "rightAnkle", "rightFoot"],
+    mirrorPairs=[["leftShoulder", "rightShoulder"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"],
+                 ["leftHand", "rightHand"], ["leftHip", "rightHip"], ["leftKnee", "rightKnee"],
+                 ["leftAnkle", "rightAnkle"], ["leftFoot", "rightFoot"]],
+    bones=[["hipCenter", "spine"], ["spine", "shoulderCenter"], ["shoulderCenter", "head"],
+           ["shoulderCenter", "leftShoulder"], ["leftShoulder", "leftElbow"], ["leftElbow", "leftWrist"], ["leftWrist", "leftHand"],
+           ["shoulderCenter", "rightShoulder"], ["rightShoulder", "rightElbow"], ["rightElbow", "rightWrist"], ["rightWrist", "rightHand"],
+           ["hipCenter", "leftHip"], ["leftHip", "leftKnee"], ["leftKnee", "leftAnkle"], ["leftAnkle", "leftFoot"],
+           ["hipCenter", "rightHip"], ["rightHip", "rightKnee"], ["rightKnee", "rightAnkle"], ["rightAnkle", "rightFoot"]],
+    centre=["hipCenter"], torsoUpper=["shoulderCenter"], torsoLower=["hipCenter"])
+
+
+def project(v):
+    """Kinect v1 camera space (metres, y up) to 640x480 image pixels (y down)."""
+    x, y, z = v[:3]
+    z = max(z, 0.3)
+    return [round(320 + 525 * x / z, 2), round(240 - 525 * y / z, 2)]
+
+
+exe = binary()
+src = {}
+for name, kind, folder in [("natops", "natops", "natops"), ("utk", "utkinect", "utkinect_action3d"),
+                           ("penn", "penn-action", "penn_action")]:
+    path = os.path.join(args.out, name + ".jsonl")
+    if not os.path.exists(path):
+        subprocess.run([exe, "import", kind, os.path.join(args.datasets, folder), "--out", path, "--force"],
+                       check=True, capture_output=True)
+    src[name] = read(path)
+    print(f"{name}: {len(src[name][1])} sequences -> {path}")
+
+rng = random.Random(30)
+if wanted("natops15"):
+    h, s = src["natops"]
+    write("natops15", h, per_class(s, 15))
+if wanted("penn15"):
+    h, s = src["penn"]
+    write("penn15", h, per_class(s, 15))
+if wanted("penn30"):
+    h, s = src["penn"]
+    write("penn30", h, per_class(s, 30))
+if wanted("utkanon"):
+    h, s = src["utk"]
+    names = {j: f"j{i}" for i, j in enumerate(KINECT["joints"])}
+    h = dict(h, skeleton={"name": "anon-20", "dimensions": 3, "units": "metres", "joints": list(names.values())})
+    write("utkanon", h, map_points(s, lambda k, v: (names[k], v)))
+if wanted("utk2d") or wanted("utkpairs2d"):
+    h, s = src["utk"]
+    h2 = dict(h, skeleton=dict(KINECT, name="kinect-v1-20-2d", dimensions=2, units="pixels"), imageSize=[640, 480])
+    utk2d = map_points(s, lambda k, v: (k, project(v)))
+    if wanted("utk2d"):
+        write("utk2d", h2, utk2d)
+    if wanted("utkpairs2d"):
+        pairs = []
+        for a in utk2d:
+            others = [b for b in utk2d if b["label"] == a["label"] and b.get("group") != a.get("group")
+                      and b.get("split") == a.get("split")]
+            b = rng.choice(others)
+            offset = rng.randrange(0, max(1, len(b["frames"]) // 3))
+            frames = []
+            for i, fa in enumerate(a["frames"]):
+                people = [{"track": "a", "pose": fa["pose"]}]
+                j = i + offset
+                if j < len(b["frames"]):
+                    people.append({"track": "b", "pose": {k: [v[0] + 300, v[1]] for k, v in b["frames"][j]["pose"].items()}})
+                frame = {"people": people}
+                if "t" in fa:
+                    frame["t"] = fa["t"]
+                frames.append(frame)
+            pairs.append(dict(a, frames=frames))
+        write("utkpairs2d", h2, pairs)
+if wanted("utkview"):
+    h, s = src["utk"]
+    out = []
+    for seq in s:
+        a = math.radians(rng.uniform(-60, 60))
+        c, sn = math.cos(a), math.sin(a)
+        # About the vertical (y) axis through the sequence's first hip centre, so the body stays in view.
+        first = next((fr["pose"]["hipCenter"] for fr in seq["frames"] if "hipCenter" in fr["pose"]), [0, 0, 2])
+        def turn(k, v, c=c, sn=sn, o=first):
+            x, z = v[0] - o[0], v[2] - o[2]
+            return k, [round(o[0] + c * x + sn * z, 6), v[1], round(o[2] - sn * x + c * z, 6)] + v[3:]
+        out += map_points([seq], turn)
+    write("utkview", h, out)
+if wanted("natops2d"):
+    h, s = src["natops"]
+    sk = {"name": "natops-8-2d", "dimensions": 2, "units": "pixels",
+          "joints": ["leftHandTip", "rightHandTip", "leftElbow", "rightElbow", "leftWrist", "rightWrist", "leftThumb", "rightThumb"],
+          "mirrorPairs": [["leftHandTip", "rightHandTip"], ["leftElbow", "rightElbow"], ["leftWrist", "rightWrist"],
+                          ["leftThumb", "rightThumb"]]}
+    write("natops2d", dict(h, skeleton=sk), map_points(s, lambda k, v: (k, [round(320 + 200 * v[0], 2), round(240 - 200 * v[1], 2)])))
