@@ -146,7 +146,8 @@ public enum Tuning {
     }
 
     public enum Event: Sendable {
-        case trial(candidate: String, rung: Int, fold: Int, folds: Int, score: Double, seconds: Double)
+        /// A trial finished (`cached`: its score came from `known`); `key` is its `trialKey`.
+        case trial(candidate: String, rung: Int, fold: Int, folds: Int, score: Double, seconds: Double, key: String, cached: Bool)
         case candidate(Result)
     }
 
@@ -156,7 +157,7 @@ public enum Tuning {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys]
         let json = (try? e.encode(config)).map { String(decoding: $0, as: UTF8.self) } ?? "\(config)"
-        return "\(confirmation ? "c" : "f")\(fold.name):\(FNV1a64.hash(Data(json.utf8)))"
+        return "\(confirmation ? "c" : "f")\(fold.name):\(FNV1a64.text(of: Array(json.utf8)))"
     }
 
     /// Runs the search. `run(config, fold)` trains on the fold's training indices and returns
@@ -208,7 +209,10 @@ public enum Tuning {
                     slowest = max(slowest, perEpoch[candidate.name]!)
                 }
                 scores.append(s)
-                onEvent(.trial(candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: Date().timeIntervalSince(t)))
+                onEvent(
+                    .trial(
+                        candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: Date().timeIntervalSince(t),
+                        key: key, cached: known[key] != nil))
             }
             let result = Result(
                 candidate: candidate, rung: r, epochs: config.epochs, confirmation: confirmation, foldScores: scores,

@@ -121,9 +121,17 @@ public struct TuneRun {
 public enum TuneError: Error, Equatable, CustomStringConvertible {
     /// Cross-validation needs at least two groups (or ungrouped sequences).
     case tooFewGroups(dataset: String, groups: Int)
+    /// `--resume` found no trial log (`tune-trials.jsonl`) in the folder.
+    case noTrialLog(String)
+    /// The trial log was written for other data.
+    case trialLogOfOtherData(String, hash: String, dataset: String)
 
     public var description: String {
         switch self {
+        case .noTrialLog(let path):
+            return "\(path): no trial log of an earlier tune run to resume (start a new run without --resume)"
+        case .trialLogOfOtherData(let path, let hash, let dataset):
+            return "\(path): the trials were run on other data (hash \(hash), this dataset \(dataset)); start a new run without --resume"
         case .tooFewGroups(let d, let n):
             return "\(d): cross-validation needs at least 2 groups of training sequences, found \(n); give the sequences groups (subjects) or more sequences"
         }
@@ -183,4 +191,64 @@ extension TuneRun.Search {
         e.outputFormatting = [.sortedKeys, .prettyPrinted]
         return try e.encode(table)
     }
+}
+
+/// The trials of a tune run as they finish (`tune-trials.jsonl` in its folder), so that an
+/// interrupted search resumes where it stopped: a header line naming the dataset's content
+/// hash, then one `{"key": ..., "score": ...}` line per trial (`Tuning.trialKey`). Appended
+/// and flushed one line at a time: a killed process loses at most the trial it was running.
+public final class TuneTrialLog {
+    public static let fileName = "tune-trials.jsonl"
+    public let path: String
+    private let handle: FileHandle
+
+    /// Starts a new log at `path` (replacing one there) for `datasetHash`.
+    public init(creating path: String, datasetHash: String) throws {
+        self.path = path
+        let header = try JSONSerialization.data(withJSONObject: ["actiontrain": "tune-trials", "datasetHash": datasetHash], options: [.sortedKeys])
+        guard FileManager.default.createFile(atPath: path, contents: header + Data("\n".utf8)), let h = FileHandle(forWritingAtPath: path) else {
+            throw WriteError(path: path, reason: "cannot create the trial log")
+        }
+        handle = h
+        handle.seekToEndOfFile()
+    }
+
+    /// Reopens the log at `path` for appending and returns the trials it holds. Throws when it
+    /// is missing, is not a trial log, or belongs to other data.
+    public static func resume(_ path: String, datasetHash: String) throws -> (log: TuneTrialLog, known: [String: Double]) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw TuneError.noTrialLog(path) }
+        var known: [String: Double] = [:]
+        for (i, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                // A line cut short by a kill: the trial is run again.
+                continue
+            }
+            if i == 0 {
+                guard object["actiontrain"] as? String == "tune-trials" else { throw TuneError.noTrialLog(path) }
+                let hash = object["datasetHash"] as? String ?? ""
+                guard hash == datasetHash else { throw TuneError.trialLogOfOtherData(path, hash: hash, dataset: datasetHash) }
+                continue
+            }
+            if let key = object["key"] as? String, let score = object["score"] as? Double { known[key] = score }
+        }
+        guard let h = FileHandle(forWritingAtPath: path) else { throw WriteError(path: path, reason: "cannot open the trial log") }
+        h.seekToEndOfFile()
+        let log = TuneTrialLog(path: path, handle: h)
+        if data.last != UInt8(ascii: "\n") { log.handle.write(Data("\n".utf8)) }
+        return (log, known)
+    }
+
+    private init(path: String, handle: FileHandle) {
+        self.path = path
+        self.handle = handle
+    }
+
+    /// Appends one trial.
+    public func append(key: String, score: Double) {
+        guard let line = try? JSONSerialization.data(withJSONObject: ["key": key, "score": score], options: [.sortedKeys]) else { return }
+        handle.write(line + Data("\n".utf8))
+        try? handle.synchronize()
+    }
+
+    deinit { try? handle.close() }
 }
