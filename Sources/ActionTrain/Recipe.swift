@@ -192,7 +192,7 @@ public enum Recipe {
     /// standard deviation; `DatasetProfile.facingSpread`) from which 3D windows are turned to
     /// face one way (`alignFacing`). Below it the bodies face one camera and turning each window
     /// by its own noisy hip and shoulder line only adds noise.
-    public static let facingSpreadToAlign = 20.0
+    public static let facingSpreadToAlign = 35.0
 
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500
