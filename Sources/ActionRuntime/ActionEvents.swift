@@ -88,6 +88,7 @@ public struct EventDetector: Sendable {
     private let backgroundIndex: [Bool]
     private var recent: [[Float]] = []  // the last `smoothing` probability vectors
     private var open: (label: Int, start: Double, end: Double, peak: Float, sum: Float, windows: Int)?
+    private var segment = 0  // of the last stream window (`add(_:)`)
 
     public init(classes: [String], options: EventOptions) throws {
         try options.validate(classes: classes)
@@ -120,6 +121,19 @@ public struct EventDetector: Sendable {
         if open == nil && !abstains && smoothed[top] >= options.enter {
             open = (top, start, end, p[top], p[top], 1)
         }
+        return ended
+    }
+
+    /// Takes a stream's next window. A window of another segment than the last one (the
+    /// session restarted: a confirmed time jump) first ends the running event and the
+    /// smoothing, as `finish()`. Returns the events ended, in order (at most two).
+    public mutating func add(_ w: StreamWindow) -> [ActionEvent] {
+        var ended: [ActionEvent] = []
+        if w.segment != segment {
+            if let e = finish() { ended.append(e) }
+            segment = w.segment
+        }
+        if let e = add(probabilities: w.probabilities, start: w.startTime, end: w.endTime) { ended.append(e) }
         return ended
     }
 

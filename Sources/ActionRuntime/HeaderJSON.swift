@@ -493,6 +493,7 @@ enum HeaderJSON {
                 return block
             })
         spec.bodies = try o.optional("bodies").map(int)  // as the file says, like JSONDecoder
+        spec.pairs = try o.optional("pairs").map { try array($0).map { try array($0).map(string) } }
         return spec
     }
 

@@ -74,6 +74,8 @@ public final class ActionModel: @unchecked Sendable {
     public let network: Network
     public let extractor: FeatureExtractor
     private let pool = ContextPool()
+    /// What `checkOutputs` found (nil: not run yet), kept under the pool's lock.
+    private var outputCheck: Result<Void, ModelError>?
 
     public var classes: [String] { header.classes }
     public var input: InputSpec { header.input }
@@ -130,6 +132,38 @@ public final class ActionModel: @unchecked Sendable {
         let context = pool.lock.withLock { pool.free.popLast() } ?? makeContext()
         defer { pool.lock.withLock { pool.free.append(context) } }
         return try body(context)
+    }
+
+    /// Checks, once per model (the result is kept), that the network's output is finite on
+    /// the plainest inputs a stream gives: a window with nobody in view (every joint absent)
+    /// and one of an upright figure drifting slowly, in the model's units. Both are valid
+    /// input, so a model that fails cannot be trusted on any: throws
+    /// `ModelError.nonFiniteOnPlainInput`. (Finite weights can overflow float32 on real
+    /// input, e.g. a graph adjacency of 3e38, which no check of the weights alone can tell.)
+    /// `StreamSession` runs it; batch `predict` checks every window's output instead.
+    public func checkOutputs() throws {
+        if let known = pool.lock.withLock({ outputCheck }) { return try known.get() }
+        let s = input.skeleton, F = input.window.frames, J = s.jointCount, D = s.dimensions
+        let step: Float = s.units == .metres ? 0.05 : s.units == .pixels ? 10 : 0.02
+        var coordinates = [Float](repeating: 0, count: F * J * D)
+        for f in 0..<F {
+            for j in 0..<J {
+                let c = (f * J + j) * D
+                coordinates[c] = step * (30 + Float(j % 5 - 2) + 0.1 * Float(f))
+                coordinates[c + 1] = step * (20 + Float(j))
+                if D == 3 { coordinates[c + 2] = step * Float(j % 3) }
+            }
+        }
+        let figure = PoseSequence(
+            id: "plain", label: nil, jointCount: J, dimensions: D, frameCount: F, coordinates: coordinates,
+            present: [UInt8](repeating: 1, count: F * J), confidence: nil)
+        let nobody = PoseSequence(
+            id: "empty", label: nil, jointCount: J, dimensions: D, frameCount: F, coordinates: [Float](repeating: 0, count: F * J * D),
+            present: [UInt8](repeating: 0, count: F * J), confidence: nil)
+        let z = withContext { Inference.logits($0.network, features: extractor.extract(figure) + extractor.extract(nobody), count: 2) }
+        let result: Result<Void, ModelError> = z.firstIndex { !$0.isFinite }.map { .failure(.nonFiniteOnPlainInput(classIndex: $0 % classes.count, value: z[$0])) } ?? .success(())
+        pool.lock.withLock { outputCheck = result }
+        try result.get()
     }
 
     // MARK: - Network inputs
@@ -206,7 +240,8 @@ public final class ActionModel: @unchecked Sendable {
     }
 
     /// Sliding-window (or, with `useEvents`, event-centred) predictions over a whole
-    /// sequence, in batches.
+    /// sequence, in batches. Throws `ModelError.nonFiniteOutput` when a window's output is NaN
+    /// or infinite (as `eval` refuses such probabilities).
     public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int = 256)
         throws -> [WindowPrediction]
     {
@@ -217,8 +252,9 @@ public final class ActionModel: @unchecked Sendable {
             for (i, w) in cut.enumerated() { extractor.extract(w.window, into: p.baseAddress! + i * V) }
         }
         let z = withContext { Inference.logits($0.network, features: features, count: cut.count, batchSize: batchSize) }
-        return cut.enumerated().map { i, w in
+        return try cut.enumerated().map { i, w in
             var row = Array(z[(i * K)..<((i + 1) * K)])
+            if let k = row.firstIndex(where: { !$0.isFinite }) { throw ModelError.nonFiniteOutput(window: i, classIndex: k, value: row[k]) }
             let best = argmax(row)  // of the logits, the first on ties
             row.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: 1, classes: K) }
             return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)

@@ -18,9 +18,10 @@ public protocol LayerKind: Hashable, Sendable {
     func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes
     /// Builds the layer; `shapes` has been checked. Nested kinds build branches with `builder`.
     func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer
-    /// Appends the layer's ONNX nodes to `graph` (tensors are named `prefix + parameter`);
+    /// Appends the layer's ONNX nodes to `graph` (tensors are named `prefix + parameter`) for
+    /// the value `input` of per-window shape `shape` (`[B, shape.time, shape.channels]`);
     /// returns the output value's name.
-    func exportONNX(_ graph: ONNXGraph, input: String, prefix: String) throws -> String
+    func exportONNX(_ graph: ONNXGraph, input: String, shape: Shape, prefix: String) throws -> String
     /// A one-line account for summaries (`actiontrain inspect`).
     var summary: String { get }
     /// A valid instance for an input of `input` (at least 2 time steps and 2 channels), used
@@ -146,29 +147,23 @@ public struct LayerBuilder {
     }
 }
 
-/// The ONNX graph being written, as a kind sees it (ModelExport implements it).
-public protocol ONNXGraph: AnyObject {
-    /// Adds a node; returns its output's name (`name` prefixes it).
-    func node(_ op: String, _ inputs: [String], attributes: [(String, ONNXAttribute)], name: String) -> String
-    /// A float32 initializer (once per name); returns its name.
-    func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String
-    /// An int64 initializer (once per name); returns its name.
-    func int64s(_ name: String, _ values: [Int]) -> String
+/// The ONNX graph being written, as a kind sees it (ModelExport implements it): PoseCore's
+/// operator graph (`OpGraph`: nodes and initializers, which the channel blocks also write) and
+/// what layers need besides.
+public protocol ONNXGraph: OpGraph {
+    /// Adds a node with `outputs` outputs (TopK's values and indices); returns their names.
+    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, GraphAttribute)], name: String) -> [String]
     /// A parameter tensor of the network by its full name.
     func tensor(_ name: String) throws -> (shape: [Int], values: [Float])
-    /// Emits a list of layers applied to `input`; returns the output value's name.
-    func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String
+    /// Emits a list of layers applied to `input` of per-window shape `shape`; returns the
+    /// output value's name.
+    func emit(_ specs: [LayerSpec], prefix: String, input: String, shape: Shape) throws -> String
 }
 
-public enum ONNXAttribute {
-    case int(Int), ints([Int]), float(Float)
-}
+/// An ONNX node attribute (PoseCore's `GraphAttribute`).
+public typealias ONNXAttribute = GraphAttribute
 
 extension ONNXGraph {
-    public func node(_ op: String, _ inputs: [String], name: String) -> String {
-        node(op, inputs, attributes: [], name: name)
-    }
-
     /// Logits `[B, 1, K]` → log-softmax, `z − log Σ exp z` (over the last axis).
     public func logSoftmax(_ x: String, name: String) -> String {
         node("LogSoftmax", [x], attributes: [("axis", .int(-1))], name: name)

@@ -13,12 +13,29 @@ public struct StreamOptions: Equatable, Sendable {
     /// A point whose confidence is at or below this is absent, as the dataset readers' one
     /// confidence rule (0: Vision's "not detected").
     public var minimumConfidence: Float = 0
+    /// The most seconds one frame may come after the previous one (`timeJump` beyond it: the
+    /// frame is ignored, and a next frame that confirms the jump restarts the stream). It also
+    /// caps the frames one push interpolates: `maximumJump` times the model's frame rate.
+    public var maximumJump = 10.0
 
-    public init(stride: Int, strict: Bool = false, maximumGap: Double = 0.5, minimumConfidence: Float = 0) {
+    public init(stride: Int, strict: Bool = false, maximumGap: Double = 0.5, minimumConfidence: Float = 0, maximumJump: Double = 10) {
         self.stride = stride
         self.strict = strict
         self.maximumGap = maximumGap
         self.minimumConfidence = minimumConfidence
+        self.maximumJump = maximumJump
+    }
+
+    /// Checks the ranges for a model at `frameRate` (nil: none); throws `StreamError` naming the field.
+    public func validate(frameRate: Double?) throws {
+        guard stride >= 1 else { throw StreamError.invalidStride(stride) }
+        guard maximumJump > 0 && maximumJump.isFinite else {
+            throw StreamError.invalidOptions("the jump limit must be a positive number of seconds, got \(maximumJump)")
+        }
+        if let r = frameRate, maximumJump * r > Double(PoseSequence.maxResampledFrames) {
+            throw StreamError.invalidOptions(
+                "a jump limit of \(maximumJump) s would let one frame make \(Int(maximumJump * r)) frames at \(r) fps (at most \(PoseSequence.maxResampledFrames))")
+        }
     }
 
     /// The stride offline `predict` uses: a third of the model's window.
@@ -41,6 +58,10 @@ public struct StreamWindow: Equatable, Sendable {
     public var classIndex: Int
     /// Class probabilities, in the model's class order.
     public var probabilities: [Float]
+    /// The piece of the stream the window belongs to: 0 from the session's first frame, one
+    /// more after each restart (a confirmed time jump, or `finish()`). An `EventDetector` ends
+    /// its running event where the segment changes (`add(_:)`).
+    public var segment = 0
 }
 
 /// One person's (or animal's) stream of poses, one frame at a time: the session resamples
@@ -51,6 +72,11 @@ public struct StreamWindow: Equatable, Sendable {
 /// Frame k at the model's rate r lies at `t₀ + k / r` and is interpolated between the pushed
 /// frames around it exactly as `WindowSpec.retimed` does offline, so it exists once a frame
 /// after that time has arrived. Without a model frame rate every pushed frame is a model frame.
+/// Timestamps follow `StreamClock` (no decrease, jumps of at most `StreamOptions.maximumJump`),
+/// so one push makes at most `maximumJump · r + 1` model frames.
+///
+/// A push either uses its frame or ignores it whole (the warning kinds' `ignoresFrame`); an
+/// ignored frame leaves the session exactly as it was, so what follows it is unchanged.
 ///
 /// A session owns its inference context: use it from one thread at a time. Any number of
 /// sessions of one model run at once on any threads.
@@ -59,7 +85,9 @@ public final class StreamSession {
     public let options: StreamOptions
     public private(set) var statistics = StreamStatistics()
 
-    private let context: InferenceContext
+    /// The session's context; its `window` holds the network input of the last window
+    /// predicted (internal: the tests compare it with offline features).
+    let context: InferenceContext
     private var reader: FrameReader
     private let J: Int, D: Int, F: Int
     private let frameRate: Double?
@@ -67,6 +95,9 @@ public final class StreamSession {
     private var current: Frames, previous: Frames
     private var pushed = 0
     private var firstTime = 0.0, previousTime = 0.0
+    private var clock: StreamClock
+    /// The current segment (`StreamWindow.segment`).
+    public private(set) var segment = 0
     // The frames at the model's rate, the last ones in `ring` (capacity 2F, shifted down when
     // full, so that a window is always contiguous).
     private let ring: Frames
@@ -74,6 +105,7 @@ public final class StreamSession {
     private var ringCount = 0
     private var made = 0  // frames at the model's rate so far
     private let probabilities: UnsafeMutablePointer<Float>  // [classes]
+    private var droppedWindows = 0, lastDropped: StreamWarning?  // `nonFiniteOutput`s, and the last
 
     /// Frames `coordinates [n, J, D]`, `present [n, J]`, `confidence [n, J]`.
     private final class Frames {
@@ -95,7 +127,8 @@ public final class StreamSession {
 
     public init(model: ActionModel, options: StreamOptions) throws {
         guard model.input.window.mode == .sliding else { throw StreamError.fitWindows }
-        guard options.stride >= 1 else { throw StreamError.invalidStride(options.stride) }
+        try options.validate(frameRate: model.input.window.frameRate)
+        try model.checkOutputs()
         self.model = model
         self.options = options
         context = model.makeContext()
@@ -103,6 +136,7 @@ public final class StreamSession {
         let skeleton = model.input.skeleton
         (J, D, F) = (skeleton.jointCount, skeleton.dimensions, model.input.window.frames)
         frameRate = model.input.window.frameRate
+        clock = StreamClock(maximumJump: options.maximumJump)
         current = Frames(1, joints: J, dimensions: D)
         previous = Frames(1, joints: J, dimensions: D)
         ring = Frames(2 * F, joints: J, dimensions: D)
@@ -114,7 +148,10 @@ public final class StreamSession {
 
     /// Pushes one frame: points by joint name (the model's skeleton names, an alias of its
     /// tables, or those names without case and separators), at `time` seconds. An empty
-    /// frame is a real frame: the person is not seen. Returns the windows completed by it.
+    /// frame is a real frame: the person is not seen. Returns the windows completed by it (after
+    /// a confirmed time jump, first the last windows of the segment before it, as `finish()`).
+    /// Throws `StreamError.rejected` for a problem under `strict` (for `nonFiniteOutput`, once
+    /// the frame is used: the push's windows are lost).
     public func push(_ points: [String: PosePoint], time: Double) throws -> [StreamWindow] {
         try push(time: time) { warn in
             reader.read(
@@ -132,30 +169,46 @@ public final class StreamSession {
         }
     }
 
-    /// Checks the time, reads the frame into `current` with `read`, then resamples.
+    /// Checks the time, reads the frame into `current` with `read`, then resamples. Nothing
+    /// but `current` and the statistics changes before the frame is known to be used.
     private func push(time: Double, read: ((StreamWarning.Kind, String) -> Void) -> Void) throws -> [StreamWindow] {
         let frame = statistics.frames
         statistics.frames += 1
-        var problems: [StreamWarning] = []
-        if !time.isFinite || (pushed > 0 && time < previousTime) {
-            let w = StreamWarning(kind: .timeBackwards, frame: frame, time: time, detail: "\(time) after \(previousTime)")
+        let verdict = clock.verdict(time)
+        if verdict == .backwards || verdict == .jump {
+            clock.commit(verdict, time)
+            let w =
+                verdict == .jump
+                ? StreamWarning(kind: .timeJump, frame: frame, time: time, detail: "\(time - previousTime) s ahead of the previous frame's \(previousTime) s")
+                : StreamWarning(kind: .timeBackwards, frame: frame, time: time, detail: "\(time) after \(previousTime)")
             if options.strict { throw StreamError.rejected(w) }
             statistics.note(w)
             return []
         }
+        var problems: [StreamWarning] = []
         read { problems.append(StreamWarning(kind: $0, frame: frame, time: time, detail: $1)) }
-        if pushed > 0 && time - previousTime > options.maximumGap {
+        if verdict == .accept && pushed > 0 && time - previousTime > options.maximumGap {
             problems.append(StreamWarning(kind: .gap, frame: frame, time: time, detail: "\(time - previousTime) s"))
         }
         if options.strict, let first = problems.first { throw StreamError.rejected(first) }
+        if problems.contains(where: { $0.kind.ignoresFrame }) {  // only why it was ignored
+            for p in problems where p.kind.ignoresFrame { statistics.note(p) }
+            return []
+        }
         for p in problems { statistics.note(p) }
-        return try advance(to: time)
+        let before = verdict == .restart ? finish() : []
+        clock.commit(verdict, time)
+        let dropped = droppedWindows
+        let made = advance(to: time)
+        if options.strict && droppedWindows > dropped, let w = lastDropped { throw StreamError.rejected(w) }
+        return before.isEmpty ? made : before + made
     }
 
     /// The windows that need the end of the stream, as offline `predict` cuts them from the
     /// whole recording: the frames at the model's rate up to the last frame's time, the last
     /// window ending at the last frame when the stride did not land there, or one padded
-    /// window when the stream is shorter than a window. The session then starts afresh.
+    /// window when the stream is shorter than a window. The session then starts afresh (a new
+    /// `segment`).
     public func finish() -> [StreamWindow] {
         guard pushed > 0 else { return [] }
         var out: [StreamWindow] = []
@@ -165,21 +218,27 @@ public final class StreamSession {
             while made < count { append(previous, time: firstTime + Double(made) / r, into: &out) }
         }
         if made < F {
-            out.append(paddedWindow())
+            if let w = paddedWindow() { out.append(w) }
         } else if (made - F) % options.stride != 0 {
-            out.append(predict(start: made - F))
+            if let w = predict(start: made - F) { out.append(w) }
         }
         reset()
         return out
     }
 
-    /// Forgets the frames (not the statistics): the next push starts a new stream.
+    /// Forgets the frames (not the statistics): the next push starts a new stream, a new
+    /// `segment` if any frame was used since the last.
     public func reset() {
+        if pushed > 0 { segment += 1 }
         (pushed, made, ringCount) = (0, 0, 0)
+        clock.reset()
     }
 
+    /// The time of the last frame used, nil before the first (or after `finish()`).
+    var lastTime: Double? { pushed > 0 ? previousTime : nil }
+
     /// Makes the frames at the model's rate that lie before `time` (the current frame's).
-    private func advance(to time: Double) throws -> [StreamWindow] {
+    private func advance(to time: Double) -> [StreamWindow] {
         defer {
             swap(&previous, &current)
             previousTime = time
@@ -194,11 +253,8 @@ public final class StreamSession {
             firstTime = time
             return out
         }
+        // At most maximumJump · r + 1 frames: the clock admits no longer step (`validate`).
         let t0 = previousTime, dt = time - t0
-        let frames = ((time - firstTime) * r).rounded(.up) - Double(made)
-        guard frames <= Double(PoseSequence.maxResampledFrames) else {
-            throw StreamError.timeJump(frame: statistics.frames - 1, from: t0, to: time)
-        }
         while true {
             let t = firstTime + Double(made) / r
             guard t < time else { break }
@@ -265,11 +321,11 @@ public final class StreamSession {
     }
 
     private func completed(into out: inout [StreamWindow]) {
-        if made >= F && (made - F) % options.stride == 0 { out.append(predict(start: made - F)) }
+        if made >= F && (made - F) % options.stride == 0, let w = predict(start: made - F) { out.append(w) }
     }
 
     /// The prediction of the window of the last F frames, which starts at frame `start`.
-    private func predict(start: Int) -> StreamWindow {
+    private func predict(start: Int) -> StreamWindow? {
         let base = ringCount - F
         model.extractor.extract(
             coordinates: ring.coordinates + base * J * D, present: ring.present + base * J, confidence: ring.confidence + base * J,
@@ -279,7 +335,7 @@ public final class StreamSession {
 
     /// The one window of a stream shorter than a window: its frames then the model's padding,
     /// cut as offline (`WindowSpec.window(of:start:)`).
-    private func paddedWindow() -> StreamWindow {
+    private func paddedWindow() -> StreamWindow? {
         let n = ringCount
         let seq = PoseSequence(
             id: "stream", label: nil, jointCount: J, dimensions: D, frameCount: n,
@@ -291,16 +347,25 @@ public final class StreamSession {
         return prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1])
     }
 
-    /// Runs the network on `context.window` and packs the result.
-    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) -> StreamWindow {
+    /// Runs the network on `context.window` and packs the result; a non-finite output (an
+    /// extreme input: `checkOutputs` passed) is no window but a `nonFiniteOutput` warning.
+    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) -> StreamWindow? {
         let K = model.classes.count
         context.logits(context.window.pointer, count: 1, into: probabilities)
+        if let k = (0..<K).first(where: { !probabilities[$0].isFinite }) {
+            let w = StreamWarning(
+                kind: .nonFiniteOutput, frame: statistics.frames - 1, time: endTime,
+                detail: "\(probabilities[k]) for class \(k) in the window from \(startTime) s to \(endTime) s")
+            statistics.note(w)
+            (droppedWindows, lastDropped) = (droppedWindows + 1, w)
+            return nil
+        }
         var best = 0  // argmax of the logits, the first on ties (as `ActionModel.predict`)
         for k in 0..<K where probabilities[k] > probabilities[best] { best = k }
         Inference.softmax(probabilities, rows: 1, classes: K)
         statistics.windows += 1
         return StreamWindow(
             start: start, end: end, startTime: startTime, endTime: endTime, classIndex: best,
-            probabilities: Array(UnsafeBufferPointer(start: probabilities, count: K)))
+            probabilities: Array(UnsafeBufferPointer(start: probabilities, count: K)), segment: segment)
     }
 }

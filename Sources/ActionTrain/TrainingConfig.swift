@@ -94,6 +94,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// skeleton's bones. For a skeleton that names no bones they are also its bones (the `bones`
     /// channel block, and the skeleton of the model written); the recipe infers them from the data.
     public var graph: [[String]] = []
+    /// The joint pairs of the relational channel blocks (`relativePositions`, `distances`), as
+    /// joint-name pairs `[a, b]` (the value is `c[b] − c[a]`): e.g. within each body and between
+    /// the bodies' key joints of a 2-body model. Empty: every pair of the skeleton's joints.
+    public var pairs: [[String]] = []
     /// The TCN's and ST-GCN's pooling over time: empty for the global mean, else the levels of a
     /// temporal pyramid (`temporalPyramidPool`, e.g. `[1, 2, 4]`: the mean over the whole window,
     /// its halves and its quarters, side by side).
@@ -213,6 +217,73 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
 
     public init() {}
 
+    /// Reads a config (`config.json`, a checkpoint's, a config file after the defaults): every
+    /// key is optional and a missing one keeps its default, so that the config of a run written
+    /// before a key existed still decodes (`fit --resume` of an old run folder) and means what it
+    /// did. A new key needs its line here (`TrainingConfigTests` fails without it).
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        func read<T: Decodable>(_ key: CodingKeys, _ value: inout T) throws {
+            if let v = try c.decodeIfPresent(T.self, forKey: key) { value = v }
+        }
+        try read(.recipe, &recipe)
+        try read(.architecture, &architecture)
+        try read(.hidden, &hidden)
+        try read(.widths, &widths)
+        try read(.kernel, &kernel)
+        try read(.graph, &graph)
+        try read(.pairs, &pairs)
+        try read(.pyramid, &pyramid)
+        try read(.dilationBase, &dilationBase)
+        try read(.residual, &residual)
+        try read(.activation, &activation)
+        try read(.normalization, &normalization)
+        try read(.dropout, &dropout)
+        try read(.streams, &streams)
+        try read(.testTimeFlip, &testTimeFlip)
+        try read(.ensemble, &ensemble)
+        try read(.windowFrames, &windowFrames)
+        try read(.windowStride, &windowStride)
+        try read(.windowMode, &windowMode)
+        try read(.frameRate, &frameRate)
+        try read(.channels, &channels)
+        try read(.windowPadding, &windowPadding)
+        try read(.useEvents, &useEvents)
+        try read(.centring, &centring)
+        try read(.scaling, &scaling)
+        try read(.scaleDivisor, &scaleDivisor)
+        try read(.axisDivisors, &axisDivisors)
+        try read(.alignFacing, &alignFacing)
+        try read(.verticalAxis, &verticalAxis)
+        try read(.augmentation, &augmentation)
+        try read(.validationFraction, &validationFraction)
+        try read(.epochs, &epochs)
+        try read(.batchSize, &batchSize)
+        try read(.accumulate, &accumulate)
+        try read(.optimizer, &optimizer)
+        try read(.learningRate, &learningRate)
+        try read(.momentum, &momentum)
+        try read(.nesterov, &nesterov)
+        try read(.beta1, &beta1)
+        try read(.beta2, &beta2)
+        try read(.epsilon, &epsilon)
+        try read(.weightDecay, &weightDecay)
+        try read(.gradientClipNorm, &gradientClipNorm)
+        try read(.schedule, &schedule)
+        try read(.warmupEpochs, &warmupEpochs)
+        try read(.stepEpochs, &stepEpochs)
+        try read(.gamma, &gamma)
+        try read(.minLearningRate, &minLearningRate)
+        try read(.averageEpochs, &averageEpochs)
+        try read(.labelSmoothing, &labelSmoothing)
+        try read(.classWeights, &classWeights)
+        try read(.monitor, &monitor)
+        try read(.patience, &patience)
+        try read(.minDelta, &minDelta)
+        try read(.seed, &seed)
+        try read(.threads, &threads)
+    }
+
     /// Checks ranges; the message says which field to fix and what is allowed.
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
@@ -288,6 +359,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
         }
+        guard pyramid.count <= TemporalPyramidPoolKind.maxLevels else {
+            throw bad("pyramid", "may list at most \(TemporalPyramidPoolKind.maxLevels) levels, got \(pyramid.count)")
+        }
+        guard pairs.isEmpty || (streams.isEmpty ? channels : streams.flatMap { $0 }).contains(where: { $0.kind.readsPairs }) else {
+            let readers = ChannelBlocks.all.filter { $0.readsPairs }.map { $0.name }
+            throw bad("pairs", "no channel block reads them: add \(readers.joined(separator: " or ")) to \(streams.isEmpty ? "channels" : "streams")")
+        }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
     }
@@ -310,7 +388,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
                 spec.channels = streams.flatMap { $0 }.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
                 try spec.validate()
             }
+            if !pairs.isEmpty {
+                spec.pairs = pairs
+                try spec.validate()
+            }
         } catch let e as InputSpecError {
+            if case .pairs(let why) = e { throw TrainingError.invalidConfig(field: "pairs", reason: "\(why)") }
             throw TrainingError.invalidConfig(field: "centring/scaling/channels", reason: "do not fit skeleton '\(skeleton.name)': \(e)")
         }
         if alignFacing {
@@ -341,11 +424,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         let T = input.window.frames
         if architecture == .stgcn { return try graphLayers(for: input, classes: classes) }
         guard !streams.isEmpty else { return try layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
-        var offsets: [ChannelBlock: Range<Int>] = [:], at = 0
-        for b in input.channels {
-            offsets[b] = at..<(at + b.width(input.skeleton))
-            at += b.width(input.skeleton)
-        }
+        var offsets: [ChannelBlock: Range<Int>] = [:]
+        for (b, at, width) in input.channelLayout { offsets[b] = at..<(at + width) }
         let members = try streams.map { blocks -> [LayerSpec] in
             let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
             return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
@@ -395,27 +475,25 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     /// The input channels joint by joint: for each joint, its values in each joint-indexed
-    /// block (coordinates and motion: its dimensions; mask and confidence: one value), in the
-    /// blocks' order; `bones` are left out (the graph convolution sees neighbours itself).
-    /// Returns the channel indices and their count per joint.
+    /// block (`ChannelBlockKind.valuesPerJoint`: coordinates and motion its dimensions, mask and
+    /// confidence one value), in the blocks' order; the other blocks (`bones`, the pairs) are
+    /// left out (the graph convolution sees neighbours itself). Returns the channel indices and
+    /// their count per joint.
     static func jointMajorChannels(_ input: InputSpec) throws -> (channels: [Int], perJoint: Int) {
-        let sk = input.skeleton
-        let D = sk.dimensions
+        let blocks = try input.resolvedBlocks()
         var channels: [Int] = []
-        for j in 0..<sk.jointCount {
-            for (block, offset) in input.channelLayout.map({ ($0.block, $0.offset) }) {
-                switch block {
-                case .coordinates, .motion, .motion2: channels += (0..<D).map { offset + j * D + $0 }
-                case .mask, .confidence: channels.append(offset + j)
-                case .bones, .relativePositions, .distances: break
-                }
+        for j in 0..<input.skeleton.jointCount {
+            for (block, offset) in blocks {
+                let n = block.valuesPerJoint
+                channels += (0..<n).map { offset + j * n + $0 }
             }
         }
         guard !channels.isEmpty else {
+            let perJoint = ChannelBlocks.all.filter { ((try? $0.init(input: input))?.valuesPerJoint ?? 0) > 0 }.map { $0.name }
             throw TrainingError.invalidConfig(
-                field: "channels", reason: "gives architecture stgcn no per-joint values: add coordinates, motion, mask or confidence")
+                field: "channels", reason: "gives architecture stgcn no per-joint values: add \(perJoint.joined(separator: ", "))")
         }
-        return (channels, channels.count / sk.jointCount)
+        return (channels, channels.count / input.skeleton.jointCount)
     }
 
     /// The layers of the model to write: `trained` itself, or wrapped in `flipAverage` over the

@@ -17,15 +17,9 @@ import PoseCore
 /// (Vision's "not detected", also used for padding frames) makes the joint absent. Vision's
 /// 19th joint, `root`, is not in the Create ML layout and is always absent.
 public enum CreateMLFormat {
-    /// The 18 keypoints in Create ML's order, as Xcode's generated model interface states
-    /// ("nose, neck, right shoulder, right elbow, right wrist, left shoulder, left elbow, left
-    /// wrist, right hip, right knee, right ankle, left hip, left knee, left ankle, right eye,
-    /// left eye, right ear, left ear"), in Vision's joint names.
-    public static let jointOrder = [
-        "nose", "neck", "rightShoulder", "rightElbow", "rightWrist", "leftShoulder", "leftElbow", "leftWrist",
-        "rightHip", "rightKnee", "rightAnkle", "leftHip", "leftKnee", "leftAnkle", "rightEye", "leftEye", "rightEar",
-        "leftEar",
-    ]
+    /// The 18 keypoints in Create ML's order (`Skeleton.createMLKeypointOrder`, where the
+    /// evidence is).
+    public static let jointOrder = Skeleton.createMLKeypointOrder
 
     /// `minConfidence`: a point whose confidence is at or below it is absent (default 0);
     /// `classes`: the class order when the archive has no `label_names`.

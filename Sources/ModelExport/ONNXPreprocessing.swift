@@ -1,7 +1,9 @@
+import ActionRuntime
 import PoseCore
 
 /// The preprocessing of docs/format.md 5.6-5.7 as ONNX operators, for an export that takes raw
-/// poses (`ONNXExport.export(header:network:rawPoses: true)`).
+/// poses (`ONNXExport.export(header:network:rawPoses: true)`, and every Core ML export, whose
+/// writer lowers the same ops: `CoreMLExport`).
 ///
 /// Shapes: B = batch, F = frames, J = joints, D = dimensions. The input `poses [B, F, J, D + 1]`
 /// holds each joint's D coordinates and its confidence: a joint is present when the confidence
@@ -9,9 +11,9 @@ import PoseCore
 /// are then ignored). `P [B, F, J, 1]` is the presence (1 or 0), `X [B, F, J, D]` the
 /// coordinates with absent joints 0. Each step is the Swift `FeatureExtractor`'s, with its
 /// fallbacks as `Where`s; sums may run in another order (float32 rounding).
-extension GraphBuilder {
+extension ONNXGraph {
     /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
-    func preprocessing(_ spec: InputSpec, poses: String) -> String {
+    func preprocessing(_ spec: InputSpec, poses: String) throws -> String {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
         func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
         let confidence = slice(poses, axis: 3, D, D + 1)
@@ -25,36 +27,9 @@ extension GraphBuilder {
             case .alignFacing(let left, let right, let v): X = alignFacing(X, P, indices(left), indices(right), vertical: v)
             }
         }
-        let blocks = spec.channels.map { block -> String in
-            switch block {
-            case .coordinates: return flat(X)
-            case .confidence: return flat(node("Mul", [confidence, P], name: "pre.confidence"))
-            case .mask: return flat(P)
-            case .motion:
-                // Frame f: X[f] − X[f−1] where the joint is present in both; 0 at frame 0.
-                let both = node("Mul", [slice(P, axis: 1, 1, F), slice(P, axis: 1, 0, F - 1)], name: "pre.motion")
-                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 1, F), slice(X, axis: 1, 0, F - 1)], name: "pre.motion"), both], name: "pre.motion")
-                let first = node("Mul", [slice(X, axis: 1, 0, 1), constant(0)], name: "pre.motion")
-                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion"))
-            case .bones:
-                let children = s.bones.map { s.index(of: $0[1])! }, parents = s.bones.map { s.index(of: $0[0])! }
-                let both = node("Mul", [gather(P, children, axis: 2), gather(P, parents, axis: 2)], name: "pre.bones")
-                return flat(node("Mul", [node("Sub", [gather(X, children, axis: 2), gather(X, parents, axis: 2)], name: "pre.bones"), both], name: "pre.bones"))
-            case .motion2:
-                let both = node("Mul", [slice(P, axis: 1, 2, F), slice(P, axis: 1, 0, F - 2)], name: "pre.motion2")
-                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 2, F), slice(X, axis: 1, 0, F - 2)], name: "pre.motion2"), both], name: "pre.motion2")
-                let first = node("Mul", [slice(X, axis: 1, 0, 2), constant(0)], name: "pre.motion2")
-                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion2"))
-            case .relativePositions, .distances:
-                let J = s.jointCount
-                let firsts = (0..<J).flatMap { i in Array(repeating: i, count: J - 1 - i) }
-                let seconds = (0..<J).flatMap { i in Array((i + 1)..<J) }
-                let both = node("Mul", [gather(P, seconds, axis: 2), gather(P, firsts, axis: 2)], name: "pre.pairs")
-                let d = node("Mul", [node("Sub", [gather(X, seconds, axis: 2), gather(X, firsts, axis: 2)], name: "pre.pairs"), both], name: "pre.pairs")
-                if block == .relativePositions { return flat(d) }
-                return flat(node("Sqrt", [sum(node("Mul", [d, d], name: "pre.pairs"), [3])], name: "pre.pairs"))
-            }
-        }
+        // Each block's own graph form (`ChannelBlockKind.graph`).
+        let values = BlockGraphInput(coordinates: X, present: P, confidence: confidence, frames: F)
+        let blocks = try spec.resolvedBlocks().map { $0.block.graph(self, values) }
         return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")
     }
 
@@ -76,7 +51,7 @@ extension GraphBuilder {
         let d = node("Sub", [u, l], name: "pre.torso")
         let length = node("Sqrt", [sum(node("Mul", [d, d], name: "pre.torso"), [3])], name: "pre.torso")  // [B, F, 1, 1]
         let valid = node("Mul", [hu, hl], name: "pre.torso")
-        let lengths = node("Where", [positive(valid), length, constant(.infinity)], name: "pre.torso")
+        let lengths = node("Where", [positive(valid), length, constant(.greatestFiniteMagnitude)], name: "pre.torso")
         let sorted = node(
             "TopK", [reshape(lengths, [0, F]), int64s("pre.frames", [F])], outputs: 2,
             attributes: [("axis", .int(1)), ("largest", .int(0)), ("sorted", .int(1))], name: "pre.torso")[0]
@@ -113,7 +88,7 @@ extension GraphBuilder {
         return node("Where", [positive(norm), rotated, X], name: "pre.align")
     }
 
-    // MARK: - Pieces
+    // MARK: - Pieces (with PoseCore's `OpGraph` helpers: sum, gather, slice, reshape, ...)
 
     /// The mean of the present `joints` at each frame `[B, F, 1, D]` and whether there is one `[B, F, 1, 1]`.
     private func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
@@ -133,27 +108,4 @@ extension GraphBuilder {
         let squares = sum(node("Mul", [deviation, deviation], name: "pre.rms"), [1, 2, 3])
         return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
     }
-
-    private func sum(_ x: String, _ axes: [Int]) -> String {
-        node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
-    }
-
-    private func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
-        node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
-    }
-
-    private func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
-        node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
-    }
-
-    private func reshape(_ x: String, _ shape: [Int]) -> String {
-        node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
-    }
-
-    /// `[B, F, ...]` as `[B, F, −1]`.
-    private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
-
-    private func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
-    private func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
-    private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
 }

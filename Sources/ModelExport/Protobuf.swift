@@ -1,5 +1,5 @@
-/// A minimal Protocol Buffers writer: just what ONNX's messages need (varints, 32-bit
-/// floats, length-delimited strings, bytes, packed repeated fields and sub-messages).
+/// A minimal Protocol Buffers writer: just what ONNX's and Core ML's messages need (varints,
+/// 32-bit floats, length-delimited strings, bytes, packed repeated fields and sub-messages).
 ///
 /// Wire format (protobuf encoding spec): each field is a key `(field_number << 3) | wire_type`
 /// as a varint, then the value: wire type 0 = varint, 2 = length (varint) + bytes,
@@ -47,6 +47,17 @@ struct ProtobufWriter {
         body(&w)
         data(field, w.bytes)
     }
+
+    /// A packed `repeated float` field: the values as 4-byte little-endian floats.
+    mutating func packedFloats(_ field: Int, _ values: [Float]) {
+        key(field, .lengthDelimited)
+        varint(UInt64(values.count * 4))
+        bytes.reserveCapacity(bytes.count + values.count * 4)
+        for v in values { withUnsafeBytes(of: v.bitPattern.littleEndian) { bytes += $0 } }
+    }
+
+    /// A packed `repeated bool` field (each a one-byte varint).
+    mutating func packedBools(_ field: Int, _ values: [Bool]) { data(field, values.map { $0 ? 1 : 0 }) }
 
     /// A packed `repeated int64` field.
     mutating func packedInts(_ field: Int, _ values: [Int]) {

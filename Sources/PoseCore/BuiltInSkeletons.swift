@@ -52,6 +52,21 @@ extension Skeleton {
         torsoUpper: ["neck"], torsoLower: ["root"]
     )
 
+    /// The order of the 18 joints in `VNHumanBodyPoseObservation.keypointsMultiArray()`'s
+    /// `[3, 18]` array, in Vision's joint names (`root` is not among them). Apple's Vision
+    /// documentation does not state it; the evidence is the description Create ML writes into
+    /// every action classifier's `poses` input, which Xcode copies into the generated model
+    /// interface ("The last dimension indexes the keypoint type, ordered as: nose, neck, right
+    /// shoulder, right elbow, right wrist, left shoulder, left elbow, left wrist, right hip,
+    /// right knee, right ankle, left hip, left knee, left ankle, right eye, left eye, right ear,
+    /// left ear"), together with Apple's Action & Vision sample, which feeds
+    /// `keypointsMultiArray()` to that input unchanged. It is OpenPose's COCO-18 order.
+    public static let createMLKeypointOrder = [
+        "nose", "neck", "rightShoulder", "rightElbow", "rightWrist", "leftShoulder", "leftElbow", "leftWrist",
+        "rightHip", "rightKnee", "rightAnkle", "leftHip", "leftKnee", "leftAnkle", "rightEye", "leftEye", "rightEar",
+        "leftEar",
+    ]
+
     /// Apple Vision 3D human body pose (`VNHumanBodyPose3DObservation`): 17 joints in
     /// metres, origin at the root (hip centre).
     public static let visionBody3D = Skeleton(

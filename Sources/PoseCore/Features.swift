@@ -1,19 +1,20 @@
 /// Turns an exact-length window of poses into the network input `[frames, channelsPerFrame]`.
 ///
-/// Shapes: F = frames, J = joints, D = dimensions, B = bones, C = channels per frame.
+/// Shapes: F = frames, J = joints, D = dimensions, C = channels per frame.
 /// The steps of the `InputSpec` transform the coordinates of present joints in order; then
-/// each channel block is written at its offset in every frame. Absent joints have zero
-/// coordinates throughout and are zero in every block; the `mask` (and `confidence`) block
-/// says which they were. Nothing is interpolated. The exact maths is in
+/// each channel block (its own kernel, Sources/PoseCore/ChannelBlocks) is written at its offset
+/// in every frame. Absent joints have zero coordinates throughout and are zero in every block;
+/// the `mask` (and `confidence`) block says which they were. Nothing is interpolated. The exact maths is in
 /// docs/format.md section 5; all arithmetic is float32, sums in joint order.
 ///
 /// Speed: `extract(..., workspace:)` allocates nothing; keep one `Workspace` per thread.
 public struct FeatureExtractor: Sendable {
     public let spec: InputSpec
     private let steps: [ResolvedStep]
-    private let boneParents: [Int]
-    private let boneChildren: [Int]
-    private let layout: [(block: ChannelBlock, offset: Int)]
+    /// The channel blocks (each its own kernel: `ChannelBlockKind.write`) at their offsets.
+    private let blocks: [(block: any ChannelBlockKind, offset: Int)]
+    /// Channels per frame.
+    private let C: Int
 
     private enum ResolvedStep {
         case centre([Int], perFrame: Bool)
@@ -23,7 +24,7 @@ public struct FeatureExtractor: Sendable {
     }
 
     public init(_ spec: InputSpec) throws {
-        try spec.validate()
+        blocks = try spec.resolvedBlocks()  // validates the spec
         self.spec = spec
         let s = spec.skeleton
         func idx(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated above
@@ -35,9 +36,7 @@ public struct FeatureExtractor: Sendable {
             case .alignFacing(let left, let right, let v): return .alignFacing(left: idx(left), right: idx(right), verticalAxis: v)
             }
         }
-        boneParents = s.bones.map { s.index(of: $0[0])! }
-        boneChildren = s.bones.map { s.index(of: $0[1])! }
-        layout = spec.channelLayout.map { ($0.block, $0.offset) }
+        C = spec.channelsPerFrame
     }
 
     /// Scratch memory for one extraction at a time: the transformed coordinates `[F, J, D]`,
@@ -162,94 +161,8 @@ public struct FeatureExtractor: Sendable {
                 }
             }
         }
-        writeBlocks(Dim.self, xyz, present, confidence, out, F: F, J: J)
-    }
-
-    // MARK: - Channel blocks
-
-    @inline(__always)
-    private func writeBlocks<Dim: StaticDimensions>(
-        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>,
-        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, F: Int, J: Int
-    ) {
-        let C = spec.channelsPerFrame, D = Dim.count, JD = J &* D
-        for (block, o) in layout {
-            switch block {
-            case .coordinates:
-                for f in 0..<F { (out + (f &* C &+ o)).update(from: xyz + f &* JD, count: JD) }
-            case .confidence:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o), p = present + f &* J
-                    if let k = confidence.map({ $0 + f &* J }) {
-                        for j in 0..<J { row[j] = p[j] != 0 ? k[j] : 0 }
-                    } else {
-                        for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
-                    }
-                }
-            case .mask:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o), p = present + f &* J
-                    for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
-                }
-            case .motion:
-                (out + o).update(repeating: 0, count: JD)  // frame 0
-                for f in 1..<max(F, 1) {
-                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
-                    for j in 0..<J {
-                        let both = p[j] != 0 && p[j &- J] != 0
-                        for d in 0..<D {
-                            let k = j &* D &+ d
-                            row[k] = both ? x[k] - x[k &- JD] : 0
-                        }
-                    }
-                }
-            case .motion2:
-                (out + o).update(repeating: 0, count: JD)
-                if F > 1 { (out + (C &+ o)).update(repeating: 0, count: JD) }
-                for f in 2..<max(F, 2) {
-                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
-                    for j in 0..<J {
-                        let both = p[j] != 0 && p[j &- 2 &* J] != 0
-                        for d in 0..<D {
-                            let k = j &* D &+ d
-                            row[k] = both ? x[k] - x[k &- 2 &* JD] : 0
-                        }
-                    }
-                }
-            case .relativePositions, .distances:
-                let distance = block == .distances
-                for f in 0..<F {
-                    var row = out + (f &* C &+ o)
-                    let p = present + f &* J, x = xyz + f &* JD
-                    for i in 0..<J {
-                        for j in (i &+ 1)..<max(J, i &+ 1) {
-                            let both = p[i] != 0 && p[j] != 0
-                            if distance {
-                                var s: Float = 0
-                                for d in 0..<D {
-                                    let v = x[j &* D &+ d] - x[i &* D &+ d]
-                                    s += v * v
-                                }
-                                row[0] = both ? s.squareRoot() : 0
-                                row += 1
-                            } else {
-                                for d in 0..<D { row[d] = both ? x[j &* D &+ d] - x[i &* D &+ d] : 0 }
-                                row += D
-                            }
-                        }
-                    }
-                }
-            case .bones:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o)
-                    for b in boneParents.indices {
-                        let p = f &* J &+ boneParents[b], c = f &* J &+ boneChildren[b]
-                        let both = present[p] != 0 && present[c] != 0
-                        for d in 0..<D { row[b &* D &+ d] = both ? xyz[c &* D &+ d] - xyz[p &* D &+ d] : 0 }
-                    }
-                }
-            }
-        }
+        let window = BlockWindow(frames: F, joints: J, dimensions: D, coordinates: xyz, present: present, confidence: confidence)
+        for (block, o) in blocks { block.write(window, into: out + o, stride: C) }
     }
 
     // MARK: - Steps
@@ -420,8 +333,3 @@ public struct FeatureExtractor: Sendable {
         return n % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
     }
 }
-
-/// A dimensionality known at compile time (2 or 3), so that kernels specialise.
-protocol StaticDimensions { static var count: Int { get } }
-enum Dimensions2: StaticDimensions { static var count: Int { 2 } }
-enum Dimensions3: StaticDimensions { static var count: Int { 3 } }

@@ -9,8 +9,13 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public var window: WindowSpec
     /// Coordinate transforms, applied in order to each window.
     public var steps: [PreprocessingStep]
-    /// Per-frame feature blocks, in order.
+    /// Per-frame feature blocks, in order (`ChannelBlocks.all` lists them).
     public var channels: [ChannelBlock]
+    /// The joint pairs the relational blocks (`relativePositions`, `distances`) read, as joint
+    /// names `[a, b]` (a pair's value is `c[b] − c[a]`); nil for every pair of the skeleton's
+    /// joints `(i, j)`, `i < j`, row by row. Written to the model header only when set
+    /// (docs/format.md, section 5).
+    public var pairs: [[String]]?
     /// Interaction models: the number M > 1 of bodies per frame, on a skeleton of M copies
     /// (`Skeleton.bodies`, joints `p1.<joint>` ... `pM.<joint>`); nil for one body. Written to
     /// the model header only when set (docs/format.md, section 5).
@@ -142,7 +147,7 @@ public struct InputSpec: Codable, Hashable, Sendable {
 
     /// Number of values per frame.
     public var channelsPerFrame: Int {
-        channels.reduce(0) { $0 + $1.width(skeleton) }
+        channels.reduce(0) { $0 + $1.width(for: self) }
     }
 
     /// Number of values per window: `frames * channelsPerFrame`.
@@ -152,8 +157,26 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public var channelLayout: [(block: ChannelBlock, offset: Int, width: Int)] {
         var o = 0
         return channels.map { b in
-            defer { o += b.width(skeleton) }
-            return (b, o, b.width(skeleton))
+            let w = b.width(for: self)
+            defer { o += w }
+            return (b, o, w)
+        }
+    }
+
+    /// The channel blocks resolved for this input (joint indices looked up), each with its
+    /// offset in a frame. Throws what `validate()` throws.
+    public func resolvedBlocks() throws -> [(block: any ChannelBlockKind, offset: Int)] {
+        try validate()
+        return try placedBlocks()
+    }
+
+    /// `resolvedBlocks()` for a validated input (or one whose blocks `validate` is checking).
+    private func placedBlocks() throws -> [(block: any ChannelBlockKind, offset: Int)] {
+        var o = 0
+        return try channels.map { b in
+            let block = try b.kind.init(input: self)
+            defer { o += b.width(for: self) }
+            return (block, o)
         }
     }
 
@@ -201,14 +224,13 @@ public struct InputSpec: Codable, Hashable, Sendable {
                 }
             }
         }
+        try validatePairs()
         guard !channels.isEmpty else { throw InputSpecError.channels("no channel blocks; give at least one") }
         var seen = Set<ChannelBlock>()
         for c in channels {
             guard seen.insert(c).inserted else { throw InputSpecError.channels("block '\(c.rawValue)' is listed twice") }
-            guard c.width(skeleton) > 0 else {
-                throw InputSpecError.channels("block '\(c.rawValue)' is empty for skeleton '\(skeleton.name)' (it has no bones)")
-            }
         }
+        _ = try placedBlocks()  // each block checks that it can be built (bones need bones, pairs a limit)
         guard valuesPerWindow <= Int(Int32.max) else {
             throw InputSpecError.window("\(window.frames) frames x \(channelsPerFrame) channels is too large")
         }
@@ -221,6 +243,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
     case step(index: Int, reason: String)
     case channels(String)
     case bodies(String)
+    case pairs(String)
 
     public var description: String {
         switch self {
@@ -228,6 +251,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
         case .window(let why): return "window: \(why)"
         case .step(let index, let why): return "preprocessing step \(index): \(why)"
         case .channels(let why): return "channels: \(why)"
+        case .pairs(let why): return "pairs: \(why)"
         }
     }
 }
@@ -432,40 +456,6 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             try c.encode(left, forKey: .left)
             try c.encode(right, forKey: .right)
             try c.encode(verticalAxis, forKey: .verticalAxis)
-        }
-    }
-}
-
-/// A block of per-frame features. In JSON, the raw value (`"coordinates"`, ...).
-public enum ChannelBlock: String, Codable, Hashable, Sendable, CaseIterable {
-    /// `joints x dimensions` transformed coordinates, joint-major (`x0 y0 x1 y1 ...`);
-    /// 0 for absent joints.
-    case coordinates
-    /// `joints` confidences (0 absent; 1 for present joints of sources without confidence).
-    case confidence
-    /// `joints` presence flags (1 seen, 0 absent).
-    case mask
-    /// `joints x dimensions` frame differences `c[f] - c[f-1]` of the transformed coordinates
-    /// (0 unless the joint is present in both frames; 0 at the first frame).
-    case motion
-    /// `bones x dimensions` child minus parent of the transformed coordinates, in the
-    /// skeleton's bone order (0 unless both are present).
-    case bones
-    /// `pairs x dimensions`: for every joint pair (i < j, row by row) `c[j] − c[i]` (0 unless both present).
-    case relativePositions
-    /// `pairs`: the length of every joint pair's difference (0 unless both present).
-    case distances
-    /// `joints x dimensions` differences two frames apart `c[f] − c[f−2]` (0 unless present in both; 0 at frames 0, 1).
-    case motion2
-
-    public func width(_ s: Skeleton) -> Int {
-        let pairs = s.jointCount * (s.jointCount - 1) / 2
-        switch self {
-        case .coordinates, .motion, .motion2: return s.jointCount * s.dimensions
-        case .confidence, .mask: return s.jointCount
-        case .bones: return s.bones.count * s.dimensions
-        case .relativePositions: return pairs * s.dimensions
-        case .distances: return pairs
         }
     }
 }

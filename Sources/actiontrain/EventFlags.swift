@@ -12,6 +12,7 @@ struct EventFlags {
     var floor: Double?
     var forgetAfter = 2.0
     var maxTracks = 32
+    var maxJump = 10.0
 
     static let options: [Option<EventFlags>] = [
         Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none)."),
@@ -23,7 +24,10 @@ struct EventFlags {
             help: "Events: a class that never makes an event; may be repeated (default: the model's classes named other, background, none, idle or null)."),
         Option("floor", \.floor, value: "P", help: "Events: a window whose best smoothed probability is under P abstains and ends the running event (default 0: off)."),
         Option("forget-after", \.forgetAfter, value: "SECONDS", help: "--stream: forget a person unseen for this long, ending their event (default 2)."),
-        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); one more is an error."),
+        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); a line of one more is skipped with a warning."),
+        Option(
+            "max-jump", \.maxJump, value: "SECONDS",
+            help: "--stream, --events: a frame more than this after the previous one is ignored unless the next frame confirms the jump, which restarts the stream (default 10)."),
     ]
 
     /// The event options for a model's classes: its defaults, then these flags.
@@ -42,6 +46,7 @@ struct EventFlags {
         }
         guard forgetAfter > 0 && forgetAfter.isFinite else { throw CLIError.usage("--forget-after must be a positive number of seconds") }
         guard maxTracks >= 1 else { throw CLIError.usage("--max-tracks must be at least 1") }
+        guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
         return o
     }
 

@@ -43,14 +43,12 @@ enum InspectModel {
         for (i, step) in input.steps.enumerated() {
             out.line((i == 0 ? "  steps        " : "               ") + "\(i + 1). " + describe(step))
         }
-        var start = 0
-        var blocks: [String] = []
-        for block in input.channels {
-            let width = block.width(skeleton)
-            blocks.append("\(block.rawValue) \(start)..<\(start + width)")
-            start += width
-        }
+        let blocks = input.channelLayout.map { "\($0.block.rawValue) \($0.offset)..<\($0.offset + $0.width)" }
         out.line("  channels     \(input.channelsPerFrame) per frame: " + blocks.joined(separator: ", "))
+        if let pairs = input.pairs {
+            let shown = pairs.prefix(12).map { "\($0[0])-\($0[1])" }.joined(separator: ", ")
+            out.line("  pairs        \(pairs.count) joint pairs (b − a): " + shown + (pairs.count > 12 ? ", ..." : ""))
+        }
         out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
 
         out.line("")

@@ -48,4 +48,12 @@ final class GoldenTests: XCTestCase {
             assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
         }
     }
+
+    func testTemporalPyramidPoolForward() throws {
+        for c in Golden.pyramid {
+            let spec = LayerSpec.temporalPyramidPool(levels: c.levels)
+            let y = try run([spec], input: Shape(time: c.time, channels: c.channels), batch: c.batch, parameters: [], x: c.x)
+            assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
+        }
+    }
 }

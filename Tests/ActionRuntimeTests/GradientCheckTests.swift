@@ -127,6 +127,14 @@ final class GradientCheckTests: XCTestCase {
             input: Shape(time: 5, channels: 3), batch: 2)
     }
 
+    /// Uneven segments (T = 7: levels 1, 2, 3 give 0..<7, 0..<3, 3..<7, 0..<2, 2..<4, 4..<7),
+    /// after a layer with parameters so that the pooling's input gradient is checked too.
+    func testTemporalPyramidPool() throws {
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 4), .temporalPyramidPool(levels: [1, 2, 3]), .linear(inputs: 24, outputs: 2)],
+            input: Shape(time: 7, channels: 3), batch: 3)
+    }
+
     func testGlobalMaxPool() throws {
         // Distinct inputs at least 0.05 apart, so ±h (0.01) never changes which time step is the max.
         let T = 4, C = 3, B = 2

@@ -109,6 +109,84 @@ final class StreamEventsTests: XCTestCase {
         XCTAssertEqual(stream.statistics.frames, 2 * 50 + 2 + 1)
     }
 
+    /// Two tracks on one clock, every frame of `a` then of `b` at a's times; `extra(f)` adds
+    /// lines (track, time) after frame f. All outputs, then `finish()`'s.
+    func run(
+        _ stream: TrackedStream, _ a: [StreamFixtures.Frame], _ b: [StreamFixtures.Frame], extra: (Int) -> [(Int, Double)] = { _ in [] }
+    ) throws -> [TrackedStream.Output] {
+        var out: [TrackedStream.Output] = []
+        for (f, (fa, fb)) in zip(a, b).enumerated() {
+            out += try stream.push(track: 1, points: fa.points, time: fa.time)
+            out += try stream.push(track: 2, points: fb.points, time: fa.time)
+            for (track, t) in extra(f) { out += try stream.push(track: track, points: fa.points, time: t) }
+        }
+        return out + stream.finish()
+    }
+
+    func testTheStreamClockIgnoresAStrayTimestampAndAStaleLine() throws {
+        // One line at t = 1e12 used to forget every track (time − forgetAfter passed them all)
+        // and restart its own at 1e12, dropping its later frames. A line of a new person far
+        // behind the clock made a track forgotten at the next push. Both are now ignored.
+        let model = try StreamFixtures.model()
+        let a = StreamFixtures.recording(frames: 60, seed: 33), b = StreamFixtures.recording(frames: 60, seed: 34)
+        func stream() throws -> TrackedStream {
+            try TrackedStream(model: model, options: StreamOptions(stride: 3), events: .standard(classes: model.classes), forgetAfter: 1)
+        }
+        let clean = try run(stream(), a, b)
+        XCTAssertGreaterThan(clean.count, 10)
+        let hostile = try stream()
+        let got = try run(hostile, a, b) { f in f == 20 ? [(1, 1e12)] : f == 40 ? [(9, a[40].time - 1.5), (2, a[40].time + 30)] : [] }
+        XCTAssertEqual(got, clean)
+        XCTAssertEqual(hostile.statistics.count(.timeJump), 2)
+        XCTAssertEqual(hostile.statistics.count(.timeBackwards), 1)
+        XCTAssertEqual(hostile.statistics.frames, 2 * 60 + 3)
+    }
+
+    func testAConfirmedJumpOfTheStreamClockEndsEveryTrack() throws {
+        // Everyone resumes 100 s later: the first line after the pause is ignored, the second
+        // confirms the jump and finishes every track; the rest is a new stream.
+        let model = try StreamFixtures.model()
+        let a = StreamFixtures.recording(frames: 40, seed: 35), b = StreamFixtures.recording(frames: 40, seed: 36)
+        let later = a.map { StreamFixtures.Frame(time: $0.time + 100, points: $0.points) }
+        func stream() throws -> TrackedStream {
+            try TrackedStream(model: model, options: StreamOptions(stride: 3), events: .standard(classes: model.classes), forgetAfter: 50)
+        }
+        let s = try stream()
+        var got = try run(s, a, b).map { o in TrackedStream.Output(track: o.track, windows: o.windows, events: o.events) }
+        got += try run(s, later, b)
+        // Expected: the first part alone, then the second without its first line (track 1's).
+        let first = try run(stream(), a, b)
+        let rest = try stream()
+        var second = try rest.push(track: 2, points: b[0].points, time: later[0].time)
+        second += try run(rest, Array(later.dropFirst()), Array(b.dropFirst()))
+        XCTAssertEqual(got, first + second)
+        XCTAssertEqual(s.statistics.count(.timeJump), 1)
+    }
+
+    func testAPushCostsTheSameWithThousandsOfTracks() throws {
+        // 2,000 people, each seen once a second: forgetting looks at the tracks due (a heap by
+        // last-seen time), not at every track at every push; the statistics are kept summed.
+        let model = try StreamFixtures.model(conv: false, frameRate: nil)
+        let people = 2000
+        let s = try TrackedStream(
+            model: model, options: StreamOptions(stride: 12), events: .standard(classes: model.classes), forgetAfter: 1.5, maximumTracks: people)
+        var pushes = 0
+        for round in 0..<3 {
+            for p in 0..<people {
+                _ = try s.push(track: p, points: [:], time: Double(round) + Double(p) / Double(people))
+                pushes += 1
+            }
+        }
+        XCTAssertEqual(s.trackIDs.count, people)
+        XCTAssertLessThanOrEqual(s.examined, 2 * pushes, "entries examined while forgetting")
+        // People 0..<1000 (last seen at 2 ... 2.5 s) stop; the others go on at 3.5 ... 4 s,
+        // by when all of the first half were last seen over 1.5 s before: forgotten.
+        for p in 1000..<people { _ = try s.push(track: p, points: [:], time: 3 + Double(p) / Double(people)) }
+        XCTAssertEqual(s.trackIDs, Array(1000..<people))
+        XCTAssertLessThanOrEqual(s.examined, 2 * (pushes + 1000))
+        XCTAssertEqual(s.statistics.frames, pushes + 1000)
+    }
+
     /// The load test at debug size (`actiontrain-bench stream --load` runs it at full size: 64
     /// streams of 60 s): streams of several tracks pushed concurrently as fast as possible give
     /// the outputs of the same streams run one at a time, with no error.

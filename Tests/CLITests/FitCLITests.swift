@@ -56,7 +56,7 @@ final class FitCLITests: XCTestCase {
             (#"{"epochs": 2.5}"#, "config key 'epochs' expects an integer, got 2.5"),
             (#"{"nesterov": 1}"#, "config key 'nesterov' expects true or false, got 1"),
             (#"{"architecture": "cnn"}"#, "config key 'architecture' must be one of mlp, tcn, stgcn, got \"cnn\""),
-            (#"{"channels": ["coordinates", "speed"]}"#, "config key 'channels' must be one of coordinates, confidence, mask, motion, bones, got \"speed\""),
+            (#"{"channels": ["coordinates", "speed"]}"#, "config key 'channels' must be one of coordinates, confidence, mask, motion, bones, relativePositions, distances, fastMotion, got \"speed\""),
             (#"{"classWeights": "balancd"}"#, "config key 'classWeights' expects \"none\", \"balanced\" or a list of numbers, got \"balancd\""),
             (#"{"hidden": [256, "x"]}"#, "config key 'hidden' expects a list of integers, got a list"),
         ]

@@ -104,6 +104,36 @@ final class FeatureTests: XCTestCase {
         assertClose(f, [0, 0, 0, 0, 0, 0, 10, 0, 10, 0, 0, 0])
     }
 
+    func testRelativePositionsAndDistancesOfEveryPairAfterTheSteps() throws {
+        // Window-centred (as above): frame 0 neck (-5, -50) root (-5, 0) hand (45, -25); frame 1
+        // neck (5, -50) root (5, 0), hand absent. Pairs (neck, root), (neck, hand), (root, hand).
+        let centre: [PreprocessingStep] = [.centre(joints: ["root"], perFrame: false)]
+        assertClose(try features(twoFrames(), centre, [.relativePositions]), [0, 50, 50, 25, 50, -25] + [0, 50, 0, 0, 0, 0])
+        let d = Float(3125).squareRoot()
+        assertClose(try features(twoFrames(), centre, [.distances]), [50, d, d] + [50, 0, 0])
+        // After torso scaling (torso 50) they are in torso lengths.
+        let scaled = centre + [.scaleByTorso(upper: ["neck"], lower: ["root"])]
+        assertClose(try features(twoFrames(), scaled, [.distances]), [1, d / 50, d / 50] + [1, 0, 0], absolute: 1e-6)
+        // Given pairs, in their order and orientation: hand − neck, root − hand.
+        var spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: centre, channels: [.relativePositions, .distances])
+        spec.pairs = [["hand", "neck"], ["hand", "root"]]
+        assertClose(try FeatureExtractor(spec).extract(twoFrames()), [-50, -25, -50, 25, d, d] + [0, 0, 0, 0, 0, 0])
+    }
+
+    func testFastMotionIsTheDifferenceTwoFramesApart() throws {
+        // neck (0, 0), (1, 2), (4, 8); root absent, (5, 5), (6, 7); hand (10, 10), absent, (13, 14).
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        seq.appendFrame([PosePoint(x: 0, y: 0), nil, PosePoint(x: 10, y: 10)])
+        seq.appendFrame([PosePoint(x: 1, y: 2), PosePoint(x: 5, y: 5), nil])
+        seq.appendFrame([PosePoint(x: 4, y: 8), PosePoint(x: 6, y: 7), PosePoint(x: 13, y: 14)])
+        // Frame 2: neck (4, 8); root 0 (absent at frame 0); hand (3, 4), seen at frames 0 and 2
+        // though not at 1, where motion has nothing.
+        assertClose(try features(seq, [], [.fastMotion]), [Float](repeating: 0, count: 12) + [4, 8, 0, 0, 3, 4])
+        assertClose(try features(seq, [], [.motion]), [Float](repeating: 0, count: 6) + [1, 2, 0, 0, 0, 0] + [3, 6, 1, 2, 0, 0])
+        // Windows of one or two frames have no fast motion.
+        assertClose(try features(twoFrames(), [], [.fastMotion]), [Float](repeating: 0, count: 12))
+    }
+
     func testConfidenceBlockIsZeroForAbsentJointsAndOneWithoutConfidence() throws {
         assertClose(try features(twoFrames(confidence: true), [], [.confidence]), [0.9, 0.8, 0.5, 1, 0.7, 0])
         assertClose(try features(twoFrames(confidence: false), [], [.confidence, .mask]), [1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0])
@@ -139,9 +169,8 @@ final class FeatureTests: XCTestCase {
         let steps: [PreprocessingStep] = [
             .centre(joints: ["root", "hand"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["hand"]),
         ]
-        XCTAssertEqual(
-            try features(dirty, steps, [.coordinates, .motion, .bones]),
-            try features(twoFrames(), steps, [.coordinates, .motion, .bones]))
+        let every = ChannelBlock.allCases
+        XCTAssertEqual(try features(dirty, steps, every), try features(twoFrames(), steps, every))
     }
 
     func testWorkspaceReuseGivesIdenticalResults() throws {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for the conv1d, layerNorm, GELU and graphConv forwards of actiontrain.
+"""Golden values for the conv1d, layerNorm, GELU, graphConv and temporalPyramidPool forwards of actiontrain.
 
 Writes Tests/ActionRuntimeTests/GoldenValues.swift (committed; re-run this script only when a case changes):
 
@@ -15,12 +15,15 @@ only, by the defining formulas of Sources/ActionRuntime/LayerSpec.swift:
 - layerNorm over channels: (x - mean) / sqrt(biased variance + eps) * gamma + beta;
 - GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
 - graphConv on joint-major activations [batch, time, joints, inputs]: out[b, t, j, o] = bias[o] +
-  sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-(K-1)/2, i, c] W[p, o, k, c] (zeros outside).
+  sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-(K-1)/2, i, c] W[p, o, k, c] (zeros outside);
+- temporalPyramidPool: for each level L and segment s < L, the mean of x[b, t, c] over frames
+  floor(s*T/L) <= t < floor((s+1)*T/L), segments side by side on the channels.
 
 If PyTorch is importable, every case is also checked against torch.nn.functional (conv1d on
 the transposed layout, layer_norm, gelu(approximate="tanh"), and for graphConv conv2d over
 [B, I, T, J] with a (K, 1) kernel making P*O channels, then einsum with A) in float64 and the script fails
-on a disagreement above 1e-9. That is how the committed file was produced (torch 2.13.0+cpu).
+on a disagreement above 1e-9. temporalPyramidPool has no PyTorch counterpart with these bounds
+(adaptive_avg_pool1d ends segment s at ceil((s+1)*T/L)), so it is NumPy only. That is how the committed file was produced (torch 2.13.0+cpu).
 """
 import math
 import os
@@ -118,6 +121,22 @@ for B, T, J, I, O, K, P in [
     graph_cases.append(dict(batch=B, time=T, joints=J, inputs=I, outputs=O, kernel=K, partitions=P,
                             x=x, weight=w, bias=b, adjacency=a, y=graph_conv(x, w, b, a)))
 
+def pyramid(x, levels):
+    """[B, T, C] -> [B, C * sum(levels)]: per level L and segment s the mean over its frames."""
+    x = x.astype(np.float64)
+    T = x.shape[1]
+    return np.concatenate([x[:, s * T // L:(s + 1) * T // L].mean(axis=1) for L in levels for s in range(L)], axis=1)
+
+
+pyramid_cases = []
+for B, T, C, levels in [
+    (2, 7, 3, [1, 2, 4]),  # the usual levels; uneven segments 3 + 4, 1 + 2 + 2 + 2
+    (1, 5, 2, [2, 3, 5]),  # a level of one frame per segment
+    (2, 4, 3, [1]),  # one level: the global mean
+]:
+    x = f32((B, T, C), 2.0)
+    pyramid_cases.append(dict(batch=B, time=T, channels=C, levels=levels, x=x, y=pyramid(x, levels)))
+
 try:
     import torch
     import torch.nn.functional as F
@@ -184,6 +203,11 @@ out = [
     "    var x: [Float], weight: [Float], bias: [Float], adjacency: [Float], y: [Float]",
     "}",
     "",
+    "struct GoldenPyramid {",
+    "    var batch: Int, time: Int, channels: Int, levels: [Int]",
+    "    var x: [Float], y: [Float]",
+    "}",
+    "",
     "enum Golden {",
 ]
 out.append("    static let conv: [GoldenConv] = [")
@@ -209,6 +233,15 @@ for c in graph_cases:
     out.append("            batch: %d, time: %d, joints: %d, inputs: %d, outputs: %d, kernel: %d, partitions: %d," % (
         c["batch"], c["time"], c["joints"], c["inputs"], c["outputs"], c["kernel"], c["partitions"]))
     for key in ["x", "weight", "bias", "adjacency", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let pyramid: [GoldenPyramid] = [")
+for c in pyramid_cases:
+    out.append("        GoldenPyramid(")
+    out.append("            batch: %d, time: %d, channels: %d, levels: [%s]," % (
+        c["batch"], c["time"], c["channels"], ", ".join(str(n) for n in c["levels"])))
+    for key in ["x", "y"]:
         out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
     out.append("        ),")
 out.append("    ]")

@@ -148,11 +148,32 @@ def parse_step(step, skeleton, index):
     raise ModelError(f"input.steps[{index}]: unknown preprocessing step '{op}'")
 
 
-BLOCKS = ("coordinates", "confidence", "mask", "motion", "bones")
+BLOCKS = ("coordinates", "confidence", "mask", "motion", "bones", "relativePositions", "distances", "fastMotion")
+PAIR_BLOCKS = ("relativePositions", "distances")
 
 
-def block_width(block, J, D, B):
-    return {"coordinates": J * D, "confidence": J, "mask": J, "motion": J * D, "bones": B * D}[block]
+def block_width(block, J, D, B, P):
+    return {"coordinates": J * D, "confidence": J, "mask": J, "motion": J * D, "bones": B * D,
+            "relativePositions": P * D, "distances": P, "fastMotion": J * D}[block]
+
+
+def parse_pairs(pairs, joints):
+    """input.pairs (section 5): null/absent for every pair (i, j), i < j, row by row; else 1 to
+    65,536 pairs of two distinct joint names, no pair twice in either order. Joint indices."""
+    if pairs is None:
+        return None
+    need(isinstance(pairs, list) and 1 <= len(pairs) <= 65536, "input.pairs must list 1 to 65,536 pairs")
+    index = {n: i for i, n in enumerate(joints)}
+    seen, out = set(), []
+    for k, p in enumerate(pairs):
+        need(isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p), f"input.pairs[{k}] must name 2 joints")
+        need(all(n in index for n in p), f"input.pairs[{k}] names a joint that is not in the skeleton")
+        a, b = index[p[0]], index[p[1]]
+        need(a != b, f"input.pairs[{k}] names the same joint twice")
+        need((min(a, b), max(a, b)) not in seen, f"input.pairs[{k}] is listed twice")
+        seen.add((min(a, b), max(a, b)))
+        out.append((a, b))
+    return out
 
 
 def parse_input(inp):
@@ -194,11 +215,16 @@ def parse_input(inp):
     for c in channels:
         need(c in BLOCKS, f"input.channels: unknown channel block '{c}'")
     need(len(set(channels)) == len(channels), "input.channels lists a block twice")
+    pairs = parse_pairs(inp.get("pairs"), joints)
     J, B = len(joints), len(bone_index)
+    P = J * (J - 1) // 2 if pairs is None else len(pairs)
+    need(P <= 65536 or not any(c in PAIR_BLOCKS for c in channels), "the pair blocks read more than 65,536 joint pairs")
     for c in channels:
-        need(block_width(c, J, D, B) > 0, f"channel block '{c}' is empty for this skeleton")
-    C = sum(block_width(c, J, D, B) for c in channels)
-    return {"skeleton": skeleton, "window": window, "steps": steps, "channels": channels, "C": C}
+        need(block_width(c, J, D, B, P) > 0, f"channel block '{c}' is empty for this skeleton")
+    C = sum(block_width(c, J, D, B, P) for c in channels)
+    if pairs is None and any(c in PAIR_BLOCKS for c in channels):
+        pairs = [(i, j) for i in range(J) for j in range(i + 1, J)]
+    return {"skeleton": skeleton, "window": window, "steps": steps, "channels": channels, "pairs": pairs, "C": C}
 
 
 LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]",
@@ -278,6 +304,12 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
         elif kind in ("globalAveragePool", "globalMaxPool"):
             parsed.append((kind,))
             T = 1
+        elif kind == "temporalPyramidPool":
+            levels = layer.get("levels")
+            need(isinstance(levels, list) and 1 <= len(levels) <= 16 and all(is_int(n) and 1 <= n <= T for n in levels),
+                 f"{where} (temporalPyramidPool) levels must be 1 to 16 numbers, each 1 to the input's time {T}")
+            parsed.append(("temporalPyramidPool", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)]))
+            T, C = 1, C * sum(levels)
         elif kind == "residual":
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
             body, shortcut = layer.get("body"), layer.get("shortcut")
@@ -480,6 +512,15 @@ def forward(layers, x, tensors, prefix="layers"):
             x = x.mean(axis=1, keepdims=True, dtype=F32)
         elif kind == "globalMaxPool":
             x = x.max(axis=1, keepdims=True)
+        elif kind == "temporalPyramidPool":
+            # Per segment [a, b): the sum in frame order times 1/(b - a), segments side by side.
+            means = []
+            for a, b in layer[1]:
+                total = x[:, a].copy()
+                for t in range(a + 1, b):
+                    total = (total + x[:, t]).astype(F32)
+                means.append((total * (F32(1) / F32(b - a))).astype(F32))
+            x = np.concatenate(means, axis=1)[:, None, :]
         elif kind == "residual":
             x = (forward(layer[1], x, tensors, name + ".body") + forward(layer[2], x, tensors, name + ".shortcut")).astype(F32)
         elif kind == "selectChannels":
@@ -730,19 +771,32 @@ def features(c, p, k, inp):
             blocks.append(np.where(p, k, F32(0)).astype(F32))
         elif block == "mask":
             blocks.append(p.astype(F32))
-        elif block == "motion":
+        elif block in ("motion", "fastMotion"):
+            lag = 1 if block == "motion" else 2
             m = np.zeros((T, J, D), dtype=F32)
-            for f in range(1, T):
-                both = (p[f] & p[f - 1])[:, None]
-                m[f] = np.where(both, c[f] - c[f - 1], F32(0))
+            for f in range(lag, T):
+                both = (p[f] & p[f - lag])[:, None]
+                m[f] = np.where(both, c[f] - c[f - lag], F32(0))
             blocks.append(m.reshape(T, J * D))
-        elif block == "bones":
-            out = np.zeros((T, len(sk["bones"]), D), dtype=F32)
-            for b, (parent, child) in enumerate(sk["bones"]):
-                both = (p[:, parent] & p[:, child])[:, None]
-                out[:, b] = np.where(both, c[:, child] - c[:, parent], F32(0))
-            blocks.append(out.reshape(T, -1))
+        elif block in ("bones", "relativePositions"):
+            blocks.append(differences(c, p, sk["bones"] if block == "bones" else inp["pairs"]).reshape(T, -1))
+        elif block == "distances":
+            d = differences(c, p, inp["pairs"])
+            s = np.zeros((T, d.shape[1]), dtype=F32)
+            for k in range(D):  # summed in axis order
+                s = (s + d[:, :, k] * d[:, :, k]).astype(F32)
+            blocks.append(np.sqrt(s).astype(F32))
     return np.concatenate(blocks, axis=1).astype(F32)
+
+
+def differences(c, p, pairs):
+    """[T, pairs, D]: c[b] - c[a] for each pair (a, b) where both joints are present, else 0."""
+    T, _, D = c.shape
+    out = np.zeros((T, len(pairs), D), dtype=F32)
+    for k, (a, b) in enumerate(pairs):
+        both = (p[:, a] & p[:, b])[:, None]
+        out[:, k] = np.where(both, c[:, b] - c[:, a], F32(0))
+    return out
 
 
 def predict(model, poses, stride):

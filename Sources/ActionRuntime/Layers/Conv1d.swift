@@ -257,7 +257,7 @@ public struct Conv1dKind: LayerKind {
     }
 
     /// Transpose to `[B, C, T]`, Conv with weight `[O, I, K]` (initializer `<name>.OIK`), Transpose back.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let (O, I, K) = (outputs, inputs, kernel)
         let w = try g.tensor(p + "weight").values
         var oik = [Float](repeating: 0, count: O * I * K)  // ONNX/PyTorch [O, I, K] from our [O, K, I]

@@ -329,7 +329,7 @@ public struct GraphConvKind: LayerKind {
     /// (initializer `<name>weight.OIK1`, pads (K−1)/2 in time), Reshape to `[B, P, O·T, J]`,
     /// MatMul with `Aᵀ [P, J, J]` (initializer `<name>adjacency.T`), ReduceSum over P, Reshape
     /// to `[B, O, T, J]`, Transpose to `[B, T, J, O]`, Add bias, Reshape to `[B, T, J·O]`.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let (J, I, O, K, P) = (joints, inputs, outputs, kernel, partitions)
         let w = try g.tensor(p + "weight").values
         var oik = [Float](repeating: 0, count: P * O * I * K)  // [PO, I, K, 1] from our [PO, K, I]

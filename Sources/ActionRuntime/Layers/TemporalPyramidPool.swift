@@ -2,15 +2,17 @@
 ///
 /// Shapes: B = batch, T = time, C = channels, L = a level (a number of equal segments).
 /// For each level L in `levels` (in order) and segment s < L, frames `t ∈ [⌊s·T/L⌋, ⌊(s+1)·T/L⌋)`:
-/// `y[b, o + s·C + c] = (1/n_s) Σ_t x[b, t, c]` with `o` the offset of the level (Σ of the
-/// earlier levels times C). Level 1 is global average pooling; levels 1, 2, 4 are a temporal
-/// pyramid (as the Fourier temporal pyramids of Wang et al. 2012 pool their segments), which
-/// keeps coarse order in time that a global mean loses. Backward spreads `dy / n_s` over each
-/// segment's frames.
+/// `y[b, o + s·C + c] = (1/n_s) Σ_t x[b, t, c]` (summed in frame order, then times `1/n_s`)
+/// with `n_s` the segment's frames and `o` the offset of the level (Σ of the earlier levels
+/// times C). Every level is at most T, so no segment is empty. Level 1 is global average
+/// pooling; levels 1, 2, 4 are a temporal pyramid (as the Fourier temporal pyramids of Wang et
+/// al. 2012 pool their segments), which keeps coarse order in time that a global mean loses.
+/// Backward spreads `dy / n_s` over each segment's frames. Large batches are split over
+/// `BLAS.threads` (whole windows per part).
 final class TemporalPyramidPool: Layer {
     let shape: Shape
     let levels: [Int]
-    /// Segment bounds in frames, level by level: segment k is `bounds[k] ..< ends[k]`.
+    /// Segment bounds in frames, level by level: segment k is `starts[k] ..< ends[k]`.
     private let starts: [Int], ends: [Int]
     var spec: LayerSpec { .temporalPyramidPool(levels: levels) }
     var inputShape: Shape { shape }
@@ -21,16 +23,9 @@ final class TemporalPyramidPool: Layer {
     init(shape: Shape, levels: [Int]) {
         self.shape = shape
         self.levels = levels
-        let T = shape.time
-        var s: [Int] = [], e: [Int] = []
-        for L in levels {
-            for k in 0..<L {
-                s.append(k * T / L)
-                e.append((k + 1) * T / L)
-            }
-        }
-        starts = s
-        ends = e
+        let segments = TemporalPyramidPoolKind.segments(levels: levels, time: shape.time)
+        starts = segments.map(\.start)
+        ends = segments.map(\.end)
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
@@ -81,17 +76,18 @@ final class TemporalPyramidPool: Layer {
 /// segments side by side: `[time, channels] -> [1, channels · Σ levels]`.
 public struct TemporalPyramidPoolKind: LayerKind {
     public static let typeName = "temporalPyramidPool"
-    /// Segments per level, each from 1 to the window length.
+    /// Segments per level, each from 1 to the input's time length; at most `maxLevels` levels.
     public var levels: [Int]
+    public static let maxLevels = 16
     public init(levels: [Int]) { self.levels = levels }
     public init(fields r: some LayerFieldReader) throws { levels = try r.ints("levels") }
     public var fields: [(key: String, value: LayerField)] { [("levels", .ints(levels))] }
     public var summary: String { "temporalPyramidPool \(levels.map(String.init).joined(separator: ","))" }
-    public static func example(input: Shape) -> Self { Self(levels: [1, 2]) }
+    public static func example(input: Shape) -> Self { Self(levels: [1, 3]) }  // uneven segments for T = 4: 0..<1, 1..<2, 2..<4
 
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
         guard !levels.isEmpty else { throw check.invalid("levels must name at least one level") }
-        guard levels.count <= 16 else { throw check.invalid("levels may list at most 16 levels, got \(levels.count)") }
+        guard levels.count <= Self.maxLevels else { throw check.invalid("levels may list at most \(Self.maxLevels) levels, got \(levels.count)") }
         for L in levels { try check.size("a level", L, max: input.time) }
         let segments = levels.reduce(0, +)
         return LayerShapes(output: Shape(time: 1, channels: try check.product("outputs", [input.channels, segments])))
@@ -101,12 +97,21 @@ public struct TemporalPyramidPoolKind: LayerKind {
         TemporalPyramidPool(shape: input, levels: levels)
     }
 
-    /// Per segment a `Slice` over time and a `ReduceMean`, concatenated on the channel axis.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
-        // The segment bounds depend on T, which the graph knows only as the layer's input; the
-        // export passes it through the first level-1 check: T is the model's window after
-        // convolutions that keep the length, so the bounds are those of the layer built for it.
-        throw LayerCheckError(reason: "temporalPyramidPool has no ONNX form yet")
+    /// Per segment a `Slice` of its frames (bounds from the input's time length) and a
+    /// `ReduceMean` over time, concatenated on the channel axis in segment order.
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
+        let means = Self.segments(levels: levels, time: shape.time).map { (start, end) in
+            let frames = g.node(
+                "Slice", [x, g.int64s(p + "start.\(start)", [start]), g.int64s(p + "end.\(end)", [end]), g.int64s(p + "axis", [1])],
+                name: p + "segment")
+            return g.node("ReduceMean", [frames], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
+        }
+        return means.count == 1 ? means[0] : g.node("Concat", means, attributes: [("axis", .int(2))], name: p + "pyramid")
+    }
+
+    /// The segments' frames `start ..< end`, level by level: `⌊s·T/L⌋ ..< ⌊(s+1)·T/L⌋` for s < L.
+    static func segments(levels: [Int], time T: Int) -> [(start: Int, end: Int)] {
+        levels.flatMap { L in (0..<L).map { s in (s * T / L, (s + 1) * T / L) } }
     }
 }
 
