@@ -321,7 +321,7 @@ public enum Tuning {
             let align = !base.alignFacing
             out.append(Change(align ? "alignFacing" : "no alignFacing", keys: ["alignFacing"]) { $0.alignFacing = align })
         }
-        for block in [ChannelBlock.distances, .motion, .motion2] where !base.channels.contains(block) {
+        for block in [ChannelBlock.distances, .motion, .fastMotion] where !base.channels.contains(block) {
             out.append(Change("+ \(block.rawValue)", keys: ["channels"]) { $0.channels.append(block) })
         }
         let J = skeleton.jointCount
