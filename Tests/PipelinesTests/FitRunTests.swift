@@ -197,9 +197,11 @@ final class FitRunTests: XCTestCase {
         let d = try dataset()
         let (_, straight) = try fit(Self.quick, dataset: d)
         let dir = try folder() + "/run"
-        let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
-        var batches = 0
-        _ = try run.train(shouldStop: { batches == 5 }, onBatch: { _ in batches += 1 })
+        do {  // (the stopped run, which holds the folder's lock, ends here)
+            let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
+            var batches = 0
+            _ = try run.train(shouldStop: { batches == 5 }, onBatch: { _ in batches += 1 })
+        }
         // The checkpoint as an older build wrote it: the same bytes without the two keys.
         let path = "\(dir)/checkpoint.atc"
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
