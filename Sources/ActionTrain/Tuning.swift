@@ -178,6 +178,9 @@ public enum Tuning {
         /// Seconds per epoch of a fold's fit, per candidate name (the largest seen), and overall.
         var perEpoch: [String: Double] = [:]
         var slowest = 0.0
+        /// Trials run in this search: one that recurs (a config whose screening length is its full
+        /// length) runs once.
+        var ran: [String: Double] = [:]
         func spent() -> Double { Date().timeIntervalSince(start) }
         func expected(_ c: Candidate, epochs: Int, folds n: Int) -> Double {
             (perEpoch[c.name] ?? slowest) * Double(epochs * n)
@@ -200,10 +203,13 @@ public enum Tuning {
                 c.seed = config.seed &+ UInt64(k) &+ (confirmation ? 1000 : 0)
                 let key = trialKey(c, fold: fold, confirmation: confirmation)
                 let s: Double
-                if let cached = known[key] {
+                var fresh = false
+                if let cached = known[key] ?? ran[key] {
                     s = cached
                 } else {
                     s = try run(c, fold)
+                    ran[key] = s
+                    fresh = true
                     let secs = Date().timeIntervalSince(t)
                     perEpoch[candidate.name] = max(perEpoch[candidate.name] ?? 0, secs / Double(max(1, c.epochs)))
                     slowest = max(slowest, perEpoch[candidate.name]!)
@@ -212,7 +218,7 @@ public enum Tuning {
                 onEvent(
                     .trial(
                         candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: Date().timeIntervalSince(t),
-                        key: key, cached: known[key] != nil))
+                        key: key, cached: !fresh))
             }
             let result = Result(
                 candidate: candidate, rung: r, epochs: config.epochs, confirmation: confirmation, foldScores: scores,

@@ -62,7 +62,8 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(c.windowFrames, Recipe.fitFrames(30))
         XCTAssertEqual(c.centring, .window)
         XCTAssertEqual(c.scaling, .torso)
-        XCTAssertTrue(c.alignFacing)
+        XCTAssertFalse(c.alignFacing, "every body faces the camera: facing spread 0°")
+        XCTAssertTrue(choices.contains { $0.seen.contains("varies by 0°") && $0.seen.contains("< 35°: one view") }, "\(choices)")
         XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
         XCTAssertEqual(c.validationFraction, 0, "9 sequences a class is small")
         XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "small data is augmented")
@@ -204,5 +205,63 @@ final class RecipeTests: XCTestCase {
         let (c3, _) = Recipe.choose(
             TrainingConfig(), explicit: ["epochs"], profile: DatasetProfile(tiny, indices: Array(tiny.sequences.indices)))
         XCTAssertEqual(c3.epochs, TrainingConfig().epochs, "the user's epochs are kept")
+    }
+
+    /// The same stick figures turned about the vertical axis by `degrees[i % count]`.
+    static func turned(_ d: Dataset, degrees: [Double]) -> Dataset {
+        var d = d
+        for i in d.sequences.indices {
+            let a = Float(degrees[i % degrees.count] * .pi / 180), c = cos(a), s = sin(a)
+            var q = d.sequences[i]
+            for f in 0..<q.frameCount {
+                for j in 0..<q.jointCount {
+                    let k = (f * q.jointCount + j) * 3
+                    let x = q.coordinates[k], z = q.coordinates[k + 2] - 3
+                    q.coordinates[k] = c * x + s * z
+                    q.coordinates[k + 2] = 3 - s * x + c * z
+                }
+            }
+            d.sequences[i] = q
+        }
+        return d
+    }
+
+    /// The facing spread is the circular sd of the sequences' facing angles; the recipe turns
+    /// windows to face one way only when it is large.
+    func testFacingAlignmentFollowsTheMeasuredSpreadOfTheFacingDirection() {
+        let front = Self.dataset(perClass: 10)  // 30 sequences: 15 turned each way
+        assertClose(DatasetProfile(front, indices: Array(front.sequences.indices)).facingSpread!, 0, absolute: 1e-6)
+        // Half the sequences turned by +a, half by −a: R = cos a, circular sd √(−2 ln cos a).
+        for (a, align) in [(20.0, false), (60.0, true)] {
+            let d = Self.turned(front, degrees: [a, -a])
+            let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+            assertClose(p.facingSpread!, (-2 * log(cos(a * .pi / 180))).squareRoot() * 180 / .pi, absolute: 1e-3)
+            let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+            XCTAssertEqual(c.alignFacing, align, "±\(a)°: spread \(p.facingSpread!)°")
+            let (kept, _) = Recipe.choose(TrainingConfig(), explicit: ["alignFacing"], profile: p)
+            XCTAssertFalse(kept.alignFacing, "a key the user set is kept")
+        }
+        // 2D data and skeletons without left/right hips or shoulders have no facing spread.
+        var flat = front
+        flat.skeleton = Skeleton(name: "flat", joints: ["a", "b", "c", "d"], dimensions: 3, units: .metres)
+        XCTAssertNil(DatasetProfile(flat, indices: Array(flat.sequences.indices)).facingSpread)
+    }
+
+    /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
+    /// consistency within classes says whether a mirror image would change the class.
+    func testLateralityMeasuresWhichSideEachClassMoves() {
+        var d = Self.dataset(perClass: 4)
+        // Class 0 moves its left shoulder in every sequence, class 1 its right one, class 2 the left
+        // shoulder in half the sequences and the right one in the other half.
+        for i in d.sequences.indices {
+            let c = i / 4
+            let side = c == 0 ? 2 : c == 1 ? 3 : (i % 2 == 0 ? 2 : 3)
+            var q = d.sequences[i]
+            for f in 0..<q.frameCount { q.coordinates[(f * 4 + side) * 3 + 1] += Float(f % 2) * 0.1 }
+            d.sequences[i] = q
+        }
+        let l = DatasetProfile(d, indices: Array(d.sequences.indices)).laterality!
+        assertClose(l.asymmetry, 1, absolute: 1e-9, "only one side moves in every sequence")
+        assertClose(l.consistency, 8.0 / 12, absolute: 1e-9, "classes 0 and 1 consistent (4 + 4), class 2 cancels (0), of 12")
     }
 }
