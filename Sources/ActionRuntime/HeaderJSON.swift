@@ -534,6 +534,8 @@ enum HeaderJSON {
             return .divide(by: try array(try o.required("by")).map(float))
         case "alignFacing":
             return .alignFacing(left: try o.strings("left"), right: try o.strings("right"), verticalAxis: try o.int("verticalAxis"))
+        case "fillGaps":
+            return .fillGaps
         default:
             throw Declined()
         }

@@ -50,7 +50,7 @@ public enum LayerKinds {
         LinearKind.self, ReLUKind.self, GELUKind.self, DropoutKind.self, LayerNormKind.self, Conv1dKind.self,
         FlattenKind.self, GlobalAveragePoolKind.self, GlobalMaxPoolKind.self, ResidualKind.self,
         SelectChannelsKind.self, AverageProbabilitiesKind.self, FlipAverageKind.self, GraphConvKind.self,
-        TemporalPyramidPoolKind.self,
+        TemporalPyramidPoolKind.self, FourierPyramidKind.self, StandardizeKind.self,
     ]
 
     static let byName: [String: any LayerKind.Type] = Dictionary(uniqueKeysWithValues: all.map { ($0.typeName, $0) })

@@ -75,7 +75,7 @@ extension ModelFile {
             let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
             what =
                 "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
-                + "this reader knows centre, scaleByTorso, divide and alignFacing"
+                + "this reader knows centre, scaleByTorso, divide, alignFacing and fillGaps"
             return "input.steps[\(k)]: \(what)"
         }
         return "\(path(context.codingPath)) \(what)"

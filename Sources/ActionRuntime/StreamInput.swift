@@ -167,7 +167,7 @@ struct FrameReader {
             case .centre(let joints, _): groups.append(group(joints))
             case .scaleByTorso(let upper, let lower): groups += [group(upper), group(lower)]
             case .alignFacing(let left, let right, _): groups += [group(left), group(right)]
-            case .divide: break
+            case .divide, .fillGaps: break
             }
         }
         var seen = Set<String>()

@@ -15,6 +15,49 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         /// over the skeleton's joints and a per-joint convolution over time, global average
         /// pooling over time, linear.
         case stgcn
+        /// Fourier temporal pyramid: the magnitudes of the lowest `ftpCoefficients` frequencies
+        /// of every channel over 1, 2 and 4 time segments (`fourierPyramid`; `pyramid` gives
+        /// other levels), standardised with statistics of the training windows
+        /// (`standardize`, calibrated when training starts), then `linear` to the classes.
+        case ftp
+    }
+
+    /// One member of a model of mixed members (`members`): an architecture over its own channel
+    /// blocks. JSON: `{"architecture": "ftp", "channels": ["relativePositions"]}` (both keys,
+    /// no others: every other key is the run's).
+    public struct Member: Codable, Hashable, Sendable, CustomStringConvertible {
+        public var architecture: Architecture
+        public var channels: [ChannelBlock]
+
+        public init(architecture: Architecture, channels: [ChannelBlock]) {
+            self.architecture = architecture
+            self.channels = channels
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable { case architecture, channels }
+        private struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        public init(from decoder: Decoder) throws {
+            let all = try decoder.container(keyedBy: AnyKey.self)
+            let known = Set(CodingKeys.allCases.map(\.rawValue))
+            if let unknown = all.allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: decoder.codingPath,
+                        debugDescription: "a member has the unknown key '\(unknown)'; it takes architecture and channels (every other key is the run's)"))
+            }
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            architecture = try c.decode(Architecture.self, forKey: .architecture)
+            channels = try c.decode([ChannelBlock].self, forKey: .channels)
+        }
+
+        /// `tcn:coordinates+mask+bones` (the command line's form).
+        public var description: String { architecture.rawValue + ":" + channels.map(\.rawValue).joined(separator: "+") }
     }
 
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
@@ -102,6 +145,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// temporal pyramid (`temporalPyramidPool`, e.g. `[1, 2, 4]`: the mean over the whole window,
     /// its halves and its quarters, side by side).
     public var pyramid: [Int] = []
+    /// Frequencies per segment of the `ftp` architecture's Fourier temporal pyramid (DC
+    /// included), 1 to 64.
+    public var ftpCoefficients: Int = 4
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -116,6 +162,14 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// (`averageProbabilities`). The input holds the union of the blocks, in order of first
     /// appearance, instead of `channels`. Empty: one network over `channels`.
     public var streams: [[ChannelBlock]] = []
+    /// Models of mixed members: one member per entry, each its own architecture over its own
+    /// channel blocks (e.g. a `tcn` over coordinates, mask and bones and an `ftp` over
+    /// relativePositions), every other key shared; their class probabilities are averaged
+    /// (`averageProbabilities`, each member trained on its own loss, as `streams` are). The
+    /// input holds the union of the members' blocks, in order of first appearance, instead of
+    /// `channels`, and `architecture` is not used. One member is that architecture over its
+    /// blocks. Empty: one network (or `streams`); not together with `streams`.
+    public var members: [Member] = []
     /// Test-time flip averaging: the model written averages its probabilities on each window
     /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
     /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
@@ -140,6 +194,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Sequences with labeled events give one window centred on each event (Apple's throw
     /// classifier: 45 frames around the throw) instead of sliding windows.
     public var useEvents: Bool = false
+    /// Fill each joint's gaps in time inside every window before anything else (the
+    /// `fillGaps` step: linear between the frames where it was seen, the nearest seen value at
+    /// the ends); the `mask` and `confidence` blocks still report filled points as not seen.
+    public var fillGaps: Bool = false
     /// Where coordinates are centred: the skeleton's centre joints over the window, per frame,
     /// or not at all.
     public var centring: InputSpec.Centring = .window
@@ -234,12 +292,14 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.graph, &graph)
         try read(.pairs, &pairs)
         try read(.pyramid, &pyramid)
+        try read(.ftpCoefficients, &ftpCoefficients)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
         try read(.normalization, &normalization)
         try read(.dropout, &dropout)
         try read(.streams, &streams)
+        try read(.members, &members)
         try read(.testTimeFlip, &testTimeFlip)
         try read(.ensemble, &ensemble)
         try read(.windowFrames, &windowFrames)
@@ -249,6 +309,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.channels, &channels)
         try read(.windowPadding, &windowPadding)
         try read(.useEvents, &useEvents)
+        try read(.fillGaps, &fillGaps)
         try read(.centring, &centring)
         try read(.scaling, &scaling)
         try read(.scaleDivisor, &scaleDivisor)
@@ -355,6 +416,21 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             throw bad("streams", "are not available with architecture stgcn (it reads every joint-indexed channel block itself)")
         }
         guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
+        guard members.isEmpty || streams.isEmpty else {
+            throw bad("members", "and streams cannot be given together: members are streams whose architectures may differ; give one")
+        }
+        for (m, member) in members.enumerated() {
+            guard !member.channels.isEmpty else { throw bad("members", "member \(m + 1) (\(member)) needs at least one channel block") }
+            guard Set(member.channels).count == member.channels.count else {
+                throw bad("members", "member \(m + 1) (\(member)) lists a channel block twice")
+            }
+        }
+        guard (1...FourierPyramidKind.maxCoefficients).contains(ftpCoefficients) else {
+            throw bad("ftpCoefficients", "must be in [1, \(FourierPyramidKind.maxCoefficients)], got \(ftpCoefficients)")
+        }
+        if usesArchitecture(.ftp) && pyramid.isEmpty && windowFrames < 4 {
+            throw bad("windowFrames", "must be at least 4 for the ftp architecture's pyramid levels 1, 2, 4 (or give pyramid), got \(windowFrames)")
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
@@ -362,12 +438,31 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard pyramid.count <= TemporalPyramidPoolKind.maxLevels else {
             throw bad("pyramid", "may list at most \(TemporalPyramidPoolKind.maxLevels) levels, got \(pyramid.count)")
         }
-        guard pairs.isEmpty || (streams.isEmpty ? channels : streams.flatMap { $0 }).contains(where: { $0.kind.readsPairs }) else {
+        guard pairs.isEmpty || inputBlocks.contains(where: { $0.kind.readsPairs }) else {
             let readers = ChannelBlocks.all.filter { $0.readsPairs }.map { $0.name }
-            throw bad("pairs", "no channel block reads them: add \(readers.joined(separator: " or ")) to \(streams.isEmpty ? "channels" : "streams")")
+            let key = !members.isEmpty ? "members" : streams.isEmpty ? "channels" : "streams"
+            throw bad("pairs", "no channel block reads them: add \(readers.joined(separator: " or ")) to \(key)")
         }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
+    }
+
+    /// The channel blocks of the input: the union of the members' or the streams' blocks in
+    /// order of first appearance, else `channels`.
+    public var inputBlocks: [ChannelBlock] {
+        let listed = !members.isEmpty ? members.flatMap(\.channels) : streams.isEmpty ? channels : streams.flatMap { $0 }
+        return listed.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
+    }
+
+    /// The model family in a few words: the architecture, or the members
+    /// (`members tcn:coordinates+mask, ftp:relativePositions`).
+    public var modelName: String {
+        members.isEmpty ? architecture.rawValue : "members " + members.map(\.description).joined(separator: ", ")
+    }
+
+    /// Whether the network has `architecture` (at the top, or as a member's).
+    public func usesArchitecture(_ a: Architecture) -> Bool {
+        members.isEmpty ? architecture == a : members.contains { $0.architecture == a }
     }
 
     /// The input description for a dataset's skeleton: window, preprocessing steps and channels.
@@ -384,8 +479,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec = try InputSpec.standard(
                 for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels,
                 divisor: scaleDivisor, axisDivisors: axisDivisors)
-            if !streams.isEmpty {
-                spec.channels = streams.flatMap { $0 }.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
+            if !streams.isEmpty || !members.isEmpty {
+                spec.channels = inputBlocks
+                try spec.validate()
+            }
+            if fillGaps {
+                spec.steps.insert(.fillGaps, at: 0)
                 try spec.validate()
             }
             if !pairs.isEmpty {
@@ -408,7 +507,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec.steps.append(.alignFacing(left: left, right: right, verticalAxis: verticalAxis))
             try spec.validate()
         }
-        if architecture == .stgcn { _ = try graphLayers(for: spec, classes: 1) }
+        if members.isEmpty && architecture == .stgcn { _ = try graphLayers(for: spec, classes: 1) }
+        if !members.isEmpty { _ = try layers(for: spec, classes: 1) }  // each member's blocks fit its architecture
         if testTimeFlip {
             do { _ = try spec.mirrorImage() } catch { throw TrainingError.invalidConfig(field: "testTimeFlip", reason: "does not fit: \(error)") }
         }
@@ -418,10 +518,15 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// The layers to train for `input` (built by `inputSpec(for:imageSize:)`) and `classes`
     /// outputs: `layers(input:classes:)` over the whole input, the graph network of `stgcn`
     /// (`graphLayers(for:classes:)`), or with `streams` an `averageProbabilities` whose member m
-    /// is `selectChannels` (its blocks' channels) and `layers(input:classes:)` over them.
-    /// `testTimeFlip` is applied when the model is written (`flipped(_:input:)`), not here.
+    /// is `selectChannels` (its blocks' channels) and `layers(input:classes:)` over them; with
+    /// `members` the same with each member's own architecture (a `stgcn` member's joint-major
+    /// gather picks from its blocks' channels), and one member alone is its layers over the
+    /// input. `ftp` layers hold an uncalibrated `standardize` (training calibrates it:
+    /// `StandardizeCalibration`). `testTimeFlip` is applied when the model is written
+    /// (`flipped(_:input:)`), not here.
     public func layers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
         let T = input.window.frames
+        if !members.isEmpty { return try memberLayers(for: input, classes: classes) }
         if architecture == .stgcn { return try graphLayers(for: input, classes: classes) }
         guard !streams.isEmpty else { return try layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
         var offsets: [ChannelBlock: Range<Int>] = [:]
@@ -431,6 +536,34 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
         }
         return [.averageProbabilities(members)]
+    }
+
+    /// `layers(for:classes:)` with `members`.
+    private func memberLayers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
+        var offsets: [ChannelBlock: Range<Int>] = [:]
+        for (b, at, width) in input.channelLayout { offsets[b] = at..<(at + width) }
+        let all = Array(0..<input.channelsPerFrame)
+        let specs = try members.enumerated().map { m, member -> [LayerSpec] in
+            var c = self
+            c.members = []
+            c.architecture = member.architecture
+            let picked = member.channels.flatMap { offsets[$0].map(Array.init) ?? [] }
+            if member.architecture == .stgcn {
+                var own = input
+                own.channels = member.channels
+                do {
+                    var layers = try c.graphLayers(for: own, classes: classes)
+                    guard let gather = layers.first?.kind as? SelectChannelsKind else { return layers }
+                    layers[0] = .selectChannels(gather.channels.map { picked[$0] })
+                    return layers
+                } catch TrainingError.invalidConfig(_, let reason) {
+                    throw TrainingError.invalidConfig(field: "members", reason: "member \(m + 1) (\(member)): \(reason)")
+                }
+            }
+            let layers = try c.layers(input: Shape(time: input.window.frames, channels: picked.count), classes: classes)
+            return picked == all ? layers : [.selectChannels(picked)] + layers
+        }
+        return specs.count == 1 ? specs[0] : [.averageProbabilities(specs)]
     }
 
     /// The `stgcn` network for `input`: `selectChannels` puts each joint's values of the
@@ -517,6 +650,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     ///   Recurrent Networks for Sequence Modeling", with non-causal padding); then
     ///   `globalAveragePool` and `linear` to the classes.
     /// - stgcn: needs the skeleton, so it is built by `layers(for:classes:)`; here it throws.
+    /// - ftp: `fourierPyramid(levels: pyramid or [1, 2, 4], coefficients: ftpCoefficients)`,
+    ///   `standardize` (uncalibrated), `linear` to the classes.
     public func layers(input: Shape, classes: Int) throws -> [LayerSpec] {
         let (pool, segments) = pooling
         let act: LayerSpec = activation == .relu ? .relu : .gelu
@@ -556,6 +691,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             return specs
         case .stgcn:
             throw TrainingError.invalidConfig(field: "architecture", reason: "stgcn is built from the input's skeleton (layers(for:classes:))")
+        case .ftp:
+            let levels = pyramid.isEmpty ? [1, 2, 4] : pyramid
+            let features = input.channels * levels.reduce(0, +) * ftpCoefficients
+            return [
+                .fourierPyramid(levels: levels, coefficients: ftpCoefficients), .standardize(),
+                .linear(inputs: features, outputs: classes),
+            ]
         }
     }
 

@@ -17,10 +17,12 @@ extension ONNXGraph {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
         func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
         let confidence = slice(poses, axis: 3, D, D + 1)
-        let P = node("Cast", [node("Greater", [confidence, constant(0)], name: "pre.present")], attributes: [("to", .int(1))], name: "pre.present")
+        let seen = node("Cast", [node("Greater", [confidence, constant(0)], name: "pre.present")], attributes: [("to", .int(1))], name: "pre.present")
+        var P = seen
         var X = node("Mul", [slice(poses, axis: 3, 0, D), P], name: "pre.coordinates")
         for (i, step) in spec.steps.enumerated() {
             switch step {
+            case .fillGaps: (X, P) = fillGaps(X, P, frames: F, dimensions: D)
             case .centre(let joints, let perFrame): X = centre(X, P, indices(joints), perFrame: perFrame)
             case .scaleByTorso(let upper, let lower): X = scaleByTorso(X, P, indices(upper), indices(lower), frames: F)
             case .divide(let by): X = node("Div", [X, floats("pre.\(i).divisors", [D], by)], name: "pre.divide")
@@ -28,9 +30,45 @@ extension ONNXGraph {
             }
         }
         // Each block's own graph form (`ChannelBlockKind.graph`).
-        let values = BlockGraphInput(coordinates: X, present: P, confidence: confidence, frames: F)
+        let values = BlockGraphInput(coordinates: X, present: P, seen: seen, confidence: confidence, frames: F)
         let blocks = try spec.resolvedBlocks().map { $0.block.graph(self, values) }
         return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")
+    }
+
+    /// Fills each joint's gaps (the first step): for frame t, `p = max{s ≤ t : P[s]}` as
+    /// `max_s P[s]·(s+1)·[s ≤ t] − 1` and `q = min{s ≥ t : P[s]}` as `F − max_s P[s]·(F−s)·[s ≥ t]`
+    /// (a `[B, F, F, J]` product with a constant mask and a `ReduceMax`), the values at p and q by
+    /// `GatherElements` over frames, and `c[p] + w·(c[q] − c[p])` with `w = (t − p)/(q − p)`
+    /// (0 at a seen frame), `w = 1` before the first seen frame and 0 after the last. Returns
+    /// the filled coordinates and presence (1 wherever the joint is seen in the window).
+    private func fillGaps(_ X: String, _ P: String, frames F: Int, dimensions D: Int) -> (X: String, P: String) {
+        let Ps = reshape(P, [0, 1, F, -1])  // [B, 1, F(s), J]
+        var before = [Float](repeating: 0, count: F * F), after = before  // [F(t), F(s), 1]
+        for t in 0..<F {
+            for s in 0...t { before[t * F + s] = Float(s + 1) }
+            for s in t..<F { after[t * F + s] = Float(F - s) }
+        }
+        func reach(_ weights: [Float], _ name: String) -> String {  // [B, F, J, 1]
+            let product = node("Mul", [Ps, floats("pre.fill.\(name).\(F)", [F, F, 1], weights)], name: "pre.fill")
+            let top = node("ReduceMax", [product], attributes: [("axes", .ints([2])), ("keepdims", .int(0))], name: "pre.fill")
+            return reshape(top, [0, F, -1, 1])
+        }
+        let previous = reach(before, "before"), next = reach(after, "after")  // p + 1 and F − q, 0 for none
+        let p = node("Sub", [atLeastOne(previous), constant(1)], name: "pre.fill")
+        let q = node("Sub", [constant(Float(F)), atLeastOne(next)], name: "pre.fill")
+        func at(_ frame: String) -> String {
+            let index = node("Add", [frame, floats("pre.fill.zeros\(D)", [D], [Float](repeating: 0, count: D))], name: "pre.fill")
+            return node(
+                "GatherElements", [X, node("Cast", [index], attributes: [("to", .int(7))], name: "pre.fill")], attributes: [("axis", .int(1))],
+                name: "pre.fill")
+        }
+        let xp = at(p), xq = at(q)
+        let t = floats("pre.fill.t\(F)", [1, F, 1, 1], (0..<F).map(Float.init))
+        let inside = node("Div", [node("Sub", [t, p], name: "pre.fill"), atLeastOne(node("Sub", [q, p], name: "pre.fill"))], name: "pre.fill")
+        let w = node("Where", [positive(previous), node("Where", [positive(next), inside, constant(0)], name: "pre.fill"), constant(1)], name: "pre.fill")
+        let filled = node("Add", [xp, node("Mul", [w, node("Sub", [xq, xp], name: "pre.fill")], name: "pre.fill")], name: "pre.fill")
+        let anywhere = node("Cast", [positive(node("Add", [previous, next], name: "pre.fill"))], attributes: [("to", .int(1))], name: "pre.fill")
+        return (filled, anywhere)
     }
 
     /// Subtracts the centre from present joints: the window centre (the mean of the frame

@@ -249,7 +249,7 @@ public final class FitRun {
                     if let folder, let log {
                         try log.append(r)
                         let member = config.ensemble == 1 ? "" : ", member \(m + 1)/\(config.ensemble)"
-                        let title = "\(dataset.name): \(config.architecture.rawValue)\(member)"
+                        let title = "\(dataset.name): \(config.modelName)\(member)"
                         let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
                         try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
                         try saveCheckpoint(folder)

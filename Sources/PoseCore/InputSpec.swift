@@ -212,6 +212,10 @@ public struct InputSpec: Codable, Hashable, Sendable {
                     throw InputSpecError.step(
                         index: i, reason: "divide needs divisors from \(PreprocessingStep.divisors.lowerBound) to \(Int(PreprocessingStep.divisors.upperBound)), got \(by)")
                 }
+            case .fillGaps:
+                guard i == 0 else {
+                    throw InputSpecError.step(index: i, reason: "fillGaps must be the first step (it fills the poses as given), at most once")
+                }
             case .alignFacing(let left, let right, let verticalAxis):
                 guard skeleton.dimensions == 3 else {
                     throw InputSpecError.step(index: i, reason: "alignFacing is for 3D skeletons; '\(skeleton.name)' is 2D")
@@ -348,8 +352,19 @@ public struct WindowSpec: Codable, Hashable, Sendable {
 /// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
 /// `{"op": "scaleByTorso", "upper": ["neck"], "lower": ["root"]}`,
 /// `{"op": "divide", "by": [1920, 1080]}`,
-/// `{"op": "alignFacing", "left": ["leftHip"], "right": ["rightHip"], "verticalAxis": 1}`.
+/// `{"op": "alignFacing", "left": ["leftHip"], "right": ["rightHip"], "verticalAxis": 1}`,
+/// `{"op": "fillGaps"}`.
 public enum PreprocessingStep: Codable, Hashable, Sendable {
+    /// Fill each joint's gaps in time (first step only): a frame where the joint is absent but
+    /// present in some other frame of the window takes the value linearly interpolated in frame
+    /// index between the nearest present frames before (p) and after (q) it,
+    /// `c[p] + w·(c[q] − c[p])` with `w = (f − p) / (q − p)` (float32, each operation rounded),
+    /// and before the first (after the last) present frame that frame's value.
+    /// A joint present in no frame of the window stays absent. Filled points are present for
+    /// every later step and every channel block except `mask` and `confidence`, which still
+    /// report them as not seen (the Pose contract: absent is reported as missing; a filled
+    /// point has no confidence).
+    case fillGaps
     /// Subtract the centre. The centre of frame f is the mean of the present `joints` at f.
     /// `perFrame == false`: every frame uses the window centre, the mean of the frame centres
     /// over the frames that have one. `perFrame == true`: each frame uses its own centre, and
@@ -383,7 +398,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         switch self {
         case .centre(let joints, _): return joints
         case .scaleByTorso(let upper, let lower): return upper + lower
-        case .divide: return []
+        case .divide, .fillGaps: return []
         case .alignFacing(let left, let right, _): return left + right
         }
     }
@@ -395,6 +410,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         case .scaleByTorso: return "scaleByTorso"
         case .divide: return "divide"
         case .alignFacing: return "alignFacing"
+        case .fillGaps: return "fillGaps"
         }
     }
 
@@ -418,7 +434,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
                 self = .divide(by: try b.decode([Float].self, forKey: .by))
             } else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .op, in: c, debugDescription: "a preprocessing step needs an \"op\" (centre, scaleByTorso, divide)")
+                    forKey: .op, in: c, debugDescription: "a preprocessing step needs an \"op\" (centre, scaleByTorso, divide, alignFacing, fillGaps)")
             }
             return
         }
@@ -433,10 +449,12 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             self = .alignFacing(
                 left: try c.decode([String].self, forKey: .left), right: try c.decode([String].self, forKey: .right),
                 verticalAxis: try c.decode(Int.self, forKey: .verticalAxis))
+        case "fillGaps":
+            self = .fillGaps
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .op, in: c,
-                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide, alignFacing")
+                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide, alignFacing, fillGaps")
         }
     }
 
@@ -456,6 +474,8 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             try c.encode(left, forKey: .left)
             try c.encode(right, forKey: .right)
             try c.encode(verticalAxis, forKey: .verticalAxis)
+        case .fillGaps:
+            break
         }
     }
 }

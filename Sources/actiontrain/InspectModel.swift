@@ -84,6 +84,8 @@ enum InspectModel {
             return "divide by the median torso length (\(upper.joined(separator: ", ")) to \(lower.joined(separator: ", ")))"
         case .divide(let by):
             return "divide the axes by \(by.map { number(Double($0)) }.joined(separator: ", "))"
+        case .fillGaps:
+            return "fill each joint's gaps in the window: linear in time between its seen frames, the nearest seen value before the first and after the last (mask and confidence still say not seen)"
         case .alignFacing(let left, let right, let v):
             return "rotate about axis \(["x", "y", "z"][v]) so that \(left.joined(separator: ", ")) -> \(right.joined(separator: ", ")) points along +\(v == 0 ? "y" : "x")"
         }

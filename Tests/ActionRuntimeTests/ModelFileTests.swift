@@ -414,7 +414,7 @@ final class ModelFileTests: XCTestCase {
         let input = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"whiten":{"matrix":[1]}}]"#)
         assertRejects(
             header: Self.headerJSON(input: input),
-            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso, divide and alignFacing"], badHeader)
+            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso, divide, alignFacing and fillGaps"], badHeader)
     }
 
     func testUnknownChannelBlockIsNamed() {

@@ -26,6 +26,9 @@ final class TrainingConfigTests: XCTestCase {
         c.normalization = .none
         c.dropout = 0.3
         c.streams = [[.coordinates]]
+        c.members = [.init(architecture: .ftp, channels: [.distances])]
+        c.ftpCoefficients = 3
+        c.fillGaps = true
         c.testTimeFlip = true
         c.ensemble = 2
         c.windowFrames = 30
@@ -157,5 +160,107 @@ final class TrainingConfigTests: XCTestCase {
         XCTAssertThrowsError(try c.validate()) { e in
             guard case TrainingError.invalidConfig("pyramid", _) = e else { return XCTFail("\(e)") }
         }
+    }
+
+    // MARK: ftp, members, fillGaps
+
+    /// `ftp` is the pyramid (levels 1, 2, 4 or `pyramid`), an uncalibrated standardize and a linear layer.
+    func testFTPArchitecture() throws {
+        var c = TrainingConfig()
+        c.recipe = .none
+        c.windowFrames = 8
+        c.architecture = .ftp
+        c.channels = [.relativePositions]
+        let input = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        XCTAssertEqual(
+            try c.layers(for: input, classes: 3),
+            [.fourierPyramid(levels: [1, 2, 4], coefficients: 4), .standardize(), .linear(inputs: 6 * 7 * 4, outputs: 3)])
+        c.pyramid = [1, 2]
+        c.ftpCoefficients = 2
+        XCTAssertEqual(
+            try c.layers(for: input, classes: 3),
+            [.fourierPyramid(levels: [1, 2], coefficients: 2), .standardize(), .linear(inputs: 6 * 3 * 2, outputs: 3)])
+        c.ftpCoefficients = 0
+        assertThrows(["ftpCoefficients", "must be in [1, 64], got 0"]) { try c.validate() }
+        c.ftpCoefficients = 4
+        c.pyramid = []
+        c.windowFrames = 3
+        assertThrows(["windowFrames", "at least 4 for the ftp architecture"]) { try c.validate() }
+        c.pyramid = [1, 3]
+        XCTAssertNoThrow(try c.validate())
+    }
+
+    /// Members: the input holds the union of their blocks; each is selectChannels of its blocks
+    /// and its architecture (a stgcn member's joint gather picks from its own blocks); one
+    /// member alone is its layers over the input.
+    func testMembersOfMixedArchitectures() throws {
+        var c = TrainingConfig()
+        c.recipe = .none
+        c.windowFrames = 8
+        c.widths = [4]
+        c.dropout = 0
+        c.channels = [.bones]  // not used with members
+        c.members = [.init(architecture: .ftp, channels: [.relativePositions]), .init(architecture: .tcn, channels: [.mask, .relativePositions])]
+        let input = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        XCTAssertEqual(input.channels, [.relativePositions, .mask])
+        let specs = try c.layers(for: input, classes: 3)
+        let members = try XCTUnwrap(specs.first?.kind as? AverageProbabilitiesKind).members
+        XCTAssertEqual(specs.count, 1)
+        XCTAssertEqual(members[0], [.selectChannels(Array(0..<6)), .fourierPyramid(levels: [1, 2, 4], coefficients: 4), .standardize(), .linear(inputs: 168, outputs: 3)])
+        var tcn = c
+        tcn.members = []
+        tcn.architecture = .tcn
+        XCTAssertEqual(members[1], [.selectChannels([6, 7, 8, 0, 1, 2, 3, 4, 5])] + (try tcn.layers(input: Shape(time: 8, channels: 9), classes: 3)))
+        XCTAssertEqual(c.modelName, "members ftp:relativePositions, tcn:mask+relativePositions")
+
+        c.members = [.init(architecture: .ftp, channels: [.relativePositions]), .init(architecture: .stgcn, channels: [.mask, .coordinates])]
+        let mixed = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        XCTAssertEqual(mixed.channels, [.relativePositions, .mask, .coordinates])
+        let stgcn = try XCTUnwrap(try c.layers(for: mixed, classes: 3).first?.kind as? AverageProbabilitiesKind).members[1]
+        // relativePositions 0..<6, mask 6..<9, coordinates 9..<15: per joint its mask, then x, y.
+        XCTAssertEqual(stgcn.first, .selectChannels([6, 9, 10, 7, 11, 12, 8, 13, 14]))
+        c.members = [.init(architecture: .ftp, channels: [.relativePositions])]
+        let alone = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        XCTAssertEqual(alone.channels, [.relativePositions])
+        XCTAssertEqual(try c.layers(for: alone, classes: 3), [.fourierPyramid(levels: [1, 2, 4], coefficients: 4), .standardize(), .linear(inputs: 168, outputs: 3)])
+    }
+
+    /// What members cannot be: with streams, empty, a block twice, a stgcn member without
+    /// per-joint blocks; pairs need a member that reads them.
+    func testMembersValidation() throws {
+        var c = TrainingConfig()
+        c.recipe = .none
+        c.windowFrames = 8
+        c.members = [.init(architecture: .ftp, channels: [.relativePositions])]
+        c.streams = [[.coordinates]]
+        assertThrows(["members", "and streams cannot be given together"]) { try c.validate() }
+        c.streams = []
+        c.members.append(.init(architecture: .tcn, channels: []))
+        assertThrows(["members", "member 2 (tcn:) needs at least one channel block"]) { try c.validate() }
+        c.members[1].channels = [.mask, .mask]
+        assertThrows(["members", "member 2 (tcn:mask+mask) lists a channel block twice"]) { try c.validate() }
+        c.members[1] = .init(architecture: .stgcn, channels: [.distances])
+        XCTAssertNoThrow(try c.validate())
+        assertThrows(["members", "member 2 (stgcn:distances)", "gives architecture stgcn no per-joint values"]) {
+            _ = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        }
+        c.members = [.init(architecture: .tcn, channels: [.coordinates])]
+        c.pairs = [["a", "b"]]
+        assertThrows(["pairs", "no channel block reads them: add relativePositions or distances to members"]) { try c.validate() }
+        // A member's keys are exactly architecture and channels.
+        XCTAssertThrowsError(
+            try JSONDecoder().decode(TrainingConfig.self, from: Data(#"{"members": [{"architecture": "ftp", "channels": ["mask"], "widths": [3]}]}"#.utf8))
+        ) { e in XCTAssertTrue("\(e)".contains("unknown key 'widths'"), "\(e)") }
+        XCTAssertThrowsError(try JSONDecoder().decode(TrainingConfig.self, from: Data(#"{"members": [{"channels": ["mask"]}]}"#.utf8)))
+    }
+
+    /// fillGaps puts the step first, before the centring and scaling.
+    func testFillGapsIsTheFirstStep() throws {
+        var c = TrainingConfig()
+        c.recipe = .none
+        c.fillGaps = true
+        let input = try c.inputSpec(for: Self.skeleton, imageSize: nil)
+        XCTAssertEqual(input.steps.first, .fillGaps)
+        XCTAssertEqual(Array(input.steps.dropFirst()), try TrainingConfig().inputSpec(for: Self.skeleton, imageSize: nil).steps)
     }
 }

@@ -190,9 +190,9 @@ final class FitRunTests: XCTestCase {
         XCTAssertTrue(try FitRun.resume(folder: RunFolder(existing: dir)).isFinished)
     }
 
-    /// A run folder written before the `pairs` and `pyramid` keys existed: its checkpoint's
-    /// config lacks them, resumes (with their defaults, which is what the run did) and ends in
-    /// the model of the uninterrupted run.
+    /// A run folder written before the `pairs`, `pyramid`, `members`, `ftpCoefficients` and
+    /// `fillGaps` keys existed: its checkpoint's config lacks them, resumes (with their
+    /// defaults, which is what the run did) and ends in the model of the uninterrupted run.
     func testARunFolderFromBeforeNewConfigKeysResumes() throws {
         let d = try dataset()
         let (_, straight) = try fit(Self.quick, dataset: d)
@@ -207,7 +207,7 @@ final class FitRunTests: XCTestCase {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         let H = (0..<8).reduce(0) { $0 | Int(bytes[16 + $1]) << (8 * $1) }
         var header = String(decoding: bytes[24..<(24 + H)], as: UTF8.self)
-        for key in [#""pairs":[],"#, #""pyramid":[],"#] {
+        for key in [#""pairs":[],"#, #""pyramid":[],"#, #""members":[],"#, #""ftpCoefficients":4,"#, #""fillGaps":false,"#] {
             XCTAssertTrue(header.contains(key), key)
             header = header.replacingOccurrences(of: key, with: "")
         }

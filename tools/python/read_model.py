@@ -102,6 +102,18 @@ def pyramid(x, levels):
     return np.concatenate([x[:, s * T // n:(s + 1) * T // n].mean(1, keepdims=True) for n in levels for s in range(n)], 2)
 
 
+def fourier_pyramid(x, levels, K):
+    """|rFFT| of the K lowest frequencies of each segment (0 beyond floor(n/2)), segment-major, then frequency, channel."""
+    B, T, C = x.shape
+    out = []
+    for n in levels:
+        for s in range(n):
+            seg = x[:, s * T // n:(s + 1) * T // n].astype(np.float64)
+            mag = np.abs(np.fft.rfft(seg, axis=1))[:, :K]  # [B, <=K, C]
+            out.append(np.concatenate([mag, np.zeros((B, K - mag.shape[1], C))], 1).reshape(B, 1, K * C))
+    return np.concatenate(out, 2).astype(np.float32)
+
+
 LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(layers, x, prefix) for nested layers)
     "linear": lambda x, L, t, run: x @ t("weight").T + t("bias"),
     "relu": lambda x, L, t, run: np.maximum(x, 0),
@@ -114,6 +126,8 @@ LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(l
     "globalAveragePool": lambda x, L, t, run: x.mean(1, keepdims=True),
     "globalMaxPool": lambda x, L, t, run: x.max(1, keepdims=True),
     "temporalPyramidPool": lambda x, L, t, run: pyramid(x, L["levels"]),
+    "fourierPyramid": lambda x, L, t, run: fourier_pyramid(x, L["levels"], L["coefficients"]),
+    "standardize": lambda x, L, t, run: (x - np.array(L["mean"], np.float32)) * np.array(L["scale"], np.float32),
     "residual": lambda x, L, t, run: run(L["body"], x, "body.") + run(L["shortcut"], x, "shortcut."),
     "selectChannels": lambda x, L, t, run: x[:, :, L["channels"]],
     "averageProbabilities": lambda x, L, t, run: log_mean_exp(
@@ -146,9 +160,28 @@ def features(inp, coords, present, conf):
     idx = {n: i for i, n in enumerate(sk["joints"])}
     F, J, D = coords.shape
     xyz, pres = coords.astype(np.float32).copy(), present.astype(bool)
+    xyz[~pres] = 0
+    observed = pres.copy()  # what mask and confidence report, also after fillGaps
     for step in inp["steps"]:  # {"op": name, parameters...}; older files: {name: {parameters}}
         (name, a), = [(step["op"], step)] if "op" in step else step.items()
-        if name == "centre":
+        if name == "fillGaps":  # per joint: linear in frame index between seen frames, the nearest seen value at the ends
+            for j in range(J):
+                frames = np.flatnonzero(observed[:, j])
+                if len(frames) == 0:
+                    continue
+                for f in range(F):
+                    if observed[f, j]:
+                        continue
+                    later = frames[frames > f]
+                    earlier = frames[frames < f]
+                    if len(earlier) == 0 or len(later) == 0:
+                        xyz[f, j] = xyz[(later if len(earlier) == 0 else earlier)[0 if len(earlier) == 0 else -1], j]
+                    else:
+                        p, q = earlier[-1], later[0]
+                        w = np.float32(f - p) / np.float32(q - p)
+                        xyz[f, j] = xyz[p, j] + w * (xyz[q, j] - xyz[p, j])
+                pres[:, j] = True
+        elif name == "centre":
             js = [idx[n] for n in a["joints"]]
             per = [mean_of(xyz, pres, f, js) for f in range(F)]
             seen = [m for m in per if m is not None]  # no centre joint anywhere: mean of all present joints
@@ -197,8 +230,8 @@ def features(inp, coords, present, conf):
     bones = [(idx[a], idx[b]) for a, b in sk["bones"]]
     pairs = [(i, j) for i in range(J) for j in range(i + 1, J)] if inp.get("pairs") is None \
         else [(idx[a], idx[b]) for a, b in inp["pairs"]]
-    make = {"coordinates": lambda: xyz.reshape(F, J * D), "confidence": lambda: np.where(pres, conf, 0),
-            "mask": lambda: pres.astype(np.float32), "motion": lambda: motion(1), "fastMotion": lambda: motion(2),
+    make = {"coordinates": lambda: xyz.reshape(F, J * D), "confidence": lambda: np.where(observed, conf, 0),
+            "mask": lambda: observed.astype(np.float32), "motion": lambda: motion(1), "fastMotion": lambda: motion(2),
             "bones": lambda: differences(bones).reshape(F, -1),
             "relativePositions": lambda: differences(pairs).reshape(F, -1),
             "distances": lambda: np.sqrt((differences(pairs) ** 2).sum(-1, dtype=np.float32))}

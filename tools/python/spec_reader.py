@@ -129,6 +129,9 @@ def parse_step(step, skeleton, index):
         return [joints.index(n) for n in v]
 
     D = skeleton["dimensions"]
+    if op == "fillGaps":
+        need(index == 0, f"input.steps[{index}]: fillGaps must be the first step")
+        return ("fillGaps",)
     if op == "centre":
         need(isinstance(params.get("perFrame"), bool), f"input.steps[{index}].perFrame must be true or false")
         return ("centre", names("joints"), params["perFrame"])
@@ -310,6 +313,19 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
                  f"{where} (temporalPyramidPool) levels must be 1 to 16 numbers, each 1 to the input's time {T}")
             parsed.append(("temporalPyramidPool", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)]))
             T, C = 1, C * sum(levels)
+        elif kind == "fourierPyramid":
+            levels, K = layer.get("levels"), size("coefficients", 1, 64)
+            need(isinstance(levels, list) and 1 <= len(levels) <= 16 and all(is_int(n) and 1 <= n <= T for n in levels),
+                 f"{where} (fourierPyramid) levels must be 1 to 16 numbers, each 1 to the input's time {T}")
+            budget.activations += T * C + C * sum(levels) * 2 * K
+            parsed.append(("fourierPyramid", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)], K))
+            T, C = 1, C * sum(levels) * K
+        elif kind == "standardize":
+            mean, scale = layer.get("mean"), layer.get("scale")
+            for key, v in (("mean", mean), ("scale", scale)):
+                need(isinstance(v, list) and len(v) == C and all(is_num(e) and math.isfinite(f32(e)) for e in v),
+                     f"{where} (standardize) {key} must be {C} finite numbers (one per input channel)")
+            parsed.append(("standardize", np.array([f32(v) for v in mean], dtype=F32), np.array([f32(v) for v in scale], dtype=F32)))
         elif kind == "residual":
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
             body, shortcut = layer.get("body"), layer.get("shortcut")
@@ -521,6 +537,24 @@ def forward(layers, x, tensors, prefix="layers"):
                     total = (total + x[:, t]).astype(F32)
                 means.append((total * (F32(1) / F32(b - a))).astype(F32))
             x = np.concatenate(means, axis=1)[:, None, :]
+        elif kind == "fourierPyramid":
+            # Per segment of n frames and frequency f < K: |sum_t x_t exp(-2 pi i f t / n)|, 0 for f > n // 2.
+            _, segments, K = layer
+            Bn, _, C = x.shape
+            parts = []
+            for a, b in segments:
+                n = b - a
+                t = np.arange(n)
+                part = np.zeros((Bn, K, C), dtype=np.float64)
+                for f in range(min(K, n // 2 + 1)):
+                    angle = 2 * math.pi * ((f * t) % n) / n
+                    re = np.einsum("t,btc->bc", np.cos(angle), x[:, a:b].astype(np.float64))
+                    im = np.einsum("t,btc->bc", np.sin(angle), x[:, a:b].astype(np.float64))
+                    part[:, f] = np.sqrt(re * re + im * im)
+                parts.append(part.reshape(Bn, K * C))
+            x = np.concatenate(parts, axis=1).astype(F32)[:, None, :]
+        elif kind == "standardize":
+            x = ((x - layer[1]) * layer[2]).astype(F32)
         elif kind == "residual":
             x = (forward(layer[1], x, tensors, name + ".body") + forward(layer[2], x, tensors, name + ".shortcut")).astype(F32)
         elif kind == "selectChannels":
@@ -691,12 +725,34 @@ def distance(a, b):
 
 
 def apply_steps(c, p, steps):
-    """5.6, in place on c [T, J, D] (absent joints are 0 and stay 0)."""
+    """5.6, in place on c [T, J, D] (absent joints are 0 and stay 0); returns c and the presence
+    after the steps (fillGaps makes filled joints present)."""
     T = c.shape[0]
     mask = p[:, :, None]
     for step in steps:
         op = step[0]
-        if op == "centre":
+        if op == "fillGaps":
+            seen, p = p, p.copy()
+            for j in range(c.shape[1]):
+                frames = [f for f in range(T) if seen[f, j]]
+                if not frames:
+                    continue
+                for f in range(T):
+                    if seen[f, j]:
+                        continue
+                    before = [g for g in frames if g < f]
+                    after = [g for g in frames if g > f]
+                    if not before:
+                        c[f, j] = c[after[0], j]
+                    elif not after:
+                        c[f, j] = c[before[-1], j]
+                    else:
+                        a, b = before[-1], after[0]
+                        w = F32(F32(f - a) / F32(b - a))
+                        c[f, j] = (c[a, j] + (w * (c[b, j] - c[a, j])).astype(F32)).astype(F32)
+                    p[f, j] = True
+            mask = p[:, :, None]
+        elif op == "centre":
             _, joints, per_frame = step
             centres = [mean_of(c, p, f, joints) for f in range(T)]
             defined = [m for m in centres if m is not None]
@@ -755,11 +811,12 @@ def apply_steps(c, p, steps):
                 x1, x2 = c[:, :, h1].copy(), c[:, :, h2].copy()
                 c[:, :, h1] = np.where(p, cos * x1 + sin * x2, x1)
                 c[:, :, h2] = np.where(p, -sin * x1 + cos * x2, x2)
-    return c
+    return c, p
 
 
-def features(c, p, k, inp):
-    """5.7: the network input [T, C] of a transformed window."""
+def features(c, p, k, inp, seen):
+    """5.7: the network input [T, C] of a transformed window; `seen` is the window's presence
+    before fillGaps (what mask and confidence report)."""
     sk = inp["skeleton"]
     T, J, D = c.shape
     c = np.where(p[:, :, None], c, F32(0)).astype(F32)
@@ -768,9 +825,9 @@ def features(c, p, k, inp):
         if block == "coordinates":
             blocks.append(c.reshape(T, J * D))
         elif block == "confidence":
-            blocks.append(np.where(p, k, F32(0)).astype(F32))
+            blocks.append(np.where(seen, k, F32(0)).astype(F32))
         elif block == "mask":
-            blocks.append(p.astype(F32))
+            blocks.append(seen.astype(F32))
         elif block in ("motion", "fastMotion"):
             lag = 1 if block == "motion" else 2
             m = np.zeros((T, J, D), dtype=F32)
@@ -831,9 +888,9 @@ def predict(model, poses, stride):
         cut = windows(seq, window, stride)
         xs = []
         for _, _, positions in cut:
-            c, p, k = sample(seq, positions, window["padding"])
-            c = apply_steps(c, p, inp["steps"])
-            xs.append(features(c, p, k, inp))
+            c, seen, k = sample(seq, positions, window["padding"])
+            c, p = apply_steps(c, seen, inp["steps"])
+            xs.append(features(c, p, k, inp, seen))
         z = forward(model["layers"], np.stack(xs).astype(F32), model["tensors"]).reshape(len(xs), -1)
         probabilities = softmax(z)
         for w, ((start, end, _), zrow, prow) in enumerate(zip(cut, z, probabilities)):

@@ -49,32 +49,38 @@ extension ChannelBlockKind {
 }
 
 /// What a block's kernel reads: one window after the steps. `coordinates [F, J, D]` are the
-/// transformed coordinates with absent joints 0, `present [F, J]` 1 or 0, `confidence [F, J]`
-/// the sampled confidences (nil: 1 for every present joint).
+/// transformed coordinates with absent joints 0, `present [F, J]` 1 or 0 (after `fillGaps`, 1
+/// for filled points too), `seen [F, J]` the window's own presence before any filling (what
+/// `mask` and `confidence` report), `confidence [F, J]` the sampled confidences (nil: 1 for
+/// every seen joint).
 public struct BlockWindow {
     public let frames: Int, joints: Int, dimensions: Int
     public let coordinates: UnsafePointer<Float>
     public let present: UnsafePointer<UInt8>
+    public let seen: UnsafePointer<UInt8>
     public let confidence: UnsafePointer<Float>?
 
+    /// `seen` nil: `present` (nothing was filled).
     public init(
         frames: Int, joints: Int, dimensions: Int, coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>,
-        confidence: UnsafePointer<Float>?
+        seen: UnsafePointer<UInt8>? = nil, confidence: UnsafePointer<Float>?
     ) {
         (self.frames, self.joints, self.dimensions) = (frames, joints, dimensions)
-        (self.coordinates, self.present, self.confidence) = (coordinates, present, confidence)
+        (self.coordinates, self.present, self.seen, self.confidence) = (coordinates, present, seen ?? present, confidence)
     }
 }
 
 /// What a block's graph form reads (docs/format.md 7.1): `coordinates [B, F, J, D]` after the
-/// steps with absent joints 0, `present [B, F, J, 1]` 1 or 0, `confidence [B, F, J, 1]` as
-/// given (above 0 for present joints), and the window's F.
+/// steps with absent joints 0, `present [B, F, J, 1]` 1 or 0 (after `fillGaps`, 1 for filled
+/// points too), `seen [B, F, J, 1]` the presence as given, `confidence [B, F, J, 1]` as given
+/// (above 0 for seen joints), and the window's F.
 public struct BlockGraphInput {
-    public let coordinates: String, present: String, confidence: String
+    public let coordinates: String, present: String, seen: String, confidence: String
     public let frames: Int
 
-    public init(coordinates: String, present: String, confidence: String, frames: Int) {
-        (self.coordinates, self.present, self.confidence, self.frames) = (coordinates, present, confidence, frames)
+    /// `seen` nil: `present`.
+    public init(coordinates: String, present: String, seen: String? = nil, confidence: String, frames: Int) {
+        (self.coordinates, self.present, self.seen, self.confidence, self.frames) = (coordinates, present, seen ?? present, confidence, frames)
     }
 }
 
