@@ -40,6 +40,11 @@ public struct DatasetProfile: Equatable, Sendable {
     /// Skeletons with mirror pairs: how consistently each class moves one side of the body more
     /// than the other (`Laterality`). Nil without mirror pairs or moving joints.
     public var laterality: Laterality?
+    /// The share of joints absent (not seen) in the training frames, 0 to 1.
+    public var absentShare: Double
+    /// The joint pairs of the relational channel blocks for a large skeleton (`KeyJoints`), or
+    /// nil when every pair is kept.
+    public var keyPairs: [[String]]?
 
     /// Left/right asymmetry of the movement. Per sequence `a = (L − R) / (L + R)`, with L and R
     /// the summed frame-to-frame displacements of the left and right joints of the mirror pairs.
@@ -81,6 +86,14 @@ public struct DatasetProfile: Equatable, Sendable {
         inferredBones = skeleton.bones.isEmpty ? SkeletonGraph.inferred(dataset, indices: labeled, maxFrames: maxFrames) : []
         facingSpread = Self.facingSpread(dataset, labeled, verticalAxis: verticalAxis)
         laterality = Self.laterality(dataset, labeled)
+        var absent = 0, total = 0
+        for i in labeled {
+            let q = dataset.sequences[i]
+            total += q.present.count
+            absent += q.present.reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
+        }
+        absentShare = total > 0 ? Double(absent) / Double(total) : 0
+        keyPairs = KeyJoints.pairs(dataset, indices: labeled)
     }
 
     /// The hip and shoulder joints of each side (`Recipe.hasFacingPairs`'s joints), as indices.

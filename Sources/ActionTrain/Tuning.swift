@@ -327,14 +327,25 @@ public enum Tuning {
             let align = !base.alignFacing
             out.append(Change(align ? "alignFacing" : "no alignFacing", keys: ["alignFacing"]) { $0.alignFacing = align })
         }
-        for block in [ChannelBlock.distances, .motion, .fastMotion] where !base.channels.contains(block) {
-            out.append(Change("+ \(block.rawValue)", keys: ["channels"]) { $0.channels.append(block) })
+        // With `members` (the recipe's network and an ftp member), the changes of the channels
+        // and of the architecture are the network's: the first member's.
+        let channelsKey = base.members.isEmpty ? "channels" : "members"
+        for block in [ChannelBlock.distances, .motion, .fastMotion] where !base.networkChannels.contains(block) {
+            out.append(Change("+ \(block.rawValue)", keys: [channelsKey]) { $0.networkChannels.append(block) })
         }
         let J = skeleton.jointCount
-        if !base.channels.contains(.relativePositions) && J * (J - 1) / 2 <= 190 {
-            out.append(Change("+ relativePositions", keys: ["channels"]) { $0.channels.append(.relativePositions) })
+        if !base.networkChannels.contains(.relativePositions) && J * (J - 1) / 2 <= 190 {
+            out.append(Change("+ relativePositions", keys: [channelsKey]) { $0.networkChannels.append(.relativePositions) })
         }
-        if base.architecture != .mlp && base.pyramid.isEmpty && base.windowFrames >= 4 {
+        if base.members.count > 1, let network = base.members.first {
+            out.append(
+                Change("\(network.architecture.rawValue) alone", keys: ["members", "fillGaps", "pairs"]) { c in
+                    (c.architecture, c.channels) = (network.architecture, network.channels)
+                    (c.members, c.fillGaps, c.pairs) = ([], false, [])
+                })
+        }
+        let architecture = base.networkArchitecture
+        if architecture != .mlp && base.pyramid.isEmpty && base.windowFrames >= 4 {
             out.append(Change("pyramid 1,2,4", keys: ["pyramid"]) { $0.pyramid = [1, 2, 4] })
         }
         if base.windowMode == .fit {
@@ -350,17 +361,37 @@ public enum Tuning {
                 c.widths = c.widths.map { $0 * 2 }
                 c.hidden = c.hidden.map { $0 * 2 }
             })
-        if base.architecture != .mlp {
-            out.append(Change("mlp", keys: ["architecture"]) { $0.architecture = .mlp })
+        let architectureKey = base.members.isEmpty ? "architecture" : "members"
+        if architecture != .mlp {
+            out.append(Change("mlp", keys: [architectureKey]) { $0.networkArchitecture = .mlp })
         }
-        if base.architecture != .stgcn && (!skeleton.bones.isEmpty || !base.graph.isEmpty) && base.streams.isEmpty {
+        if architecture != .stgcn && (!skeleton.bones.isEmpty || !base.graph.isEmpty) && base.streams.isEmpty {
             out.append(
-                Change("stgcn", keys: ["architecture", "widths", "kernel"]) { c in
-                    c.architecture = .stgcn
+                Change("stgcn", keys: [architectureKey, "widths", "kernel"]) { c in
+                    c.networkArchitecture = .stgcn
                     c.widths = [32, 32, 32]
                     c.kernel = 9
                 })
         }
         return out
+    }
+}
+
+extension TrainingConfig {
+    /// The channels of the network the recipe chose: its first member's with `members` (the
+    /// others are the ftp member's), else `channels`.
+    var networkChannels: [ChannelBlock] {
+        get { members.isEmpty ? channels : members[0].channels }
+        set {
+            if members.isEmpty { channels = newValue } else { members[0].channels = newValue }
+        }
+    }
+
+    /// The architecture of that network: the first member's with `members`, else `architecture`.
+    var networkArchitecture: Architecture {
+        get { members.isEmpty ? architecture : members[0].architecture }
+        set {
+            if members.isEmpty { architecture = newValue } else { members[0].architecture = newValue }
+        }
     }
 }

@@ -129,9 +129,9 @@ public enum TuneError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .noTrialLog(let path):
-            return "\(path): no trial log of an earlier tune run to resume (start a new run without --resume)"
+            return "\(path): no trial log of an earlier tune run to resume"
         case .trialLogOfOtherData(let path, let hash, let dataset):
-            return "\(path): the trials were run on other data (hash \(hash), this dataset \(dataset)); start a new run without --resume"
+            return "\(path): the trials were run on other data (hash \(hash), this dataset \(dataset))"
         case .tooFewGroups(let d, let n):
             return "\(d): cross-validation needs at least 2 groups of training sequences, found \(n); give the sequences groups (subjects) or more sequences"
         }

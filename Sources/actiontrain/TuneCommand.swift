@@ -18,7 +18,6 @@ enum TuneCommand: ParsableCommand {
         func validate() throws {
             guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
             guard folds >= 2 else { throw CLIError.usage("--folds must be at least 2") }
-            guard !(resume && force) else { throw CLIError.usage("--resume continues a run folder and --force replaces one: give one of them") }
         }
     }
 
@@ -51,6 +50,8 @@ enum TuneCommand: ParsableCommand {
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
+        // Not in `validate`: every option parses on its own (OptionsTests sets them all).
+        guard !(options.resume && options.force) else { throw CLIError.usage("--resume continues a run folder and --force replaces one: give one of them") }
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
         let dataset = try DatasetLoader.load(options.data)
         let path = options.out ?? "runs/\(dataset.name)-tune"
@@ -69,7 +70,7 @@ enum TuneCommand: ParsableCommand {
         } catch let e as FitError {
             throw FitCommand.message(e)
         } catch let e as TuneError {
-            throw CLIError.failure("\(e)")
+            throw CLIError.failure("\(e); start a new run without --resume")
         }
         if options.resume { out.line("tune: resuming \(path): \(known.count) trials already run") }
         let tune = TuneRun(

@@ -150,4 +150,35 @@ final class TuningTests: XCTestCase {
             })
         XCTAssertEqual(runs, known.count - half.count)
     }
+
+    /// With the recipe's two members, the channel and architecture changes act on the network
+    /// member, the ftp member stays, and one candidate is the network alone.
+    func testChangesOfAModelOfMembersActOnItsNetwork() throws {
+        var base = TrainingConfig()
+        base.members = [.init(architecture: .tcn, channels: [.coordinates, .mask]), .init(architecture: .ftp, channels: [.relativePositions])]
+        (base.fillGaps, base.pairs) = (true, [["hip", "head"]])
+        let changes = Tuning.changes(for: RecipeTests.stick, base: base)
+        func applied(_ name: String) throws -> TrainingConfig {
+            var c = base
+            try XCTUnwrap(changes.first { $0.name == name }, "\(changes.map(\.name))").apply(&c)
+            return c
+        }
+        let distances = try applied("+ distances")
+        XCTAssertEqual(distances.members.map(\.channels), [[.coordinates, .mask, .distances], [.relativePositions]])
+        XCTAssertEqual(distances.channels, base.channels, "channels is not what a model of members reads")
+        XCTAssertEqual(try applied("mlp").members.map(\.architecture), [.mlp, .ftp])
+        let alone = try applied("tcn alone")
+        XCTAssertEqual(alone.members, [])
+        XCTAssertEqual(alone.architecture, .tcn)
+        XCTAssertEqual(alone.channels, [.coordinates, .mask])
+        XCTAssertFalse(alone.fillGaps)
+        XCTAssertEqual(alone.pairs, [])
+        XCTAssertEqual(Set(changes.first { $0.name == "+ distances" }!.keys), ["members"], "a user's members are never searched")
+        // Without members the same changes act on the config's own keys.
+        let plain = Tuning.changes(for: RecipeTests.stick, base: TrainingConfig())
+        XCTAssertFalse(plain.contains { $0.name.hasSuffix(" alone") })
+        var c = TrainingConfig()
+        try XCTUnwrap(plain.first { $0.name == "+ distances" }).apply(&c)
+        XCTAssertEqual(c.channels.last, .distances)
+    }
 }

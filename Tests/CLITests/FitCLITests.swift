@@ -185,6 +185,7 @@ final class FitCLITests: XCTestCase {
         let refused = run(["tune", Self.fixture, "--out", other, "--resume", "--folds", "2", "--epochs", "1"])
         XCTAssertEqual(refused.code, 1)
         XCTAssertTrue(refused.err.contains("the trials were run on other data"), refused.err)
+        XCTAssertTrue(refused.err.contains("start a new run without --resume"), "the CLI names the flag: \(refused.err)")
     }
 
     // MARK: runs, checkpoints, resume
