@@ -188,12 +188,37 @@ final class FitCLITests: XCTestCase {
             ])
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertTrue(r.out.contains("tune: tiny-natops: 24 training sequences in 2 folds (12/12 held out)"), r.out)
-        XCTAssertTrue(r.out.contains("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
+        XCTAssertTrue(r.out.contains("| candidate | epochs | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
         XCTAssertTrue(r.out.contains("tune: chosen "), r.out)
-        for name in ["model.atm", "config.json", "tune.md", "tune.json"] {
+        for name in ["model.atm", "config.json", "tune.md", "tune.json", "tune-trials.jsonl"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/\(name)"), name)
         }
         XCTAssertEqual(run(["tune", Self.fixture, "--folds", "1"]).code, 2, "one fold is a usage error")
+        XCTAssertEqual(run(["tune", Self.fixture, "--out", "\(dir)/t", "--resume", "--force"]).code, 2, "resume or replace, not both")
+
+        // A resumed search runs no trial again and ends with the same table.
+        let trials = try String(contentsOfFile: "\(dir)/t/tune-trials.jsonl", encoding: .utf8)
+        let again = run(
+            [
+                "tune", Self.fixture, "--out", "\(dir)/t", "--resume", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+                "--architecture", "mlp", "--hidden", "8", "--window-frames", "10",
+            ])
+        XCTAssertEqual(again.code, 0, again.err)
+        let ran = trials.split(separator: "\n").count - 1
+        XCTAssertGreaterThan(ran, 4)
+        XCTAssertTrue(again.out.contains("tune: resuming \(dir)/t: \(ran) trials already run"), again.out)
+        XCTAssertEqual(try String(contentsOfFile: "\(dir)/t/tune-trials.jsonl", encoding: .utf8), trials, "nothing run again, nothing appended")
+        func table(_ out: String) -> String { out.components(separatedBy: "| candidate |").last!.components(separatedBy: "tune: chosen").first! }
+        XCTAssertEqual(
+            table(again.out).replacingOccurrences(of: #"\| [0-9.]+ \|\n"#, with: "|\n", options: .regularExpression),
+            table(r.out).replacingOccurrences(of: #"\| [0-9.]+ \|\n"#, with: "|\n", options: .regularExpression), "the same table, seconds aside")
+        // A log of other data is refused.
+        let other = try folder()
+        try Data(#"{"actiontrain":"tune-trials","datasetHash":"0000"}"#.utf8 + Data("\n".utf8)).write(to: URL(fileURLWithPath: "\(other)/tune-trials.jsonl"))
+        let refused = run(["tune", Self.fixture, "--out", other, "--resume", "--folds", "2", "--epochs", "1"])
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("the trials were run on other data"), refused.err)
+        XCTAssertTrue(refused.err.contains("start a new run without --resume"), "the CLI names the flag: \(refused.err)")
     }
 
     // MARK: runs, checkpoints, resume
