@@ -343,6 +343,12 @@ public enum Tuning {
                     (c.architecture, c.channels) = (network.architecture, network.channels)
                     (c.members, c.fillGaps, c.pairs) = ([], false, [])
                 })
+            if let ftp = base.members.dropFirst().first(where: { $0.architecture == .ftp }) {
+                out.append(
+                    Change("ftp alone", keys: ["members"]) { c in
+                        (c.architecture, c.channels, c.members) = (.ftp, ftp.channels, [])
+                    })
+            }
         }
         let architecture = base.networkArchitecture
         if architecture != .mlp && base.pyramid.isEmpty && base.windowFrames >= 4 {

@@ -173,6 +173,12 @@ final class TuningTests: XCTestCase {
         XCTAssertEqual(alone.channels, [.coordinates, .mask])
         XCTAssertFalse(alone.fillGaps)
         XCTAssertEqual(alone.pairs, [])
+        let ftp = try applied("ftp alone")
+        XCTAssertEqual(ftp.members, [])
+        XCTAssertEqual(ftp.architecture, .ftp)
+        XCTAssertEqual(ftp.channels, [.relativePositions])
+        XCTAssertTrue(ftp.fillGaps, "the pyramid keeps its filled gaps")
+        XCTAssertEqual(ftp.pairs, [["hip", "head"]], "and its pairs")
         XCTAssertEqual(Set(changes.first { $0.name == "+ distances" }!.keys), ["members"], "a user's members are never searched")
         // Without members the same changes act on the config's own keys.
         let plain = Tuning.changes(for: RecipeTests.stick, base: TrainingConfig())
