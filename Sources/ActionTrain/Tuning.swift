@@ -316,7 +316,9 @@ public enum Tuning {
         } else {
             out.append(Change("augmentation", keys: ["augmentation"]) { $0.augmentation = Recipe.standardAugmentation })
         }
-        if !skeleton.mirrorPairs.isEmpty && a.flipProbability == 0 {
+        if a.flipProbability > 0 {
+            out.append(Change("no flips", keys: ["augmentation"]) { $0.augmentation.flipProbability = 0 })
+        } else if !skeleton.mirrorPairs.isEmpty {
             out.append(
                 Change("flips", keys: ["augmentation"]) { c in
                     if !c.augmentation.isEnabled { c.augmentation = Recipe.standardAugmentation }

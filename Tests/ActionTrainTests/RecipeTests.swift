@@ -334,5 +334,20 @@ final class RecipeTests: XCTestCase {
         let l = DatasetProfile(d, indices: Array(d.sequences.indices)).laterality!
         assertClose(l.asymmetry, 1, absolute: 1e-9, "only one side moves in every sequence")
         assertClose(l.consistency, 8.0 / 12, absolute: 1e-9, "classes 0 and 1 consistent (4 + 4), class 2 cancels (0), of 12")
+
+        // Below `consistencyToKeepSides` the small-data augmentation flips; with every class on
+        // its own side it does not, and a "no flips" candidate or a user's augmentation is kept.
+        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(c.augmentation.flipProbability, 0.5)
+        XCTAssertTrue(choices.contains { $0.seen.contains("consistency within classes 0.67 (< 0.95: either side, flips)") }, "\(choices)")
+        XCTAssertTrue(Tuning.changes(for: Self.stick, base: c).contains { $0.name == "no flips" })
+        var lateral = d
+        for i in lateral.sequences.indices where i / 4 == 2 {
+            lateral.sequences[i] = d.sequences[8]  // class 2 moves its left shoulder every time
+            lateral.sequences[i].label = "class2"
+        }
+        let (k, kc) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(lateral, indices: Array(lateral.sequences.indices)))
+        XCTAssertEqual(k.augmentation, Recipe.standardAugmentation, "consistency 1: a mirror image changes the class")
+        XCTAssertTrue(kc.contains { $0.seen.contains("(≥ 0.95: a mirror image changes the class, no flips)") }, "\(kc)")
     }
 }
