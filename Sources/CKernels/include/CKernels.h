@@ -61,6 +61,34 @@ void atk_gemv_packed(int n, int k, const float *a, const float *packed, const fl
 void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
                    float *dst, int dst_stride, int channels);
 
+/// A small sparse matrix applied across channels without fused multiply-adds (the Winograd
+/// transforms of training, `Winograd.apply`): for rows `row_lo ..< row_hi`, the terms t of row i
+/// (`row_start[i] ..< row_start[i + 1]`, at most 8) whose column lies in `col_lo ..< col_hi`,
+/// `dst[(i − row_lo)·dst_stride + c] = s + Σ_t coefficient[t]·src[(column[t] − col_lo)·src_stride + c]`
+/// for c < channels, summed in term order with every product and sum rounded on its own, where
+/// s is 0 (mode 0), the destination's own value (mode 1) or `start[c]` (mode 2). Every
+/// instruction set gives the same bits.
+void atk_sparse_apply(int row_lo, int row_hi, int col_lo, int col_hi, const long *row_start, const long *column,
+                      const float *coefficient, const float *src, long src_stride, float *dst, long dst_stride,
+                      int channels, int mode, const float *start);
+
+/// The constants of one Adam step (Sources/ActionTrain/Adam.swift derives them, in Double,
+/// then rounded once): `decay` = 1 − lr·λ (AdamW, else 1), `l2` = λ (Adam with L2, else 0),
+/// `w1` = 1 − β1, `b2` = β2, `w2` = 1 − β2, `bc2_sqrt` = √(1 − β2ᵗ), `eps` = ε,
+/// `step_size` = lr / (1 − β1ᵗ).
+typedef struct {
+    float decay, l2, w1, b2, w2, bc2_sqrt, eps, step_size;
+} atk_adam_params;
+
+/// One Adam step over values `0 ..< n`, elementwise, each value exactly as the scalar loop
+///     θ ← θ·decay;  g ← g + l2·θ                  (only when decay ≠ 1 or l2 ≠ 0)
+///     m ← m + w1·(g − m);  v ← b2·v + (w2·g)·g
+///     m ← 0 if |m| < FLT_MIN;  v ← 0 if v < FLT_MIN  (NaN stays)
+///     θ ← θ − step_size·(m / (√max(v, 0) / bc2_sqrt + eps))   (√ of NaN taken as √0)
+/// computes it, every operation rounded on its own (no fused multiply-add), so every
+/// instruction set and every split of the range gives the same bits.
+void atk_adam(float *p, const float *g, float *m, float *v, long n, const atk_adam_params *h);
+
 #ifdef __cplusplus
 }
 #endif
