@@ -84,6 +84,23 @@ public enum PackedGEMM {
         atk_gemv_packed(Int32(n), Int32(k), a, packed, bias, c, Int32(r.lowerBound), Int32(r.upperBound))
     }
 
+    /// A sparse matrix given by its terms applied across channels, without fused multiply-adds
+    /// (training's Winograd transforms, `Winograd.apply`; `atk_sparse_apply`): for each row i in
+    /// `rows`, `dst[(i − rows.lowerBound)·dstStride + c] = s + Σ_t coefficient[t]·src[(column[t] −
+    /// columns.lowerBound)·srcStride + c]` over the terms `rowStart[i] ..< rowStart[i + 1]` whose
+    /// column is in `columns` (at most 8), in term order, each product and sum rounded on its
+    /// own; s = 0 (`mode` 0), the destination's value (1) or `start[c]` (2). The same bits on
+    /// every instruction set.
+    static func sparseTransform(
+        rows: Range<Int>, columns: Range<Int>, rowStart: UnsafePointer<Int>, column: UnsafePointer<Int>,
+        coefficient: UnsafePointer<Float>, src: UnsafePointer<Float>, srcStride: Int, dst: UnsafeMutablePointer<Float>,
+        dstStride: Int, channels: Int, mode: Int32, start: UnsafePointer<Float>?
+    ) {
+        atk_sparse_apply(
+            Int32(rows.lowerBound), Int32(rows.upperBound), Int32(columns.lowerBound), Int32(columns.upperBound), rowStart, column,
+            coefficient, src, srcStride, dst, dstStride, Int32(channels), mode, start)
+    }
+
     /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
     /// across channels: `dst[i·dstStride + c] = s + Σ_j m[i·ldm + j]·src[j·srcStride + c]`,
     /// s = `start[c]` or 0. A Winograd transform of one tile.

@@ -112,3 +112,76 @@ void atk_transform(int rows, int cols, const float *m, int ldm, const float *src
 #endif
     transform_portable(rows, cols, m, ldm, src, src_stride, start, dst, dst_stride, channels);
 }
+
+// MARK: - atk_sparse_apply: the training transforms, without fused multiply-adds
+
+#pragma STDC FP_CONTRACT OFF
+
+// out[c] = s + Σ_t w[t]·src_t[c] in t order, the product and the sum rounded separately, s being
+// 0, out[c] or start[c] (mode 0, 1, 2).
+static void combine_portable(const float *const *srcs, const float *w, int n, float *out, int channels, int mode,
+                             const float *start, int c) {
+    for (; c < channels; c++) {
+        float a = mode == 0 ? 0.0f : mode == 1 ? out[c] : start[c];
+        for (int t = 0; t < n; t++) a = a + w[t] * srcs[t][c];
+        out[c] = a;
+    }
+}
+
+#ifdef ATK_X86
+
+ATK_AVX2_TARGET static void combine256(const float *const *srcs, const float *w, int n, float *out, int channels,
+                                       int mode, const float *start) {
+    int c = 0;
+    for (; c + 8 <= channels; c += 8) {
+        __m256 a = mode == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(mode == 1 ? out + c : start + c);
+        for (int t = 0; t < n; t++) a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(w[t]), _mm256_loadu_ps(srcs[t] + c)));
+        _mm256_storeu_ps(out + c, a);
+    }
+    combine_portable(srcs, w, n, out, channels, mode, start, c);
+}
+
+ATK_AVX512_TARGET static void combine512(const float *const *srcs, const float *w, int n, float *out, int channels,
+                                         int mode, const float *start) {
+    for (int c = 0; c < channels; c += 16) {
+        __mmask16 k = channels - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (channels - c)) - 1);
+        __m512 a = mode == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k, mode == 1 ? out + c : start + c);
+        for (int t = 0; t < n; t++)
+            a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_set1_ps(w[t]), _mm512_maskz_loadu_ps(k, srcs[t] + c)));
+        _mm512_mask_storeu_ps(out + c, k, a);
+    }
+}
+
+#endif
+
+void atk_sparse_apply(int row_lo, int row_hi, int col_lo, int col_hi, const long *row_start, const long *column,
+                      const float *coefficient, const float *src, long src_stride, float *dst, long dst_stride,
+                      int channels, int mode, const float *start) {
+    const float *srcs[ATK_MAX_COLS];
+    float w[ATK_MAX_COLS];
+#ifdef ATK_X86
+    int isa = atk_isa();
+#endif
+    for (int i = row_lo; i < row_hi; i++) {
+        int n = 0;
+        for (long t = row_start[i]; t < row_start[i + 1] && n < ATK_MAX_COLS; t++) {
+            long col = column[t];
+            if (col >= col_lo && col < col_hi) {
+                srcs[n] = src + (col - col_lo) * src_stride;
+                w[n++] = coefficient[t];
+            }
+        }
+        float *out = dst + (long)(i - row_lo) * dst_stride;
+#ifdef ATK_X86
+        if (isa == ATK_AVX512) {
+            combine512(srcs, w, n, out, channels, mode, start);
+            continue;
+        }
+        if (isa == ATK_AVX2) {
+            combine256(srcs, w, n, out, channels, mode, start);
+            continue;
+        }
+#endif
+        combine_portable(srcs, w, n, out, channels, mode, start, 0);
+    }
+}

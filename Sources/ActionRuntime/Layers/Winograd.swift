@@ -131,8 +131,33 @@ struct Winograd {
     /// `dst[i] (=, +=) Σ_{c ∈ columns} M[i, c] · src[c]` for rows `i ∈ rows`, where `dst[i]` is
     /// the C values at `dst + (i − rows.lowerBound)·dstStride` and `src[c]` the C values at
     /// `src + (c − columns.lowerBound)·srcStride`. Terms outside `columns` are skipped (they
-    /// multiply zero padding). Each output value sums its terms in column order.
+    /// multiply zero padding). Each output value sums its terms in column order, every product
+    /// and sum rounded on its own: `PackedGEMM.sparseTransform` (C, 8 or 16 channels at a time),
+    /// the bits of `applyReference`.
     static func apply(
+        _ M: Terms, rows: Range<Int>, columns: Range<Int>, src: UnsafePointer<Float>, srcStride: Int,
+        dst: UnsafeMutablePointer<Float>, dstStride: Int, channels C: Int, mode: Mode
+    ) {
+        let (code, start): (Int32, UnsafePointer<Float>?) =
+            switch mode {
+            case .assign: (0, nil)
+            case .accumulate: (1, nil)
+            case .start(let s): (2, s)
+            }
+        M.start.withUnsafeBufferPointer { rowStart in
+            M.column.withUnsafeBufferPointer { column in
+                M.coefficient.withUnsafeBufferPointer { coefficient in
+                    PackedGEMM.sparseTransform(
+                        rows: rows, columns: columns, rowStart: rowStart.baseAddress!, column: column.baseAddress!,
+                        coefficient: coefficient.baseAddress!, src: src, srcStride: srcStride, dst: dst, dstStride: dstStride, channels: C,
+                        mode: code, start: start)
+                }
+            }
+        }
+    }
+
+    /// `apply` in Swift (SIMD8), the reference the tests hold the C kernels to.
+    static func applyReference(
         _ M: Terms, rows: Range<Int>, columns: Range<Int>, src: UnsafePointer<Float>, srcStride: Int,
         dst: UnsafeMutablePointer<Float>, dstStride: Int, channels C: Int, mode: Mode
     ) {
