@@ -84,21 +84,18 @@ public enum PackedGEMM {
         atk_gemv_packed(Int32(n), Int32(k), a, packed, bias, c, Int32(r.lowerBound), Int32(r.upperBound))
     }
 
-    /// A sparse matrix given by its terms applied across channels, without fused multiply-adds
-    /// (training's Winograd transforms, `Winograd.apply`; `atk_sparse_apply`): for each row i in
-    /// `rows`, `dst[(i − rows.lowerBound)·dstStride + c] = s + Σ_t coefficient[t]·src[(column[t] −
-    /// columns.lowerBound)·srcStride + c]` over the terms `rowStart[i] ..< rowStart[i + 1]` whose
-    /// column is in `columns` (at most 8), in term order, each product and sum rounded on its
-    /// own; s = 0 (`mode` 0), the destination's value (1) or `start[c]` (2). The same bits on
-    /// every instruction set.
-    static func sparseTransform(
-        rows: Range<Int>, columns: Range<Int>, rowStart: UnsafePointer<Int>, column: UnsafePointer<Int>,
-        coefficient: UnsafePointer<Float>, src: UnsafePointer<Float>, srcStride: Int, dst: UnsafeMutablePointer<Float>,
-        dstStride: Int, channels: Int, mode: Int32, start: UnsafePointer<Float>?
+    /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
+    /// across channels as training's Winograd transforms need it (`Winograd.apply`;
+    /// `atk_transform_exact`): `dst[i·dstStride + c] = s + Σ_{j: m[i·ldm + j] ≠ 0} m[i·ldm + j]·
+    /// src[j·srcStride + c]` in j order, each product and sum rounded on its own (no fused
+    /// multiply-add), s = 0 (`mode` 0), the destination's value (1) or `start[c]` (2). The same
+    /// bits on every instruction set.
+    static func exactTransform(
+        rows: Int, cols: Int, m: UnsafePointer<Float>, ldm: Int, src: UnsafePointer<Float>, srcStride: Int, mode: Int32,
+        start: UnsafePointer<Float>?, dst: UnsafeMutablePointer<Float>, dstStride: Int, channels: Int
     ) {
-        atk_sparse_apply(
-            Int32(rows.lowerBound), Int32(rows.upperBound), Int32(columns.lowerBound), Int32(columns.upperBound), rowStart, column,
-            coefficient, src, srcStride, dst, dstStride, Int32(channels), mode, start)
+        precondition(cols <= 8, "at most 8 columns")
+        atk_transform_exact(Int32(rows), Int32(cols), m, Int32(ldm), src, srcStride, mode, start, dst, dstStride, Int32(channels))
     }
 
     /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied

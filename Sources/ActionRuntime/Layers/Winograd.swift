@@ -132,8 +132,9 @@ struct Winograd {
     /// the C values at `dst + (i − rows.lowerBound)·dstStride` and `src[c]` the C values at
     /// `src + (c − columns.lowerBound)·srcStride`. Terms outside `columns` are skipped (they
     /// multiply zero padding). Each output value sums its terms in column order, every product
-    /// and sum rounded on its own: `PackedGEMM.sparseTransform` (C, 8 or 16 channels at a time),
-    /// the bits of `applyReference`.
+    /// and sum rounded on its own: `PackedGEMM.exactTransform` on the dense matrix (C, 8 or 16
+    /// channels at a time, each block's source rows loaded once for every output row; zero
+    /// coefficients skipped, as they have no terms), the bits of `applyReference`.
     static func apply(
         _ M: Terms, rows: Range<Int>, columns: Range<Int>, src: UnsafePointer<Float>, srcStride: Int,
         dst: UnsafeMutablePointer<Float>, dstStride: Int, channels C: Int, mode: Mode
@@ -144,15 +145,10 @@ struct Winograd {
             case .accumulate: (1, nil)
             case .start(let s): (2, s)
             }
-        M.start.withUnsafeBufferPointer { rowStart in
-            M.column.withUnsafeBufferPointer { column in
-                M.coefficient.withUnsafeBufferPointer { coefficient in
-                    PackedGEMM.sparseTransform(
-                        rows: rows, columns: columns, rowStart: rowStart.baseAddress!, column: column.baseAddress!,
-                        coefficient: coefficient.baseAddress!, src: src, srcStride: srcStride, dst: dst, dstStride: dstStride, channels: C,
-                        mode: code, start: start)
-                }
-            }
+        M.dense.withUnsafeBufferPointer { dense in
+            PackedGEMM.exactTransform(
+                rows: rows.count, cols: columns.count, m: dense.baseAddress! + rows.lowerBound * M.columns + columns.lowerBound,
+                ldm: M.columns, src: src, srcStride: srcStride, mode: code, start: start, dst: dst, dstStride: dstStride, channels: C)
         }
     }
 

@@ -61,16 +61,14 @@ void atk_gemv_packed(int n, int k, const float *a, const float *packed, const fl
 void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
                    float *dst, int dst_stride, int channels);
 
-/// A small sparse matrix applied across channels without fused multiply-adds (the Winograd
-/// transforms of training, `Winograd.apply`): for rows `row_lo ..< row_hi`, the terms t of row i
-/// (`row_start[i] ..< row_start[i + 1]`, at most 8) whose column lies in `col_lo ..< col_hi`,
-/// `dst[(i − row_lo)·dst_stride + c] = s + Σ_t coefficient[t]·src[(column[t] − col_lo)·src_stride + c]`
-/// for c < channels, summed in term order with every product and sum rounded on its own, where
-/// s is 0 (mode 0), the destination's own value (mode 1) or `start[c]` (mode 2). Every
-/// instruction set gives the same bits.
-void atk_sparse_apply(int row_lo, int row_hi, int col_lo, int col_hi, const long *row_start, const long *column,
-                      const float *coefficient, const float *src, long src_stride, float *dst, long dst_stride,
-                      int channels, int mode, const float *start);
+/// A small matrix applied across channels as training's Winograd transforms need it (no fused
+/// multiply-adds, zero coefficients skipped): for i < rows, c < channels,
+/// `dst[i·dst_stride + c] = s + Σ_{j < cols, m[i·ldm + j] ≠ 0} m[i·ldm + j]·src[j·src_stride + c]`,
+/// summed in j order with every product and sum rounded on its own, where s is 0 (mode 0), the
+/// destination's own value (mode 1) or `start[c]` (mode 2); cols ≤ 8. Every instruction set
+/// gives the same bits (the Swift loop's, `Winograd.applyReference`).
+void atk_transform_exact(int rows, int cols, const float *m, int ldm, const float *src, long src_stride, int mode,
+                         const float *start, float *dst, long dst_stride, int channels);
 
 /// The constants of one Adam step (Sources/ActionTrain/Adam.swift derives them, in Double,
 /// then rounded once): `decay` = 1 − lr·λ (AdamW, else 1), `l2` = λ (Adam with L2, else 0),
