@@ -201,6 +201,26 @@ final class LayerTests: XCTestCase {
         assertClose(dx, a.map { $0 == 0 ? 0 : 1 / (1 - p) }, absolute: 0, relative: 1e-6, "dx = mask ⊙ dy")
     }
 
+    /// A large activation's mask is drawn in parts on the threads, each part's generator
+    /// started where the sequential stream would be: every value i is dropped iff the i-th draw
+    /// of the sequence is < p, with 1 and 2 threads, and the stream ends where n draws leave it.
+    func testDropoutMaskInPartsIsTheSequentialStream() throws {
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        let p: Float = 0.3, n = 3 * Dropout.minimumPerPart + 5
+        let layer = Dropout(rate: p, shape: Shape(time: 1, channels: n))
+        let x = [Float](repeating: 1, count: n)
+        var g = SeededGenerator(seed: 77)
+        let expected = (0..<n).map { _ in g.nextUnitFloat() < p ? Float(0) : 1 / (1 - p) }
+        for threads in [1, 2] {
+            BLAS.threads = threads
+            var mode = ForwardMode.training(seed: 77)
+            let y = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: 1, mode: &mode), count: n)) }
+            XCTAssertEqual(y, expected, "\(threads) threads")
+            XCTAssertEqual(mode.random.state, g.state, "\(threads) threads: the stream after n draws")
+        }
+    }
+
     func testDropoutRateZeroIsTheIdentityInTraining() throws {
         let net = try build([.dropout(rate: 0), .flatten], 5, 2)
         let x = (0..<40).map { Float($0) }
