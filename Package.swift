@@ -7,6 +7,7 @@
 //   ActionRuntime, PoseCore <- ModelExport  (no processes: the onnxruntime check is the CLI's)
 //   Eval depends on PoseCore only for SeededGenerator (labels, predictions, probabilities only)
 //   ActionTrain, ActionRuntime, Datasets, Eval, PoseCore <- Pipelines  (fit and evaluation runs)
+//   all of the above and ModelExport <- ActionTrainKit  (re-exports them: one import; docs/library.md)
 //   actiontrain (CLI) depends on everything; only it parses flags, prints and exits.
 //   ActionTrain, CMPI <- MPICollective  (only with ACTIONTRAIN_MPI=1; docs/distributed.md)
 import Foundation
@@ -24,7 +25,10 @@ let package = Package(
     name: "actiontrain",
     products: [
         .executable(name: "actiontrain", targets: ["actiontrain"]),
+        // The libraries a Swift program imports (docs/library.md): ActionRuntime to run models,
+        // ActionTrainKit (which re-exports every library module) to train, evaluate and export.
         .library(name: "ActionRuntime", targets: ["ActionRuntime"]),
+        .library(name: "ActionTrainKit", targets: ["ActionTrainKit"]),
         .library(name: "Datasets", targets: ["Datasets"]),
         .library(name: "Eval", targets: ["Eval"]),
         .library(name: "Pipelines", targets: ["Pipelines"]),
@@ -49,6 +53,9 @@ let package = Package(
         .target(name: "ModelExport", dependencies: ["ActionRuntime", "PoseCore"]),
         .target(name: "Eval", dependencies: ["PoseCore"]),  // PoseCore only for SeededGenerator
         .target(name: "Pipelines", dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]),
+        // Only `@_exported import`s: nothing in the package depends on it.
+        .target(
+            name: "ActionTrainKit", dependencies: ["ActionRuntime", "ActionTrain", "Datasets", "Eval", "ModelExport", "Pipelines", "PoseCore"]),
         .executableTarget(
             name: "actiontrain",
             dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "ModelExport", "Pipelines", "PoseCore"]

@@ -12,7 +12,7 @@ side or the representation):
 |---|---|---|
 | natops, utk, penn | the official splits | |
 | natops15, penn15, penn30 | 15 / 30 training sequences per class (the first ones of each class) | small datasets |
-| utkanon | UTKinect with joints renamed j0-j19: no bones, centre, torso or mirror pairs | an unknown skeleton |
+| natopsanon, utkanon, pennanon | the official sets with joints renamed j0, j1, ...: no bones, centre, torso or mirror pairs | an unknown skeleton |
 | utk2d | UTKinect projected to 640x480 pixels through a Kinect v1 camera (f = 525 px), a 2D skeleton | 2D pose from a camera |
 | utkview | UTKinect with every sequence turned about the vertical axis by a random angle in +-60 degrees | views that vary |
 | natops2d | NATOPS's x and y only (pixels at 200 per unit), a 2D skeleton | 2D arm gestures |
@@ -136,11 +136,18 @@ if wanted("penn15"):
 if wanted("penn30"):
     h, s = src["penn"]
     write("penn30", h, per_class(s, 30))
-if wanted("utkanon"):
-    h, s = src["utk"]
-    names = {j: f"j{i}" for i, j in enumerate(KINECT["joints"])}
-    h = dict(h, skeleton={"name": "anon-20", "dimensions": 3, "units": "metres", "joints": list(names.values())})
-    write("utkanon", h, map_points(s, lambda k, v: (names[k], v)))
+ANON = {  # the built-in skeletons' joints, dimensions and units
+    "utk": (KINECT["joints"], 3, "metres"),
+    "natops": (["leftHandTip", "rightHandTip", "leftElbow", "rightElbow", "leftWrist", "rightWrist", "leftThumb", "rightThumb"], 3, "metres"),
+    "penn": (["head", "leftShoulder", "rightShoulder", "leftElbow", "rightElbow", "leftWrist", "rightWrist", "leftHip", "rightHip",
+              "leftKnee", "rightKnee", "leftAnkle", "rightAnkle"], 2, "pixels"),
+}
+for base, (joints, dims, units) in ANON.items():
+    if wanted(base + "anon"):
+        h, s = src[base]
+        names = {j: f"j{i}" for i, j in enumerate(joints)}
+        h = dict(h, skeleton={"name": f"anon-{len(joints)}", "dimensions": dims, "units": units, "joints": list(names.values())})
+        write(base + "anon", h, map_points(s, lambda k, v: (names[k], v)))
 if wanted("utk2d") or wanted("utkpairs2d"):
     h, s = src["utk"]
     h2 = dict(h, skeleton=dict(KINECT, name="kinect-v1-20-2d", dimensions=2, units="pixels"), imageSize=[640, 480])

@@ -2,8 +2,19 @@
 /// an abstain decision (docs/streaming.md "Events").
 
 /// How window predictions become events. The defaults suit models whose windows last 1-2 s
-/// predicted every third of a window; docs/streaming.md says how to choose each.
+/// predicted every third of a window; `standard(for:)` takes a model's calibrated thresholds
+/// per class; docs/streaming.md says how to choose each.
 public struct EventOptions: Equatable, Sendable {
+    /// The two thresholds of one class.
+    public struct Thresholds: Equatable, Sendable {
+        public var enter: Float
+        public var exit: Float
+        public init(enter: Float, exit: Float) {
+            self.enter = enter
+            self.exit = exit
+        }
+    }
+
     /// Windows averaged: the decision at a window uses the mean probabilities of the last
     /// `smoothing` windows (1: no smoothing).
     public var smoothing = 3
@@ -20,10 +31,19 @@ public struct EventOptions: Equatable, Sendable {
     /// A window whose most probable smoothed class is below this probability abstains: it
     /// starts no event and ends the running one (0: off).
     public var floor: Float = 0
+    /// Thresholds of their own for some classes (by name), in place of `enter` and `exit`: a
+    /// model's calibrated ones (`standard(for:)`).
+    public var classThresholds: [String: Thresholds] = [:]
+    /// Let events of different classes overlap in time. Off by default: consecutive windows
+    /// overlap, so an event would otherwise start up to a window before the previous one ends;
+    /// instead the boundary of two events that meet (one ends at the window where the other
+    /// starts) is the middle of their overlap, and an event that starts later begins at the
+    /// previous one's end.
+    public var allowOverlap = false
 
     public init(
         smoothing: Int = 3, enter: Float = 0.6, exit: Float = 0.4, minimumDuration: Double = 0, background: Set<String> = [],
-        floor: Float = 0
+        floor: Float = 0, classThresholds: [String: Thresholds] = [:], allowOverlap: Bool = false
     ) {
         self.smoothing = smoothing
         self.enter = enter
@@ -31,15 +51,31 @@ public struct EventOptions: Equatable, Sendable {
         self.minimumDuration = minimumDuration
         self.background = background
         self.floor = floor
+        self.classThresholds = classThresholds
+        self.allowOverlap = allowOverlap
     }
+
+    /// The thresholds of class `name`: its own, else `enter` and `exit`.
+    public func thresholds(of name: String) -> Thresholds { classThresholds[name] ?? Thresholds(enter: enter, exit: exit) }
 
     /// Class names taken as background when none is given: `other`, `background`, `none`,
     /// `idle`, `null` (any case).
     public static let backgroundNames: Set<String> = ["other", "background", "none", "idle", "null"]
 
-    /// The defaults for a model: its classes named in `backgroundNames` are background.
+    /// The defaults for a model's classes: those named in `backgroundNames` are background.
     public static func standard(classes: [String]) -> EventOptions {
         EventOptions(background: Set(classes.filter { backgroundNames.contains($0.lowercased()) }))
+    }
+
+    /// The defaults for a model: `standard(classes:)` with the thresholds per class its file
+    /// records (`ModelHeader.Streaming`, calibrated by `fit`; none in files before format 1.3,
+    /// which keep `enter` 0.6 and `exit` 0.4).
+    public static func standard(for model: ActionModel) -> EventOptions {
+        var o = standard(classes: model.classes)
+        if let enter = model.header.streaming?.enter, let exit = model.header.streaming?.exit {
+            for (k, c) in model.classes.enumerated() { o.classThresholds[c] = Thresholds(enter: Float(enter[k]), exit: Float(exit[k])) }
+        }
+        return o
     }
 
     /// Checks the ranges; throws `EventError` naming the field.
@@ -47,6 +83,14 @@ public struct EventOptions: Equatable, Sendable {
         guard smoothing >= 1 else { throw EventError.invalid("smoothing must be at least 1 window, got \(smoothing)") }
         guard enter > 0 && enter <= 1, exit >= 0 && exit <= enter else {
             throw EventError.invalid("the thresholds need 0 <= exit <= enter <= 1 (enter > 0), got enter \(enter), exit \(exit)")
+        }
+        for (c, t) in classThresholds.sorted(by: { $0.key < $1.key }) {
+            guard classes.contains(c) else {
+                throw EventError.invalid("thresholds for '\(c)', which is not among the model's classes (\(classes.joined(separator: ", ")))")
+            }
+            guard t.enter > 0 && t.enter <= 1, t.exit >= 0 && t.exit <= t.enter else {
+                throw EventError.invalid("the thresholds of '\(c)' need 0 <= exit <= enter <= 1 (enter > 0), got enter \(t.enter), exit \(t.exit)")
+            }
         }
         guard floor >= 0 && floor <= 1 else { throw EventError.invalid("the probability floor must be in [0, 1], got \(floor)") }
         guard minimumDuration >= 0 && minimumDuration.isFinite else {
@@ -86,18 +130,27 @@ public struct EventDetector: Sendable {
     public let classes: [String]
     public let options: EventOptions
     private let backgroundIndex: [Bool]
+    /// Each class's thresholds (`EventOptions.thresholds(of:)`).
+    private let enter: [Float], exit: [Float]
     private var recent: [[Float]] = []  // the last `smoothing` probability vectors
     private var open: (label: Int, start: Double, end: Double, peak: Float, sum: Float, windows: Int)?
+    /// The end of the last event reported (an event starting later does not begin before it).
+    private var lastEnd: Double?
+    private var segment = 0  // of the last stream window (`add(_:)`)
 
     public init(classes: [String], options: EventOptions) throws {
         try options.validate(classes: classes)
         self.classes = classes
         self.options = options
         backgroundIndex = classes.map { options.background.contains($0) }
+        enter = classes.map { options.thresholds(of: $0).enter }
+        exit = classes.map { options.thresholds(of: $0).exit }
     }
 
     /// Takes the next window's probabilities (and its start and end in seconds); returns the
-    /// event it ends, if any.
+    /// event it ends, if any. Unless `allowOverlap`, an event starting at the window where the
+    /// previous one ended shares their overlap at its middle, and one starting later begins no
+    /// earlier than the previous one's end.
     public mutating func add(probabilities p: [Float], start: Double, end: Double) -> ActionEvent? {
         precondition(p.count == classes.count, "probabilities for \(classes.count) classes expected")
         recent.append(p)
@@ -108,18 +161,40 @@ public struct EventDetector: Sendable {
         var top = 0
         for k in smoothed.indices where smoothed[k] > smoothed[top] { top = k }
         let abstains = backgroundIndex[top] || smoothed[top] < options.floor
-        var ended: ActionEvent? = nil
+        var closing: ActionEvent? = nil  // the event this window ends, before the minimum duration
         if let o = open {
-            let switches = !abstains && top != o.label && smoothed[top] >= options.enter
-            if abstains || switches || smoothed[o.label] < options.exit {
-                ended = close()
+            let switches = !abstains && top != o.label && smoothed[top] >= enter[top]
+            if abstains || switches || smoothed[o.label] < exit[o.label] {
+                closing = event(o)
+                open = nil
             } else {
                 open = (o.label, o.start, end, max(o.peak, p[o.label]), o.sum + p[o.label], o.windows + 1)
             }
         }
-        if open == nil && !abstains && smoothed[top] >= options.enter {
-            open = (top, start, end, p[top], p[top], 1)
+        guard open == nil && !abstains && smoothed[top] >= enter[top] else { return closing.flatMap { report($0) } }
+        var begin = start
+        var ended: ActionEvent? = nil
+        if var c = closing {
+            if !options.allowOverlap && c.end > start {  // the two meet: the boundary is the middle of their overlap
+                c.end = (start + c.end) / 2
+            }
+            ended = report(c)
         }
+        if !options.allowOverlap, let previous = lastEnd { begin = max(begin, previous) }
+        open = (top, begin, end, p[top], p[top], 1)
+        return ended
+    }
+
+    /// Takes a stream's next window. A window of another segment than the last one (the
+    /// session restarted: a confirmed time jump) first ends the running event and the
+    /// smoothing, as `finish()`. Returns the events ended, in order (at most two).
+    public mutating func add(_ w: StreamWindow) -> [ActionEvent] {
+        var ended: [ActionEvent] = []
+        if w.segment != segment {
+            if let e = finish() { ended.append(e) }
+            segment = w.segment
+        }
+        if let e = add(probabilities: w.probabilities, start: w.startTime, end: w.endTime) { ended.append(e) }
         return ended
     }
 
@@ -132,7 +207,17 @@ public struct EventDetector: Sendable {
     private mutating func close() -> ActionEvent? {
         guard let o = open else { return nil }
         open = nil
-        guard o.end - o.start >= options.minimumDuration else { return nil }
-        return ActionEvent(label: classes[o.label], start: o.start, end: o.end, peak: o.peak, mean: o.sum / Float(o.windows), windows: o.windows)
+        return report(event(o))
+    }
+
+    private func event(_ o: (label: Int, start: Double, end: Double, peak: Float, sum: Float, windows: Int)) -> ActionEvent {
+        ActionEvent(label: classes[o.label], start: o.start, end: o.end, peak: o.peak, mean: o.sum / Float(o.windows), windows: o.windows)
+    }
+
+    /// The event if it lasts at least `minimumDuration` (it is then the last one reported), else nil.
+    private mutating func report(_ e: ActionEvent) -> ActionEvent? {
+        guard e.end - e.start >= options.minimumDuration else { return nil }
+        lastEnd = e.end
+        return e
     }
 }

@@ -64,6 +64,7 @@ public enum BLAS {
     /// thread count is one setting for the process, so it is 1 while any region runs anywhere
     /// and back to `threads` when the last one ends; meanwhile other threads' GEMMs run on one
     /// thread, which for large GEMMs can change the last bits, as a different `threads` does.
+    /// (Only training's: a frozen network, a loaded model's, never calls OpenBLAS.)
     public static func parallel(_ parts: Int, _ body: (Int) -> Void) {
         guard parts > 1 else {
             if parts == 1 { body(0) }

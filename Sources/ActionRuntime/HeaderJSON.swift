@@ -460,7 +460,16 @@ enum HeaderJSON {
             trainingFrameRate: try o.optional("trainingFrameRate").map(double),
             layers: try array(try o.required("layers")).map(layer),
             tensors: try array(try o.required("tensors")).map(tensor),
-            provenance: try provenance(try o.required("provenance")))
+            provenance: try provenance(try o.required("provenance")),
+            streaming: try o.optional("streaming").map(streaming))
+    }
+
+    static func streaming(_ v: Value) throws -> ModelHeader.Streaming {
+        let o = try Object(v)
+        return ModelHeader.Streaming(
+            clipFrames: try o.optional("clipFrames").map(int), clipFrameRate: try o.optional("clipFrameRate").map(double),
+            enter: try o.optional("enter").map { try array($0).map(double) }, exit: try o.optional("exit").map { try array($0).map(double) },
+            calibration: try o.optional("calibration").map(string))
     }
 
     static func coordinateSystem(_ v: Value) throws -> ModelHeader.CoordinateSystem {
@@ -493,6 +502,7 @@ enum HeaderJSON {
                 return block
             })
         spec.bodies = try o.optional("bodies").map(int)  // as the file says, like JSONDecoder
+        spec.pairs = try o.optional("pairs").map { try array($0).map { try array($0).map(string) } }
         return spec
     }
 
@@ -533,6 +543,8 @@ enum HeaderJSON {
             return .divide(by: try array(try o.required("by")).map(float))
         case "alignFacing":
             return .alignFacing(left: try o.strings("left"), right: try o.strings("right"), verticalAxis: try o.int("verticalAxis"))
+        case "fillGaps":
+            return .fillGaps
         default:
             throw Declined()
         }

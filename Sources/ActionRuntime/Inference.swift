@@ -74,6 +74,8 @@ public final class ActionModel: @unchecked Sendable {
     public let network: Network
     public let extractor: FeatureExtractor
     private let pool = ContextPool()
+    /// What `checkOutputs` found (nil: not run yet), kept under the pool's lock.
+    private var outputCheck: Result<Void, ModelError>?
 
     public var classes: [String] { header.classes }
     public var input: InputSpec { header.input }
@@ -132,6 +134,38 @@ public final class ActionModel: @unchecked Sendable {
         return try body(context)
     }
 
+    /// Checks, once per model (the result is kept), that the network's output is finite on
+    /// the plainest inputs a stream gives: a window with nobody in view (every joint absent)
+    /// and one of an upright figure drifting slowly, in the model's units. Both are valid
+    /// input, so a model that fails cannot be trusted on any: throws
+    /// `ModelError.nonFiniteOnPlainInput`. (Finite weights can overflow float32 on real
+    /// input, e.g. a graph adjacency of 3e38, which no check of the weights alone can tell.)
+    /// `StreamSession` runs it; batch `predict` checks every window's output instead.
+    public func checkOutputs() throws {
+        if let known = pool.lock.withLock({ outputCheck }) { return try known.get() }
+        let s = input.skeleton, F = input.window.frames, J = s.jointCount, D = s.dimensions
+        let step: Float = s.units == .metres ? 0.05 : s.units == .pixels ? 10 : 0.02
+        var coordinates = [Float](repeating: 0, count: F * J * D)
+        for f in 0..<F {
+            for j in 0..<J {
+                let c = (f * J + j) * D
+                coordinates[c] = step * (30 + Float(j % 5 - 2) + 0.1 * Float(f))
+                coordinates[c + 1] = step * (20 + Float(j))
+                if D == 3 { coordinates[c + 2] = step * Float(j % 3) }
+            }
+        }
+        let figure = PoseSequence(
+            id: "plain", label: nil, jointCount: J, dimensions: D, frameCount: F, coordinates: coordinates,
+            present: [UInt8](repeating: 1, count: F * J), confidence: nil)
+        let nobody = PoseSequence(
+            id: "empty", label: nil, jointCount: J, dimensions: D, frameCount: F, coordinates: [Float](repeating: 0, count: F * J * D),
+            present: [UInt8](repeating: 0, count: F * J), confidence: nil)
+        let z = withContext { Inference.logits($0.network, features: extractor.extract(figure) + extractor.extract(nobody), count: 2) }
+        let result: Result<Void, ModelError> = z.firstIndex { !$0.isFinite }.map { .failure(.nonFiniteOnPlainInput(classIndex: $0 % classes.count, value: z[$0])) } ?? .success(())
+        pool.lock.withLock { outputCheck = result }
+        try result.get()
+    }
+
     // MARK: - Network inputs
 
     /// Writes the logits `[count, classes]` of network inputs `x [count, frames, channels]` to
@@ -184,6 +218,13 @@ public final class ActionModel: @unchecked Sendable {
     public func windows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false) throws
         -> [(start: Int, end: Int, window: PoseSequence)]
     {
+        try Self.windows(of: sequence, input: input, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+    }
+
+    /// `windows(of:stride:sourceFrameRate:useEvents:)` for the input description `input`.
+    public static func windows(of sequence: PoseSequence, input: InputSpec, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false) throws
+        -> [(start: Int, end: Int, window: PoseSequence)]
+    {
         let skeleton = input.skeleton
         guard sequence.jointCount == skeleton.jointCount, sequence.dimensions == skeleton.dimensions else {
             throw PoseError.shapeMismatch(
@@ -205,8 +246,80 @@ public final class ActionModel: @unchecked Sendable {
         }
     }
 
+    /// The window a stream slides over this model (docs/streaming.md), in frames at
+    /// `frameRate` (nil: every pushed frame is a frame): for sliding windows the model's own
+    /// window at its frame rate; for a whole-clip (`fit` window) model the clip length its file
+    /// records (`ModelHeader.Streaming.clipFrames`, the training clips' median length, at
+    /// `clipFrameRate`), or `clipFrames` frames when given (at the model's window rate, else
+    /// the training data's), each such window resampled to the model's window as training
+    /// resampled a clip. Throws `StreamError.unknownClipLength` for a whole-clip model without
+    /// either.
+    public func streamWindow(clipFrames given: Int? = nil) throws -> (frames: Int, frameRate: Double?) {
+        let window = input.window
+        guard window.mode == .fit else { return (window.frames, window.frameRate) }
+        if let n = given { return (n, window.frameRate ?? header.streaming?.clipFrameRate ?? header.trainingFrameRate) }
+        guard let n = header.streaming?.clipFrames else { throw StreamError.unknownClipLength }
+        return (n, window.frameRate ?? header.streaming?.clipFrameRate)
+    }
+
+    /// The windows a `StreamSession` cuts from a whole recording pushed frame by frame, as
+    /// `windows(of:)` cuts them: for a sliding-window model exactly those; for a whole-clip
+    /// model the recording resampled to the stream's rate (`streamWindow`), windows of the clip
+    /// length W every `stride` frames (and one ending at the last frame), each resampled to the
+    /// model's F frames at the positions `i (W − 1) / (F − 1)`; a recording no longer than W is
+    /// one window, all of it resampled to F frames (as a clip is).
+    public func streamWindows(of sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, clipFrames: Int? = nil) throws
+        -> [(start: Int, end: Int, window: PoseSequence)]
+    {
+        try Self.streamWindows(
+            of: sequence, input: input, stream: try streamWindow(clipFrames: clipFrames), stride: stride, sourceFrameRate: sourceFrameRate)
+    }
+
+    /// `streamWindows(of:stride:sourceFrameRate:clipFrames:)` for the input description
+    /// `input` and the stream's window `stream` (`streamWindow`), without a model.
+    public static func streamWindows(
+        of sequence: PoseSequence, input: InputSpec, stream: (frames: Int, frameRate: Double?), stride: Int, sourceFrameRate: Double?
+    ) throws -> [(start: Int, end: Int, window: PoseSequence)] {
+        guard input.window.mode == .fit else { return try windows(of: sequence, input: input, stride: stride, sourceFrameRate: sourceFrameRate) }
+        let (W, rate) = stream
+        let skeleton = input.skeleton
+        guard sequence.jointCount == skeleton.jointCount, sequence.dimensions == skeleton.dimensions else {
+            throw PoseError.shapeMismatch(
+                what: "sequence '\(sequence.id)' joints x dimensions", expected: skeleton.jointCount * skeleton.dimensions,
+                got: sequence.jointCount * sequence.dimensions)
+        }
+        let slide = WindowSpec(frames: W, mode: .sliding, padding: input.window.padding, frameRate: rate)
+        let seq = try slide.retimed(sequence, sourceFrameRate: sourceFrameRate)
+        let n = seq.frameCount
+        guard n > 0 else { return [] }
+        if n < W { return [(0, n, input.window.window(of: seq, start: 0))] }
+        let positions = input.window.positions(frameCount: W, start: 0)
+        let (J, D, F) = (skeleton.jointCount, skeleton.dimensions, input.window.frames)
+        return slide.starts(frameCount: n, stride: stride).map { s in
+            var c = [Float](repeating: 0, count: F * J * D), p = [UInt8](repeating: 0, count: F * J), k = [Float](repeating: 0, count: F * J)
+            let confidence = seq.confidence ?? []
+            seq.coordinates.withUnsafeBufferPointer { sc in
+                seq.present.withUnsafeBufferPointer { sp in
+                    confidence.withUnsafeBufferPointer { sk in
+                        positions.withUnsafeBufferPointer { pos in
+                            PoseSequence.sample(
+                                frames: W, joints: J, dimensions: D, coordinates: sc.baseAddress! + s * J * D, present: sp.baseAddress! + s * J,
+                                confidence: seq.confidence == nil ? nil : sk.baseAddress! + s * J, at: pos, padding: input.window.padding,
+                                into: &c, present: &p, confidence: &k)
+                        }
+                    }
+                }
+            }
+            let window = PoseSequence(
+                id: seq.id, label: seq.label, jointCount: J, dimensions: D, frameCount: F, coordinates: c, present: p,
+                confidence: seq.confidence == nil ? nil : k)
+            return (s, s + W, window)
+        }
+    }
+
     /// Sliding-window (or, with `useEvents`, event-centred) predictions over a whole
-    /// sequence, in batches.
+    /// sequence, in batches. Throws `ModelError.nonFiniteOutput` when a window's output is NaN
+    /// or infinite (as `eval` refuses such probabilities).
     public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int = 256)
         throws -> [WindowPrediction]
     {
@@ -217,8 +330,9 @@ public final class ActionModel: @unchecked Sendable {
             for (i, w) in cut.enumerated() { extractor.extract(w.window, into: p.baseAddress! + i * V) }
         }
         let z = withContext { Inference.logits($0.network, features: features, count: cut.count, batchSize: batchSize) }
-        return cut.enumerated().map { i, w in
+        return try cut.enumerated().map { i, w in
             var row = Array(z[(i * K)..<((i + 1) * K)])
+            if let k = row.firstIndex(where: { !$0.isFinite }) { throw ModelError.nonFiniteOutput(window: i, classIndex: k, value: row[k]) }
             let best = argmax(row)  // of the logits, the first on ties
             row.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: 1, classes: K) }
             return WindowPrediction(start: w.start, end: w.end, classIndex: best, probabilities: row)

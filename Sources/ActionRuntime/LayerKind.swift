@@ -3,7 +3,7 @@ import PoseCore
 
 /// One layer kind, described once: its JSON fields (header coding, both readers), its shape
 /// inference (model-file checks and network building), how it builds its `Layer`, and its
-/// ONNX form (which ModelExport writes as ONNX and lowers to Core ML). Adding a kind is one file (its `Layer` and its description) and one entry in
+/// ONNX form. Adding a kind is one file (its `Layer` and its description) and one entry in
 /// `LayerKinds.all`; docs/architecture.md shows the diff. `LayerKindsTests` fails when a kind
 /// is missing from docs/format.md's table, either Python reader, or the ONNX export.
 public protocol LayerKind: Hashable, Sendable {
@@ -18,10 +18,10 @@ public protocol LayerKind: Hashable, Sendable {
     func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes
     /// Builds the layer; `shapes` has been checked. Nested kinds build branches with `builder`.
     func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer
-    /// Appends the layer's ONNX nodes to `graph` (tensors are named `prefix + parameter`);
-    /// returns the output value's name. The ONNX export keeps them; the Core ML export lowers
-    /// each op (`CoreMLGraph`), so ops outside its list (docs/coreml.md) fail that export.
-    func exportONNX(_ graph: ONNXGraph, input: String, prefix: String) throws -> String
+    /// Appends the layer's ONNX nodes to `graph` (tensors are named `prefix + parameter`) for
+    /// the value `input` of per-window shape `shape` (`[B, shape.time, shape.channels]`);
+    /// returns the output value's name.
+    func exportONNX(_ graph: ONNXGraph, input: String, shape: Shape, prefix: String) throws -> String
     /// A one-line account for summaries (`actiontrain inspect`).
     var summary: String { get }
     /// A valid instance for an input of `input` (at least 2 time steps and 2 channels), used
@@ -50,6 +50,7 @@ public enum LayerKinds {
         LinearKind.self, ReLUKind.self, GELUKind.self, DropoutKind.self, LayerNormKind.self, Conv1dKind.self,
         FlattenKind.self, GlobalAveragePoolKind.self, GlobalMaxPoolKind.self, ResidualKind.self,
         SelectChannelsKind.self, AverageProbabilitiesKind.self, FlipAverageKind.self, GraphConvKind.self,
+        TemporalPyramidPoolKind.self, FourierPyramidKind.self, StandardizeKind.self,
     ]
 
     static let byName: [String: any LayerKind.Type] = Dictionary(uniqueKeysWithValues: all.map { ($0.typeName, $0) })
@@ -146,35 +147,23 @@ public struct LayerBuilder {
     }
 }
 
-/// A graph of ONNX operators being written, as a kind sees it. It is the one op-level
-/// description of every layer (and, in ModelExport, of the preprocessing) that all exports
-/// share: ModelExport's ONNX writer stores the ops as they are, its Core ML writer lowers each
-/// op to Core ML NeuralNetwork layers (docs/coreml.md); an op without a lowering is an error
-/// naming the layer kind.
-public protocol ONNXGraph: AnyObject {
-    /// Adds a node; returns its output's name (`name` prefixes it).
-    func node(_ op: String, _ inputs: [String], attributes: [(String, ONNXAttribute)], name: String) -> String
+/// The ONNX graph being written, as a kind sees it (ModelExport implements it): PoseCore's
+/// operator graph (`OpGraph`: nodes and initializers, which the channel blocks also write) and
+/// what layers need besides.
+public protocol ONNXGraph: OpGraph {
     /// Adds a node with `outputs` outputs (TopK's values and indices); returns their names.
-    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, ONNXAttribute)], name: String) -> [String]
-    /// A float32 initializer (once per name); returns its name.
-    func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> String
-    /// An int64 initializer (once per name); returns its name.
-    func int64s(_ name: String, _ values: [Int]) -> String
+    func node(_ op: String, _ inputs: [String], outputs: Int, attributes: [(String, GraphAttribute)], name: String) -> [String]
     /// A parameter tensor of the network by its full name.
     func tensor(_ name: String) throws -> (shape: [Int], values: [Float])
-    /// Emits a list of layers applied to `input`; returns the output value's name.
-    func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String
+    /// Emits a list of layers applied to `input` of per-window shape `shape`; returns the
+    /// output value's name.
+    func emit(_ specs: [LayerSpec], prefix: String, input: String, shape: Shape) throws -> String
 }
 
-public enum ONNXAttribute {
-    case int(Int), ints([Int]), float(Float)
-}
+/// An ONNX node attribute (PoseCore's `GraphAttribute`).
+public typealias ONNXAttribute = GraphAttribute
 
 extension ONNXGraph {
-    public func node(_ op: String, _ inputs: [String], name: String) -> String {
-        node(op, inputs, attributes: [], name: name)
-    }
-
     /// Logits `[B, 1, K]` → log-softmax, `z − log Σ exp z` (over the last axis).
     public func logSoftmax(_ x: String, name: String) -> String {
         node("LogSoftmax", [x], attributes: [("axis", .int(-1))], name: name)

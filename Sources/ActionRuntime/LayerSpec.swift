@@ -86,6 +86,12 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
     case shapeMismatch(layer: String, expected: String, got: String)
     case invalidLayer(layer: String, reason: String)
     case inputSize(expected: Int, got: Int)
+    /// The network's output for a window is NaN or infinite (`window` counts from 0): the
+    /// weights or this input overflow float32 in the sums.
+    case nonFiniteOutput(window: Int, classIndex: Int, value: Float)
+    /// The output is not finite even on plain input (`ActionModel.checkOutputs`): weights that
+    /// are finite but overflow float32 (an edited or damaged model file).
+    case nonFiniteOnPlainInput(classIndex: Int, value: Float)
 
     public var description: String {
         switch self {
@@ -95,6 +101,12 @@ public enum ModelError: Error, Equatable, CustomStringConvertible {
             return "layer \(layer) is invalid: \(reason)"
         case .inputSize(let expected, let got):
             return "the model expects \(expected) input values per window, got \(got)"
+        case .nonFiniteOutput(let w, let k, let v):
+            return "window \(w): the network's output for class \(k) is \(v), not a finite number: the weights or this input "
+                + "(an extreme or degenerate pose?) overflow float32"
+        case .nonFiniteOnPlainInput(let k, let v):
+            return "the network's output for class \(k) is \(v), not a finite number, on a plain pose: its weights overflow float32 "
+                + "(an edited or damaged model file); no prediction of this model can be trusted: retrain or re-export it"
         }
     }
 }

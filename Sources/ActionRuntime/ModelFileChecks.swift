@@ -75,7 +75,7 @@ extension ModelFile {
             let names = (steps.flatMap { k < $0.count ? $0[k] as? [String: Any] : nil })?.keys.sorted() ?? []
             what =
                 "unknown preprocessing step \(names.map { "'\($0)'" }.joined(separator: ", ")) (\(what)); "
-                + "this reader knows centre, scaleByTorso, divide and alignFacing"
+                + "this reader knows centre, scaleByTorso, divide, alignFacing and fillGaps"
             return "input.steps[\(k)]: \(what)"
         }
         return "\(path(context.codingPath)) \(what)"
@@ -153,6 +153,32 @@ extension ModelFile {
         return out
     }
 
+    /// The `streaming` field (docs/format.md 3.4): a clip length only for `fit` windows, at
+    /// most `Limits.inputTime` frames whose poses fit in the activation budget twice (a
+    /// session keeps two clips), a frame rate in the window's range, and thresholds per class
+    /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`.
+    static func checkStreaming(_ st: ModelHeader.Streaming, classes K: Int, input: InputSpec) throws {
+        func bad(_ why: String) -> ModelFileError { .badHeader("streaming: \(why)") }
+        if let n = st.clipFrames {
+            guard input.window.mode == .fit else { throw bad("clipFrames is for whole-clip (fit) windows; this model's are sliding") }
+            guard n >= 1 && n <= Limits.inputTime else { throw bad("clipFrames \(n) must be 1 to \(Limits.inputTime)") }
+            let values = 2 * n * input.skeleton.jointCount * input.skeleton.dimensions  // joints ≤ 2^16: no overflow
+            guard values <= Limits.totalActivationValues else {
+                throw ModelFileError.limitExceeded(what: "streaming.clipFrames x joints x dimensions x 2", value: values, limit: Limits.totalActivationValues)
+            }
+        }
+        if let r = st.clipFrameRate, !WindowSpec.frameRates.contains(r) {
+            throw bad("clipFrameRate \(r) must be \(WindowSpec.frameRates.lowerBound) to \(Int(WindowSpec.frameRates.upperBound)) frames per second")
+        }
+        guard (st.enter == nil) == (st.exit == nil) else { throw bad("enter and exit go together") }
+        if let enter = st.enter, let exit = st.exit {
+            guard enter.count == K && exit.count == K else { throw bad("enter and exit need one threshold per class (\(K)), got \(enter.count) and \(exit.count)") }
+            for k in 0..<K where !(enter[k] > 0 && enter[k] <= 1 && exit[k] >= 0 && exit[k] <= enter[k]) {
+                throw bad("class \(k): the thresholds need 0 <= exit <= enter <= 1 and enter > 0, got enter \(enter[k]), exit \(exit[k])")
+            }
+        }
+    }
+
     /// Header semantics that need no network: format, classes, coordinates, input, limits,
     /// and the shapes the layers produce (checked arithmetic; docs/format.md 2.1 and 4).
     static func validate(_ h: ModelHeader) throws {
@@ -196,6 +222,7 @@ extension ModelFile {
             throw ModelFileError.badHeader(
                 "trainingFrameRate \(r) must be \(WindowSpec.frameRates.lowerBound) to \(Int(WindowSpec.frameRates.upperBound)) frames per second")
         }
+        if let st = h.streaming { try checkStreaming(st, classes: h.classes.count, input: h.input) }
         for (name, value) in h.provenance.metrics where !value.isFinite {
             throw ModelFileError.badHeader("provenance: metric '\(name)' is \(value); metrics must be finite")
         }

@@ -65,6 +65,39 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         }
     }
 
+    /// How the model runs on a live stream and makes events (docs/format.md 3.4), written by
+    /// `fit` since format 1.3; optional: files without it run with the runtime's defaults (a
+    /// whole-clip model then needs its clip length from the caller, `StreamOptions.clipFrames`).
+    public struct Streaming: Codable, Hashable, Sendable {
+        /// Whole-clip (`fit` window) models: a stream slides a window of `clipFrames` frames
+        /// (at `clipFrameRate` when it is set, else as pushed), the training clips' median
+        /// length, and resamples each to the model's window as training resampled a clip.
+        public var clipFrames: Int?
+        /// The frame rate `clipFrames` counts at: the model's window rate, else the training
+        /// data's (declared or from its timestamps); nil when unknown (frames as pushed).
+        public var clipFrameRate: Double?
+        /// Event thresholds per class, in class order: an event starts at `enter[c]` and lasts
+        /// while the class's smoothed probability stays at or above `exit[c]`.
+        public var enter: [Double]?
+        public var exit: [Double]?
+        /// Which windows the thresholds were calibrated on: `validation` or `training`.
+        public var calibration: String?
+
+        public init(clipFrames: Int? = nil, clipFrameRate: Double? = nil, enter: [Double]? = nil, exit: [Double]? = nil, calibration: String? = nil) {
+            self.clipFrames = clipFrames
+            self.clipFrameRate = clipFrameRate
+            self.enter = enter
+            self.exit = exit
+            self.calibration = calibration
+        }
+
+        /// The clip duration in seconds, `(clipFrames − 1) / clipFrameRate`, when both are known.
+        public var clipSeconds: Double? {
+            guard let n = clipFrames, let r = clipFrameRate else { return nil }
+            return Double(n - 1) / r
+        }
+    }
+
     /// Always `actiontrain.model`.
     public var format: String
     /// Ordered class labels: logit `i` is `classes[i]`.
@@ -80,6 +113,8 @@ public struct ModelHeader: Codable, Hashable, Sendable {
     /// Parameter tensors in data order.
     public var tensors: [Tensor]
     public var provenance: Provenance
+    /// Streams and events (3.4); nil in files written before format 1.3 and by callers that give none.
+    public var streaming: Streaming? = nil
 }
 
 public enum ActionRuntimeInfo {

@@ -4,8 +4,8 @@ import PoseCore
 /// session turns points by joint name into the model's dense frame.
 
 /// A problem with one pushed frame. A session counts it in its statistics and goes on (the
-/// frame is used as described per kind), or with `StreamOptions.strict` throws it as
-/// `StreamError.rejected` and ignores the frame.
+/// frame is used or ignored as described per kind, `ignoresFrame`), or with
+/// `StreamOptions.strict` throws it as `StreamError.rejected` and ignores the frame.
 public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
     public enum Kind: String, CaseIterable, Sendable {
         /// A joint name that is neither the skeleton's, nor an alias of its tables, nor the
@@ -16,6 +16,9 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         case missingJoint
         /// A NaN or infinite coordinate or confidence. The joint is taken as absent.
         case nonFinite
+        /// A coordinate beyond ±`PosePoint.maxCoordinate` (1e6), which the dataset readers
+        /// refuse in files: a unit or writing error. The frame is ignored.
+        case outOfRange
         /// 2D points all inside the unit square (Vision's normalised coordinates?) for a model
         /// trained on pixels. Used as given: convert them to pixels first.
         case normalisedPoints
@@ -24,9 +27,20 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         case wrongScale
         /// A timestamp before the previous frame's, or NaN. The frame is ignored.
         case timeBackwards
+        /// A timestamp more than `StreamOptions.maximumJump` seconds after the previous frame's.
+        /// The frame is ignored; when the next frame comes at most `maximumJump` after it (the
+        /// stream really resumed later), the session restarts there (`StreamClock`).
+        case timeJump
         /// More than `StreamOptions.maximumGap` seconds since the previous frame: the frames
         /// between are interpolated. Push empty poses while the person is not seen.
         case gap
+        /// The model's output for a window this frame completed is NaN or infinite: an extreme
+        /// input (the model passed `ActionModel.checkOutputs`), e.g. a torso of almost no
+        /// length that scaling turns into huge values. The frame is used, the window dropped.
+        case nonFiniteOutput
+        /// An interaction model's bodies are all taken by people still in view: one more person
+        /// waits for a body (`BodyPairing`). The frame is used without them.
+        case unpairedPerson
     }
 
     public var kind: Kind
@@ -49,13 +63,24 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         case .unknownJoint: what = "unknown joint name \(detail) (ignored); use the model's skeleton names or a documented alias"
         case .missingJoint: what = "none of the joints \(detail) is present, which the model's preprocessing needs"
         case .nonFinite: what = "NaN or infinite value for joint \(detail) (taken as absent)"
+        case .outOfRange: what = "joint \(detail) is beyond ±\(Int(PosePoint.maxCoordinate)) (frame ignored); check the units and the writer"
         case .normalisedPoints: what = "the points look normalised (\(detail)) but the model was trained on pixels; convert them to pixels"
         case .wrongScale: what = "the body measures \(detail), implausible for the model's units"
         case .timeBackwards: what = "timestamp \(detail) (frame ignored); timestamps must not decrease"
+        case .timeJump:
+            what = "the timestamp jumps \(detail) (frame ignored; a next frame at most the jump limit after it restarts the stream there); timestamps must be seconds"
         case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
+        case .nonFiniteOutput: what = "the model's output is \(detail), not finite (window dropped); an extreme or degenerate pose?"
+        case .unpairedPerson:
+            what = "person \(detail) waits for a body: the model takes a fixed number of people and every body is taken by someone still in view (used without them)"
         }
         return "frame \(frame) (t = \(time) s): \(what)"
     }
+}
+
+extension StreamWarning.Kind {
+    /// True for the problems that make a session ignore the frame (the others use it).
+    public var ignoresFrame: Bool { self == .timeBackwards || self == .timeJump || self == .outOfRange }
 }
 
 /// What a session has seen: frames, windows and the warnings by kind.
@@ -83,31 +108,51 @@ public struct StreamStatistics: Equatable, Sendable {
         if warningCounts[w.kind] == 1 { firstWarnings.append(w) }
         if w.kind == .unknownJoint && unknownNames.count < 16 && !unknownNames.contains(w.detail) { unknownNames.append(w.detail) }
     }
+
+    /// Adds what another session's statistics gained from `before` to `after` (its new first
+    /// warnings after these): keeps a sum over sessions current in O(kinds) per push.
+    mutating func add(from before: StreamStatistics, to after: StreamStatistics) {
+        frames += after.frames - before.frames
+        modelFrames += after.modelFrames - before.modelFrames
+        windows += after.windows - before.windows
+        for (k, n) in after.warningCounts where n != before.count(k) { warningCounts[k, default: 0] += n - before.count(k) }
+        for w in after.firstWarnings.dropFirst(before.firstWarnings.count) where !firstWarnings.contains(where: { $0.kind == w.kind }) {
+            firstWarnings.append(w)
+        }
+        for name in after.unknownNames.dropFirst(before.unknownNames.count) where unknownNames.count < 16 && !unknownNames.contains(name) {
+            unknownNames.append(name)
+        }
+    }
 }
 
 /// Errors of sessions and multi-track streams. Each says what to fix.
 public enum StreamError: Error, Equatable, CustomStringConvertible {
     /// A problem with a frame, under `StreamOptions.strict`.
     case rejected(StreamWarning)
-    /// The model cuts one window per whole sequence (`fit` windows): it cannot run on a stream.
-    case fitWindows
-    /// A timestamp so far after the previous one that resampling would make too many frames.
-    case timeJump(frame: Int, from: Double, to: Double)
+    /// A whole-clip (`fit` window) model whose file records no clip length (written before
+    /// format 1.3, or without the training data's clip lengths) and no `StreamOptions.clipFrames`.
+    case unknownClipLength
     /// A stride below 1.
     case invalidStride(Int)
+    /// Stream options out of their range (which, and why).
+    case invalidOptions(String)
     /// A multi-track stream already follows `limit` tracks.
-    case tooManyTracks(limit: Int, track: Int)
+    case tooManyTracks(limit: Int, track: PersonID)
+    /// Several people pushed as one frame to a session of a one-body model.
+    case onePersonPerSession(people: Int)
 
     public var description: String {
         switch self {
         case .rejected(let w): return "rejected \(w)"
-        case .fitWindows:
-            return "the model was trained on whole sequences resampled to one window (fit windows), which a stream never has; train it with sliding windows to stream"
-        case .timeJump(let f, let a, let b):
-            return "frame \(f): the timestamp jumps from \(a) s to \(b) s; timestamps must be seconds (not milliseconds or nanoseconds)"
+        case .unknownClipLength:
+            return "the model classifies whole clips (fit windows) and its file records no clip length to slide over a stream (it predates model format 1.3); "
+                + "give the training clips' typical length in frames (StreamOptions.clipFrames), or train it again with this version of fit, which records it"
         case .invalidStride(let s): return "the stride must be at least 1 frame, got \(s)"
+        case .invalidOptions(let why): return "stream options: \(why)"
         case .tooManyTracks(let limit, let track):
             return "track \(track) is one more than the \(limit) tracks followed at once (the limit is \(limit)); raise the track limit or forget unseen tracks sooner"
+        case .onePersonPerSession(let n):
+            return "\(n) people in one frame for a model of one person: give each person a session of their own (a TrackedStream does)"
         }
     }
 }
@@ -121,6 +166,12 @@ struct FrameReader {
     private var names: [String: Int] = [:]
     private let cacheLimit = 1024
 
+    /// A reader of one body's points (an interaction model's people): names, values and units, no preprocessing joints.
+    init(skeleton: Skeleton) {
+        self.skeleton = skeleton
+        required = []
+    }
+
     init(_ input: InputSpec) {
         skeleton = input.skeleton
         let s = input.skeleton
@@ -133,7 +184,7 @@ struct FrameReader {
             case .centre(let joints, _): groups.append(group(joints))
             case .scaleByTorso(let upper, let lower): groups += [group(upper), group(lower)]
             case .alignFacing(let left, let right, _): groups += [group(left), group(right)]
-            case .divide: break
+            case .divide, .fillGaps: break
             }
         }
         var seen = Set<String>()
@@ -195,6 +246,11 @@ struct FrameReader {
             warn(.nonFinite, name)
             return
         }
+        let limit = PosePoint.maxCoordinate
+        guard abs(p.x) <= limit && abs(p.y) <= limit && (D == 2 || abs(p.z) <= limit) else {
+            warn(.outOfRange, D == 2 ? "\(name) at (\(p.x), \(p.y))" : "\(name) at (\(p.x), \(p.y), \(p.z))")
+            return
+        }
         if let c = p.confidence, c <= minimumConfidence { return }
         coordinates[j * D] = p.x
         coordinates[j * D + 1] = p.y
@@ -203,8 +259,9 @@ struct FrameReader {
         confidence[j] = p.confidence ?? 1
     }
 
-    /// The missing-joint and units checks of one dense frame (thresholds as `CoordinateSpace`'s).
-    func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, warn: (StreamWarning.Kind, String) -> Void) {
+    /// The missing-joint and (with `units`) units checks of one dense frame (thresholds as
+    /// `CoordinateSpace`'s).
+    func check(coordinates: UnsafePointer<Float>, present: UnsafePointer<UInt8>, units: Bool = true, warn: (StreamWarning.Kind, String) -> Void) {
         let J = skeleton.jointCount, D = skeleton.dimensions
         var seen = 0, inUnit = true
         var lo = SIMD3<Float>(repeating: .infinity), hi = SIMD3<Float>(repeating: -.infinity)  // z stays 0 in 2D
@@ -218,7 +275,7 @@ struct FrameReader {
         }
         guard seen > 0 else { return }  // an empty pose is a real frame
         for g in required where !g.joints.contains(where: { present[$0] != 0 }) { warn(.missingJoint, g.name) }
-        guard seen >= 2 else { return }
+        guard units && seen >= 2 else { return }
         let size = (hi - lo).max()
         switch skeleton.units {
         case .pixels where D == 2 && inUnit && size < 1.5:
@@ -230,4 +287,60 @@ struct FrameReader {
         default: break
         }
     }
+}
+
+/// The time rule of a stream (docs/streaming.md, "Time"). A frame may come before the clock's
+/// time by at most `tolerance` (0 for one person's session; a multi-track stream tolerates the
+/// lines of different people slightly out of order), and after it by at most `maximumJump`.
+/// A frame further ahead is held back as a possible stray timestamp: it is ignored, and only
+/// when the next frame past the clock comes at most `maximumJump` after it (the stream really
+/// resumed later) does the clock restart, at that next frame. So one stray `1e12` costs one
+/// frame and nothing after it, a real long pause costs the first frame after it, and no push
+/// moves the clock (and the interpolation) more than `maximumJump` seconds.
+struct StreamClock {
+    enum Verdict: Equatable {
+        /// Within the rules: use the frame.
+        case accept
+        /// NaN, infinite, or too far before the clock: ignore the frame.
+        case backwards
+        /// Too far ahead: ignore the frame, remember its time.
+        case jump
+        /// Confirms the last jump: start afresh with this frame.
+        case restart
+    }
+
+    let maximumJump: Double
+    let tolerance: Double
+    /// The latest time used (nil before the first frame).
+    private(set) var time: Double?
+    /// The time of the last jump ignored since, which the next frame may confirm.
+    private var jumpedTo: Double?
+
+    init(maximumJump: Double, tolerance: Double = 0) {
+        self.maximumJump = maximumJump
+        self.tolerance = tolerance
+    }
+
+    func verdict(_ t: Double) -> Verdict {
+        guard t.isFinite else { return .backwards }
+        guard let now = time else { return .accept }
+        if t < now - tolerance { return .backwards }
+        if t - now <= maximumJump { return .accept }
+        if let j = jumpedTo, t >= j && t - j <= maximumJump { return .restart }
+        return .jump
+    }
+
+    /// Records a frame's verdict: when the frame is used (`accept`, `restart`) or ignored for
+    /// its time (`jump`; `backwards` changes nothing).
+    mutating func commit(_ v: Verdict, _ t: Double) {
+        switch v {
+        case .accept: (time, jumpedTo) = (max(time ?? t, t), nil)
+        case .restart: (time, jumpedTo) = (t, nil)
+        case .jump: jumpedTo = t
+        case .backwards: break
+        }
+    }
+
+    /// Forgets the time: the next frame starts a new stream.
+    mutating func reset() { (time, jumpedTo) = (nil, nil) }
 }

@@ -54,6 +54,11 @@ public final class AugmentedBatches: BatchSource {
     public var valuesPerWindow: Int { extractor.spec.valuesPerWindow }
     public func label(at index: Int) -> Int32 { windows.labels[index] }
 
+    /// The windows as cut, without augmentation (`WindowSet.features`).
+    public func plainFeatures(_ range: Range<Int>, into features: UnsafeMutablePointer<Float>) {
+        windows.features(range, into: features, extractor: extractor, workspace: scratch[0].features)
+    }
+
     /// The seed of window `window`'s generator in `epoch`.
     public func windowSeed(epoch: Int, window: Int) -> UInt64 {
         SeededGenerator.derive(SeededGenerator.derive(seed ^ 0x0A06_3E27, UInt64(epoch)), UInt64(window))

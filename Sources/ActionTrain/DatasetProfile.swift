@@ -31,6 +31,32 @@ public struct DatasetProfile: Equatable, Sendable {
     /// For a skeleton that names no bones: a tree of the most rigid joint pairs
     /// (`SkeletonGraph.inferred`), as `[parent, child]` names; empty when the skeleton has bones.
     public var inferredBones: [[String]]
+    /// 3D skeletons with left/right hips or shoulders: how much the direction the bodies face
+    /// varies between training sequences, in degrees: the circular standard deviation of each
+    /// sequence's mean side vector (right minus left, projected on the horizontal plane of
+    /// `verticalAxis`). Small for people facing one camera, large for views that vary. Nil
+    /// without such joints or fewer than two measurable sequences.
+    public var facingSpread: Double?
+    /// Skeletons with mirror pairs: how consistently each class moves one side of the body more
+    /// than the other (`Laterality`). Nil without mirror pairs or moving joints.
+    public var laterality: Laterality?
+    /// The share of joints absent (not seen) in the training frames, 0 to 1.
+    public var absentShare: Double
+    /// The joint pairs of the relational channel blocks for a large skeleton (`KeyJoints`), or
+    /// nil when every pair is kept.
+    public var keyPairs: [[String]]?
+
+    /// Left/right asymmetry of the movement. Per sequence `a = (L − R) / (L + R)`, with L and R
+    /// the summed frame-to-frame displacements of the left and right joints of the mirror pairs.
+    public struct Laterality: Equatable, Sendable {
+        /// Mean |a| over the sequences: 0 when both sides move alike, 1 when only one moves.
+        public var asymmetry: Double
+        /// `Σ_classes |Σ_{s ∈ class} a_s| / Σ_s |a_s|`: 1 when every class moves the same side
+        /// in all its sequences (a mirror image would change the class: "wave the left hand"),
+        /// 0 when sides are mixed within classes (left- and right-handed performers: a mirror
+        /// image keeps the class).
+        public var consistency: Double
+    }
 
     public struct Lengths: Equatable, Sendable {
         public var min: Int, median: Int, p90: Int, max: Int
@@ -41,7 +67,7 @@ public struct DatasetProfile: Equatable, Sendable {
 
     /// Profiles the labeled sequences at `indices` of `dataset`. At most `maxFrames` frames
     /// (spread evenly over the sequences) are measured for the body size, offset and spread.
-    public init(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000) {
+    public init(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000, verticalAxis: Int = 1) {
         skeleton = dataset.skeleton
         let labeled = indices.filter { dataset.sequences[$0].label != nil }
         sequences = labeled.count
@@ -58,10 +84,110 @@ public struct DatasetProfile: Equatable, Sendable {
         eventShare = labeled.isEmpty ? 0 : Double(labeled.filter { !dataset.sequences[$0].events.isEmpty }.count) / Double(labeled.count)
         (bodySize, offset, axisSpread) = Self.geometry(dataset, labeled, maxFrames: maxFrames)
         inferredBones = skeleton.bones.isEmpty ? SkeletonGraph.inferred(dataset, indices: labeled, maxFrames: maxFrames) : []
+        facingSpread = Self.facingSpread(dataset, labeled, verticalAxis: verticalAxis)
+        laterality = Self.laterality(dataset, labeled)
+        var absent = 0, total = 0
+        for i in labeled {
+            let q = dataset.sequences[i]
+            total += q.present.count
+            absent += q.present.reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
+        }
+        absentShare = total > 0 ? Double(absent) / Double(total) : 0
+        keyPairs = KeyJoints.pairs(dataset, indices: labeled)
     }
 
-    /// The median frame step of the timestamps, as frames per second.
-    static func timestampRate(_ d: Dataset, _ indices: [Int]) -> Double? {
+    /// The hip and shoulder joints of each side (`Recipe.hasFacingPairs`'s joints), as indices.
+    static func facingJoints(_ sk: Skeleton) -> (left: [Int], right: [Int]) {
+        var left: [Int] = [], right: [Int] = []
+        for pair in sk.mirrorPairs where pair.count == 2 {
+            let name = pair[0].lowercased()
+            guard name.contains("hip") || name.contains("shoulder"), let l = sk.index(of: pair[0]), let r = sk.index(of: pair[1]) else { continue }
+            left.append(l)
+            right.append(r)
+        }
+        return (left, right)
+    }
+
+    /// `facingSpread`: per sequence the sum over frames of (mean right − mean left) of the
+    /// facing joints on the two horizontal axes, its angle, then the circular standard
+    /// deviation `√(−2 ln R)` of the angles (R the length of their mean unit vector), in degrees.
+    static func facingSpread(_ d: Dataset, _ indices: [Int], verticalAxis v: Int) -> Double? {
+        let sk = d.skeleton
+        guard sk.dimensions == 3, (0..<3).contains(v) else { return nil }
+        let (left, right) = facingJoints(sk)
+        guard !left.isEmpty else { return nil }
+        let h1 = v == 0 ? 1 : 0, h2 = v == 2 ? 1 : 2
+        var c = 0.0, s = 0.0, n = 0
+        for i in indices {
+            let q = d.sequences[i], J = q.jointCount
+            var a1 = 0.0, a2 = 0.0
+            for f in 0..<q.frameCount {
+                func mean(_ joints: [Int], _ axis: Int) -> Double? {
+                    var sum = 0.0, k = 0
+                    for j in joints where q.present[f * J + j] != 0 {
+                        sum += Double(q.coordinates[(f * J + j) * 3 + axis])
+                        k += 1
+                    }
+                    return k > 0 ? sum / Double(k) : nil
+                }
+                guard let r1 = mean(right, h1), let l1 = mean(left, h1), let r2 = mean(right, h2), let l2 = mean(left, h2) else { continue }
+                a1 += r1 - l1
+                a2 += r2 - l2
+            }
+            let norm = (a1 * a1 + a2 * a2).squareRoot()
+            guard norm > 0 && norm.isFinite else { continue }
+            c += a1 / norm
+            s += a2 / norm
+            n += 1
+        }
+        guard n >= 2 else { return nil }
+        let R = min(1, (c * c + s * s).squareRoot() / Double(n))
+        guard R > 0 else { return 180 }
+        return (-2 * log(R)).squareRoot() * 180 / .pi
+    }
+
+    /// `laterality` over the labeled sequences at `indices`.
+    static func laterality(_ d: Dataset, _ indices: [Int]) -> Laterality? {
+        let sk = d.skeleton, D = sk.dimensions
+        let pairs = sk.mirrorPairs.compactMap { p -> (Int, Int)? in
+            guard p.count == 2, let l = sk.index(of: p[0]), let r = sk.index(of: p[1]) else { return nil }
+            return (l, r)
+        }
+        guard !pairs.isEmpty else { return nil }
+        var byClass: [String: Double] = [:]
+        var total = 0.0, count = 0
+        for i in indices {
+            let q = d.sequences[i], J = q.jointCount
+            guard let label = q.label else { continue }
+            var L = 0.0, R = 0.0
+            for f in 1..<max(q.frameCount, 1) {
+                func step(_ j: Int) -> Double {
+                    guard q.present[f * J + j] != 0 && q.present[(f - 1) * J + j] != 0 else { return 0 }
+                    var ss = 0.0
+                    for a in 0..<D {
+                        let v = Double(q.coordinates[(f * J + j) * D + a] - q.coordinates[((f - 1) * J + j) * D + a])
+                        ss += v * v
+                    }
+                    return ss.squareRoot()
+                }
+                for (l, r) in pairs {
+                    L += step(l)
+                    R += step(r)
+                }
+            }
+            guard L + R > 0 && (L + R).isFinite else { continue }
+            let a = (L - R) / (L + R)
+            byClass[label, default: 0] += a
+            total += abs(a)
+            count += 1
+        }
+        guard count > 0 && total > 0 else { return nil }
+        return Laterality(asymmetry: total / Double(count), consistency: byClass.values.reduce(0) { $0 + abs($1) } / total)
+    }
+
+    /// The median frame step of the timestamps of (at most 200 of) the sequences at `indices`,
+    /// as frames per second; nil without timestamps.
+    public static func timestampRate(_ d: Dataset, _ indices: [Int]) -> Double? {
         var steps: [Double] = []
         for i in indices.prefix(200) {
             guard let t = d.sequences[i].timestamps, t.count > 1 else { continue }

@@ -105,9 +105,12 @@ public enum Recipe {
             scaleText += "; the axes spread \(spreads.map { format($0) }.joined(separator: ", ")): different units? axisDivisors converts them"
         }
         var facing = ""
-        if D == 3 && hasFacingPairs(sk) {
-            _ = set("alignFacing", \.alignFacing, true)
-            facing = ", 3D with left/right hips or shoulders"
+        if D == 3 && hasFacingPairs(sk), let spread = p.facingSpread {
+            let varies = spread >= facingSpreadToAlign
+            _ = set("alignFacing", \.alignFacing, varies)
+            facing =
+                ", the direction bodies face varies by \(Int(spread.rounded()))° between sequences"
+                + (varies ? " (≥ \(Int(facingSpreadToAlign))°: views differ)" : " (< \(Int(facingSpreadToAlign))°: one view)")
         }
         note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
 
@@ -124,6 +127,29 @@ public enum Recipe {
         if !sk.bones.isEmpty || !c.graph.isEmpty { channels.append(.bones) }
         _ = set("channels", \.channels, channels)
         note("channels", bonesText)
+
+        // Members: the network over those channels, and a Fourier temporal pyramid of the
+        // joint pairs' relative positions with a linear classifier; their probabilities averaged.
+        var seen: [String] = []
+        if !explicit.contains("architecture") && !explicit.contains("streams"),
+            set("members", \.members, [.init(architecture: c.architecture, channels: c.channels), .init(architecture: .ftp, channels: [.relativePositions])])
+        {
+            seen.append("two members, probabilities averaged: \(c.architecture.rawValue) over \(show(c.channels)), and ftp over the relative positions of the joint pairs")
+        }
+        // The relational blocks of a large skeleton read its key joints' pairs; a pyramid reads
+        // filled gaps.
+        let blocks = Set(c.members.isEmpty ? c.streams.flatMap { $0 } + c.channels : c.members.flatMap(\.channels))
+        if blocks.contains(.relativePositions) || blocks.contains(.distances) {
+            if let pairs = p.keyPairs, set("pairs", \.pairs, pairs) {
+                seen.append("\(sk.jointCount) joints: the pairs of key joints (\(pairs.count), \(pairs.count * D) values a frame)")
+            } else if c.pairs.isEmpty {
+                seen.append("every joint pair (\(sk.jointCount * (sk.jointCount - 1) / 2 * D) values a frame)")
+            }
+        }
+        if p.absentShare > 0 && (c.architecture == .ftp || c.members.contains { $0.architecture == .ftp }) && set("fillGaps", \.fillGaps, true) {
+            seen.append("\(String(format: "%.1f", p.absentShare * 100))% of the joints are absent: gaps filled in time (the mask still says which were seen)")
+        }
+        note("model", seen.joined(separator: "; "))
 
         // Size: regularisation and the use of every sequence.
         let small = p.smallestClass < smallClass
@@ -185,6 +211,12 @@ public enum Recipe {
         return spreads.map { Double(Float($0)) }
     }
 
+    /// The spread of the facing direction between training sequences (degrees, circular
+    /// standard deviation; `DatasetProfile.facingSpread`) from which 3D windows are turned to
+    /// face one way (`alignFacing`). Below it the bodies face one camera and turning each window
+    /// by its own noisy hip and shoulder line only adds noise.
+    public static let facingSpreadToAlign = 35.0
+
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500
 
@@ -217,7 +249,8 @@ public enum Recipe {
     static func show<T>(_ v: T) -> String {
         switch v {
         case let list as [ChannelBlock]: return list.map(\.rawValue).joined(separator: "+")
-        case let edges as [[String]]: return "\(edges.count) edges (\(edges.prefix(3).map { $0.joined(separator: "-") }.joined(separator: ", "))\(edges.count > 3 ? ", ..." : ""))"
+        case let members as [TrainingConfig.Member]: return members.map { "\($0.architecture.rawValue):\(show($0.channels))" }.joined(separator: ",")
+        case let edges as [[String]]: return "\(edges.count) joint pairs (\(edges.prefix(3).map { $0.joined(separator: "-") }.joined(separator: ", "))\(edges.count > 3 ? ", ..." : ""))"
         case let e as any RawRepresentable: return "\(e.rawValue)"
         case let o as Double?: return o.map { format($0) } ?? "none"
         case let a as AugmentationConfig where a == standardAugmentation:

@@ -17,7 +17,22 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     public static let formatVersion = 1
     public static let fileName = "manifest.json"
 
-    public enum Role: String, Codable, Sendable { case train, validation }
+    /// `stream`: the windows of the calibration stream (the validation or training sequences
+    /// back to back, as a live session cuts them), labelled with the class playing at their
+    /// middle, for the model file's event thresholds (Pipelines' `StreamCalibration`).
+    public enum Role: String, Codable, Sendable, CaseIterable { case train, validation, stream }
+
+    /// What a model needs for streams besides the `stream` windows (`ModelHeader.Streaming`):
+    /// a whole-clip model's clip, and which sequences made the calibration stream.
+    public struct Streams: Codable, Equatable, Sendable {
+        public var clipFrames: Int?
+        public var clipFrameRate: Double?
+        /// `validation` or `training`.
+        public var sequences: String
+        public init(clipFrames: Int?, clipFrameRate: Double?, sequences: String) {
+            (self.clipFrames, self.clipFrameRate, self.sequences) = (clipFrames, clipFrameRate, sequences)
+        }
+    }
 
     /// One shard file.
     public struct Entry: Codable, Equatable, Sendable {
@@ -50,6 +65,9 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// earlier versions): a manifest that lost entries (all the validation shards, say) no
     /// longer adds up to them.
     public var totals: Totals?
+    /// The calibration stream's description (absent in manifests of earlier versions, whose
+    /// models then get no thresholds or clip length).
+    public var streams: Streams?
 
     /// How many shards and windows a role has.
     public struct Count: Codable, Equatable, Sendable {
@@ -61,8 +79,18 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     public struct Totals: Codable, Equatable, Sendable {
         public var train: Count
         public var validation: Count
-        public init(train: Count, validation: Count) { (self.train, self.validation) = (train, validation) }
-        public subscript(role: Role) -> Count { role == .train ? train : validation }
+        /// Absent in manifests of earlier versions (no stream shards).
+        public var stream: Count?
+        public init(train: Count, validation: Count, stream: Count? = nil) {
+            (self.train, self.validation, self.stream) = (train, validation, stream)
+        }
+        public subscript(role: Role) -> Count {
+            switch role {
+            case .train: return train
+            case .validation: return validation
+            case .stream: return stream ?? Count(shards: 0, windows: 0)
+            }
+        }
     }
 
     /// The totals of `shards`.
@@ -71,7 +99,8 @@ public struct ShardManifest: Codable, Equatable, Sendable {
             let e = shards.filter { $0.role == role }
             return Count(shards: e.count, windows: e.reduce(0) { $0 + $1.windows })
         }
-        return Totals(train: count(.train), validation: count(.validation))
+        let stream = count(.stream)
+        return Totals(train: count(.train), validation: count(.validation), stream: stream.shards > 0 ? stream : nil)
     }
 
     public init(
@@ -119,7 +148,7 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     public static func isShardName(_ name: String) -> Bool {
         guard name.hasSuffix(".shard") else { return false }
         let stem = name.dropLast(".shard".count)
-        for role in [Role.train, .validation] where stem.hasPrefix("\(role.rawValue)-") {
+        for role in Role.allCases where stem.hasPrefix("\(role.rawValue)-") {
             let digits = stem.dropFirst(role.rawValue.count + 1)
             return digits.count >= 5 && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
         }
@@ -133,8 +162,8 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     public func verify(directory: String) throws {
         let path = "\(directory)/\(Self.fileName)"
         func fail(_ why: String) -> ShardError { .manifestMismatch(file: path, reason: why) }
-        var next: [Role: Int] = [.train: 0, .validation: 0]
-        var sawValidation = false
+        var next: [Role: Int] = [.train: 0, .validation: 0, .stream: 0]
+        var last = Role.train
         for (k, e) in shards.enumerated() {
             guard !e.file.contains("/"), e.file != "..", e.file != "." else {
                 throw fail("entry \(k) names '\(e.file)', a path; a shard is a file in the shard directory")
@@ -144,14 +173,17 @@ public struct ShardManifest: Codable, Equatable, Sendable {
                 throw fail(
                     "entry \(k) is '\(e.file)' where \(e.role.rawValue) shard \(next[e.role]!) should be '\(expected)' (entries missing, repeated or reordered?)")
             }
-            if e.role == .validation { sawValidation = true }
-            guard e.role == .validation || !sawValidation else { throw fail("entry \(k) is a training shard after the validation shards") }
+            let order = Role.allCases
+            guard order.firstIndex(of: e.role)! >= order.firstIndex(of: last)! else {
+                throw fail("entry \(k) is a \(e.role.rawValue) shard after the \(last.rawValue) shards (training, then validation, then stream)")
+            }
+            last = e.role
             guard e.windows > 0, e.bytes > 0 else { throw fail("entry \(k) ('\(e.file)') lists \(e.windows) windows in \(e.bytes) bytes") }
             next[e.role]! += 1
         }
         if let totals {
             let found = Self.totals(of: shards)
-            for role in [Role.train, .validation] where found[role] != totals[role] {
+            for role in Role.allCases where found[role] != totals[role] {
                 throw fail(
                     "\(found[role].shards) \(role.rawValue) shards of \(found[role].windows) windows are listed, the conversion wrote \(totals[role].shards) of \(totals[role].windows) (entries removed?)"
                 )

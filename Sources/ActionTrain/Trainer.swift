@@ -14,6 +14,17 @@ public protocol BatchSource {
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>)
     /// The label of window `index` (without building its features).
     func label(at index: Int) -> Int32
+    /// Writes the windows `range` as they are, without augmentation, in `features [range.count,
+    /// valuesPerWindow]` (what `standardize` layers are calibrated on). By default `fill`'s
+    /// windows of epoch 1 (a source that does not augment).
+    func plainFeatures(_ range: Range<Int>, into features: UnsafeMutablePointer<Float>)
+}
+
+extension BatchSource {
+    public func plainFeatures(_ range: Range<Int>, into features: UnsafeMutablePointer<Float>) {
+        var labels = [Int32](repeating: 0, count: range.count)
+        labels.withUnsafeMutableBufferPointer { fill(indices: ArraySlice(range), epoch: 1, features: features, labels: $0.baseAddress!) }
+    }
 }
 
 /// Training data in network-input form: `features [count, valuesPerWindow]`, `labels [count]`.

@@ -15,6 +15,49 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         /// over the skeleton's joints and a per-joint convolution over time, global average
         /// pooling over time, linear.
         case stgcn
+        /// Fourier temporal pyramid: the magnitudes of the lowest `ftpCoefficients` frequencies
+        /// of every channel over 1, 2 and 4 time segments (`fourierPyramid`; `pyramid` gives
+        /// other levels), standardised with statistics of the training windows
+        /// (`standardize`, calibrated when training starts), then `linear` to the classes.
+        case ftp
+    }
+
+    /// One member of a model of mixed members (`members`): an architecture over its own channel
+    /// blocks. JSON: `{"architecture": "ftp", "channels": ["relativePositions"]}` (both keys,
+    /// no others: every other key is the run's).
+    public struct Member: Codable, Hashable, Sendable, CustomStringConvertible {
+        public var architecture: Architecture
+        public var channels: [ChannelBlock]
+
+        public init(architecture: Architecture, channels: [ChannelBlock]) {
+            self.architecture = architecture
+            self.channels = channels
+        }
+
+        private enum CodingKeys: String, CodingKey, CaseIterable { case architecture, channels }
+        private struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        public init(from decoder: Decoder) throws {
+            let all = try decoder.container(keyedBy: AnyKey.self)
+            let known = Set(CodingKeys.allCases.map(\.rawValue))
+            if let unknown = all.allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+                throw DecodingError.dataCorrupted(
+                    .init(
+                        codingPath: decoder.codingPath,
+                        debugDescription: "a member has the unknown key '\(unknown)'; it takes architecture and channels (every other key is the run's)"))
+            }
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            architecture = try c.decode(Architecture.self, forKey: .architecture)
+            channels = try c.decode([ChannelBlock].self, forKey: .channels)
+        }
+
+        /// `tcn:coordinates+mask+bones` (the command line's form).
+        public var description: String { architecture.rawValue + ":" + channels.map(\.rawValue).joined(separator: "+") }
     }
 
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
@@ -94,6 +137,17 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// skeleton's bones. For a skeleton that names no bones they are also its bones (the `bones`
     /// channel block, and the skeleton of the model written); the recipe infers them from the data.
     public var graph: [[String]] = []
+    /// The joint pairs of the relational channel blocks (`relativePositions`, `distances`), as
+    /// joint-name pairs `[a, b]` (the value is `c[b] − c[a]`): e.g. within each body and between
+    /// the bodies' key joints of a 2-body model. Empty: every pair of the skeleton's joints.
+    public var pairs: [[String]] = []
+    /// The TCN's and ST-GCN's pooling over time: empty for the global mean, else the levels of a
+    /// temporal pyramid (`temporalPyramidPool`, e.g. `[1, 2, 4]`: the mean over the whole window,
+    /// its halves and its quarters, side by side).
+    public var pyramid: [Int] = []
+    /// Frequencies per segment of the `ftp` architecture's Fourier temporal pyramid (DC
+    /// included), 1 to 64.
+    public var ftpCoefficients: Int = 4
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -108,6 +162,14 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// (`averageProbabilities`). The input holds the union of the blocks, in order of first
     /// appearance, instead of `channels`. Empty: one network over `channels`.
     public var streams: [[ChannelBlock]] = []
+    /// Models of mixed members: one member per entry, each its own architecture over its own
+    /// channel blocks (e.g. a `tcn` over coordinates, mask and bones and an `ftp` over
+    /// relativePositions), every other key shared; their class probabilities are averaged
+    /// (`averageProbabilities`, each member trained on its own loss, as `streams` are). The
+    /// input holds the union of the members' blocks, in order of first appearance, instead of
+    /// `channels`, and `architecture` is not used. One member is that architecture over its
+    /// blocks. Empty: one network (or `streams`); not together with `streams`.
+    public var members: [Member] = []
     /// Test-time flip averaging: the model written averages its probabilities on each window
     /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
     /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
@@ -132,6 +194,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Sequences with labeled events give one window centred on each event (Apple's throw
     /// classifier: 45 frames around the throw) instead of sliding windows.
     public var useEvents: Bool = false
+    /// Fill each joint's gaps in time inside every window before anything else (the
+    /// `fillGaps` step: linear between the frames where it was seen, the nearest seen value at
+    /// the ends); the `mask` and `confidence` blocks still report filled points as not seen.
+    public var fillGaps: Bool = false
     /// Where coordinates are centred: the skeleton's centre joints over the window, per frame,
     /// or not at all.
     public var centring: InputSpec.Centring = .window
@@ -209,6 +275,76 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
 
     public init() {}
 
+    /// Reads a config (`config.json`, a checkpoint's, a config file after the defaults): every
+    /// key is optional and a missing one keeps its default, so that the config of a run written
+    /// before a key existed still decodes (`fit --resume` of an old run folder) and means what it
+    /// did. A new key needs its line here (`TrainingConfigTests` fails without it).
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        func read<T: Decodable>(_ key: CodingKeys, _ value: inout T) throws {
+            if let v = try c.decodeIfPresent(T.self, forKey: key) { value = v }
+        }
+        try read(.recipe, &recipe)
+        try read(.architecture, &architecture)
+        try read(.hidden, &hidden)
+        try read(.widths, &widths)
+        try read(.kernel, &kernel)
+        try read(.graph, &graph)
+        try read(.pairs, &pairs)
+        try read(.pyramid, &pyramid)
+        try read(.ftpCoefficients, &ftpCoefficients)
+        try read(.dilationBase, &dilationBase)
+        try read(.residual, &residual)
+        try read(.activation, &activation)
+        try read(.normalization, &normalization)
+        try read(.dropout, &dropout)
+        try read(.streams, &streams)
+        try read(.members, &members)
+        try read(.testTimeFlip, &testTimeFlip)
+        try read(.ensemble, &ensemble)
+        try read(.windowFrames, &windowFrames)
+        try read(.windowStride, &windowStride)
+        try read(.windowMode, &windowMode)
+        try read(.frameRate, &frameRate)
+        try read(.channels, &channels)
+        try read(.windowPadding, &windowPadding)
+        try read(.useEvents, &useEvents)
+        try read(.fillGaps, &fillGaps)
+        try read(.centring, &centring)
+        try read(.scaling, &scaling)
+        try read(.scaleDivisor, &scaleDivisor)
+        try read(.axisDivisors, &axisDivisors)
+        try read(.alignFacing, &alignFacing)
+        try read(.verticalAxis, &verticalAxis)
+        try read(.augmentation, &augmentation)
+        try read(.validationFraction, &validationFraction)
+        try read(.epochs, &epochs)
+        try read(.batchSize, &batchSize)
+        try read(.accumulate, &accumulate)
+        try read(.optimizer, &optimizer)
+        try read(.learningRate, &learningRate)
+        try read(.momentum, &momentum)
+        try read(.nesterov, &nesterov)
+        try read(.beta1, &beta1)
+        try read(.beta2, &beta2)
+        try read(.epsilon, &epsilon)
+        try read(.weightDecay, &weightDecay)
+        try read(.gradientClipNorm, &gradientClipNorm)
+        try read(.schedule, &schedule)
+        try read(.warmupEpochs, &warmupEpochs)
+        try read(.stepEpochs, &stepEpochs)
+        try read(.gamma, &gamma)
+        try read(.minLearningRate, &minLearningRate)
+        try read(.averageEpochs, &averageEpochs)
+        try read(.labelSmoothing, &labelSmoothing)
+        try read(.classWeights, &classWeights)
+        try read(.monitor, &monitor)
+        try read(.patience, &patience)
+        try read(.minDelta, &minDelta)
+        try read(.seed, &seed)
+        try read(.threads, &threads)
+    }
+
     /// Checks ranges; the message says which field to fix and what is allowed.
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
@@ -280,9 +416,53 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             throw bad("streams", "are not available with architecture stgcn (it reads every joint-indexed channel block itself)")
         }
         guard streams.allSatisfy({ !$0.isEmpty }) else { throw bad("streams", "each stream needs at least one channel block, got \(streams)") }
+        guard members.isEmpty || streams.isEmpty else {
+            throw bad("members", "and streams cannot be given together: members are streams whose architectures may differ; give one")
+        }
+        for (m, member) in members.enumerated() {
+            guard !member.channels.isEmpty else { throw bad("members", "member \(m + 1) (\(member)) needs at least one channel block") }
+            guard Set(member.channels).count == member.channels.count else {
+                throw bad("members", "member \(m + 1) (\(member)) lists a channel block twice")
+            }
+        }
+        guard (1...FourierPyramidKind.maxCoefficients).contains(ftpCoefficients) else {
+            throw bad("ftpCoefficients", "must be in [1, \(FourierPyramidKind.maxCoefficients)], got \(ftpCoefficients)")
+        }
+        if usesArchitecture(.ftp) && pyramid.isEmpty && windowFrames < 4 {
+            throw bad("windowFrames", "must be at least 4 for the ftp architecture's pyramid levels 1, 2, 4 (or give pyramid), got \(windowFrames)")
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
+        guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
+            throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
+        }
+        guard pyramid.count <= TemporalPyramidPoolKind.maxLevels else {
+            throw bad("pyramid", "may list at most \(TemporalPyramidPoolKind.maxLevels) levels, got \(pyramid.count)")
+        }
+        guard pairs.isEmpty || inputBlocks.contains(where: { $0.kind.readsPairs }) else {
+            let readers = ChannelBlocks.all.filter { $0.readsPairs }.map { $0.name }
+            let key = !members.isEmpty ? "members" : streams.isEmpty ? "channels" : "streams"
+            throw bad("pairs", "no channel block reads them: add \(readers.joined(separator: " or ")) to \(key)")
+        }
         guard (0..<3).contains(verticalAxis) else { throw bad("verticalAxis", "must be 0, 1 or 2, got \(verticalAxis)") }
         do { try augmentation.validate() } catch let e as AugmentationError { throw bad("augmentation", "\(e)") }
+    }
+
+    /// The channel blocks of the input: the union of the members' or the streams' blocks in
+    /// order of first appearance, else `channels`.
+    public var inputBlocks: [ChannelBlock] {
+        let listed = !members.isEmpty ? members.flatMap(\.channels) : streams.isEmpty ? channels : streams.flatMap { $0 }
+        return listed.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
+    }
+
+    /// The model family in a few words: the architecture, or the members
+    /// (`members tcn:coordinates+mask, ftp:relativePositions`).
+    public var modelName: String {
+        members.isEmpty ? architecture.rawValue : "members " + members.map(\.description).joined(separator: ", ")
+    }
+
+    /// Whether the network has `architecture` (at the top, or as a member's).
+    public func usesArchitecture(_ a: Architecture) -> Bool {
+        members.isEmpty ? architecture == a : members.contains { $0.architecture == a }
     }
 
     /// The input description for a dataset's skeleton: window, preprocessing steps and channels.
@@ -299,11 +479,20 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec = try InputSpec.standard(
                 for: skeleton, window: window, centring: centring, scaling: scaling, imageSize: imageSize, channels: channels,
                 divisor: scaleDivisor, axisDivisors: axisDivisors)
-            if !streams.isEmpty {
-                spec.channels = streams.flatMap { $0 }.reduce(into: []) { all, b in if !all.contains(b) { all.append(b) } }
+            if !streams.isEmpty || !members.isEmpty {
+                spec.channels = inputBlocks
+                try spec.validate()
+            }
+            if fillGaps {
+                spec.steps.insert(.fillGaps, at: 0)
+                try spec.validate()
+            }
+            if !pairs.isEmpty {
+                spec.pairs = pairs
                 try spec.validate()
             }
         } catch let e as InputSpecError {
+            if case .pairs(let why) = e { throw TrainingError.invalidConfig(field: "pairs", reason: "\(why)") }
             throw TrainingError.invalidConfig(field: "centring/scaling/channels", reason: "do not fit skeleton '\(skeleton.name)': \(e)")
         }
         if alignFacing {
@@ -318,7 +507,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             spec.steps.append(.alignFacing(left: left, right: right, verticalAxis: verticalAxis))
             try spec.validate()
         }
-        if architecture == .stgcn { _ = try graphLayers(for: spec, classes: 1) }
+        if members.isEmpty && architecture == .stgcn { _ = try graphLayers(for: spec, classes: 1) }
+        if !members.isEmpty { _ = try layers(for: spec, classes: 1) }  // each member's blocks fit its architecture
         if testTimeFlip {
             do { _ = try spec.mirrorImage() } catch { throw TrainingError.invalidConfig(field: "testTimeFlip", reason: "does not fit: \(error)") }
         }
@@ -328,22 +518,52 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// The layers to train for `input` (built by `inputSpec(for:imageSize:)`) and `classes`
     /// outputs: `layers(input:classes:)` over the whole input, the graph network of `stgcn`
     /// (`graphLayers(for:classes:)`), or with `streams` an `averageProbabilities` whose member m
-    /// is `selectChannels` (its blocks' channels) and `layers(input:classes:)` over them.
-    /// `testTimeFlip` is applied when the model is written (`flipped(_:input:)`), not here.
+    /// is `selectChannels` (its blocks' channels) and `layers(input:classes:)` over them; with
+    /// `members` the same with each member's own architecture (a `stgcn` member's joint-major
+    /// gather picks from its blocks' channels), and one member alone is its layers over the
+    /// input. `ftp` layers hold an uncalibrated `standardize` (training calibrates it:
+    /// `StandardizeCalibration`). `testTimeFlip` is applied when the model is written
+    /// (`flipped(_:input:)`), not here.
     public func layers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
         let T = input.window.frames
+        if !members.isEmpty { return try memberLayers(for: input, classes: classes) }
         if architecture == .stgcn { return try graphLayers(for: input, classes: classes) }
         guard !streams.isEmpty else { return try layers(input: Shape(time: T, channels: input.channelsPerFrame), classes: classes) }
-        var offsets: [ChannelBlock: Range<Int>] = [:], at = 0
-        for b in input.channels {
-            offsets[b] = at..<(at + b.width(input.skeleton))
-            at += b.width(input.skeleton)
-        }
+        var offsets: [ChannelBlock: Range<Int>] = [:]
+        for (b, at, width) in input.channelLayout { offsets[b] = at..<(at + width) }
         let members = try streams.map { blocks -> [LayerSpec] in
             let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
             return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
         }
         return [.averageProbabilities(members)]
+    }
+
+    /// `layers(for:classes:)` with `members`.
+    private func memberLayers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
+        var offsets: [ChannelBlock: Range<Int>] = [:]
+        for (b, at, width) in input.channelLayout { offsets[b] = at..<(at + width) }
+        let all = Array(0..<input.channelsPerFrame)
+        let specs = try members.enumerated().map { m, member -> [LayerSpec] in
+            var c = self
+            c.members = []
+            c.architecture = member.architecture
+            let picked = member.channels.flatMap { offsets[$0].map(Array.init) ?? [] }
+            if member.architecture == .stgcn {
+                var own = input
+                own.channels = member.channels
+                do {
+                    var layers = try c.graphLayers(for: own, classes: classes)
+                    guard let gather = layers.first?.kind as? SelectChannelsKind else { return layers }
+                    layers[0] = .selectChannels(gather.channels.map { picked[$0] })
+                    return layers
+                } catch TrainingError.invalidConfig(_, let reason) {
+                    throw TrainingError.invalidConfig(field: "members", reason: "member \(m + 1) (\(member)): \(reason)")
+                }
+            }
+            let layers = try c.layers(input: Shape(time: input.window.frames, channels: picked.count), classes: classes)
+            return picked == all ? layers : [.selectChannels(picked)] + layers
+        }
+        return specs.count == 1 ? specs[0] : [.averageProbabilities(specs)]
     }
 
     /// The `stgcn` network for `input`: `selectChannels` puts each joint's values of the
@@ -355,6 +575,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// and `linear` from the joints' channels to the classes. Throws when the skeleton gives no
     /// graph or the channels no joint-indexed block.
     public func graphLayers(for input: InputSpec, classes: Int) throws -> [LayerSpec] {
+        let (pool, segments) = pooling
         let graph = try SkeletonGraph(skeleton: input.skeleton, edges: self.graph)
         let (gather, perJoint) = try Self.jointMajorChannels(input)
         let J = input.skeleton.jointCount
@@ -377,32 +598,35 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             }
             width = w
         }
-        specs += [.globalAveragePool, .linear(inputs: J * width, outputs: classes)]
+        specs += [pool, .linear(inputs: J * width * segments, outputs: classes)]
         return specs
     }
 
+    /// The pooling over time of the convolutional families and the segments it gives.
+    var pooling: (LayerSpec, Int) {
+        pyramid.isEmpty ? (.globalAveragePool, 1) : (.temporalPyramidPool(levels: pyramid), pyramid.reduce(0, +))
+    }
+
     /// The input channels joint by joint: for each joint, its values in each joint-indexed
-    /// block (coordinates and motion: its dimensions; mask and confidence: one value), in the
-    /// blocks' order; `bones` are left out (the graph convolution sees neighbours itself).
-    /// Returns the channel indices and their count per joint.
+    /// block (`ChannelBlockKind.valuesPerJoint`: coordinates and motion its dimensions, mask and
+    /// confidence one value), in the blocks' order; the other blocks (`bones`, the pairs) are
+    /// left out (the graph convolution sees neighbours itself). Returns the channel indices and
+    /// their count per joint.
     static func jointMajorChannels(_ input: InputSpec) throws -> (channels: [Int], perJoint: Int) {
-        let sk = input.skeleton
-        let D = sk.dimensions
+        let blocks = try input.resolvedBlocks()
         var channels: [Int] = []
-        for j in 0..<sk.jointCount {
-            for (block, offset) in input.channelLayout.map({ ($0.block, $0.offset) }) {
-                switch block {
-                case .coordinates, .motion: channels += (0..<D).map { offset + j * D + $0 }
-                case .mask, .confidence: channels.append(offset + j)
-                case .bones: break
-                }
+        for j in 0..<input.skeleton.jointCount {
+            for (block, offset) in blocks {
+                let n = block.valuesPerJoint
+                channels += (0..<n).map { offset + j * n + $0 }
             }
         }
         guard !channels.isEmpty else {
+            let perJoint = ChannelBlocks.all.filter { ((try? $0.init(input: input))?.valuesPerJoint ?? 0) > 0 }.map { $0.name }
             throw TrainingError.invalidConfig(
-                field: "channels", reason: "gives architecture stgcn no per-joint values: add coordinates, motion, mask or confidence")
+                field: "channels", reason: "gives architecture stgcn no per-joint values: add \(perJoint.joined(separator: ", "))")
         }
-        return (channels, channels.count / sk.jointCount)
+        return (channels, channels.count / input.skeleton.jointCount)
     }
 
     /// The layers of the model to write: `trained` itself, or wrapped in `flipAverage` over the
@@ -426,7 +650,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     ///   Recurrent Networks for Sequence Modeling", with non-causal padding); then
     ///   `globalAveragePool` and `linear` to the classes.
     /// - stgcn: needs the skeleton, so it is built by `layers(for:classes:)`; here it throws.
+    /// - ftp: `fourierPyramid(levels: pyramid or [1, 2, 4], coefficients: ftpCoefficients)`,
+    ///   `standardize` (uncalibrated), `linear` to the classes.
     public func layers(input: Shape, classes: Int) throws -> [LayerSpec] {
+        let (pool, segments) = pooling
         let act: LayerSpec = activation == .relu ? .relu : .gelu
         func norm(_ c: Int) -> [LayerSpec] { normalization == .layerNorm ? [.layerNorm(channels: c, epsilon: 1e-5)] : [] }
         let drop: [LayerSpec] = dropout > 0 ? [.dropout(rate: dropout)] : []
@@ -460,10 +687,17 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
                 width = w
                 dilation *= dilationBase
             }
-            specs += [.globalAveragePool, .linear(inputs: width, outputs: classes)]
+            specs += [pool, .linear(inputs: width * segments, outputs: classes)]
             return specs
         case .stgcn:
             throw TrainingError.invalidConfig(field: "architecture", reason: "stgcn is built from the input's skeleton (layers(for:classes:))")
+        case .ftp:
+            let levels = pyramid.isEmpty ? [1, 2, 4] : pyramid
+            let features = input.channels * levels.reduce(0, +) * ftpCoefficients
+            return [
+                .fourierPyramid(levels: levels, coefficients: ftpCoefficients), .standardize(),
+                .linear(inputs: features, outputs: classes),
+            ]
         }
     }
 

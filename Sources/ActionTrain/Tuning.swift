@@ -5,13 +5,21 @@ import PoseCore
 /// The search behind `actiontrain tune`: candidate configs scored by group-aware k-fold
 /// cross-validation on the training split only, within a time budget.
 ///
-/// The search is greedy in two rounds, so that a budget of a few minutes covers it:
-/// 1. the base config (the recipe) and each single change from `Tuning.changes` that applies;
-/// 2. the base with every change that beat it in round 1 combined, then the best single change.
-/// A candidate's score is its mean sequence accuracy over the folds; a challenger must beat
-/// the incumbent by more than `margin` to win, so ties go to the simpler config. Every trial
-/// (candidate × fold) is a job for `run`; where it runs (this process, another rank) is the
-/// caller's business.
+/// Successive halving (Jamieson & Talwalkar 2016; Li et al. 2018, "Hyperband"), so that a
+/// budget of minutes screens many candidates:
+/// 1. rung 0: the base config (the recipe) and each single change from `Tuning.changes` that
+///    applies, every one trained for a short share of its epochs (`Plan.rungs[0]`, the learning-rate
+///    schedule compressed to them) on every fold;
+/// 2. the best `Plan.keep` share of the challengers by mean fold score go on to the next rung
+///    (more epochs), again on every fold, until the last rung trains the full epochs; the base
+///    config runs at every rung (the yardstick);
+/// 3. at the last rung the challengers that beat the base by more than `margin` are also tried
+///    together (one candidate);
+/// 4. the best challenger at the last rung must then beat the base again on `confirmationFolds`
+///    (other folds, other seeds): a winner has to win across repeated folds, not on one split.
+/// A candidate's score is its mean sequence accuracy over the folds; ties go to the base (the
+/// simpler config). Every trial (candidate × rung × fold) is a job for `run`; results already
+/// known (a resumed search) come from `known`, so a search is deterministic and resumable.
 public enum Tuning {
     /// One change to a config: a name for the table and the keys it sets.
     public struct Change: Sendable {
@@ -40,18 +48,60 @@ public enum Tuning {
         }
     }
 
-    /// One scored candidate: fold scores in fold order (nil where the budget ran out).
+    /// How hard the search screens: the share of the epochs at each rung and the share of the
+    /// challengers that go on.
+    public struct Plan: Sendable, Equatable {
+        /// Increasing shares of the candidates' epochs, the last 1.
+        public var rungs: [Double]
+        /// The share of a rung's challengers (at least one) trained at the next rung.
+        public var keep: Double
+        /// Epochs a screening fit trains at least.
+        public var minimumEpochs: Int
+
+        /// Three rungs, a third kept each time (η = 3): n candidates cost about n/3 full fits
+        /// per fold instead of n.
+        public static let standard = Plan(rungs: [1.0 / 9, 1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 4)
+        /// Every candidate at full length (no screening).
+        public static let exhaustive = Plan(rungs: [1], keep: 1, minimumEpochs: 1)
+
+        public init(rungs: [Double], keep: Double, minimumEpochs: Int) {
+            self.rungs = rungs
+            self.keep = keep
+            self.minimumEpochs = minimumEpochs
+        }
+
+        /// `config` shortened for rung `r`: its epochs (and warm-up) scaled by the rung's share.
+        public func config(_ config: TrainingConfig, rung r: Int) -> TrainingConfig {
+            guard rungs[r] < 1 else { return config }
+            var c = config
+            c.epochs = max(min(minimumEpochs, config.epochs), Int((Double(config.epochs) * rungs[r]).rounded()))
+            c.warmupEpochs = min(c.epochs - 1, Int((Double(config.warmupEpochs) * rungs[r]).rounded()))
+            c.averageEpochs = min(c.averageEpochs * rungs[r], Double(c.epochs))
+            return c
+        }
+    }
+
+    /// One scored candidate at one rung: fold scores in fold order (nil where the budget ran
+    /// out). `confirmation` results are on the confirmation folds.
     public struct Result: Sendable {
         public var candidate: Candidate
+        public var rung: Int
+        public var epochs: Int
+        public var confirmation: Bool
         public var foldScores: [Double?]
         public var seconds: Double
 
-        public init(candidate: Candidate, foldScores: [Double?], seconds: Double) {
+        public init(
+            candidate: Candidate, rung: Int = 0, epochs: Int? = nil, confirmation: Bool = false, foldScores: [Double?], seconds: Double
+        ) {
             self.candidate = candidate
+            self.rung = rung
+            self.epochs = epochs ?? candidate.config.epochs
+            self.confirmation = confirmation
             self.foldScores = foldScores
             self.seconds = seconds
         }
-        /// Mean over the folds that ran; nil when not every fold ran.
+        /// Mean over the folds; nil when not every fold ran.
         public var score: Double? {
             let s = foldScores.compactMap { $0 }
             return s.count == foldScores.count && !s.isEmpty ? s.reduce(0, +) / Double(s.count) : nil
@@ -64,38 +114,239 @@ public enum Tuning {
         }
     }
 
+    /// A candidate the budget left out, and the seconds its remaining trials were expected to take.
+    public struct Skipped: Sendable, Equatable {
+        public var name: String
+        public var rung: Int
+        public var seconds: Double
+    }
+
     /// What the search ended with.
     public struct Outcome: Sendable {
         public var results: [Result]
-        /// Index into `results` of the chosen candidate.
+        /// Index into `results` of the chosen candidate (a full-length result).
         public var chosen: Int
         public var stoppedByBudget: Bool
         public var folds: [Fold]
+        /// What the budget left out, in the order it would have run.
+        public var skipped: [Skipped]
+        /// Why the chosen candidate was chosen (for the table's footer).
+        public var verdict: String
 
-        public init(results: [Result], chosen: Int, stoppedByBudget: Bool, folds: [Fold]) {
+        public init(
+            results: [Result], chosen: Int, stoppedByBudget: Bool, folds: [Fold], skipped: [Skipped] = [], verdict: String = ""
+        ) {
             self.results = results
             self.chosen = chosen
             self.stoppedByBudget = stoppedByBudget
             self.folds = folds
+            self.skipped = skipped
+            self.verdict = verdict
         }
     }
 
     public enum Event: Sendable {
-        case trial(candidate: String, fold: Int, folds: Int, score: Double, seconds: Double)
+        /// A trial finished (`cached`: its score came from `known`); `key` is its `trialKey`.
+        case trial(candidate: String, rung: Int, fold: Int, folds: Int, score: Double, seconds: Double, key: String, cached: Bool)
         case candidate(Result)
+    }
+
+    /// A trial's identity for resuming: the candidate's config (with the rung's epochs and the
+    /// fold's seed), the fold and which fold set.
+    public static func trialKey(_ config: TrainingConfig, fold: Fold, confirmation: Bool) -> String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        let json = (try? e.encode(config)).map { String(decoding: $0, as: UTF8.self) } ?? "\(config)"
+        return "\(confirmation ? "c" : "f")\(fold.name):\(FNV1a64.text(of: Array(json.utf8)))"
+    }
+
+    /// Runs the search. `run(config, fold)` trains on the fold's training indices and returns
+    /// the sequence accuracy on its test indices; `known` answers trials already run (by
+    /// `trialKey`). `budget` is in seconds (nil: no limit); a candidate's rung is not started
+    /// when its expected time would pass it (the time per epoch measured so far), and is
+    /// listed in `skipped`.
+    public static func search(
+        base: TrainingConfig, changes: [Change], explicit: Set<String>, folds: [Fold], confirmationFolds: [Fold] = [],
+        plan: Plan = .standard, budget: Double?, margin: Double = 0.005, known: [String: Double] = [:],
+        shouldStop: () -> Bool = { false }, onEvent: (Event) -> Void = { _ in },
+        run: (TrainingConfig, Fold) throws -> Double
+    ) throws -> Outcome {
+        let start = Date()
+        var results: [Result] = []
+        var skipped: [Skipped] = []
+        var stopped = false
+        /// Seconds per epoch of a fold's fit, per candidate name (the largest seen), and overall.
+        var perEpoch: [String: Double] = [:]
+        var slowest = 0.0
+        /// Trials run in this search: one that recurs (a config whose screening length is its full
+        /// length) runs once.
+        var ran: [String: Double] = [:]
+        func spent() -> Double { Date().timeIntervalSince(start) }
+        func expected(_ c: Candidate, epochs: Int, folds n: Int) -> Double {
+            (perEpoch[c.name] ?? slowest) * Double(epochs * n)
+        }
+
+        /// Scores `candidate` at rung `r` on `folds`, or returns nil when out of time.
+        func evaluate(_ candidate: Candidate, rung r: Int, on folds: [Fold], confirmation: Bool = false) throws -> Result? {
+            let config = plan.config(candidate.config, rung: r)
+            if shouldStop() { stopped = true }
+            if let budget, spent() + expected(candidate, epochs: config.epochs, folds: folds.count) > budget { stopped = true }
+            if stopped {
+                skipped.append(Skipped(name: candidate.name, rung: r, seconds: expected(candidate, epochs: config.epochs, folds: folds.count)))
+                return nil
+            }
+            var scores: [Double?] = []
+            let t0 = Date()
+            for (k, fold) in folds.enumerated() {
+                let t = Date()
+                var c = config
+                c.seed = config.seed &+ UInt64(k) &+ (confirmation ? 1000 : 0)
+                let key = trialKey(c, fold: fold, confirmation: confirmation)
+                let s: Double
+                var fresh = false
+                if let cached = known[key] ?? ran[key] {
+                    s = cached
+                } else {
+                    s = try run(c, fold)
+                    ran[key] = s
+                    fresh = true
+                    let secs = Date().timeIntervalSince(t)
+                    perEpoch[candidate.name] = max(perEpoch[candidate.name] ?? 0, secs / Double(max(1, c.epochs)))
+                    slowest = max(slowest, perEpoch[candidate.name]!)
+                }
+                scores.append(s)
+                onEvent(
+                    .trial(
+                        candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: Date().timeIntervalSince(t),
+                        key: key, cached: !fresh))
+            }
+            let result = Result(
+                candidate: candidate, rung: r, epochs: config.epochs, confirmation: confirmation, foldScores: scores,
+                seconds: Date().timeIntervalSince(t0))
+            results.append(result)
+            onEvent(.candidate(result))
+            return result
+        }
+
+        let usable = changes.filter { Set($0.keys).isDisjoint(with: explicit) }
+        func candidate(_ applied: [Change]) -> Candidate {
+            var c = base
+            for ch in applied { ch.apply(&c) }
+            return Candidate(
+                name: applied.isEmpty ? "recipe" : applied.map(\.name).joined(separator: ", "), config: c,
+                changes: applied.map(\.name))
+        }
+        let recipe = candidate([])
+        let last = plan.rungs.count - 1
+        var alive: [(Change, Candidate)] = usable.map { ($0, candidate([$0])) }
+        var baseline: Result? = nil
+        var finalists: [(Change, Result)] = []
+        for r in 0...last {
+            if let b = try evaluate(recipe, rung: r, on: folds) { baseline = b }
+            var scored: [(Change, Candidate, Double)] = []
+            for (change, c) in alive {
+                guard let res = try evaluate(c, rung: r, on: folds), let s = res.score else { continue }
+                scored.append((change, c, s))
+                if r == last { finalists.append((change, res)) }
+            }
+            if stopped { break }  // what this rung left out is listed in `skipped`
+            if r < last {
+                // The better share goes on; equal scores keep their order (deterministic).
+                let ranked = scored.enumerated().sorted { $0.element.2 != $1.element.2 ? $0.element.2 > $1.element.2 : $0.offset < $1.offset }
+                let n = max(1, Int((Double(scored.count) * plan.keep).rounded(.up)))
+                alive = ranked.prefix(n).map { ($0.element.0, $0.element.1) }
+            }
+        }
+        var chosen: Int? = nil
+        var verdict = "the recipe: no change was scored at full length"
+        if let b = baseline, b.rung == last, let bs = b.score {
+            chosen = results.firstIndex { $0.rung == last && $0.candidate.name == "recipe" && !$0.confirmation }
+            verdict = "the recipe: no change beat it by more than \(String(format: "%.3f", margin))"
+            var contenders = finalists.compactMap { f -> (Change, Result, Double)? in
+                guard let s = f.1.score, s > bs + margin else { return nil }
+                return (f.0, f.1, s)
+            }
+            if contenders.count > 1 && !stopped {
+                let together = contenders.sorted { $0.2 > $1.2 }.map(\.0)
+                if let res = try evaluate(candidate(together), rung: last, on: folds), let s = res.score, s > bs + margin {
+                    contenders.append((together[0], res, s))
+                }
+            }
+            // The best full-length challenger, then the same comparison on other folds.
+            if let best = contenders.enumerated().max(by: { $0.element.2 != $1.element.2 ? $0.element.2 < $1.element.2 : $0.offset > $1.offset })?.element {
+                let bestIndex = results.firstIndex { $0.candidate.name == best.1.candidate.name && $0.rung == last && !$0.confirmation }!
+                if confirmationFolds.isEmpty {
+                    chosen = bestIndex
+                    verdict = "\(best.1.candidate.name): beat the recipe by \(String(format: "%.3f", best.2 - bs)) (no confirmation folds)"
+                } else if let rc = try evaluate(recipe, rung: last, on: confirmationFolds, confirmation: true),
+                    let cc = try evaluate(best.1.candidate, rung: last, on: confirmationFolds, confirmation: true),
+                    let rcs = rc.score, let ccs = cc.score
+                {
+                    let all = (best.2 + ccs) / 2 - (bs + rcs) / 2
+                    if all > margin && ccs >= rcs {
+                        chosen = bestIndex
+                        verdict = "\(best.1.candidate.name): beat the recipe by \(String(format: "%.3f", best.2 - bs)) and again by \(String(format: "%.3f", ccs - rcs)) on other folds"
+                    } else {
+                        verdict = "the recipe: \(best.1.candidate.name) beat it by \(String(format: "%.3f", best.2 - bs)) but by \(String(format: "%.3f", ccs - rcs)) on other folds"
+                    }
+                } else {
+                    verdict = "the recipe: the time ran out before \(best.1.candidate.name) was confirmed on other folds"
+                }
+            }
+        }
+        return Outcome(
+            results: results, chosen: chosen ?? results.firstIndex { $0.candidate.name == "recipe" } ?? 0, stoppedByBudget: stopped,
+            folds: folds, skipped: skipped, verdict: verdict)
     }
 
     /// The changes tried around a recipe, for a dataset whose skeleton is `skeleton`. Each
     /// names what it changes; one whose keys the user set is left out by `search`.
     public static func changes(for skeleton: Skeleton, base: TrainingConfig) -> [Change] {
         var out: [Change] = []
-        if base.augmentation.isEnabled {
+        let a = base.augmentation
+        if a.isEnabled {
             out.append(Change("no augmentation", keys: ["augmentation"]) { $0.augmentation = AugmentationConfig() })
+            if a.rotationProbability > 0 {
+                out.append(
+                    Change("no rotation", keys: ["augmentation"]) {
+                        $0.augmentation.rotationProbability = 0
+                        $0.augmentation.maxRotationDegrees = 0
+                    })
+            }
         } else {
             out.append(Change("augmentation", keys: ["augmentation"]) { $0.augmentation = Recipe.standardAugmentation })
         }
-        if !base.channels.contains(.motion) {
-            out.append(Change("+ motion", keys: ["channels"]) { $0.channels.append(.motion) })
+        if !skeleton.mirrorPairs.isEmpty && a.flipProbability == 0 {
+            out.append(
+                Change("flips", keys: ["augmentation"]) { c in
+                    if !c.augmentation.isEnabled { c.augmentation = Recipe.standardAugmentation }
+                    c.augmentation.flipProbability = 0.5
+                })
+        }
+        if skeleton.dimensions == 3 && Recipe.hasFacingPairs(skeleton) {
+            let align = !base.alignFacing
+            out.append(Change(align ? "alignFacing" : "no alignFacing", keys: ["alignFacing"]) { $0.alignFacing = align })
+        }
+        // With `members` (the recipe's network and an ftp member), the changes of the channels
+        // and of the architecture are the network's: the first member's.
+        let channelsKey = base.members.isEmpty ? "channels" : "members"
+        for block in [ChannelBlock.distances, .motion, .fastMotion] where !base.networkChannels.contains(block) {
+            out.append(Change("+ \(block.rawValue)", keys: [channelsKey]) { $0.networkChannels.append(block) })
+        }
+        let J = skeleton.jointCount
+        if !base.networkChannels.contains(.relativePositions) && J * (J - 1) / 2 <= 190 {
+            out.append(Change("+ relativePositions", keys: [channelsKey]) { $0.networkChannels.append(.relativePositions) })
+        }
+        if base.members.count > 1, let network = base.members.first {
+            out.append(
+                Change("\(network.architecture.rawValue) alone", keys: ["members", "fillGaps", "pairs"]) { c in
+                    (c.architecture, c.channels) = (network.architecture, network.channels)
+                    (c.members, c.fillGaps, c.pairs) = ([], false, [])
+                })
+        }
+        let architecture = base.networkArchitecture
+        if architecture != .mlp && base.pyramid.isEmpty && base.windowFrames >= 4 {
+            out.append(Change("pyramid 1,2,4", keys: ["pyramid"]) { $0.pyramid = [1, 2, 4] })
         }
         if base.windowMode == .fit {
             let longer = min(64, base.windowFrames * 3 / 2)
@@ -110,76 +361,37 @@ public enum Tuning {
                 c.widths = c.widths.map { $0 * 2 }
                 c.hidden = c.hidden.map { $0 * 2 }
             })
-        if base.architecture != .mlp {
-            out.append(Change("mlp", keys: ["architecture"]) { $0.architecture = .mlp })
+        let architectureKey = base.members.isEmpty ? "architecture" : "members"
+        if architecture != .mlp {
+            out.append(Change("mlp", keys: [architectureKey]) { $0.networkArchitecture = .mlp })
+        }
+        if architecture != .stgcn && (!skeleton.bones.isEmpty || !base.graph.isEmpty) && base.streams.isEmpty {
+            out.append(
+                Change("stgcn", keys: [architectureKey, "widths", "kernel"]) { c in
+                    c.networkArchitecture = .stgcn
+                    c.widths = [32, 32, 32]
+                    c.kernel = 9
+                })
         }
         return out
     }
+}
 
-    /// Runs the search. `run(config, fold)` trains on the fold's training indices and returns
-    /// the sequence accuracy on its test indices. `budget` is in seconds (nil: no limit); a
-    /// candidate that cannot finish all folds in time is not started once the budget is spent.
-    public static func search(
-        base: TrainingConfig, changes: [Change], explicit: Set<String>, folds: [Fold], budget: Double?,
-        margin: Double = 0.005, shouldStop: () -> Bool = { false }, onEvent: (Event) -> Void = { _ in },
-        run: (TrainingConfig, Fold) throws -> Double
-    ) throws -> Outcome {
-        let start = Date()
-        var results: [Result] = []
-        var stopped = false
-        var fitSeconds: Double? = nil
-        func spent() -> Double { Date().timeIntervalSince(start) }
+extension TrainingConfig {
+    /// The channels of the network the recipe chose: its first member's with `members` (the
+    /// others are the ftp member's), else `channels`.
+    var networkChannels: [ChannelBlock] {
+        get { members.isEmpty ? channels : members[0].channels }
+        set {
+            if members.isEmpty { channels = newValue } else { members[0].channels = newValue }
+        }
+    }
 
-        /// Scores a candidate on every fold, or returns nil when out of time.
-        func evaluate(_ candidate: Candidate) throws -> Result? {
-            if shouldStop() { stopped = true }
-            if let budget, let per = fitSeconds, spent() + per * Double(folds.count) > budget { stopped = true }
-            if stopped { return nil }
-            var scores: [Double?] = []
-            let t0 = Date()
-            for (k, fold) in folds.enumerated() {
-                let t = Date()
-                var config = candidate.config
-                config.seed = candidate.config.seed &+ UInt64(k)
-                let s = try run(config, fold)
-                let secs = Date().timeIntervalSince(t)
-                fitSeconds = max(fitSeconds ?? 0, secs)
-                scores.append(s)
-                onEvent(.trial(candidate: candidate.name, fold: k + 1, folds: folds.count, score: s, seconds: secs))
-            }
-            let r = Result(candidate: candidate, foldScores: scores, seconds: Date().timeIntervalSince(t0))
-            results.append(r)
-            onEvent(.candidate(r))
-            return r
+    /// The architecture of that network: the first member's with `members`, else `architecture`.
+    var networkArchitecture: Architecture {
+        get { members.isEmpty ? architecture : members[0].architecture }
+        set {
+            if members.isEmpty { architecture = newValue } else { members[0].architecture = newValue }
         }
-
-        let usable = changes.filter { Set($0.keys).isDisjoint(with: explicit) }
-        func candidate(_ applied: [Change]) -> Candidate {
-            var c = base
-            for ch in applied { ch.apply(&c) }
-            return Candidate(
-                name: applied.isEmpty ? "recipe" : applied.map(\.name).joined(separator: ", "), config: c,
-                changes: applied.map(\.name))
-        }
-        guard let baseline = try evaluate(candidate([])) else {
-            return Outcome(results: results, chosen: 0, stoppedByBudget: true, folds: folds)
-        }
-        // Round 1: single changes.
-        var winners: [(Change, Double)] = []
-        for ch in usable {
-            guard let r = try evaluate(candidate([ch])) else { break }
-            if let s = r.score, s > baseline.score! + margin { winners.append((ch, s)) }
-        }
-        // Round 2: the winning changes together.
-        if winners.count > 1 && !stopped {
-            let together = winners.sorted { $0.1 > $1.1 }.map(\.0)
-            _ = try evaluate(candidate(together))
-        }
-        var chosen = 0
-        for (i, r) in results.enumerated() {
-            guard let s = r.score, let best = results[chosen].score else { continue }
-            if s > best + margin { chosen = i }
-        }
-        return Outcome(results: results, chosen: chosen, stoppedByBudget: stopped, folds: folds)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 // Byte-level building blocks shared by the text readers (native JSON Lines, CSV, UEA `.ts`,
 // UTKinect): exact decimal parsing, a chunked line reader with bounded memory, and a small
@@ -313,12 +314,10 @@ enum UTF8Check {
     }
 }
 
-/// The largest coordinate magnitude any reader accepts. Pose coordinates are pixels (at most
-/// tens of thousands), metres or millimetres; a value beyond this is a unit or writing error,
-/// and its square would overflow Float in feature extraction. Readers refuse it with the
-/// file, record and joint.
+/// The largest coordinate magnitude any reader accepts (`PosePoint.maxCoordinate`, which says
+/// why). Readers refuse a coordinate beyond it with the file, record and joint.
 public enum PoseBounds {
-    public static let maxCoordinate: Float = 1e6
+    public static let maxCoordinate = PosePoint.maxCoordinate
 
     /// The error for a coordinate `value` beyond `maxCoordinate` at `at`.
     static func outOfRange(_ value: Double, at: SourceLocation) -> DatasetError {

@@ -339,6 +339,7 @@ struct CSVReader {
         }
         let skeleton = try mapping.skeleton ?? inferSkeleton(jointColumns.map(\.name), uses3D: jointColumns.contains { $0.axis == 2 }, at: at)
         self.skeleton = skeleton
+        mapping.people = try PeoplePolicy.applied(mapping.people, to: skeleton, at: at)
         var axesSeen = Array(repeating: Set<Int>(), count: skeleton.jointCount)
         for (name, axis, column) in jointColumns {
             guard let (j, how) = skeleton.resolveJoint(name) else {

@@ -148,9 +148,36 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
     case corruptArchive(SourceLocation, problem: String)
     /// A skeleton schema field that is missing or wrong.
     case invalidSkeleton(SourceLocation, field: String, problem: String)
+    /// Several people (tracks) in a sequence, and no people policy (`ReadOptions.people`).
+    case severalPeople(SourceLocation, tracks: [String])
+    /// The policy `bodies=M` (`asked`) for data that already holds `held` bodies per frame.
+    case bodiesHeld(SourceLocation, held: Int, skeleton: String, asked: Int)
+
+    /// How to choose a people policy, for the messages of `severalPeople`: the library's
+    /// option, or a caller's (the command line's flag).
+    public static func choosePeople(_ option: String) -> String {
+        "choose what to do with several people, a people policy (\(option)): \(PeoplePolicy.choices) (docs/datasets.md, \"Several people per frame\")"
+    }
+
+    /// The message of `severalPeople` and `bodiesHeld` with `option` named as the way to give
+    /// the policy (`ReadOptions.people` in `description`).
+    public func peopleMessage(option: String) -> String? {
+        switch self {
+        case .severalPeople(let at, let tracks):
+            return "\(at): \(tracks.count) people appear (tracks \(tracks.map { "'\($0)'" }.joined(separator: ", "))); " + Self.choosePeople(option)
+        case .bodiesHeld(let at, let held, let skeleton, let asked):
+            return "\(at): the data already holds \(held) bodies per frame (skeleton '\(skeleton)', joints p1.<joint> ... p\(held).<joint>), "
+                + "not \(asked): read it with the people policy bodies=\(held) or none (\(option)), as it is, or stack the original data with bodies=\(asked)"
+        default:
+            return nil
+        }
+    }
 
     public var description: String {
+        if let people = peopleMessage(option: "ReadOptions.people") { return people }
         switch self {
+        case .severalPeople, .bodiesHeld:
+            preconditionFailure("described above")
         case .cannotRead(let file, let reason):
             return "\(file): cannot read: \(reason)"
         case .parse(let file, let line, let reason):

@@ -267,6 +267,8 @@ struct NativeReader {
     var unknownKeys: [String: (line: Int, count: Int)] = [:]
     var unknownKeyOrder: [String] = []
     var joints: JointTable?
+    /// The people policy for this file's skeleton (`PeoplePolicy.applied`).
+    var people: PeoplePolicy?
     var sequences: [PoseSequence] = []
     var idLines: [String: Int] = [:]
     /// A line that ended before its JSON object did; reported as truncation if it was the
@@ -358,7 +360,7 @@ struct NativeReader {
         guard let header else { throw DatasetError.empty(file: file) }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
         var skeleton = header.skeleton
-        if case .bodies(let m) = options.people { skeleton = skeleton.bodies(m) }
+        if case .bodies(let m) = people { skeleton = skeleton.bodies(m) }
         return Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: header.classes, frameRate: header.frameRate, imageSize: header.imageSize)
@@ -372,6 +374,7 @@ struct NativeReader {
         let h = try NativeHeader.decode(value, at: SourceLocation(file: file, line: number))
         header = h
         joints = JointTable(h.skeleton)
+        people = try PeoplePolicy.applied(options.people, to: h.skeleton, at: SourceLocation(file: file, line: number))
     }
 
     private mutating func parseSequence(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -503,7 +506,7 @@ struct NativeReader {
             coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
             timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
             bodyHeight: bodyHeight, heightEstimation: heightEstimation)
-        if tracks.isEmpty && options.people == nil {
+        if tracks.isEmpty && people == nil {
             sequences.append(sequence)
             return
         }
@@ -516,7 +519,7 @@ struct NativeReader {
             all.append((t.id, track))
         }
         sequences += try People.resolve(
-            TrackedSequence(base: sequence, tracks: all), policy: options.people, skeleton: header.skeleton,
+            TrackedSequence(base: sequence, tracks: all), policy: people, skeleton: header.skeleton,
             imageSize: header.imageSize, at: location(number))
     }
 

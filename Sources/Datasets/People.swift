@@ -29,6 +29,17 @@ public enum PeoplePolicy: Sendable, Equatable, CustomStringConvertible {
 
     public static let choices = "split, largest, central, longest, confident or bodies=M"
 
+    /// The policy a reader applies to data of `skeleton`: `policy`, except that `bodies=M` on
+    /// data that already holds M bodies (a skeleton of M copies, `p1.<joint>` ... `pM.<joint>`,
+    /// as `convert --people bodies=M` writes it) is nothing to do: its frames are read as they
+    /// are, never stacked again. `bodies=M` on data of another number of bodies is refused.
+    public static func applied(_ policy: PeoplePolicy?, to skeleton: Skeleton, at: SourceLocation) throws -> PeoplePolicy? {
+        let held = skeleton.bodyCount
+        guard held > 1, case .bodies(let m) = policy else { return policy }
+        guard m == held else { throw DatasetError.bodiesHeld(at, held: held, skeleton: skeleton.name, asked: m) }
+        return nil
+    }
+
     /// The policy a model's input implies: `bodies(M)` for an interaction model
     /// (`InputSpec.bodies` = M > 1), else nil (the reader's own choice).
     public init?(modelInput input: InputSpec) {
@@ -84,9 +95,7 @@ public enum People {
             return [merge(t.base, tracks.first?.sequence)]
         }
         guard let policy else {
-            throw DatasetError.invalidValue(
-                at, problem: "\(tracks.count) people appear (tracks \(tracks.map { "'\($0.id)'" }.joined(separator: ", ")))",
-                fix: "choose what to do with several people, a people policy: \(PeoplePolicy.choices) (docs/datasets.md)")
+            throw DatasetError.severalPeople(at, tracks: tracks.map(\.id))
         }
         switch policy {
         case .split:
@@ -184,12 +193,17 @@ public enum People {
         return frames == 0 ? nil : sum.map { $0 / Double(frames) }
     }
 
-    /// The M longest tracks (ties: first appearance), in order of first appearance, side by
-    /// side on `skeleton.bodies(m)` (`PoseSequence.stackingBodies`); missing bodies are absent.
+    /// The M longest tracks (present in the most frames; ties: the one listed first), side by
+    /// side on `skeleton.bodies(m)` (`PoseSequence.stackingBodies`) in order of first
+    /// appearance: the first frame in which a track has a joint present, then the order the
+    /// tracks were first listed (a live stream pairs people the same way: ActionRuntime's
+    /// `BodyPairing`); missing bodies are absent.
     static func stack(_ base: PoseSequence, _ tracks: [PoseSequence], bodies m: Int, skeleton: Skeleton) -> PoseSequence {
         let J = skeleton.jointCount
         let lengths = tracks.map { presentFrames($0, J: J) }
-        let chosen = tracks.indices.sorted { lengths[$0] > lengths[$1] || (lengths[$0] == lengths[$1] && $0 < $1) }.prefix(m).sorted()
+        let firstSeen = tracks.map { s in (0..<s.frameCount).first { f in (0..<J).contains { s.present[f * J + $0] != 0 } } ?? s.frameCount }
+        let chosen = tracks.indices.sorted { lengths[$0] > lengths[$1] || (lengths[$0] == lengths[$1] && $0 < $1) }.prefix(m)
+            .sorted { firstSeen[$0] < firstSeen[$1] || (firstSeen[$0] == firstSeen[$1] && $0 < $1) }
         var bodies: [PoseSequence?] = chosen.map { tracks[$0] }
         bodies += Array(repeating: nil, count: m - bodies.count)
         if bodies.allSatisfy({ $0 == nil }) { bodies[0] = base }

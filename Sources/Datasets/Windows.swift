@@ -159,10 +159,18 @@ public struct WindowSet: Sendable {
     /// Network inputs for all windows, `[count, spec.valuesPerWindow]`.
     public func features() throws -> [Float] {
         let extractor = try FeatureExtractor(spec)
-        let ws = extractor.makeWorkspace()
+        var out = [Float](repeating: 0, count: count * spec.valuesPerWindow)
+        out.withUnsafeMutableBufferPointer { features(0..<count, into: $0.baseAddress!, extractor: extractor, workspace: extractor.makeWorkspace()) }
+        return out
+    }
+
+    /// Network inputs of the windows `range` into `out [range.count, spec.valuesPerWindow]`, by
+    /// `extractor` (of `spec`) in `workspace`.
+    public func features(
+        _ range: Range<Int>, into out: UnsafeMutablePointer<Float>, extractor: FeatureExtractor, workspace ws: FeatureExtractor.Workspace
+    ) {
         let F = spec.window.frames, J = spec.skeleton.jointCount, D = spec.skeleton.dimensions
         let n = spec.valuesPerWindow
-        var out = [Float](repeating: 0, count: count * n)
         let positions = UnsafeMutablePointer<Double>.allocate(capacity: F)
         let coordinates = UnsafeMutablePointer<Float>.allocate(capacity: F * J * D)
         let present = UnsafeMutablePointer<UInt8>.allocate(capacity: F * J)
@@ -175,14 +183,9 @@ public struct WindowSet: Sendable {
             present.deallocate()
             confidence?.deallocate()
         }
-        out.withUnsafeMutableBufferPointer { o in
-            for i in 0..<count {
-                sample(i, positions: positions, coordinates: coordinates, present: present, confidence: confidence)
-                extractor.extract(
-                    coordinates: coordinates, present: present, confidence: confidence, into: o.baseAddress! + i * n,
-                    workspace: ws)
-            }
+        for (k, i) in range.enumerated() {
+            sample(i, positions: positions, coordinates: coordinates, present: present, confidence: confidence)
+            extractor.extract(coordinates: coordinates, present: present, confidence: confidence, into: out + k * n, workspace: ws)
         }
-        return out
     }
 }

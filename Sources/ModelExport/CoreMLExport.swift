@@ -103,9 +103,9 @@ public enum CoreMLExport {
                 g.createMLPoses("poses", frames: F, sources: plan.sources, hips: plan.hips, units: c.units)
             }
         }
-        let x = g.within("the preprocessing") { g.preprocessing(spec, poses: poses) }
+        let x = try g.within("the preprocessing") { try g.preprocessing(spec, poses: poses) }
         if let f = g.failure { throw f }
-        let z = try g.emit(h.layers, prefix: "layers.", input: x)
+        let z = try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape)
         g.within("the output") {
             let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], name: "logits", output: "logits")
             _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "labelProbabilities")

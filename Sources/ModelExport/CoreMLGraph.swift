@@ -94,11 +94,12 @@ final class CoreMLGraph: ONNXGraph {
 
     func tensor(_ name: String) throws -> (shape: [Int], values: [Float]) { try network.exportTensor(name) }
 
-    func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String {
+    func emit(_ specs: [LayerSpec], prefix: String, input: String, shape: Shape) throws -> String {
         var x = input
+        let shapes = try ModelFile.layerOutputShapes(specs, input: shape)
         for (i, spec) in specs.enumerated() {
             x = try within("layer \(prefix)\(i) (\(spec.typeName))") {
-                try spec.kind.exportONNX(self, input: x, prefix: "\(prefix)\(i).")
+                try spec.kind.exportONNX(self, input: x, shape: i == 0 ? shape : shapes[i - 1], prefix: "\(prefix)\(i).")
             }
             if let failure { throw failure }
         }

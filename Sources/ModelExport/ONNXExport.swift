@@ -56,8 +56,8 @@ public enum ONNXExport {
     public static func export(header: ModelHeader, network: Network, rawPoses: Bool = false) throws -> [UInt8] {
         let g = GraphBuilder(network: network)
         var x = "input"
-        if rawPoses { x = g.preprocessing(header.input, poses: "poses") }
-        x = try g.emit(header.layers, prefix: "layers.", input: x)
+        if rawPoses { x = try g.preprocessing(header.input, poses: "poses") }
+        x = try g.emit(header.layers, prefix: "layers.", input: x, shape: header.inputShape)
         let logits = g.node("Reshape", [x, g.int64s("shape.batch_classes", [0, -1])], name: "logits", output: "logits")
         _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "probabilities")
 
@@ -217,11 +217,14 @@ final class GraphBuilder: ONNXGraph {
 
     func tensor(_ name: String) throws -> (shape: [Int], values: [Float]) { try network.exportTensor(name) }
 
-    /// Emits `specs` applied to the value `input` (each kind's own ONNX form); returns the
-    /// output value's name.
-    func emit(_ specs: [LayerSpec], prefix: String, input: String) throws -> String {
+    /// Emits `specs` applied to the value `input` of per-window shape `shape` (each kind's own
+    /// ONNX form, given its input's shape); returns the output value's name.
+    func emit(_ specs: [LayerSpec], prefix: String, input: String, shape: Shape) throws -> String {
         var x = input
-        for (i, spec) in specs.enumerated() { x = try spec.kind.exportONNX(self, input: x, prefix: "\(prefix)\(i).") }
+        let shapes = try ModelFile.layerOutputShapes(specs, input: shape)
+        for (i, spec) in specs.enumerated() {
+            x = try spec.kind.exportONNX(self, input: x, shape: i == 0 ? shape : shapes[i - 1], prefix: "\(prefix)\(i).")
+        }
         return x
     }
 }

@@ -13,38 +13,62 @@ import PoseCore
 /// fallbacks as `Where`s; sums may run in another order (float32 rounding).
 extension ONNXGraph {
     /// Emits the steps and channel blocks of `spec` on `poses`; returns the `[B, F, C]` network input.
-    func preprocessing(_ spec: InputSpec, poses: String) -> String {
+    func preprocessing(_ spec: InputSpec, poses: String) throws -> String {
         let s = spec.skeleton, D = s.dimensions, F = spec.window.frames
         func indices(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated with the header
         let confidence = slice(poses, axis: 3, D, D + 1)
-        let P = node("Cast", [node("Greater", [confidence, constant(0)], name: "pre.present")], attributes: [("to", .int(1))], name: "pre.present")
+        let seen = node("Cast", [node("Greater", [confidence, constant(0)], name: "pre.present")], attributes: [("to", .int(1))], name: "pre.present")
+        var P = seen
         var X = node("Mul", [slice(poses, axis: 3, 0, D), P], name: "pre.coordinates")
         for (i, step) in spec.steps.enumerated() {
             switch step {
+            case .fillGaps: (X, P) = fillGaps(X, P, frames: F, dimensions: D)
             case .centre(let joints, let perFrame): X = centre(X, P, indices(joints), perFrame: perFrame)
             case .scaleByTorso(let upper, let lower): X = scaleByTorso(X, P, indices(upper), indices(lower), frames: F)
             case .divide(let by): X = node("Div", [X, floats("pre.\(i).divisors", [D], by)], name: "pre.divide")
             case .alignFacing(let left, let right, let v): X = alignFacing(X, P, indices(left), indices(right), vertical: v)
             }
         }
-        let blocks = spec.channels.map { block -> String in
-            switch block {
-            case .coordinates: return flat(X)
-            case .confidence: return flat(node("Mul", [confidence, P], name: "pre.confidence"))
-            case .mask: return flat(P)
-            case .motion:
-                // Frame f: X[f] − X[f−1] where the joint is present in both; 0 at frame 0.
-                let both = node("Mul", [slice(P, axis: 1, 1, F), slice(P, axis: 1, 0, F - 1)], name: "pre.motion")
-                let d = node("Mul", [node("Sub", [slice(X, axis: 1, 1, F), slice(X, axis: 1, 0, F - 1)], name: "pre.motion"), both], name: "pre.motion")
-                let first = node("Mul", [slice(X, axis: 1, 0, 1), constant(0)], name: "pre.motion")
-                return flat(node("Concat", [first, d], attributes: [("axis", .int(1))], name: "pre.motion"))
-            case .bones:
-                let children = s.bones.map { s.index(of: $0[1])! }, parents = s.bones.map { s.index(of: $0[0])! }
-                let both = node("Mul", [gather(P, children, axis: 2), gather(P, parents, axis: 2)], name: "pre.bones")
-                return flat(node("Mul", [node("Sub", [gather(X, children, axis: 2), gather(X, parents, axis: 2)], name: "pre.bones"), both], name: "pre.bones"))
-            }
-        }
+        // Each block's own graph form (`ChannelBlockKind.graph`).
+        let values = BlockGraphInput(coordinates: X, present: P, seen: seen, confidence: confidence, frames: F)
+        let blocks = try spec.resolvedBlocks().map { $0.block.graph(self, values) }
         return blocks.count == 1 ? blocks[0] : node("Concat", blocks, attributes: [("axis", .int(2))], name: "pre.channels")
+    }
+
+    /// Fills each joint's gaps (the first step): for frame t, `p = max{s ≤ t : P[s]}` as
+    /// `max_s P[s]·(s+1)·[s ≤ t] − 1` and `q = min{s ≥ t : P[s]}` as `F − max_s P[s]·(F−s)·[s ≥ t]`
+    /// (a `[B, F, F, J]` product with a constant mask and a `ReduceMax`), the values at p and q by
+    /// `GatherElements` over frames, and `c[p] + w·(c[q] − c[p])` with `w = (t − p)/(q − p)`
+    /// (0 at a seen frame), `w = 1` before the first seen frame and 0 after the last. Returns
+    /// the filled coordinates and presence (1 wherever the joint is seen in the window).
+    private func fillGaps(_ X: String, _ P: String, frames F: Int, dimensions D: Int) -> (X: String, P: String) {
+        let Ps = reshape(P, [0, 1, F, -1])  // [B, 1, F(s), J]
+        var before = [Float](repeating: 0, count: F * F), after = before  // [F(t), F(s), 1]
+        for t in 0..<F {
+            for s in 0...t { before[t * F + s] = Float(s + 1) }
+            for s in t..<F { after[t * F + s] = Float(F - s) }
+        }
+        func reach(_ weights: [Float], _ name: String) -> String {  // [B, F, J, 1]
+            let product = node("Mul", [Ps, floats("pre.fill.\(name).\(F)", [F, F, 1], weights)], name: "pre.fill")
+            let top = node("ReduceMax", [product], attributes: [("axes", .ints([2])), ("keepdims", .int(0))], name: "pre.fill")
+            return reshape(top, [0, F, -1, 1])
+        }
+        let previous = reach(before, "before"), next = reach(after, "after")  // p + 1 and F − q, 0 for none
+        let p = node("Sub", [atLeastOne(previous), constant(1)], name: "pre.fill")
+        let q = node("Sub", [constant(Float(F)), atLeastOne(next)], name: "pre.fill")
+        func at(_ frame: String) -> String {
+            let index = node("Add", [frame, floats("pre.fill.zeros\(D)", [D], [Float](repeating: 0, count: D))], name: "pre.fill")
+            return node(
+                "GatherElements", [X, node("Cast", [index], attributes: [("to", .int(7))], name: "pre.fill")], attributes: [("axis", .int(1))],
+                name: "pre.fill")
+        }
+        let xp = at(p), xq = at(q)
+        let t = floats("pre.fill.t\(F)", [1, F, 1, 1], (0..<F).map(Float.init))
+        let inside = node("Div", [node("Sub", [t, p], name: "pre.fill"), atLeastOne(node("Sub", [q, p], name: "pre.fill"))], name: "pre.fill")
+        let w = node("Where", [positive(previous), node("Where", [positive(next), inside, constant(0)], name: "pre.fill"), constant(1)], name: "pre.fill")
+        let filled = node("Add", [xp, node("Mul", [w, node("Sub", [xq, xp], name: "pre.fill")], name: "pre.fill")], name: "pre.fill")
+        let anywhere = node("Cast", [positive(node("Add", [previous, next], name: "pre.fill"))], attributes: [("to", .int(1))], name: "pre.fill")
+        return (filled, anywhere)
     }
 
     /// Subtracts the centre from present joints: the window centre (the mean of the frame
@@ -102,7 +126,7 @@ extension ONNXGraph {
         return node("Where", [positive(norm), rotated, X], name: "pre.align")
     }
 
-    // MARK: - Pieces
+    // MARK: - Pieces (with PoseCore's `OpGraph` helpers: sum, gather, slice, reshape, ...)
 
     /// The mean of the present `joints` at each frame `[B, F, 1, D]` and whether there is one `[B, F, 1, 1]`.
     private func maskedMean(_ X: String, _ P: String, _ joints: [Int]) -> (mean: String, has: String) {
@@ -122,27 +146,4 @@ extension ONNXGraph {
         let squares = sum(node("Mul", [deviation, deviation], name: "pre.rms"), [1, 2, 3])
         return node("Sqrt", [node("Div", [squares, atLeastOne(sum(P, [1, 2, 3]))], name: "pre.rms")], name: "pre.rms")
     }
-
-    func sum(_ x: String, _ axes: [Int]) -> String {
-        node("ReduceSum", [x, int64s("axes." + axes.map(String.init).joined(separator: "_"), axes)], attributes: [("keepdims", .int(1))], name: "pre.sum")
-    }
-
-    func gather(_ x: String, _ indices: [Int], axis: Int) -> String {
-        node("Gather", [x, int64s("pre.indices." + indices.map(String.init).joined(separator: "_"), indices)], attributes: [("axis", .int(axis))], name: "pre.gather")
-    }
-
-    func slice(_ x: String, axis: Int, _ start: Int, _ end: Int) -> String {
-        node("Slice", [x, int64s("pre.at.\(start)", [start]), int64s("pre.at.\(end)", [end]), int64s("pre.at.\(axis)", [axis])], name: "pre.slice")
-    }
-
-    func reshape(_ x: String, _ shape: [Int]) -> String {
-        node("Reshape", [x, int64s("shape." + shape.map(String.init).joined(separator: "_"), shape)], name: "pre.reshape")
-    }
-
-    /// `[B, F, ...]` as `[B, F, −1]`.
-    private func flat(_ x: String) -> String { reshape(x, [0, 0, -1]) }
-
-    func constant(_ v: Float) -> String { floats("const.\(v)", [], [v]) }
-    func positive(_ x: String) -> String { node("Greater", [x, constant(0)], name: "pre.positive") }
-    private func atLeastOne(_ x: String) -> String { node("Max", [x, constant(1)], name: "pre.max") }
 }

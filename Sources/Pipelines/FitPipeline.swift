@@ -73,13 +73,26 @@ public enum FitPipeline {
     }
 
     /// The network `config` describes for `input` and `classes` classes (parameters not
-    /// initialised).
-    public static func network(_ config: TrainingConfig, input: InputSpec, classes: Int) throws -> Network {
+    /// initialised), its `standardize` layers calibrated on the windows of `calibration` as
+    /// they are, without augmentation (`StandardizeCalibration`; needed when the config has
+    /// them, e.g. architecture `ftp`).
+    public static func network(
+        _ config: TrainingConfig, input: InputSpec, classes: Int, calibration: (any BatchSource)? = nil
+    ) throws -> Network {
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         do {
-            return try Network(layers: config.layers(for: input, classes: classes), input: shape)
+            var layers = try config.layers(for: input, classes: classes)
+            if StandardizeCalibration.isNeeded(layers) {
+                guard let source = calibration else {
+                    throw ModelError.invalidLayer(layer: "standardize", reason: "is calibrated on training windows, and none were given")
+                }
+                layers = try StandardizeCalibration.calibrate(layers, input: shape, windows: source.count) { range, out in
+                    source.plainFeatures(range, into: out)
+                }
+            }
+            return try Network(layers: layers, input: shape)
         } catch let e as ModelError {
-            throw FitError.networkDoesNotFit(architecture: config.architecture.rawValue, input: "\(shape)", reason: "\(e)")
+            throw FitError.networkDoesNotFit(architecture: config.modelName, input: "\(shape)", reason: "\(e)")
         }
     }
 }
@@ -176,14 +189,15 @@ public final class Training {
     public let network: Network
     public let trainer: Trainer
 
-    /// Builds the network for `data` with parameters initialised from `config.seed`, the
+    /// Builds the network for `data` (its `standardize` layers calibrated on the training
+    /// windows) with parameters initialised from `config.seed`, the
     /// class weights from the training labels, and the trainer, which shares its steps with
     /// `group` (docs/distributed.md). Sets `BLAS.threads`.
     public init(config: TrainingConfig, data: TrainingData, group: Collective = SingleProcess()) throws {
         BLAS.threads = config.threads
         self.config = config
         self.data = data
-        network = try FitPipeline.network(config, input: data.input, classes: data.classes.count)
+        network = try FitPipeline.network(config, input: data.input, classes: data.classes.count, calibration: data.train)
         network.initialize(seed: config.seed)
         let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
         trainer = Trainer(network: network, config: config, classWeights: weights, group: group)

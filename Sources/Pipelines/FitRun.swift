@@ -249,7 +249,7 @@ public final class FitRun {
                     if let folder, let log {
                         try log.append(r)
                         let member = config.ensemble == 1 ? "" : ", member \(m + 1)/\(config.ensemble)"
-                        let title = "\(dataset.name): \(config.architecture.rawValue)\(member)"
+                        let title = "\(dataset.name): \(config.modelName)\(member)"
                         let svg = TrainingCurves.svg(progress.records, title: title, bestEpoch: progress.bestEpoch)
                         try AtomicFile.write(Data(svg.utf8), to: folder.curvesPath)
                         try saveCheckpoint(folder)
@@ -278,9 +278,12 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt.
     public func finish() throws -> FitResult {
+        let streams = StreamCalibration.Source(
+            dataset: dataset, train: data.trainIndices, validation: data.validationIndices, config: config, input: data.input)
         func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
             try Self.encodeModel(
-                members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate)
+                members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate,
+                streams: streams)
         }
         let (bytes, metrics) = try encode(members)
         let folder = writer
@@ -334,9 +337,11 @@ public final class FitRun {
 
     /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
     /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
-    /// the epochs trained over all members and validation metrics), and those metrics.
+    /// the epochs trained over all members and validation metrics), those metrics, and what
+    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`).
     static func encodeModel(
-        _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?
+        _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?,
+        streams: StreamCalibration.Source?
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
         let epochs = members.compactMap { $0.records.last?.epoch }
@@ -352,8 +357,10 @@ public final class FitRun {
         let provenance = ModelHeader.Provenance(
             datasetHash: datasetHash, configHash: FNV1a64.text(of: configData), seed: training.config.seed, metrics: metrics,
             notes: ["dataset": datasetName])
+        let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
         let bytes = try ModelFile.encode(
-            classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate)
+            classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
+            streaming: streaming)
         return (bytes, metrics)
     }
 

@@ -13,7 +13,7 @@ public enum Shards {
     /// seed and validation fraction choose the validation split).
     public static let windowKeys = [
         "windowFrames", "windowStride", "windowMode", "frameRate", "channels", "windowPadding", "useEvents", "centring", "scaling",
-        "scaleDivisor", "axisDivisors", "graph", "alignFacing", "verticalAxis", "streams", "augmentation", "validationFraction", "seed",
+        "scaleDivisor", "axisDivisors", "graph", "pairs", "alignFacing", "verticalAxis", "streams", "members", "fillGaps", "augmentation", "validationFraction", "seed",
     ]
 
     /// Windows per shard unless told otherwise.
@@ -39,22 +39,25 @@ public enum Shards {
         var manifest = ShardManifest(
             dataset: dataset.name, datasetHash: dataset.contentHash, frameRate: dataset.frameRate, classes: dataset.classes,
             input: input, config: config, windowKeys: windowKeys)
+        // What streams need: the clip, and the calibration stream's windows (`StreamCalibration`).
+        let streams = StreamCalibration.Source(dataset: dataset, train: split.train, validation: split.validation, config: config, input: input)
+        manifest.streams = .init(clipFrames: streams.clip?.frames, clipFrameRate: streams.clip?.frameRate, sequences: streams.sequences)
+        func write(_ role: ShardManifest.Role, _ pending: inout (features: [Float], labels: [Int32], groups: [Int32]), upTo n: Int) throws {
+            let header = ShardFile.Header(
+                role: role, windows: n, frames: input.window.frames, channels: input.channelsPerFrame, datasetHash: dataset.contentHash)
+            let bytes = try ShardFile.encode(
+                header: header, features: pending.features[..<(n * input.valuesPerWindow)], labels: pending.labels[..<n],
+                groups: pending.groups[..<n])
+            let file = ShardManifest.shardName(role, manifest.shards.filter { $0.role == role }.count)
+            try AtomicWrite.write(bytes, to: "\(directory)/\(file)")
+            let crc = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self)) }
+            manifest.shards.append(.init(file: file, role: role, windows: n, bytes: bytes.count, crc32: crc))
+            pending.features.removeFirst(n * input.valuesPerWindow)
+            pending.labels.removeFirst(n)
+            pending.groups.removeFirst(n)
+        }
         for (role, indices) in [(ShardManifest.Role.train, split.train), (.validation, split.validation)] {
             var pending = (features: [Float](), labels: [Int32](), groups: [Int32]())
-            func write(upTo n: Int) throws {
-                let header = ShardFile.Header(
-                    role: role, windows: n, frames: input.window.frames, channels: input.channelsPerFrame, datasetHash: dataset.contentHash)
-                let bytes = try ShardFile.encode(
-                    header: header, features: pending.features[..<(n * input.valuesPerWindow)], labels: pending.labels[..<n],
-                    groups: pending.groups[..<n])
-                let file = ShardManifest.shardName(role, manifest.shards.filter { $0.role == role }.count)
-                try AtomicWrite.write(bytes, to: "\(directory)/\(file)")
-                let crc = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self)) }
-                manifest.shards.append(.init(file: file, role: role, windows: n, bytes: bytes.count, crc32: crc))
-                pending.features.removeFirst(n * input.valuesPerWindow)
-                pending.labels.removeFirst(n)
-                pending.groups.removeFirst(n)
-            }
             for start in stride(from: 0, to: indices.count, by: 256) {
                 let part = Array(indices[start..<min(start + 256, indices.count)])
                 let windows = try WindowSet(
@@ -63,9 +66,13 @@ public enum Shards {
                 pending.features += try windows.features()
                 pending.labels += windows.labels
                 pending.groups += windows.sources.map { Int32($0.sequence) }
-                while pending.labels.count >= windowsPerShard { try write(upTo: windowsPerShard) }
+                while pending.labels.count >= windowsPerShard { try write(role, &pending, upTo: windowsPerShard) }
             }
-            if !pending.labels.isEmpty { try write(upTo: pending.labels.count) }
+            if !pending.labels.isEmpty { try write(role, &pending, upTo: pending.labels.count) }
+        }
+        if let w = streams.windows, w.count > 0 {
+            var pending = (features: w.features, labels: w.labels, groups: [Int32](repeating: 0, count: w.count))
+            while !pending.labels.isEmpty { try write(.stream, &pending, upTo: min(windowsPerShard, pending.labels.count)) }
         }
         let windows = { (role: ShardManifest.Role) in manifest.shards.filter { $0.role == role }.reduce(0) { $0 + $1.windows } }
         guard windows(.train) > 0 else { throw FitError.noTrainingWindows(dataset: dataset.name, sequences: split.train.count) }
@@ -147,11 +154,21 @@ public final class ShardRun {
         return outcome
     }
 
-    /// The model file's bytes, as `FitRun.finish` encodes them for the same dataset and config.
+    /// The model file's bytes, as `FitRun.finish` encodes them for the same dataset and config
+    /// (what streams need from the manifest and its stream shards: none for a directory
+    /// converted before they existed).
     public func modelBytes() throws -> [UInt8] {
-        try FitRun.encodeModel(
+        var streams: StreamCalibration.Source?
+        if let s = manifest.streams {
+            let shards = try ShardBatches(directory: directory, manifest: manifest, role: .stream)
+            let windows = shards.count == 0 ? nil : shards.tensors()
+            if let e = shards.readError { throw e }
+            streams = StreamCalibration.Source(
+                clip: s.clipFrames.map { ($0, s.clipFrameRate) }, windows: windows, sequences: s.sequences)
+        }
+        return try FitRun.encodeModel(
             [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
-            frameRate: manifest.frameRate
+            frameRate: manifest.frameRate, streams: streams
         ).bytes
     }
 }

@@ -19,11 +19,17 @@ public struct TuneRun {
         /// than two held-out sequences' worth (`TuneRun.margin`): on 100 training sequences one
         /// sequence is 0.01, and a winner by one sequence is a coin toss.
         public var margin = 0.005
+        /// How hard the search screens (`Tuning.Plan`).
+        public var plan = Tuning.Plan.standard
+        /// Whether the best challenger must win again on other folds (`Tuning.search`).
+        public var confirm = true
 
-        public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005) {
+        public init(folds: Int = 5, budget: Double? = 600, margin: Double = 0.005, plan: Tuning.Plan = .standard, confirm: Bool = true) {
             self.folds = folds
             self.budget = budget
             self.margin = margin
+            self.plan = plan
+            self.confirm = confirm
         }
     }
 
@@ -64,15 +70,21 @@ public struct TuneRun {
     }
 
     /// Scores the candidates by cross-validation.
-    public func search(shouldStop: () -> Bool = { false }, onEvent: (Tuning.Event) -> Void = { _ in }) throws -> Search {
+    /// `known`: trial scores by `Tuning.trialKey` from an earlier, interrupted search of the
+    /// same data (`tune --resume`).
+    public func search(
+        known: [String: Double] = [:], shouldStop: () -> Bool = { false }, onEvent: (Tuning.Event) -> Void = { _ in }
+    ) throws -> Search {
         let resolved = try FitPipeline.resolve(base, for: dataset, explicit: explicit)
         let recipe = resolved.config
         let folds = try self.folds(seed: recipe.seed)
+        // Other folds for the confirmation: the same k, cut with another seed.
+        let confirmation = options.confirm ? try self.folds(seed: recipe.seed &+ 1) : []
         let changes = Tuning.changes(for: dataset.skeleton, base: recipe)
         let given = explicit ?? []
         let outcome = try Tuning.search(
-            base: recipe, changes: changes, explicit: given, folds: folds, budget: options.budget,
-            margin: Self.margin(options.margin, heldOut: folds.reduce(0) { $0 + $1.test.count }),
+            base: recipe, changes: changes, explicit: given, folds: folds, confirmationFolds: confirmation, plan: options.plan,
+            budget: options.budget, margin: Self.margin(options.margin, heldOut: folds.reduce(0) { $0 + $1.test.count }), known: known,
             shouldStop: shouldStop, onEvent: onEvent
         ) { config, fold in try score(config, fold) }
         return Search(recipe: resolved.choices, outcome: outcome)
@@ -109,9 +121,17 @@ public struct TuneRun {
 public enum TuneError: Error, Equatable, CustomStringConvertible {
     /// Cross-validation needs at least two groups (or ungrouped sequences).
     case tooFewGroups(dataset: String, groups: Int)
+    /// `--resume` found no trial log (`tune-trials.jsonl`) in the folder.
+    case noTrialLog(String)
+    /// The trial log was written for other data.
+    case trialLogOfOtherData(String, hash: String, dataset: String)
 
     public var description: String {
         switch self {
+        case .noTrialLog(let path):
+            return "\(path): no trial log of an earlier tune run to resume"
+        case .trialLogOfOtherData(let path, let hash, let dataset):
+            return "\(path): the trials were run on other data (hash \(hash), this dataset \(dataset))"
         case .tooFewGroups(let d, let n):
             return "\(d): cross-validation needs at least 2 groups of training sequences, found \(n); give the sequences groups (subjects) or more sequences"
         }
@@ -124,14 +144,20 @@ extension TuneRun.Search {
     public func markdown() -> String {
         let results = outcome.results
         let k = outcome.folds.count
-        var text = "| candidate | " + (1...max(1, k)).map { "fold \($0)" }.joined(separator: " | ") + " | mean | sd | seconds |\n"
-        text += "|---|" + String(repeating: "---|", count: k) + "---|---|---|\n"
+        var text = "| candidate | epochs | " + (1...max(1, k)).map { "fold \($0)" }.joined(separator: " | ") + " | mean | sd | seconds |\n"
+        text += "|---|---|" + String(repeating: "---|", count: k) + "---|---|---|\n"
         for (i, r) in results.enumerated() {
-            let name = (i == outcome.chosen ? "**\(r.candidate.name)** (chosen)" : r.candidate.name)
+            let name = (i == outcome.chosen ? "**\(r.candidate.name)** (chosen)" : r.candidate.name) + (r.confirmation ? " (other folds)" : "")
             let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }
-            text += "| \(name) | " + folds.joined(separator: " | ") + " | "
+            text += "| \(name) | \(r.epochs) | " + folds.joined(separator: " | ") + " | "
             text += (r.score.map { String(format: "%.3f", $0) } ?? "-") + " | " + (r.spread.map { String(format: "%.3f", $0) } ?? "-")
             text += String(format: " | %.1f |\n", r.seconds)
+        }
+        if !outcome.verdict.isEmpty { text += "\nChosen: \(outcome.verdict).\n" }
+        if !outcome.skipped.isEmpty {
+            let minutes = outcome.skipped.reduce(0) { $0 + $1.seconds } / 60
+            text += "\nLeft out by the time budget (about \(String(format: "%.1f", minutes)) more minutes): "
+            text += outcome.skipped.map { "\($0.name) (rung \($0.rung + 1))" }.joined(separator: ", ") + ".\n"
         }
         return text
     }
@@ -140,24 +166,89 @@ extension TuneRun.Search {
     /// fold scores, mean, spread, seconds and whether it was chosen.
     public func json() throws -> Data {
         struct Row: Encodable {
-            var candidate: String, changes: [String], foldScores: [Double?], mean: Double?, sd: Double?, seconds: Double, chosen: Bool
+            var candidate: String, changes: [String], rung: Int, epochs: Int, otherFolds: Bool, foldScores: [Double?], mean: Double?
+            var sd: Double?, seconds: Double, chosen: Bool
         }
+        struct Skip: Encodable { var candidate: String, rung: Int, seconds: Double }
         struct Table: Encodable {
             var schema = "actiontrain.tune"
-            var schemaVersion = 1
+            var schemaVersion = 2
             var folds: [[String: Int]]
             var stoppedByBudget: Bool
+            var verdict: String
+            var skipped: [Skip]
             var candidates: [Row]
         }
         let table = Table(
             folds: outcome.folds.map { ["train": $0.train.count, "test": $0.test.count] }, stoppedByBudget: outcome.stoppedByBudget,
+            verdict: outcome.verdict, skipped: outcome.skipped.map { Skip(candidate: $0.name, rung: $0.rung + 1, seconds: $0.seconds) },
             candidates: outcome.results.enumerated().map { i, r in
                 Row(
-                    candidate: r.candidate.name, changes: r.candidate.changes, foldScores: r.foldScores, mean: r.score, sd: r.spread,
-                    seconds: r.seconds, chosen: i == outcome.chosen)
+                    candidate: r.candidate.name, changes: r.candidate.changes, rung: r.rung + 1, epochs: r.epochs, otherFolds: r.confirmation,
+                    foldScores: r.foldScores, mean: r.score, sd: r.spread, seconds: r.seconds, chosen: i == outcome.chosen)
             })
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .prettyPrinted]
         return try e.encode(table)
     }
+}
+
+/// The trials of a tune run as they finish (`tune-trials.jsonl` in its folder), so that an
+/// interrupted search resumes where it stopped: a header line naming the dataset's content
+/// hash, then one `{"key": ..., "score": ...}` line per trial (`Tuning.trialKey`). Appended
+/// and flushed one line at a time: a killed process loses at most the trial it was running.
+public final class TuneTrialLog {
+    public static let fileName = "tune-trials.jsonl"
+    public let path: String
+    private let handle: FileHandle
+
+    /// Starts a new log at `path` (replacing one there) for `datasetHash`.
+    public init(creating path: String, datasetHash: String) throws {
+        self.path = path
+        let header = try JSONSerialization.data(withJSONObject: ["actiontrain": "tune-trials", "datasetHash": datasetHash], options: [.sortedKeys])
+        guard FileManager.default.createFile(atPath: path, contents: header + Data("\n".utf8)), let h = FileHandle(forWritingAtPath: path) else {
+            throw WriteError(path: path, reason: "cannot create the trial log")
+        }
+        handle = h
+        handle.seekToEndOfFile()
+    }
+
+    /// Reopens the log at `path` for appending and returns the trials it holds. Throws when it
+    /// is missing, is not a trial log, or belongs to other data.
+    public static func resume(_ path: String, datasetHash: String) throws -> (log: TuneTrialLog, known: [String: Double]) {
+        guard let data = FileManager.default.contents(atPath: path) else { throw TuneError.noTrialLog(path) }
+        var known: [String: Double] = [:]
+        for (i, line) in data.split(separator: UInt8(ascii: "\n")).enumerated() {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                // A line cut short by a kill: the trial is run again.
+                continue
+            }
+            if i == 0 {
+                guard object["actiontrain"] as? String == "tune-trials" else { throw TuneError.noTrialLog(path) }
+                let hash = object["datasetHash"] as? String ?? ""
+                guard hash == datasetHash else { throw TuneError.trialLogOfOtherData(path, hash: hash, dataset: datasetHash) }
+                continue
+            }
+            if let key = object["key"] as? String, let score = object["score"] as? Double { known[key] = score }
+        }
+        guard let h = FileHandle(forWritingAtPath: path) else { throw WriteError(path: path, reason: "cannot open the trial log") }
+        h.seekToEndOfFile()
+        let log = TuneTrialLog(path: path, handle: h)
+        if data.last != UInt8(ascii: "\n") { log.handle.write(Data("\n".utf8)) }
+        return (log, known)
+    }
+
+    private init(path: String, handle: FileHandle) {
+        self.path = path
+        self.handle = handle
+    }
+
+    /// Appends one trial.
+    public func append(key: String, score: Double) {
+        guard let line = try? JSONSerialization.data(withJSONObject: ["key": key, "score": score], options: [.sortedKeys]) else { return }
+        handle.write(line + Data("\n".utf8))
+        try? handle.synchronize()
+    }
+
+    deinit { try? handle.close() }
 }

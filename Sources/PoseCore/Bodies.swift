@@ -23,6 +23,23 @@ extension Skeleton {
             torsoUpper: prefixed(torsoUpper), torsoLower: prefixed(torsoLower))
     }
 
+    /// One body of a skeleton of M copies (`bodies(M)`, `bodyCount` M > 1): the joints of body
+    /// 1 without their `p1.` prefix, with body 1's mirror pairs, bones, centre and torso, named
+    /// as before `bodies(M)` (the built-in skeleton, whose alias tables then apply); `self`
+    /// for one body.
+    public var oneBody: Skeleton {
+        let m = bodyCount
+        guard m > 1 else { return self }
+        let prefix = "p1\(Skeleton.bodySeparator)"
+        func first(_ names: [String]) -> [String] { names.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) } }
+        func firstLists(_ lists: [[String]]) -> [[String]] { lists.filter { $0.allSatisfy { $0.hasPrefix(prefix) } }.map(first) }
+        let base = name.hasSuffix("x\(m)") ? String(name.dropLast("x\(m)".count)) : name
+        if let builtIn = Skeleton.builtIn[base], builtIn.bodies(m) == self { return builtIn }
+        return Skeleton(
+            name: base, joints: first(joints), dimensions: dimensions, units: units, mirrorPairs: firstLists(mirrorPairs),
+            bones: firstLists(bones), centre: first(centre), torsoUpper: first(torsoUpper), torsoLower: first(torsoLower))
+    }
+
     /// A built-in skeleton by name, or M copies of one as `<name>x<M>` (`kinect-v2-25x2`).
     public static func builtIn(named name: String) -> Skeleton? {
         if let s = builtIn[name] { return s }

@@ -1,21 +1,26 @@
 /// Turns an exact-length window of poses into the network input `[frames, channelsPerFrame]`.
 ///
-/// Shapes: F = frames, J = joints, D = dimensions, B = bones, C = channels per frame.
+/// Shapes: F = frames, J = joints, D = dimensions, C = channels per frame.
 /// The steps of the `InputSpec` transform the coordinates of present joints in order; then
-/// each channel block is written at its offset in every frame. Absent joints have zero
-/// coordinates throughout and are zero in every block; the `mask` (and `confidence`) block
-/// says which they were. Nothing is interpolated. The exact maths is in
+/// each channel block (its own kernel, Sources/PoseCore/ChannelBlocks) is written at its offset
+/// in every frame. Absent joints have zero coordinates throughout and are zero in every block;
+/// the `mask` (and `confidence`) block says which they were. Nothing is interpolated, unless
+/// the first step is `fillGaps`: then a joint's gaps inside the window are filled in time and
+/// count as present for the later steps and blocks, while `mask` and `confidence` still read
+/// the window's own presence (`seen`: a filled point was not seen). The exact maths is in
 /// docs/format.md section 5; all arithmetic is float32, sums in joint order.
 ///
 /// Speed: `extract(..., workspace:)` allocates nothing; keep one `Workspace` per thread.
 public struct FeatureExtractor: Sendable {
     public let spec: InputSpec
     private let steps: [ResolvedStep]
-    private let boneParents: [Int]
-    private let boneChildren: [Int]
-    private let layout: [(block: ChannelBlock, offset: Int)]
+    /// The channel blocks (each its own kernel: `ChannelBlockKind.write`) at their offsets.
+    private let blocks: [(block: any ChannelBlockKind, offset: Int)]
+    /// Channels per frame.
+    private let C: Int
 
     private enum ResolvedStep {
+        case fillGaps
         case centre([Int], perFrame: Bool)
         case scaleByTorso(upper: [Int], lower: [Int])
         case divide([Float])
@@ -23,7 +28,7 @@ public struct FeatureExtractor: Sendable {
     }
 
     public init(_ spec: InputSpec) throws {
-        try spec.validate()
+        blocks = try spec.resolvedBlocks()  // validates the spec
         self.spec = spec
         let s = spec.skeleton
         func idx(_ names: [String]) -> [Int] { names.map { s.index(of: $0)! } }  // validated above
@@ -33,18 +38,19 @@ public struct FeatureExtractor: Sendable {
             case .scaleByTorso(let upper, let lower): return .scaleByTorso(upper: idx(upper), lower: idx(lower))
             case .divide(let by): return .divide(by)
             case .alignFacing(let left, let right, let v): return .alignFacing(left: idx(left), right: idx(right), verticalAxis: v)
+            case .fillGaps: return .fillGaps
             }
         }
-        boneParents = s.bones.map { s.index(of: $0[0])! }
-        boneChildren = s.bones.map { s.index(of: $0[1])! }
-        layout = spec.channelLayout.map { ($0.block, $0.offset) }
+        C = spec.channelsPerFrame
     }
 
     /// Scratch memory for one extraction at a time: the transformed coordinates `[F, J, D]`,
-    /// per-frame centres `[F, D]` and per-frame torso lengths `[F]`. Not thread-safe.
+    /// the presence after `fillGaps` `[F, J]`, per-frame centres `[F, D]` and per-frame torso
+    /// lengths `[F]`. Not thread-safe.
     public final class Workspace {
         let frames: Int
         let xyz: UnsafeMutablePointer<Float>
+        let filled: UnsafeMutablePointer<UInt8>
         let centres: UnsafeMutablePointer<Float>
         let hasCentre: UnsafeMutablePointer<Bool>
         let lengths: UnsafeMutablePointer<Float>
@@ -55,6 +61,7 @@ public struct FeatureExtractor: Sendable {
             frames = F
             windowCentre = .allocate(capacity: 6)
             xyz = .allocate(capacity: max(1, F * J * D))
+            filled = .allocate(capacity: max(1, F * J))
             centres = .allocate(capacity: max(1, F * D))
             hasCentre = .allocate(capacity: max(1, F))
             lengths = .allocate(capacity: max(1, F))
@@ -62,6 +69,7 @@ public struct FeatureExtractor: Sendable {
 
         deinit {
             xyz.deallocate()
+            filled.deallocate()
             centres.deallocate()
             hasCentre.deallocate()
             lengths.deallocate()
@@ -133,12 +141,17 @@ public struct FeatureExtractor: Sendable {
     ) {
         let F = spec.window.frames, J = spec.skeleton.jointCount, D = Dim.count, FJ = F &* J
         let xyz = ws.xyz
+        let seen = present
+        var present = present  // after fillGaps, the filled presence
         for i in 0..<FJ {
             let keep = present[i] != 0
             for d in 0..<D { xyz[i &* D &+ d] = keep ? coordinates[i &* D &+ d] : 0 }
         }
         for step in steps {
             switch step {
+            case .fillGaps:
+                Self.fillGaps(Dim.self, xyz, seen, F: F, J: J, filled: ws.filled)
+                present = UnsafePointer(ws.filled)
             case .centre(let joints, let perFrame):
                 joints.withUnsafeBufferPointer { centre(Dim.self, xyz, present, F: F, J: J, joints: $0, perFrame: perFrame, ws: ws) }
             case .scaleByTorso(let upper, let lower):
@@ -162,61 +175,51 @@ public struct FeatureExtractor: Sendable {
                 }
             }
         }
-        writeBlocks(Dim.self, xyz, present, confidence, out, F: F, J: J)
-    }
-
-    // MARK: - Channel blocks
-
-    @inline(__always)
-    private func writeBlocks<Dim: StaticDimensions>(
-        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ present: UnsafePointer<UInt8>,
-        _ confidence: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<Float>, F: Int, J: Int
-    ) {
-        let C = spec.channelsPerFrame, D = Dim.count, JD = J &* D
-        for (block, o) in layout {
-            switch block {
-            case .coordinates:
-                for f in 0..<F { (out + (f &* C &+ o)).update(from: xyz + f &* JD, count: JD) }
-            case .confidence:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o), p = present + f &* J
-                    if let k = confidence.map({ $0 + f &* J }) {
-                        for j in 0..<J { row[j] = p[j] != 0 ? k[j] : 0 }
-                    } else {
-                        for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
-                    }
-                }
-            case .mask:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o), p = present + f &* J
-                    for j in 0..<J { row[j] = p[j] != 0 ? 1 : 0 }
-                }
-            case .motion:
-                (out + o).update(repeating: 0, count: JD)  // frame 0
-                for f in 1..<max(F, 1) {
-                    let row = out + (f &* C &+ o), p = present + f &* J, x = xyz + f &* JD
-                    for j in 0..<J {
-                        let both = p[j] != 0 && p[j &- J] != 0
-                        for d in 0..<D {
-                            let k = j &* D &+ d
-                            row[k] = both ? x[k] - x[k &- JD] : 0
-                        }
-                    }
-                }
-            case .bones:
-                for f in 0..<F {
-                    let row = out + (f &* C &+ o)
-                    for b in boneParents.indices {
-                        let p = f &* J &+ boneParents[b], c = f &* J &+ boneChildren[b]
-                        let both = present[p] != 0 && present[c] != 0
-                        for d in 0..<D { row[b &* D &+ d] = both ? xyz[c &* D &+ d] - xyz[p &* D &+ d] : 0 }
-                    }
-                }
-            }
-        }
+        let window = BlockWindow(
+            frames: F, joints: J, dimensions: D, coordinates: xyz, present: present, seen: seen, confidence: confidence)
+        for (block, o) in blocks { block.write(window, into: out + o, stride: C) }
     }
 
     // MARK: - Steps
+
+    /// `PreprocessingStep.fillGaps` on `xyz [F, J, D]` (absent joints 0) with the window's
+    /// presence `seen [F, J]`: per joint, the frames between two present frames p < q take
+    /// `c[p] + w·(c[q] − c[p])`, `w = (f − p)/(q − p)`; those before the first (after the last)
+    /// present frame its value; `filled [F, J]` is 1 wherever the joint is present somewhere in
+    /// the window.
+    @inline(__always)
+    static func fillGaps<Dim: StaticDimensions>(
+        _: Dim.Type, _ xyz: UnsafeMutablePointer<Float>, _ seen: UnsafePointer<UInt8>, F: Int, J: Int,
+        filled: UnsafeMutablePointer<UInt8>
+    ) {
+        let D = Dim.count
+        for j in 0..<J {
+            var previous = -1  // the last present frame so far
+            for f in 0..<F where seen[f &* J &+ j] != 0 {
+                let q = (f &* J &+ j) &* D
+                if previous < 0 {
+                    for g in 0..<f {  // before the first present frame: its value
+                        for d in 0..<D { xyz[(g &* J &+ j) &* D &+ d] = xyz[q &+ d] }
+                    }
+                } else if f > previous &+ 1 {
+                    let p = (previous &* J &+ j) &* D, span = Float(f &- previous)
+                    for g in (previous &+ 1)..<f {
+                        let w = Float(g &- previous) / span
+                        for d in 0..<D { xyz[(g &* J &+ j) &* D &+ d] = xyz[p &+ d] + w * (xyz[q &+ d] - xyz[p &+ d]) }
+                    }
+                }
+                previous = f
+            }
+            if previous >= 0 {
+                let p = (previous &* J &+ j) &* D
+                for g in (previous &+ 1)..<F {  // after the last present frame: its value
+                    for d in 0..<D { xyz[(g &* J &+ j) &* D &+ d] = xyz[p &+ d] }
+                }
+            }
+            let present: UInt8 = previous >= 0 ? 1 : 0
+            for f in 0..<F { filled[f &* J &+ j] = present }
+        }
+    }
 
     /// Mean of the present joints among `joints` at frame f into `mean[0..<D]`; false when
     /// none is present.
@@ -384,8 +387,3 @@ public struct FeatureExtractor: Sendable {
         return n % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2
     }
 }
-
-/// A dimensionality known at compile time (2 or 3), so that kernels specialise.
-protocol StaticDimensions { static var count: Int { get } }
-enum Dimensions2: StaticDimensions { static var count: Int { 2 } }
-enum Dimensions3: StaticDimensions { static var count: Int { 3 } }

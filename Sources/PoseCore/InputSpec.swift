@@ -9,8 +9,13 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public var window: WindowSpec
     /// Coordinate transforms, applied in order to each window.
     public var steps: [PreprocessingStep]
-    /// Per-frame feature blocks, in order.
+    /// Per-frame feature blocks, in order (`ChannelBlocks.all` lists them).
     public var channels: [ChannelBlock]
+    /// The joint pairs the relational blocks (`relativePositions`, `distances`) read, as joint
+    /// names `[a, b]` (a pair's value is `c[b] − c[a]`); nil for every pair of the skeleton's
+    /// joints `(i, j)`, `i < j`, row by row. Written to the model header only when set
+    /// (docs/format.md, section 5).
+    public var pairs: [[String]]?
     /// Interaction models: the number M > 1 of bodies per frame, on a skeleton of M copies
     /// (`Skeleton.bodies`, joints `p1.<joint>` ... `pM.<joint>`); nil for one body. Written to
     /// the model header only when set (docs/format.md, section 5).
@@ -142,7 +147,7 @@ public struct InputSpec: Codable, Hashable, Sendable {
 
     /// Number of values per frame.
     public var channelsPerFrame: Int {
-        channels.reduce(0) { $0 + $1.width(skeleton) }
+        channels.reduce(0) { $0 + $1.width(for: self) }
     }
 
     /// Number of values per window: `frames * channelsPerFrame`.
@@ -152,8 +157,26 @@ public struct InputSpec: Codable, Hashable, Sendable {
     public var channelLayout: [(block: ChannelBlock, offset: Int, width: Int)] {
         var o = 0
         return channels.map { b in
-            defer { o += b.width(skeleton) }
-            return (b, o, b.width(skeleton))
+            let w = b.width(for: self)
+            defer { o += w }
+            return (b, o, w)
+        }
+    }
+
+    /// The channel blocks resolved for this input (joint indices looked up), each with its
+    /// offset in a frame. Throws what `validate()` throws.
+    public func resolvedBlocks() throws -> [(block: any ChannelBlockKind, offset: Int)] {
+        try validate()
+        return try placedBlocks()
+    }
+
+    /// `resolvedBlocks()` for a validated input (or one whose blocks `validate` is checking).
+    private func placedBlocks() throws -> [(block: any ChannelBlockKind, offset: Int)] {
+        var o = 0
+        return try channels.map { b in
+            let block = try b.kind.init(input: self)
+            defer { o += b.width(for: self) }
+            return (block, o)
         }
     }
 
@@ -189,6 +212,10 @@ public struct InputSpec: Codable, Hashable, Sendable {
                     throw InputSpecError.step(
                         index: i, reason: "divide needs divisors from \(PreprocessingStep.divisors.lowerBound) to \(Int(PreprocessingStep.divisors.upperBound)), got \(by)")
                 }
+            case .fillGaps:
+                guard i == 0 else {
+                    throw InputSpecError.step(index: i, reason: "fillGaps must be the first step (it fills the poses as given), at most once")
+                }
             case .alignFacing(let left, let right, let verticalAxis):
                 guard skeleton.dimensions == 3 else {
                     throw InputSpecError.step(index: i, reason: "alignFacing is for 3D skeletons; '\(skeleton.name)' is 2D")
@@ -201,14 +228,13 @@ public struct InputSpec: Codable, Hashable, Sendable {
                 }
             }
         }
+        try validatePairs()
         guard !channels.isEmpty else { throw InputSpecError.channels("no channel blocks; give at least one") }
         var seen = Set<ChannelBlock>()
         for c in channels {
             guard seen.insert(c).inserted else { throw InputSpecError.channels("block '\(c.rawValue)' is listed twice") }
-            guard c.width(skeleton) > 0 else {
-                throw InputSpecError.channels("block '\(c.rawValue)' is empty for skeleton '\(skeleton.name)' (it has no bones)")
-            }
         }
+        _ = try placedBlocks()  // each block checks that it can be built (bones need bones, pairs a limit)
         guard valuesPerWindow <= Int(Int32.max) else {
             throw InputSpecError.window("\(window.frames) frames x \(channelsPerFrame) channels is too large")
         }
@@ -221,6 +247,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
     case step(index: Int, reason: String)
     case channels(String)
     case bodies(String)
+    case pairs(String)
 
     public var description: String {
         switch self {
@@ -228,6 +255,7 @@ public enum InputSpecError: Error, Equatable, CustomStringConvertible {
         case .window(let why): return "window: \(why)"
         case .step(let index, let why): return "preprocessing step \(index): \(why)"
         case .channels(let why): return "channels: \(why)"
+        case .pairs(let why): return "pairs: \(why)"
         }
     }
 }
@@ -324,8 +352,19 @@ public struct WindowSpec: Codable, Hashable, Sendable {
 /// `{"op": "centre", "joints": ["root"], "perFrame": false}`,
 /// `{"op": "scaleByTorso", "upper": ["neck"], "lower": ["root"]}`,
 /// `{"op": "divide", "by": [1920, 1080]}`,
-/// `{"op": "alignFacing", "left": ["leftHip"], "right": ["rightHip"], "verticalAxis": 1}`.
+/// `{"op": "alignFacing", "left": ["leftHip"], "right": ["rightHip"], "verticalAxis": 1}`,
+/// `{"op": "fillGaps"}`.
 public enum PreprocessingStep: Codable, Hashable, Sendable {
+    /// Fill each joint's gaps in time (first step only): a frame where the joint is absent but
+    /// present in some other frame of the window takes the value linearly interpolated in frame
+    /// index between the nearest present frames before (p) and after (q) it,
+    /// `c[p] + w·(c[q] − c[p])` with `w = (f − p) / (q − p)` (float32, each operation rounded),
+    /// and before the first (after the last) present frame that frame's value.
+    /// A joint present in no frame of the window stays absent. Filled points are present for
+    /// every later step and every channel block except `mask` and `confidence`, which still
+    /// report them as not seen (the Pose contract: absent is reported as missing; a filled
+    /// point has no confidence).
+    case fillGaps
     /// Subtract the centre. The centre of frame f is the mean of the present `joints` at f.
     /// `perFrame == false`: every frame uses the window centre, the mean of the frame centres
     /// over the frames that have one. `perFrame == true`: each frame uses its own centre, and
@@ -359,7 +398,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         switch self {
         case .centre(let joints, _): return joints
         case .scaleByTorso(let upper, let lower): return upper + lower
-        case .divide: return []
+        case .divide, .fillGaps: return []
         case .alignFacing(let left, let right, _): return left + right
         }
     }
@@ -371,6 +410,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
         case .scaleByTorso: return "scaleByTorso"
         case .divide: return "divide"
         case .alignFacing: return "alignFacing"
+        case .fillGaps: return "fillGaps"
         }
     }
 
@@ -394,7 +434,7 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
                 self = .divide(by: try b.decode([Float].self, forKey: .by))
             } else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .op, in: c, debugDescription: "a preprocessing step needs an \"op\" (centre, scaleByTorso, divide)")
+                    forKey: .op, in: c, debugDescription: "a preprocessing step needs an \"op\" (centre, scaleByTorso, divide, alignFacing, fillGaps)")
             }
             return
         }
@@ -409,10 +449,12 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             self = .alignFacing(
                 left: try c.decode([String].self, forKey: .left), right: try c.decode([String].self, forKey: .right),
                 verticalAxis: try c.decode(Int.self, forKey: .verticalAxis))
+        case "fillGaps":
+            self = .fillGaps
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .op, in: c,
-                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide, alignFacing")
+                debugDescription: "unknown preprocessing step '\(op)'; this reader knows centre, scaleByTorso, divide, alignFacing, fillGaps")
         }
     }
 
@@ -432,31 +474,8 @@ public enum PreprocessingStep: Codable, Hashable, Sendable {
             try c.encode(left, forKey: .left)
             try c.encode(right, forKey: .right)
             try c.encode(verticalAxis, forKey: .verticalAxis)
-        }
-    }
-}
-
-/// A block of per-frame features. In JSON, the raw value (`"coordinates"`, ...).
-public enum ChannelBlock: String, Codable, Hashable, Sendable, CaseIterable {
-    /// `joints x dimensions` transformed coordinates, joint-major (`x0 y0 x1 y1 ...`);
-    /// 0 for absent joints.
-    case coordinates
-    /// `joints` confidences (0 absent; 1 for present joints of sources without confidence).
-    case confidence
-    /// `joints` presence flags (1 seen, 0 absent).
-    case mask
-    /// `joints x dimensions` frame differences `c[f] - c[f-1]` of the transformed coordinates
-    /// (0 unless the joint is present in both frames; 0 at the first frame).
-    case motion
-    /// `bones x dimensions` child minus parent of the transformed coordinates, in the
-    /// skeleton's bone order (0 unless both are present).
-    case bones
-
-    public func width(_ s: Skeleton) -> Int {
-        switch self {
-        case .coordinates, .motion: return s.jointCount * s.dimensions
-        case .confidence, .mask: return s.jointCount
-        case .bones: return s.bones.count * s.dimensions
+        case .fillGaps:
+            break
         }
     }
 }

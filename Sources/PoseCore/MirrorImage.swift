@@ -8,10 +8,12 @@ extension InputSpec {
         public var signs: [Float]
     }
 
-    /// Throws when the window is not centred by a step (negating x mirrors it only about the
-    /// origin), when the skeleton has no mirror pairs, or when a bone's mirror is not a bone.
+    /// Each block's own mirror image (`ChannelBlockKind.mirrorImage`) at its offset. Throws
+    /// when the window is not centred by a step (negating x mirrors it only about the origin),
+    /// when the skeleton has no mirror pairs, or when a block has none (a bone or pair whose
+    /// mirror is not one).
     public func mirrorImage() throws -> MirrorImage {
-        let s = skeleton, J = s.jointCount, D = s.dimensions
+        let s = skeleton, J = s.jointCount
         guard steps.contains(where: { if case .centre = $0 { return true } else { return false } }) else {
             throw InputSpecError.channels("a mirror image needs centred coordinates (a centre step; centring is none)")
         }
@@ -19,32 +21,12 @@ extension InputSpec {
         guard sigma != Array(0..<J) else {
             throw InputSpecError.channels("skeleton '\(s.name)' has no mirrorPairs, so its mirror image is unknown")
         }
-        let bones = s.bones.map { ($0.count == 2 ? s.index(of: $0[0]) : nil, $0.count == 2 ? s.index(of: $0[1]) : nil) }
         var out = MirrorImage(channels: [], signs: [])
-        func add(_ channel: Int, _ sign: Float) {
-            out.channels.append(channel)
-            out.signs.append(sign)
-        }
-        var offset = 0
-        for block in channels {
-            switch block {
-            case .coordinates, .motion:
-                for j in 0..<J { for d in 0..<D { add(offset + sigma[j] * D + d, d == 0 ? -1 : 1) } }
-            case .confidence, .mask:
-                for j in 0..<J { add(offset + sigma[j], 1) }
-            case .bones:
-                for (b, (p, c)) in bones.enumerated() {
-                    guard let p, let c else { throw InputSpecError.channels("bone \(s.bones[b]) names a joint the skeleton lacks") }
-                    if let same = bones.firstIndex(where: { $0.0 == sigma[p] && $0.1 == sigma[c] }) {
-                        for d in 0..<D { add(offset + same * D + d, d == 0 ? -1 : 1) }
-                    } else if let reversed = bones.firstIndex(where: { $0.0 == sigma[c] && $0.1 == sigma[p] }) {
-                        for d in 0..<D { add(offset + reversed * D + d, d == 0 ? 1 : -1) }
-                    } else {
-                        throw InputSpecError.channels("the mirror image of bone \(s.bones[b]) is not a bone of skeleton '\(s.name)'")
-                    }
-                }
+        for (block, offset) in try resolvedBlocks() {
+            for (c, sign) in try block.mirrorImage(sigma) {
+                out.channels.append(offset + c)
+                out.signs.append(sign)
             }
-            offset += block.width(s)
         }
         return out
     }

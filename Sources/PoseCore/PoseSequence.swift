@@ -1,6 +1,12 @@
 /// One point of a pose, per the Pose contract: image pixels (origin top-left, y down) for
 /// 2D skeletons, metres for 3D ones; `confidence` is optional.
 public struct PosePoint: Hashable, Sendable {
+    /// The largest coordinate magnitude accepted anywhere: the dataset readers refuse a file
+    /// with a coordinate beyond it, a stream session ignores such a frame. Pose coordinates are
+    /// pixels (at most tens of thousands), metres or millimetres; a value beyond this is a unit
+    /// or writing error, and its square would overflow Float in feature extraction.
+    public static let maxCoordinate: Float = 1e6
+
     public var x: Float
     public var y: Float
     public var z: Float

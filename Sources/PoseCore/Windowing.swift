@@ -70,6 +70,20 @@ extension PoseSequence {
         }
     }
 
+    /// `sample(at:padding:...)` on frames held elsewhere: `n` frames of `J` joints in `D`
+    /// dimensions at `coordinates [n, J, D]`, `present [n, J]` and, when given,
+    /// `confidence [n, J]` (a live session's ring of frames uses it, so that its windows are
+    /// cut by the same code as offline ones).
+    public static func sample(
+        frames n: Int, joints J: Int, dimensions D: Int, coordinates src: UnsafePointer<Float>, present srcPresent: UnsafePointer<UInt8>,
+        confidence srcConfidence: UnsafePointer<Float>?, at positions: UnsafeBufferPointer<Double>, padding: WindowSpec.Padding,
+        into out: UnsafeMutablePointer<Float>, present outPresent: UnsafeMutablePointer<UInt8>, confidence outConfidence: UnsafeMutablePointer<Float>?
+    ) {
+        sampleKernel(
+            n: n, J: J, D: D, src: src, srcPresent: srcPresent, srcConfidence: srcConfidence, positions: positions, padding: padding,
+            out: out, outPresent: outPresent, outConfidence: outConfidence)
+    }
+
     private static func sampleKernel(
         n: Int, J: Int, D: Int, src: UnsafePointer<Float>?, srcPresent: UnsafePointer<UInt8>?,
         srcConfidence: UnsafePointer<Float>?, positions: UnsafeBufferPointer<Double>, padding: WindowSpec.Padding,
@@ -328,10 +342,16 @@ extension WindowSpec {
         }
     }
 
+    /// The source positions of the window at `start` of a sequence of `n` frames
+    /// (`placement`): `first + i · step`, `i = 0 ..< frames`.
+    public func positions(frameCount n: Int, start: Int) -> [Double] {
+        let (first, step) = placement(frameCount: n, start: start)
+        return (0..<frames).map { first + Double($0) * step }
+    }
+
     /// The window starting at `start`, exactly `frames` frames long (padded or resampled).
     public func window(of seq: PoseSequence, start: Int) -> PoseSequence {
-        let (first, step) = placement(frameCount: seq.frameCount, start: start)
-        return seq.sampled(at: (0..<frames).map { first + Double($0) * step }, padding: padding)
+        seq.sampled(at: positions(frameCount: seq.frameCount, start: start), padding: padding)
     }
 
     /// The window of `frames` frames around frame `event` (see `start(centredOn:frameCount:)`).

@@ -9,14 +9,29 @@ import PoseCore
 /// features, then `AugmentedBatches` at batch 64 with augmentation off, typical and at full
 /// strength, on 1 and 2 threads. Printed beside the training epoch times implied by the
 /// anchors of ../shared/bench/RESULTS.md (torch MLP 15,652 windows/s, the 2x target,
-/// the Haswell sgemm ceiling 78,532 windows/s) and as a share of them.
+/// the Haswell sgemm ceiling 78,532 windows/s) and as a share of them. `--channels LIST`
+/// builds other channel blocks instead of coordinates and mask (e.g. the relational ones; with
+/// `--no-training`, since the reference MLP reads 2,565 values).
+///
+/// `--kernel` times the feature kernel alone (steps and blocks, `FeatureExtractor.extract` on
+/// windows sampled once: what a live stream runs every stride), in CPU seconds.
+///
+///     actiontrain-bench augment [--channels coordinates,mask,relativePositions] [--no-training | --kernel]
 enum AugmentBench {
     static func run(_ args: [String]) throws {
-        let windows = try makeWindows()
+        var channels: [ChannelBlock]? = nil
+        if let i = args.firstIndex(of: "--channels"), i + 1 < args.count {
+            channels = try args[i + 1].split(separator: ",").map { name in
+                guard let block = ChannelBlock(rawValue: String(name)) else { throw LayersBench.BenchError.usage("unknown channel block '\(name)'") }
+                return block
+            }
+        }
+        let windows = try makeWindows(channels: channels)
+        if args.contains("--kernel") { return try kernel(windows) }
         let load = ForeignLoad()
         defer { print("other processes used \(load.share().map { format(100 * $0, 0) + "%" } ?? "?") of the machine meanwhile") }
         let n = windows.count
-        print("input building for one epoch of \(n) windows of 45x19x2 (\(windows.spec.valuesPerWindow) values each), batch 64")
+        print("input building for one epoch of \(n) windows of 45x19x2 (\(windows.spec.valuesPerWindow) values each: \(windows.spec.channels.map(\.rawValue).joined(separator: ", "))), batch 64")
         print("anchors (RESULTS.md): torch MLP epoch \(format(Double(n) / 15_652, 3)) s; 2x torch target \(format(Double(n) / 31_304, 3)) s; sgemm ceiling \(format(Double(n) / 78_532, 3)) s")
         print("")
         print("case                               threads  s/epoch   windows/s   of 2x-target epoch   of ceiling epoch")
@@ -32,6 +47,10 @@ enum AugmentBench {
         let features = try windows.features()
         let tensors = TensorSet(features: features, labels: windows.labels, valuesPerWindow: windows.spec.valuesPerWindow)
         report("WindowSet.features (once)", 1, Clock.median(reps: 5, minSeconds: 0) { _ = try! windows.features() })
+        // The same in CPU seconds of this process (one thread), which other processes disturb less.
+        let cpu0 = ForeignLoad.processCPUSeconds()
+        for _ in 0..<5 { _ = try windows.features() }
+        report("WindowSet.features (CPU s)", 1, (ForeignLoad.processCPUSeconds() - cpu0) / 5)
         report("TensorSet (precomputed, copy)", 1, Clock.median(reps: 5, minSeconds: 0) { fillEpoch(tensors, epoch: 1) })
         var typical = AugmentationConfig()
         typical.flipProbability = 0.5
@@ -102,6 +121,25 @@ enum AugmentBench {
         }
     }
 
+    /// The feature kernel on 512 windows sampled once, 20 passes (10,240 windows) after a
+    /// warm-up; the median of 5 such runs, in CPU seconds of this process per window.
+    static func kernel(_ windows: WindowSet) throws {
+        let spec = windows.spec, extractor = try FeatureExtractor(spec), ws = extractor.makeWorkspace()
+        let sampled = (0..<512).map { windows.window($0) }
+        var out = [Float](repeating: 0, count: spec.valuesPerWindow)
+        func pass() { out.withUnsafeMutableBufferPointer { o in for w in sampled { extractor.extract(w, into: o.baseAddress!, workspace: ws) } } }
+        pass()
+        var runs: [Double] = []
+        for _ in 0..<5 {
+            let c0 = ForeignLoad.processCPUSeconds()
+            for _ in 0..<20 { pass() }
+            runs.append((ForeignLoad.processCPUSeconds() - c0) / Double(20 * sampled.count))
+        }
+        print(
+            "feature kernel, \(spec.channels.map(\.rawValue).joined(separator: ", ")) (\(spec.valuesPerWindow) values per window): "
+                + "\(format(runs.sorted()[2] * 1e6, 2)) µs per window (CPU; runs \(runs.map { format($0 * 1e6, 2) }.joined(separator: ", ")))")
+    }
+
     /// Fills every batch of one epoch, in a shuffled order, as the trainer does.
     static func fillEpoch<Source: BatchSource>(_ source: Source, epoch: Int) {
         let B = 64, V = source.valuesPerWindow
@@ -120,7 +158,7 @@ enum AugmentBench {
 
     /// 4,000 sequences of 90 frames (random walks, 5% of joints absent) cut at stride 15:
     /// 4 windows each.
-    static func makeWindows() throws -> WindowSet {
+    static func makeWindows(channels: [ChannelBlock]? = nil) throws -> WindowSet {
         let skeleton = Skeleton.visionBody2D
         var g = SeededGenerator(seed: 20_260_101)
         var sequences: [PoseSequence] = []
@@ -137,6 +175,8 @@ enum AugmentBench {
             sequences.append(s)
         }
         let d = Dataset(name: "synthetic", skeleton: skeleton, sequences: sequences)
-        return try WindowSet(dataset: d, spec: InputSpec.standard(for: skeleton, frames: 45), stride: 15, classes: d.classes)
+        var spec = InputSpec.standard(for: skeleton, frames: 45)
+        if let channels { spec.channels = channels }
+        return try WindowSet(dataset: d, spec: spec, stride: 15, classes: d.classes)
     }
 }

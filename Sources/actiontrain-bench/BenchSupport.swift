@@ -61,3 +61,28 @@ struct ForeignLoad {
 }
 
 func format(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
+
+/// A benchmark's command line: `--name value` options and `--flag`s, each known in advance.
+struct BenchArguments {
+    private var values: [String: String] = [:], flags: Set<String> = []
+
+    init(_ args: [String], options: Set<String>, flags known: Set<String>) throws {
+        var i = 0
+        while i < args.count {
+            if options.contains(args[i]) && i + 1 < args.count {
+                values[args[i]] = args[i + 1]
+                i += 2
+            } else if known.contains(args[i]) {
+                flags.insert(args[i])
+                i += 1
+            } else {
+                throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "unknown option \(args[i])"])
+            }
+        }
+    }
+
+    /// The option's value (`default` when not given or not a number).
+    func int(_ name: String, default d: Int) -> Int { values[name].flatMap { Int($0) } ?? d }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+}

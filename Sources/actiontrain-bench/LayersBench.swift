@@ -60,7 +60,8 @@ enum LayersBench {
         zip(cells, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined()
     }
 
-    /// Options: `conv` or `mlp` (one model), `graphconv` (the graphConv table alone), `--batch N`, `--threads N`, `--steps-only`,
+    /// Options: `conv` or `mlp` (one model), `graphconv` (the graphConv table alone), `fourier`
+    /// (the fourierPyramid table alone), `--batch N`, `--threads N`, `--steps-only`,
     /// `--latency-only` (to profile one configuration), and `--cpu` (with `--threads 1`):
     /// time steps with this thread's CPU clock, which other processes' load barely affects —
     /// for comparing the non-GEMM cost of two versions on a busy machine, not for windows/s.
@@ -73,6 +74,7 @@ enum LayersBench {
         let cpu = args.contains("--cpu"), threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
         if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         if args.contains("graphconv") { return try graphConvTable(threadCounts: threadCounts, cpu: cpu) }
+        if args.contains("fourier") { return try fourierTable(threadCounts: threadCounts, cpu: cpu) }
         let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
         let batches = try value("--batch").map { [$0] } ?? [64, 256]
         let load = ForeignLoad()
@@ -311,22 +313,7 @@ enum LayersBench {
                     joints: c.joints, inputs: c.inputs, outputs: c.outputs, kernel: c.kernel, adjacency: adjacency(c.joints, partitions: c.partitions))
                 let net = try Network(layers: [spec, .flatten], input: Shape(time: c.time, channels: c.joints * c.inputs))
                 net.initialize(seed: 1)
-                var g = SeededGenerator(seed: 2)
-                let x = (0..<(c.batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
-                let dy = (0..<(c.batch * net.classCount)).map { _ in g.nextSymmetric(1) }
-                var mode = ForwardMode.training(seed: 3)
-                let (forward, backward) = x.withUnsafeBufferPointer { xp in
-                    dy.withUnsafeBufferPointer { dp in
-                        let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: c.batch, mode: &mode) }
-                        let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: c.batch, needInputGradient: true) }
-                        return (f, b)
-                    }
-                }
-                let calls = GEMMRecorder.record {
-                    x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: c.batch, mode: &mode) }
-                    dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: c.batch, needInputGradient: true) }
-                }
-                let gemm = replay(calls, cpu: cpu)
+                let (forward, backward, gemm) = timeStep(net, batch: c.batch, cpu: cpu)
                 print(
                     row(
                         [
@@ -335,5 +322,57 @@ enum LayersBench {
                         ], widths))
             }
         }
+    }
+
+    /// The `ftp` member's `fourierPyramid` (levels 1, 2, 4; 4 frequencies) on the relative
+    /// positions of every joint pair: forward (training mode) and backward (with the input
+    /// gradient) per batch, and the replayed GEMM time of one forward + backward.
+    static func fourierTable(threadCounts: [Int], cpu: Bool) throws {
+        struct Case { let batch, time, channels: Int, what: String }
+        let cases = [
+            Case(batch: 64, time: 32, channels: 156, what: "13 joints 2D (Penn Action)"),
+            Case(batch: 64, time: 32, channels: 570, what: "20 joints 3D (UTKinect)"),
+            Case(batch: 256, time: 32, channels: 156, what: "13 joints 2D"),
+            Case(batch: 1, time: 32, channels: 156, what: "one window"),
+        ]
+        let load = ForeignLoad()
+        defer { if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") } }
+        print("fourierPyramid [1, 2, 4] x 4 frequencies, forward (training) and backward (with dx) per batch, ms; gemm = the step's GEMMs replayed. Medians of 5 reps of >= 0.1 s.")
+        let widths = [6, 5, 6, 5, 10, 10, 10, 9, 28]
+        print(row(["B", "T", "C", "thr", "fwd ms", "bwd ms", "gemm ms", "gemm %", "input"], widths))
+        for c in cases {
+            for threads in threadCounts {
+                BLAS.threads = threads
+                let net = try Network(layers: [.fourierPyramid(levels: [1, 2, 4], coefficients: 4)], input: Shape(time: c.time, channels: c.channels))
+                let (forward, backward, gemm) = timeStep(net, batch: c.batch, cpu: cpu)
+                print(
+                    row(
+                        [
+                            "\(c.batch)", "\(c.time)", "\(c.channels)", "\(threads)", format(forward * 1e3, 3), format(backward * 1e3, 3),
+                            format(gemm * 1e3, 3), format(100 * gemm / (forward + backward), 1), c.what,
+                        ], widths))
+            }
+        }
+    }
+
+    /// A training forward and a backward (with dx) of `net` on seeded random values at `batch`:
+    /// their median seconds, and the replayed time of the GEMMs of one forward + backward.
+    static func timeStep(_ net: Network, batch: Int, cpu: Bool) -> (forward: Double, backward: Double, gemm: Double) {
+        var g = SeededGenerator(seed: 2)
+        let x = (0..<(batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
+        let dy = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) }
+        var mode = ForwardMode.training(seed: 3)
+        let (forward, backward) = x.withUnsafeBufferPointer { xp in
+            dy.withUnsafeBufferPointer { dp in
+                let f = median(cpu: cpu) { _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode) }
+                let b = median(cpu: cpu) { _ = net.backward(dp.baseAddress!, batch: batch, needInputGradient: true) }
+                return (f, b)
+            }
+        }
+        let calls = GEMMRecorder.record {
+            x.withUnsafeBufferPointer { _ = net.forward($0.baseAddress!, batch: batch, mode: &mode) }
+            dy.withUnsafeBufferPointer { _ = net.backward($0.baseAddress!, batch: batch, needInputGradient: true) }
+        }
+        return (forward, backward, replay(calls, cpu: cpu))
     }
 }

@@ -113,8 +113,13 @@ enum ActionTrainCLI {
         }
     }
 
-    /// One-line description of any library error.
+    /// One-line description of any library error, naming the flags where the library names
+    /// its options (several people: --people; a whole-clip model's clip: --clip-frames).
     static func describe(_ error: Error) -> String {
-        String(describing: error)
+        if let e = error as? DatasetError, let people = e.peopleMessage(option: "--people POLICY") { return people }
+        if let e = error as? StreamError, e == .unknownClipLength {
+            return e.description.replacingOccurrences(of: "(StreamOptions.clipFrames)", with: "(--clip-frames N)")
+        }
+        return String(describing: error)
     }
 }

@@ -107,6 +107,26 @@ extension ConfigOptions {
                 }
             }
             return nil
+        case (.members, .array(let items)):
+            let architectures = names(TrainingConfig.Architecture.self), blocks = names(ChannelBlock.self)
+            for (m, item) in items.enumerated() {
+                guard case .object(let fields) = item else { return "member \(m + 1) must be an object {\"architecture\": ..., \"channels\": [...]}, got \(item)" }
+                for k in fields.keys.sorted() where k != "architecture" && k != "channels" {
+                    return "member \(m + 1) has an unknown key '\(k)'; a member takes architecture and channels (every other key is the run's)"
+                }
+                guard case .string(let a) = fields["architecture"] ?? .null, architectures.contains(a) else {
+                    return "member \(m + 1) needs an architecture, one of \(architectures.joined(separator: ", ")), got \(fields["architecture"].map { "\($0)" } ?? "none")"
+                }
+                guard case .array(let list) = fields["channels"] ?? .null, !list.isEmpty else {
+                    return "member \(m + 1) needs channels, a non-empty list of \(blocks.joined(separator: ", "))"
+                }
+                for b in list {
+                    guard case .string(let name) = b, blocks.contains(name) else {
+                        return "member \(m + 1): channel \(b) is not one of \(blocks.joined(separator: ", "))"
+                    }
+                }
+            }
+            return nil
         case (.classWeights, .string(let s)):
             return s == "none" || s == "balanced" ? nil : wrong
         case (.augmentation, .object(let fields)):
@@ -153,6 +173,19 @@ extension ConfigOptions {
             value = .array(items.map { .string($0) })
         case .stringLists:
             value = .array(items.map { .array($0.split(separator: "+").map { .string($0.trimmingCharacters(in: .whitespaces)) }) })
+        case .members:
+            if raw.hasPrefix("[") {
+                guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(raw.utf8)) else { throw bad() }
+                value = v
+            } else {
+                value = .array(
+                    try items.map { item in
+                        let parts = item.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                        guard parts.count == 2 else { throw bad("expects architecture:block+block,... (e.g. tcn:coordinates+mask,ftp:relativePositions), got '\(item)'") }
+                        let blocks = parts[1].split(separator: "+").map { JSONValue.string($0.trimmingCharacters(in: .whitespaces)) }
+                        return .object(["architecture": .string(parts[0]), "channels": .array(blocks)])
+                    })
+            }
         case .augmentation:
             if raw.hasPrefix("{") {
                 guard let v = try? JSONDecoder().decode(JSONValue.self, from: Data(raw.utf8)) else { throw bad() }

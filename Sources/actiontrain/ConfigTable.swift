@@ -12,6 +12,9 @@ enum ConfigOptions {
         case int, number, string, bool, intList, numberList, stringList
         /// A list of lists of strings; on the command line `a+b,c` (lists joined by `+`).
         case stringLists
+        /// A list of `{"architecture": name, "channels": [blocks]}`; on the command line
+        /// `tcn:coordinates+mask+bones,ftp:relativePositions`.
+        case members
         /// `none`, `balanced` or a list of numbers.
         case classWeights
         /// An object of augmentation keys and numbers (docs/preprocessing.md); on the command
@@ -28,6 +31,7 @@ enum ConfigOptions {
             case .numberList: return "a list of numbers"
             case .stringList: return "a list of strings"
             case .stringLists: return "a list of lists of strings (a+b,c on the command line)"
+            case .members: return "a list of {\"architecture\": name, \"channels\": [blocks]} (tcn:coordinates+mask,ftp:relativePositions on the command line)"
             case .classWeights: return "\"none\", \"balanced\" or a list of numbers"
             case .augmentation: return "an object of augmentation keys and numbers (key=value,... on the command line)"
             }
@@ -52,6 +56,7 @@ enum ConfigOptions {
             case .numberList: return "0.5,120"
             case .stringList: return choices.last ?? "sample"
             case .stringLists: return (choices.first ?? "a") + "+" + (choices.last ?? "b") + "," + (choices.last ?? "b")
+            case .members: return "tcn:coordinates+mask,ftp:relativePositions"
             case .classWeights: return "balanced"
             case .augmentation: return "flipProbability=0.5"
             }
@@ -70,17 +75,20 @@ enum ConfigOptions {
     static let entries: [Entry] = [
         // Model
         Entry(key: "recipe", kind: .string, value: "NAME", help: "auto: keys you do not set are chosen from the data (windows, normalisation, channels, regularisation; printed before training); none: the plain defaults (default auto).", choices: names(TrainingConfig.RecipeMode.self)),
-        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window), tcn (temporal convolution) or stgcn (graph convolution over the skeleton's joints, then over time) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
+        Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window), tcn (temporal convolution), stgcn (graph convolution over the skeleton's joints, then over time) or ftp (Fourier temporal pyramid of each channel, standardised, linear) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
         Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),
         Entry(key: "widths", kind: .intList, value: "N,N", help: "TCN and ST-GCN block widths (ST-GCN: channels per joint); the depth is their count (default 64,64,64)."),
         Entry(key: "kernel", kind: .int, value: "N", help: "TCN and ST-GCN kernel size in frames, odd (default 5)."),
         Entry(key: "graph", kind: .stringLists, value: "LISTS", help: "ST-GCN joint graph: edges as joint-name pairs (a+b,b+c) (default: the skeleton's bones; the recipe infers a tree from the data when it has none)."),
+        Entry(key: "pyramid", kind: .intList, value: "N,N", help: "TCN and ST-GCN pooling over time: the levels of a temporal pyramid, e.g. 1,2,4 (means over the window, its halves and quarters) (default: none, the global mean); the ftp architecture's segments (default for it 1,2,4)."),
+        Entry(key: "ftpCoefficients", kind: .int, value: "N", help: "ftp architecture: frequencies per segment of its Fourier temporal pyramid, DC included, 1 to 64 (default 4)."),
         Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
         Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),
         Entry(key: "activation", kind: .string, value: "NAME", help: "relu or gelu (default relu).", choices: names(TrainingConfig.Activation.self)),
         Entry(key: "normalization", kind: .string, value: "NAME", help: "none or layerNorm after each linear/convolution (default layerNorm).", choices: names(TrainingConfig.Normalization.self)),
         Entry(key: "dropout", kind: .number, value: "P", help: "Dropout rate after hidden activations, in [0, 1) (default 0.1)."),
         Entry(key: "streams", kind: .stringLists, value: "LISTS", help: "Multi-stream model: one member per list of channel blocks (e.g. coordinates,bones,motion; blocks of one member joined by +), each the architecture over its blocks, probabilities averaged in one model file; the input holds their blocks instead of channels (default: none, one network).", choices: names(ChannelBlock.self)),
+        Entry(key: "members", kind: .members, value: "LIST", help: "Model of mixed members: each an architecture over its own channel blocks (tcn:coordinates+mask+bones,ftp:relativePositions; in a config file [{\"architecture\": \"ftp\", \"channels\": [\"relativePositions\"]}, ...]), every other key shared, probabilities averaged in one model file; the input holds their blocks instead of channels; not with streams (default: none, one network)."),
         Entry(key: "testTimeFlip", kind: .bool, value: "BOOL", help: "The model written averages its probabilities on each window and its mirror image (left/right swapped, x negated); needs mirrorPairs and centring (default false)."),
         Entry(key: "ensemble", kind: .int, value: "N", help: "Train N networks one after another, each from its own seed (member 1 from the run's seed) with its own best epoch; the model written averages their probabilities (1 to 16, default 1)."),
         // Data
@@ -88,9 +96,11 @@ enum ConfigOptions {
         Entry(key: "windowStride", kind: .int, value: "N", help: "Frames between training window starts (default 15)."),
         Entry(key: "windowMode", kind: .string, value: "MODE", help: "sliding (fixed windows, short sequences padded) or fit (each sequence resampled to one window) (default sliding).", choices: names(WindowSpec.Mode.self)),
         Entry(key: "frameRate", kind: .number, value: "FPS", help: "Resample sequences to this frame rate first (default: keep recorded frames)."),
-        Entry(key: "channels", kind: .stringList, value: "LIST", help: "Per-frame feature blocks: coordinates, confidence, mask, motion, bones (default coordinates,mask).", choices: names(ChannelBlock.self)),
+        Entry(key: "channels", kind: .stringList, value: "LIST", help: "Per-frame feature blocks: \(names(ChannelBlock.self).joined(separator: ", ")) (default coordinates,mask).", choices: names(ChannelBlock.self)),
+        Entry(key: "pairs", kind: .stringLists, value: "LISTS", help: "The joint pairs of the relativePositions and distances blocks, as joint-name pairs a+b,c+d (the value is b minus a) (default: every pair of the skeleton's joints)."),
         Entry(key: "windowPadding", kind: .string, value: "NAME", help: "Padding of short sequences: empty (poses with nobody in view) or edge (the nearest real frame) (default empty).", choices: names(WindowSpec.Padding.self)),
         Entry(key: "useEvents", kind: .bool, value: "BOOL", help: "Sequences with labeled events give one window centred on each event instead of sliding windows (default false)."),
+        Entry(key: "fillGaps", kind: .bool, value: "BOOL", help: "Fill each joint's gaps in time inside every window first (linear between the frames it was seen, the nearest seen value at the ends); mask and confidence still report filled points as not seen (default false)."),
         Entry(key: "centring", kind: .string, value: "NAME", help: "Centre coordinates on the skeleton's centre joints over the window, per frame, on the mean of all joints, or not: window, frame, mean or none (default window).", choices: names(InputSpec.Centring.self)),
         Entry(key: "scaling", kind: .string, value: "NAME", help: "Scale coordinates: auto (torso length for 2D, metres kept for 3D), torso, image (needs the image size), fixed (divided by scaleDivisor) or none (default auto).", choices: names(InputSpec.Scaling.self)),
         Entry(key: "scaleDivisor", kind: .number, value: "X", help: "fixed scaling: divide coordinates by X, in data units (the recipe sets it to the training data's body size)."),

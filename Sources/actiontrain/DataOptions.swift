@@ -1,3 +1,4 @@
+import ActionRuntime
 import Datasets
 import Foundation
 import PoseCore
@@ -51,6 +52,26 @@ struct DataFlags {
         let loaded = try DatasetLoader.read(path, options: o)
         DataFlags.printWarnings(lintFollows ? loaded.readerWarnings : loaded.warnings, out: &out)
         return loaded.dataset
+    }
+
+    /// A --people that cannot give the model's input: another number of bodies than an
+    /// interaction model's (`bodies=M`, which is also the default for one), or bodies for a
+    /// model of one person.
+    func checkPeople(for model: ActionModel) throws {
+        guard let people else { return }
+        let m = model.bodies
+        switch people {
+        case .bodies(let k) where k != m && m > 1:
+            throw CLIError.usage("the model takes \(m) people per frame: give --people bodies=\(m), or leave --people out (it is the default for this model)")
+        case .bodies(let k) where k > 1 && m == 1:
+            throw CLIError.usage(
+                "the model takes one person per frame; --people bodies=\(k) stacks \(k): give --people split, largest, central, longest or confident")
+        case .split, .pick:
+            if m > 1 {
+                throw CLIError.usage("the model takes \(m) people per frame: --people \(people) reads one; give --people bodies=\(m), or leave --people out")
+            }
+        default: break
+        }
     }
 
     /// `W,H` or `WxH` in pixels.

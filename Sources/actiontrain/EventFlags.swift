@@ -12,26 +12,57 @@ struct EventFlags {
     var floor: Double?
     var forgetAfter = 2.0
     var maxTracks = 32
+    var maxJump = 10.0
+    var clipFrames: Int?
+    var strideSeconds: Double?
+    var allowOverlap = false
 
     static let options: [Option<EventFlags>] = [
         Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none)."),
-        Option("enter", \.enter, value: "P", help: "Events: an event starts when its class's smoothed probability reaches P (default 0.6)."),
-        Option("exit", \.exit, value: "P", help: "Events: and lasts while it stays at or above P (default 0.4, at most --enter)."),
+        Option(
+            "enter", \.enter, value: "P",
+            help: "Events: an event starts when its class's smoothed probability reaches P, for every class (default: the model's thresholds per class, calibrated by fit; 0.6 for older models)."),
+        Option(
+            "exit", \.exit, value: "P",
+            help: "Events: and lasts while it stays at or above P, for every class (default: the model's, two thirds of each enter; 0.4 for older models; at most --enter)."),
+        Option("overlap", \.allowOverlap, help: "Events: let events of different classes overlap in time (by default one ends where the next begins)."),
         Option("min-duration", \.minDuration, value: "SECONDS", help: "Events: drop events shorter than this (default 0)."),
         Option(
             "background", \.background, value: "CLASS",
             help: "Events: a class that never makes an event; may be repeated (default: the model's classes named other, background, none, idle or null)."),
         Option("floor", \.floor, value: "P", help: "Events: a window whose best smoothed probability is under P abstains and ends the running event (default 0: off)."),
         Option("forget-after", \.forgetAfter, value: "SECONDS", help: "--stream: forget a person unseen for this long, ending their event (default 2)."),
-        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); one more is an error."),
+        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); a line of one more is skipped with a warning."),
+        Option(
+            "max-jump", \.maxJump, value: "SECONDS",
+            help: "--stream, --events: a frame more than this after the previous one is ignored unless the next frame confirms the jump, which restarts the stream (default 10)."),
+        Option(
+            "stride-seconds", \.strideSeconds, value: "SECONDS",
+            help: "--stream, --events: seconds between window predictions, instead of --stride frames (default: a third of the window or clip)."),
+        Option(
+            "clip-frames", \.clipFrames, value: "N",
+            help: "--stream, --events with a whole-clip (fit window) model: slide a clip of N frames (at the training data's frame rate) instead of the length the model file records; needed for model files that predate format 1.3."),
     ]
 
-    /// The event options for a model's classes: its defaults, then these flags.
-    func eventOptions(classes: [String]) throws -> EventOptions {
-        var o = EventOptions.standard(classes: classes)
+    /// The event options for a model: its defaults (`EventOptions.standard(for:)`: its
+    /// calibrated thresholds per class), then these flags (--enter and --exit for every class).
+    func eventOptions(model: ActionModel) throws -> EventOptions {
+        let classes = model.classes
+        var o = EventOptions.standard(for: model)
         if let v = smoothing { o.smoothing = v }
-        if let v = enter { o.enter = Float(v) }
-        if let v = exit { o.exit = Float(v) }
+        if let v = enter {
+            o.enter = Float(v)
+            o.classThresholds = [:]
+            if exit == nil { o.exit = min(o.exit, o.enter) }
+        }
+        if let v = exit {
+            o.exit = Float(v)
+            if enter == nil {
+                o.enter = max(o.enter, o.exit)
+                o.classThresholds = o.classThresholds.mapValues { .init(enter: max($0.enter, o.exit), exit: o.exit) }
+            }
+        }
+        o.allowOverlap = allowOverlap
         if let v = minDuration { o.minimumDuration = v }
         if !background.isEmpty { o.background = Set(background) }
         if let v = floor { o.floor = Float(v) }
@@ -42,6 +73,9 @@ struct EventFlags {
         }
         guard forgetAfter > 0 && forgetAfter.isFinite else { throw CLIError.usage("--forget-after must be a positive number of seconds") }
         guard maxTracks >= 1 else { throw CLIError.usage("--max-tracks must be at least 1") }
+        guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
+        if let n = clipFrames, n < 1 { throw CLIError.usage("--clip-frames must be at least 1, got \(n)") }
+        if let s = strideSeconds, !(s > 0 && s.isFinite) { throw CLIError.usage("--stride-seconds must be a positive number of seconds") }
         return o
     }
 

@@ -108,7 +108,7 @@ enum FitCommand: ParsableCommand {
                 + (data.isAugmented ? ", augmented" : "") + "), "
                 + "\(data.validationIndices.count) validation sequences (\(data.validation?.count ?? 0) windows), \(data.classes.count) classes")
         out.line(
-            "fit: \(config.architecture.rawValue), \(run.training.network.parameterCount) parameters"
+            "fit: \(config.modelName), \(run.training.network.parameterCount) parameters"
                 + (config.ensemble > 1 ? " per member, \(config.ensemble) members trained in turn" : "") + ", \(config.optimizer.rawValue), "
                 + "OpenBLAS \(BLAS.coreName) x\(config.threads)"
                 + (run.group.size > 1 ? ", \(run.group.size) ranks (accumulate \(config.microBatches))" : config.microBatches > 1 ? ", accumulate \(config.microBatches)" : ""))

@@ -33,7 +33,7 @@ extension FitCommand {
         out.line(
             "fit: \(directory): \(data.train.count) training windows, \(data.validation?.count ?? 0) validation windows (shards of "
                 + "\(run.manifest.dataset)), \(data.classes.count) classes")
-        out.line("fit: \(config.architecture.rawValue), \(run.training.network.parameterCount) parameters, \(config.optimizer.rawValue)")
+        out.line("fit: \(config.modelName), \(run.training.network.parameterCount) parameters, \(config.optimizer.rawValue)")
         var display = ProgressDisplay(terminal: out.isTerminal)
         let started = Date()
         do {

@@ -43,15 +43,31 @@ enum InspectModel {
         for (i, step) in input.steps.enumerated() {
             out.line((i == 0 ? "  steps        " : "               ") + "\(i + 1). " + describe(step))
         }
-        var start = 0
-        var blocks: [String] = []
-        for block in input.channels {
-            let width = block.width(skeleton)
-            blocks.append("\(block.rawValue) \(start)..<\(start + width)")
-            start += width
-        }
+        let blocks = input.channelLayout.map { "\($0.block.rawValue) \($0.offset)..<\($0.offset + $0.width)" }
         out.line("  channels     \(input.channelsPerFrame) per frame: " + blocks.joined(separator: ", "))
+        if let pairs = input.pairs {
+            let shown = pairs.prefix(12).map { "\($0[0])-\($0[1])" }.joined(separator: ", ")
+            out.line("  pairs        \(pairs.count) joint pairs (b − a): " + shown + (pairs.count > 12 ? ", ..." : ""))
+        }
         out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
+        out.line("")
+        out.line("streams: how predict --stream and --events cut and decide (docs/streaming.md)")
+        let st = header.streaming
+        if w.mode == .fit {
+            if let n = st?.clipFrames {
+                let seconds = st?.clipSeconds.map { String(format: " (%.2f s)", $0) } ?? ""
+                let at = (w.frameRate ?? st?.clipFrameRate).map { "at \(number($0)) fps" } ?? "as pushed"
+                out.line("  clip         \(n) frames \(at)\(seconds), the training clips' median, slid over the stream and resampled to the window")
+            } else {
+                out.line("  clip         not recorded (a file before format 1.3): give --clip-frames N to stream it")
+            }
+        }
+        if let enter = st?.enter, let exit = st?.exit {
+            let pairs = header.classes.indices.map { "\(header.classes[$0]) \(number(enter[$0]))/\(number(exit[$0]))" }
+            out.line("  thresholds   enter/exit per class, calibrated on the \(st?.calibration ?? "training") stream: " + pairs.joined(separator: ", "))
+        } else {
+            out.line("  thresholds   not recorded: enter 0.6, exit 0.4 for every class")
+        }
 
         out.line("")
         out.line("network: \(header.layers.count) layers, \(grouped(network.parameterCount)) parameters")
@@ -86,6 +102,8 @@ enum InspectModel {
             return "divide by the median torso length (\(upper.joined(separator: ", ")) to \(lower.joined(separator: ", ")))"
         case .divide(let by):
             return "divide the axes by \(by.map { number(Double($0)) }.joined(separator: ", "))"
+        case .fillGaps:
+            return "fill each joint's gaps in the window: linear in time between its seen frames, the nearest seen value before the first and after the last (mask and confidence still say not seen)"
         case .alignFacing(let left, let right, let v):
             return "rotate about axis \(["x", "y", "z"][v]) so that \(left.joined(separator: ", ")) -> \(right.joined(separator: ", ")) points along +\(v == 0 ? "y" : "x")"
         }

@@ -68,21 +68,30 @@ enum PredictCommand: ParsableCommand {
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
-        try run(options, out: &out, stdin: { readLine(strippingNewline: true) })
+        try run(options, out: &out, stdin: .standard)
     }
 
-    /// `stdin` yields the lines of standard input (replaceable in tests).
-    static func run(_ options: Options, out: inout Output, stdin: () -> String?) throws {
+    /// `stdin` gives the bytes of standard input (replaceable in tests).
+    static func run(_ options: Options, out: inout Output, stdin: StandardInput) throws {
         if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
         try options.checkStreaming()
         let model = try ActionModel(contentsOf: options.model)
+        do {
+            try model.checkOutputs()
+            try run(options, model: model, out: &out, stdin: stdin)
+        } catch let e as ModelError {
+            throw CLIError.failure("\(options.model): \(e)")
+        }
+    }
+
+    private static func run(_ options: Options, model: ActionModel, out: inout Output, stdin: StandardInput) throws {
         let dataPath = options.data
         let stride = options.stride ?? Evaluation.defaultStride(model)
         let format = options.format
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
         printer.useEvents = options.useEvents
         if options.stream || options.events {
-            _ = try options.eventing.eventOptions(classes: model.classes)  // usage errors first
+            _ = try options.eventing.eventOptions(model: model)  // usage errors first
         }
         if options.stream {
             var streamer = StreamPrinter(model: model, format: format, eventsOnly: options.events)
@@ -91,14 +100,17 @@ enum PredictCommand: ParsableCommand {
         if dataPath == "-" {
             try printer.stream(stdin: stdin, out: &out)
         } else {
+            try options.reading.checkPeople(for: model)
             let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             if options.events {
                 var streamer = StreamPrinter(model: model, format: format, eventsOnly: true)
+                var sequences = 0
                 for s in dataset.sequences where options.split == nil || s.split == options.split {
                     try streamer.events(s, frameRate: dataset.frameRate, options: options, out: &out)
+                    sequences += 1
                 }
-                return out.note("predict: \(streamer.events) events from \(dataset.sequences.count) sequences\n")
+                return out.note("predict: \(streamer.events) events from \(sequences) sequence\(sequences == 1 ? "" : "s")\n")
             }
             for s in dataset.sequences { try printer.predict(s, sourceFrameRate: dataset.frameRate, out: &out) }
         }
@@ -107,4 +119,26 @@ enum PredictCommand: ParsableCommand {
 
     /// A JSON string literal.
     static func json(_ s: String) -> String { JSONText.quote(s) }
+}
+
+/// Standard input as bytes, replaceable in tests: `read` fills the buffer and returns the byte
+/// count, 0 at the end of the input.
+struct StandardInput {
+    var read: (UnsafeMutableRawBufferPointer) throws -> Int
+
+    /// File descriptor 0. A read interrupted by a signal (EINTR) ends the input when a watched
+    /// signal was raised (`InterruptFlag`: `predict --stream` stops there), else it is retried.
+    static var standard: StandardInput {
+        StandardInput { buffer in
+            while true {
+                let n = Foundation.read(0, buffer.baseAddress, buffer.count)
+                if n >= 0 { return n }
+                guard errno == EINTR else { throw CLIError.failure("<stdin>: cannot read: \(String(cString: strerror(errno)))") }
+                if InterruptFlag().isRaised { return 0 }
+            }
+        }
+    }
+
+    /// The lines of a `LineReader` over this input.
+    func lines(maximumLength: Int?) -> LineReader { LineReader(maximumLength: maximumLength, read: read) }
 }

@@ -48,20 +48,21 @@ extension PredictCommand {
         }
 
         /// Native JSON Lines from stdin: the header line, then one sequence per line.
-        mutating func stream(stdin: () -> String?, out: inout Output) throws {
+        mutating func stream(stdin: StandardInput, out: inout Output) throws {
             let file = "<stdin>"
-            guard let header = stdin() else { throw CLIError.failure("\(file): no input; expected the native header line, then sequences") }
-            var number = 1, checked = false
-            while let line = stdin() {
-                number += 1
-                if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
+            var lines = stdin.lines(maximumLength: nil)
+            guard let header = try lines.next()?.bytes else {
+                throw CLIError.failure("\(file): no input; expected the native header line, then sequences")
+            }
+            var checked = false
+            while let line = try lines.next() {
+                guard let bytes = line.bytes, !line.isBlank else { continue }
                 let d: Dataset
                 do {
-                    d = try NativeFormat.parse(
-                        Array((header + "\n" + line).utf8), file: file, options: .init(people: PeoplePolicy(modelInput: model.input)))
+                    d = try NativeFormat.parse(header + [0x0A] + bytes, file: file, options: .init(people: PeoplePolicy(modelInput: model.input)))
                 } catch let e as DatasetError {
                     // The line was parsed as line 2 of a two-line document: name its real line.
-                    throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(number):"))
+                    throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(line.number):"))
                 }
                 if !checked {
                     try check(d, name: file, out: &out)
@@ -72,13 +73,18 @@ extension PredictCommand {
                 for s in d.sequences { try predict(s, sourceFrameRate: d.frameRate, out: &out) }
             }
             if !checked {  // a header alone: still check it
-                _ = try NativeFormat.parse(Array(header.utf8), file: file)
+                _ = try NativeFormat.parse(header, file: file)
             }
         }
 
         mutating func predict(_ s: PoseSequence, sourceFrameRate: Double?, out: inout Output) throws {
             if let split, s.split != split { return }
-            let predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+            let predictions: [WindowPrediction]
+            do {
+                predictions = try model.predict(sequence: s, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)
+            } catch let e as ModelError {
+                throw CLIError.failure("sequence '\(s.id)': \(e)")
+            }
             sequences += 1
             let F = model.input.window.frames
             for (i, p) in predictions.enumerated() {

@@ -33,31 +33,75 @@ struct StreamPrinter {
         for e in es { out.line(format == .jsonl ? EventFlags.jsonLine(e, who: who.json) : EventFlags.tableRow(e, who: who.table)) }
     }
 
-    /// Frames from stdin, one JSON object per line: `{"t": 1.033, "person": 2, "pose": {"leftWrist": [x, y, c], ...}}`.
-    mutating func stream(_ options: PredictCommand.Options, stdin: () -> String?, out: inout Output) throws {
-        let file = "<stdin>"
-        let streamOptions = try sessionOptions(options)
+    /// Frames from stdin, one JSON object per line (`StreamLine`: `{"t": 1.033, "person": 2,
+    /// "pose": {"leftWrist": [x, y, c], ...}}`). A line that cannot be used (not that format,
+    /// over `StreamLine.maximumBytes`, one person too many) is a counted warning naming it, and
+    /// the stream goes on; with --strict the first problem stops it. Whatever ends the stream
+    /// (the end of input, --strict, Ctrl-C or SIGTERM, an error) first finishes every person's
+    /// session and writes their last windows and events.
+    mutating func stream(_ options: PredictCommand.Options, stdin: StandardInput, out: inout Output) throws {
+        let file = "<stdin>", strict = options.reading.strict, D = model.input.skeleton.dimensions
         let tracks = try TrackedStream(
-            model: model, options: streamOptions, events: options.eventing.eventOptions(classes: model.classes),
+            model: model, options: try sessionOptions(options), events: options.eventing.eventOptions(model: model),
             forgetAfter: options.eventing.forgetAfter, maximumTracks: options.eventing.maxTracks)
-        var number = 0, noted = Set<StreamWarning.Kind>()
-        while let line = stdin() {
-            number += 1
-            if line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { continue }
-            let (time, person, points) = try Self.frame(line, dimensions: model.input.skeleton.dimensions, at: "\(file):\(number)")
-            let outputs: [TrackedStream.Output]
-            do {
-                outputs = try tracks.push(track: person, points: points, time: time)
-            } catch let e as StreamError {
-                throw CLIError.failure("\(file):\(number): \(e)")
-            }
-            for o in outputs { write(windows: o.windows, events: o.events, who: ("\"person\": \(o.track)", "person \(o.track)"), out: &out) }
-            for w in tracks.statistics.firstWarnings where noted.insert(w.kind).inserted {
-                out.note("warning: \(file):\(number): person \(person): \(w)\n")
-            }
+        let interrupt = InterruptFlag()
+        let signals = interrupt.watch(
+            [SIGINT, SIGTERM], restartCalls: false, first: "\nactiontrain: stopping; writing every person's last windows and events...\n",
+            second: "\nactiontrain: second signal, exiting at once\n")
+        defer { InterruptFlag.stopWatching(signals) }
+        var lines = stdin.lines(maximumLength: StreamLine.maximumBytes)
+        var number = 0, skipped = LineProblems(), noted = Set<StreamWarning.Kind>()
+        var failure: Error?
+        /// One person, or an interaction model's people in body order (null: a free body).
+        func who(_ o: TrackedStream.Output) -> (json: String, table: String) {
+            guard !o.people.isEmpty else { return ("\"person\": \(o.track.json)", "person \(o.track)") }
+            return (
+                "\"people\": [" + o.people.map { $0?.json ?? "null" }.joined(separator: ", ") + "]",
+                "people " + o.people.map { $0?.description ?? "-" }.joined(separator: "+")
+            )
         }
-        for o in tracks.finish() { write(windows: o.windows, events: o.events, who: ("\"person\": \(o.track)", "person \(o.track)"), out: &out) }
-        out.note(summary(tracks.statistics, of: "\(number) lines"))
+        do {
+            while !interrupt.isRaised, let line = try lines.next() {
+                number = line.number
+                if line.isBlank { continue }
+                let place = "\(file):\(line.number)"
+                guard let bytes = line.bytes else {
+                    let why = "the line is \(line.length) bytes, more than the \(StreamLine.maximumBytes) a frame may take"
+                    try skipped.note("longLine", at: place, why, strict: strict, out: &out)
+                    continue
+                }
+                let frame: StreamLine
+                do {
+                    frame = try StreamLine.parse(bytes, dimensions: D)
+                } catch let e as StreamLineError {
+                    let ended = line.terminated ? "" : " (the input ended in the middle of this line)"
+                    try skipped.note("badLine", at: place, "\(e)\(ended); expected \(StreamLine.example)", strict: strict, out: &out)
+                    continue
+                }
+                let outputs: [TrackedStream.Output]
+                do {
+                    outputs = try tracks.push(track: frame.person, points: frame.points, time: frame.time)
+                } catch let e as StreamError {
+                    if case .tooManyTracks = e {
+                        try skipped.note("tooManyTracks", at: place, "\(e)", strict: strict, out: &out)
+                        continue
+                    }
+                    throw CLIError.failure("\(place): \(e)")
+                }
+                for o in outputs { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
+                for w in tracks.statistics.firstWarnings where noted.insert(w.kind).inserted {
+                    out.note("warning: \(place): person \(frame.person): \(w)\n")
+                }
+            }
+        } catch {
+            failure = error
+        }
+        for o in tracks.finish() { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
+        out.note(summary(tracks.statistics, of: "\(number) lines") + skipped.summary)
+        if let failure { throw failure }
+        if interrupt.isRaised {
+            throw CLIError.interrupted("predict: stopped by a signal after line \(number); every person's last windows and events were written")
+        }
     }
 
     /// Each sequence as a stream of its own (`--events` on a file), at its timestamps or the
@@ -67,7 +111,7 @@ struct StreamPrinter {
             throw CLIError.failure("sequence '\(s.id)' has no timestamps and the dataset declares no frame rate: events need seconds")
         }
         let session = try StreamSession(model: model, options: sessionOptions(options))
-        var detector = try EventDetector(classes: model.classes, options: options.eventing.eventOptions(classes: model.classes))
+        var detector = try EventDetector(classes: model.classes, options: options.eventing.eventOptions(model: model))
         let J = s.jointCount, D = s.dimensions
         var found: [StreamWindow] = []
         for f in 0..<s.frameCount {
@@ -79,15 +123,33 @@ struct StreamPrinter {
             found += try session.push(joints: points, time: s.timestamps?[f] ?? Double(f) / frameRate!)
         }
         found += session.finish()
-        var es = found.compactMap { detector.add(probabilities: $0.probabilities, start: $0.startTime, end: $0.endTime) }
+        var es = found.flatMap { detector.add($0) }
         if let e = detector.finish() { es.append(e) }
         write(windows: found, events: es, who: ("\"sequence\": \(PredictCommand.json(s.id))", s.id), out: &out)
         for w in session.statistics.firstWarnings { out.note("warning: sequence '\(s.id)': \(session.statistics.count(w.kind)) x \(w)\n") }
     }
 
+    /// The session options of the flags: the stride (`--stride` frames, `--stride-seconds`, or a
+    /// third of the window or clip), the clip length of a whole-clip model, the reading flags.
     func sessionOptions(_ options: PredictCommand.Options) throws -> StreamOptions {
-        var o = StreamOptions(stride: options.stride ?? StreamOptions.standard(for: model).stride, strict: options.reading.strict)
+        let flags = options.eventing
+        if options.stride != nil && flags.strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
+        let window: (frames: Int, frameRate: Double?)
+        do {
+            window = try model.streamWindow(clipFrames: flags.clipFrames)
+        } catch let e as StreamError {
+            throw CLIError.failure("\(options.model): \(ActionTrainCLI.describe(e))")
+        }
+        var stride = options.stride ?? max(1, window.frames / 3)
+        if let seconds = flags.strideSeconds {
+            guard let r = window.frameRate else {
+                throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
+            }
+            stride = max(1, Int((seconds * r).rounded()))
+        }
+        var o = StreamOptions(stride: stride, strict: options.reading.strict, clipFrames: flags.clipFrames)
         if let c = options.reading.minConfidence { o.minimumConfidence = Float(c) }
+        o.maximumJump = flags.maxJump
         return o
     }
 
@@ -95,26 +157,25 @@ struct StreamPrinter {
         "predict: \(s.frames) frames from \(what), \(windows) windows, \(events) events\n" + EventFlags.warnings(s)
     }
 
-    /// Parses one frame line: its time, person (0 when absent) and points.
-    static func frame(_ line: String, dimensions D: Int, at place: String) throws -> (Double, Int, [String: PosePoint]) {
-        func bad(_ why: String) -> CLIError { CLIError.failure("\(place): \(why); expected {\"t\": 1.033, \"person\": 2, \"pose\": {\"leftWrist\": [x, y, c], ...}}") }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { throw bad("not a JSON object") }
-        guard let t = (object["t"] as? NSNumber)?.doubleValue else { throw bad("no time \"t\" in seconds") }
-        var person = 0
-        if let p = object["person"], !(p is NSNull) {
-            guard let n = p as? NSNumber, let k = Int(exactly: n.doubleValue) else { throw bad("\"person\" must be an integer track id") }
-            person = k
+}
+
+/// The stream lines `predict --stream` skipped, by kind: counted, the first of each printed when
+/// it occurs and summed at the end (as `StreamStatistics` does for frames).
+struct LineProblems {
+    private var counts: [String: Int] = [:]
+    private var first: [(kind: String, message: String)] = []
+
+    /// Counts a skipped line (`kind`, what is wrong at `place`); prints the first of its kind.
+    /// Under --strict, throws it instead (the stream then stops).
+    mutating func note(_ kind: String, at place: String, _ why: String, strict: Bool, out: inout Output) throws {
+        let message = "\(place): \(why)"
+        if strict { throw CLIError.failure(message) }
+        counts[kind, default: 0] += 1
+        if counts[kind] == 1 {
+            first.append((kind, message))
+            out.note("warning: \(message) (line skipped)\n")
         }
-        var points: [String: PosePoint] = [:]
-        if let pose = object["pose"], !(pose is NSNull) {
-            guard let joints = pose as? [String: Any] else { throw bad("\"pose\" must be an object of joint name to [x, y(, z)(, confidence)]") }
-            for (name, value) in joints where !(value is NSNull) {
-                guard let v = (value as? [NSNumber])?.map({ $0.floatValue }), v.count == D || v.count == D + 1 else {
-                    throw bad("joint '\(name)' must be \(D == 2 ? "[x, y] or [x, y, confidence]" : "[x, y, z] or [x, y, z, confidence]")")
-                }
-                points[name] = PosePoint(x: v[0], y: v[1], z: D == 3 ? v[2] : 0, confidence: v.count > D ? v[D] : nil)
-            }
-        }
-        return (t, person, points)
     }
+
+    var summary: String { first.map { "warning: \(counts[$0.kind]!) x \($0.kind); first: \($0.message)\n" }.joined() }
 }

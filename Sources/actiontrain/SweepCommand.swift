@@ -12,6 +12,7 @@ enum SweepCommand: ParsableCommand {
         var out: String?
         var force = false
         var overrides = ConfigFlags()
+        var reading = DataFlags()
     }
 
     static let spec = CommandSpec<Options>(
@@ -26,7 +27,7 @@ enum SweepCommand: ParsableCommand {
         options: [
             Option("out", \.out, value: "DIR", help: "Folder for sweep.md, sweep.json and chosen.json (default runs/<dataset>-sweep)."),
             Option("force", \.force, help: "Replace the files of an existing folder."),
-        ] + ConfigOptions.options.map { $0.within(\.overrides) },
+        ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
             Every combination of the grid's values is a candidate (or each object of "candidates"): the file's "config" keys and the
             flags, the recipe for the keys given nowhere (as fit would choose them), then the grid's keys.
@@ -96,7 +97,7 @@ enum SweepCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         let grid = try Grid(options.grid)
-        let dataset = try DatasetLoader.load(options.data)
+        let dataset = try options.reading.load(options.data, out: &out)
         let group = Job.group
         let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)-sweep", replacing: options.force, command: "sweep") : nil
         let base = try ConfigOptions.resolve(base: TrainingConfig(), values: grid.config, flags: options.overrides)

@@ -10,9 +10,11 @@ enum TuneCommand: ParsableCommand {
         var configFile: String?
         var out: String?
         var force = false
+        var resume = false
         var minutes = 10.0
         var folds = 5
         var overrides = ConfigFlags()
+        var reading = DataFlags()
 
         func validate() throws {
             guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
@@ -28,23 +30,50 @@ enum TuneCommand: ParsableCommand {
             Option("config", \.configFile, value: "FILE", help: "JSON config file; its keys (and flags) are kept, the search changes only the others."),
             Option("out", \.out, value: "DIR", help: "Run folder for the chosen model (default runs/<dataset>-tune). It must not exist unless --force."),
             Option("force", \.force, help: "Replace the files of an existing run folder."),
+            Option("resume", \.resume, help: "Continue an interrupted tune run in --out: trials already run (tune-trials.jsonl) are not run again."),
             Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10); the final training comes after it."),
             Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5)."),
-        ] + ConfigOptions.options.map { $0.within(\.overrides) },
+        ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
-            tune starts from the recipe fit would choose, scores it and each change around it (augmentation,
-            motion channels, longer windows, more epochs, dropout, wider layers, the other model family)
-            by k-fold cross-validation on the training sequences only (folds keep each group on one side),
-            then the winning changes together; a change must beat the incumbent by more than 0.005 in mean
-            sequence accuracy. Candidates that cannot finish within the time are not started. The chosen
-            config is trained on the whole training split as 'fit' would, into the run folder, with
-            tune.md and tune.json (every candidate's fold scores) beside config.json and model.atm.
+            tune starts from the recipe fit would choose and scores it and each change around it
+            (augmentation, rotations, flips, facing alignment, distance/relative-position/motion channels,
+            a temporal pyramid, longer windows, more epochs, dropout, wider layers, the other model
+            families) by k-fold cross-validation on the training sequences only (folds keep each group on
+            one side). Successive halving: every candidate trains first for a ninth of its epochs on every
+            fold, the best third goes on to a third of the epochs, the best third of those to full length;
+            the changes that beat the recipe are then tried together. The best must beat the recipe by more
+            than 0.005 (and two held-out sequences) in mean sequence accuracy, then again on other folds,
+            or the recipe is kept. Trials that cannot finish within the time are not started; the table
+            lists them with the time they would take. Every trial is logged (tune-trials.jsonl), so
+            --resume continues an interrupted search. The chosen config is trained on the whole training
+            split as 'fit' would, into the run folder, with tune.md and tune.json beside config.json and
+            model.atm.
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
+        // Not in `validate`: every option parses on its own (OptionsTests sets them all).
+        guard !(options.resume && options.force) else { throw CLIError.usage("--resume continues a run folder and --force replaces one: give one of them") }
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-        let dataset = try DatasetLoader.load(options.data)
-        let folder = try RunFolder.create(options.out ?? "runs/\(dataset.name)-tune", replacing: options.force, command: "tune")
+        let dataset = try options.reading.load(options.data, out: &out)
+        let path = options.out ?? "runs/\(dataset.name)-tune"
+        let folder: RunFolder
+        let log: TuneTrialLog
+        var known: [String: Double] = [:]
+        let logPath = "\(path)/\(TuneTrialLog.fileName)"
+        do {
+            if options.resume {
+                folder = try RunFolder.claim(path, command: "tune")
+                (log, known) = try TuneTrialLog.resume(logPath, datasetHash: dataset.contentHash)
+            } else {
+                folder = try RunFolder.create(path, replacing: options.force, command: "tune")
+                log = try TuneTrialLog(creating: logPath, datasetHash: dataset.contentHash)
+            }
+        } catch let e as FitError {
+            throw FitCommand.message(e)
+        } catch let e as TuneError {
+            throw CLIError.failure("\(e); start a new run without --resume")
+        }
+        if options.resume { out.line("tune: resuming \(path): \(known.count) trials already run") }
         let tune = TuneRun(
             dataPath: options.data, dataset: dataset, config: config, explicit: given,
             options: .init(folds: options.folds, budget: options.minutes * 60))
@@ -56,18 +85,22 @@ enum TuneCommand: ParsableCommand {
         let search: TuneRun.Search
         do {
             search = try tune.search(
-                shouldStop: { interrupt.isRaised },
+                known: known, shouldStop: { interrupt.isRaised },
                 onEvent: { event in
+                    if case .trial(_, _, _, _, let score, _, let key, let cached) = event, !cached { log.append(key: key, score: score) }
                     if case .candidate(let r) = event {
                         let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }.joined(separator: " ")
-                        out.line(String(format: "  %-34@ %@  mean %.3f ± %.3f  %5.1f s", r.candidate.name as NSString, folds, r.score ?? .nan, r.spread ?? .nan, r.seconds))
+                        let name = r.candidate.name + (r.confirmation ? " (other folds)" : "")
+                        out.line(String(format: "  %-34@ %4d ep  %@  mean %.3f ± %.3f  %5.1f s", name as NSString, r.epochs, folds, r.score ?? .nan, r.spread ?? .nan, r.seconds))
                     }
                 })
         } catch let e as FitError {
             throw FitCommand.message(e)
         }
         if !search.recipe.isEmpty { out.write(FitCommand.recipeBlock(search.recipe)) }
-        if interrupt.isRaised { throw CLIError.interrupted("tune: interrupted during the search; nothing was trained") }
+        if interrupt.isRaised {
+            throw CLIError.interrupted("tune: interrupted during the search; nothing was trained (tune --resume --out \(path) DATA continues it)")
+        }
         if search.outcome.stoppedByBudget { out.line("tune: the time ran out; candidates not scored are left out of the table") }
         out.write("\n" + search.markdown() + "\n")
         try AtomicFile.write(Data(search.markdown().utf8), to: "\(folder.path)/tune.md")

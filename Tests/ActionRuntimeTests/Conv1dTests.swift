@@ -139,6 +139,13 @@ final class Conv1dTests: XCTestCase {
         for c in Self.cases where c.stride != 1 || c.dilation != 1 || c.kernel == 1 {
             XCTAssertNil(try Self.makeConv(c).winograd, "\(c)")
         }
+        // A frozen layer (a loaded model) never takes an OpenBLAS formulation.
+        for c in Self.cases + Self.winogradCases {
+            let layer = try Self.makeConv(c)
+            layer.setFrozen(true)
+            let expected: Conv1d.Formulation = layer.winograd != nil ? .frozenWinograd : c.dilation == 1 ? .packed : .frozenIm2col
+            for batch in [1, 7, 8, 64] { XCTAssertEqual(layer.formulation(batch: batch), expected, "\(c), batch \(batch)") }
+        }
         XCTAssertEqual(Winograd.tileSize(kernel: 3, outputTime: 45), 5)  // 7·9 = 63 < 8·8 = 64
         XCTAssertEqual(Winograd.tileSize(kernel: 7, outputTime: 20), 2)  // only α = 8 fits
         XCTAssertNil(Winograd.tileSize(kernel: 8, outputTime: 20))

@@ -48,4 +48,26 @@ final class GoldenTests: XCTestCase {
             assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
         }
     }
+
+    func testTemporalPyramidPoolForward() throws {
+        for c in Golden.pyramid {
+            let spec = LayerSpec.temporalPyramidPool(levels: c.levels)
+            let y = try run([spec], input: Shape(time: c.time, channels: c.channels), batch: c.batch, parameters: [], x: c.x)
+            assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
+        }
+    }
+
+    func testFourierPyramidForward() throws {
+        for c in Golden.fourier {
+            let spec = LayerSpec.fourierPyramid(levels: c.levels, coefficients: c.coefficients)
+            let y = try run([spec], input: Shape(time: c.time, channels: c.channels), batch: c.batch, parameters: [], x: c.x)
+            assertClose(y, c.y, absolute: 2e-6, relative: 1e-5, "\(spec)")
+        }
+    }
+
+    func testStandardizeForward() throws {
+        let spec = LayerSpec.standardize(mean: Golden.standardizeMean, scale: Golden.standardizeScale)
+        let y = try run([spec], input: Shape(time: 3, channels: 4), batch: 2, parameters: [], x: Golden.standardizeX)
+        assertClose(y, Golden.standardizeY, absolute: 1e-6, relative: 1e-6, "\(spec)")
+    }
 }

@@ -127,6 +127,45 @@ final class GradientCheckTests: XCTestCase {
             input: Shape(time: 5, channels: 3), batch: 2)
     }
 
+    /// Uneven segments (T = 7: levels 1, 2, 3 give 0..<7, 0..<3, 3..<7, 0..<2, 2..<4, 4..<7),
+    /// after a layer with parameters so that the pooling's input gradient is checked too.
+    func testTemporalPyramidPool() throws {
+        try checkGradients(
+            layers: [.linear(inputs: 3, outputs: 4), .temporalPyramidPool(levels: [1, 2, 3]), .linear(inputs: 24, outputs: 2)],
+            input: Shape(time: 7, channels: 3), batch: 3)
+    }
+
+    /// A magnitude `y = √(a² + b²)` bends by about `1/y`, so a step of 1e-2 misses by up to
+    /// `h²/y` where a frequency is weak; the Fourier pyramid's checks step by 1e-3 (float32's
+    /// rounding over 2h is still below 1e-4 here).
+    static let magnitudeChecker = GradientChecker(h: 1e-3)
+
+    /// Uneven segments (T = 7: levels 1, 2, 3 give 7, 3, 4, 2, 2, 3 frames) and 3 frequencies
+    /// (the 2-frame segments have 2, their second one real, the 3-frame ones 2 as well), after a
+    /// layer with parameters so that the pyramid's input gradient is checked; several seeds.
+    func testFourierPyramid() throws {
+        for seed in [1, 2, 3] as [UInt64] {
+            try checkGradients(
+                layers: [
+                    .linear(inputs: 3, outputs: 4), .fourierPyramid(levels: [1, 2, 3], coefficients: 3),
+                    .linear(inputs: 4 * 6 * 3, outputs: 2),
+                ],
+                input: Shape(time: 7, channels: 3), batch: 3, seed: seed, checker: Self.magnitudeChecker)
+        }
+    }
+
+    /// The FTP member's chain: pyramid, standardize (negative and large scales), linear.
+    func testStandardizeAfterTheFourierPyramid() throws {
+        let C = 2 * 3 * 2
+        try checkGradients(
+            layers: [
+                .linear(inputs: 2, outputs: 2), .fourierPyramid(levels: [1, 2], coefficients: 2),
+                .standardize(mean: (0..<C).map { Float($0) * 0.1 - 0.4 }, scale: (0..<C).map { Float($0 % 5) * 0.75 - 1.25 }),
+                .linear(inputs: C, outputs: 2),
+            ],
+            input: Shape(time: 5, channels: 2), batch: 2, checker: Self.magnitudeChecker)
+    }
+
     func testGlobalMaxPool() throws {
         // Distinct inputs at least 0.05 apart, so ±h (0.01) never changes which time step is the max.
         let T = 4, C = 3, B = 2

@@ -209,6 +209,37 @@ final class GraphConvTests: XCTestCase {
         }
     }
 
+    /// Frozen (a loaded model): the packed weight on the runtime's own kernels gives the
+    /// unfrozen layer's outputs to rounding, and the same bits whatever the chunks and parts
+    /// (whole windows, or for one window Z's panels and the aggregation's steps), and for a
+    /// window alone as in a batch; thawed, it follows changed weights again.
+    func testFrozenLayerMatchesOpenBLASAndSplitsGiveTheSameBits() throws {
+        let input = Shape(time: 4, channels: 15), B = 5
+        for spec in [Self.spec(5, 3, 20, kernel: 3, partitions: 3), .graphConv(joints: 5, inputs: 3, outputs: 20, kernel: 1, adjacency: [Self.identity(5)])] {
+            let net = try ModelFixtures.network([spec, .flatten], input: input, seed: 6)
+            let layer = try XCTUnwrap(net.layers[0] as? GraphConv)
+            let x = ModelFixtures.randomInputs(count: B, values: input.count, seed: 8)
+            let plain = net.predictLogits(x, batch: B)
+            net.freeze()
+            var first: [UInt32]?
+            for (chunk, parts) in [(100, 1), (1, 1), (2, 2), (100, 3), (1, 7)] {
+                (layer.chunk, layer.maxParts) = (chunk, parts)
+                let y = net.predictLogits(x, batch: B)
+                assertClose(y, plain, absolute: 1e-5, relative: 1e-5, "\(spec.kind.summary): frozen, chunk \(chunk), parts \(parts)")
+                XCTAssertEqual(y.map(\.bitPattern), first ?? y.map(\.bitPattern), "\(spec.kind.summary): chunk \(chunk), parts \(parts)")
+                first = first ?? y.map(\.bitPattern)
+                for parts in [1, 2, 3] {  // the second window alone: Z's panels split over the parts
+                    layer.maxParts = parts
+                    let one = net.predictLogits(Array(x[input.count..<(2 * input.count)]), batch: 1)
+                    XCTAssertEqual(one.map(\.bitPattern), Array(y[net.classCount..<(2 * net.classCount)]).map(\.bitPattern), "one window, \(parts) parts")
+                }
+            }
+            net.thaw()
+            net.parameters[0] += 1
+            XCTAssertNotEqual(net.predictLogits(x, batch: B), plain, "thawed: the changed weight is used")
+        }
+    }
+
     // MARK: The header
 
     /// Adjacency values that need care in JSON (a degree-normalised 1/3, the smallest normal and

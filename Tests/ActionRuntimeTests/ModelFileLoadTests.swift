@@ -45,15 +45,24 @@ final class ModelFileLoadTests: XCTestCase {
                 seed: seed % 4 == 0 ? nil : UInt64.max - seed,
                 metrics: ["validationAccuracy": 0.5 + Double(seed) / 1000, "loss": 1e-7 * Double(seed + 1), "zero": 0, "big": 3.5e300],
                 notes: seed % 5 == 0 ? [:] : ["seed": "\(seed)", Self.awkwardStrings[Int(seed) % 10]: Self.awkwardStrings[Int(seed + 3) % 10]])
+            let enter = (0..<classes.count).map { 0.05 + Double(($0 + Int(seed)) % 19) / 20 }
+            let streaming: ModelHeader.Streaming? =
+                seed % 4 == 3
+                ? nil
+                : ModelHeader.Streaming(
+                    clipFrames: m.input.window.mode == .fit ? 10 + Int(seed) : nil, clipFrameRate: seed % 2 == 0 ? 29.97 : nil,
+                    enter: seed % 3 == 0 ? nil : enter, exit: seed % 3 == 0 ? nil : enter.map { ($0 * 2 / 3 * 1000).rounded() / 1000 },
+                    calibration: seed % 5 == 0 ? nil : "training")
             let bytes = try ModelFile.encode(
                 classes: classes, input: m.input, network: m.network, provenance: provenance,
-                trainingFrameRate: seed % 3 == 1 ? nil : 29.97)
+                trainingFrameRate: seed % 3 == 1 ? nil : 29.97, streaming: streaming)
             let json = Self.headerBytes(bytes)
             let reference = try XCTUnwrap(Self.foundation(json), "seed \(seed)")
             let fast = try XCTUnwrap(Self.fast(json), "seed \(seed): HeaderJSON declined what the writer wrote")
             XCTAssertEqual(fast, reference, "seed \(seed)")
             XCTAssertEqual(fast.classes, classes)
             XCTAssertEqual(fast.provenance, provenance)
+            XCTAssertEqual(fast.streaming, streaming)
         }
         let golden = try [UInt8](Data(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("model.atm")))
         let json = Self.headerBytes(golden)

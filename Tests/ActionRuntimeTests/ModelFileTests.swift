@@ -414,7 +414,7 @@ final class ModelFileTests: XCTestCase {
         let input = Self.inputJSON.replacingOccurrences(of: #""steps":[]"#, with: #""steps":[{"whiten":{"matrix":[1]}}]"#)
         assertRejects(
             header: Self.headerJSON(input: input),
-            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso, divide and alignFacing"], badHeader)
+            ["input.steps[0]: unknown preprocessing step 'whiten'", "knows centre, scaleByTorso, divide, alignFacing and fillGaps"], badHeader)
     }
 
     func testUnknownChannelBlockIsNamed() {
@@ -467,6 +467,37 @@ final class ModelFileTests: XCTestCase {
     func testDropoutRateOutOfRange() {
         let layers = #"[{"rate":1.5,"type":"dropout"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
         assertRejects(header: Self.headerJSON(layers: layers), ["rate 1.5 must be in [0, 1)"], badHeader)
+    }
+
+    /// The optional `streaming` field (3.4): read by both decoders, absent in older files,
+    /// and every value outside its bound refused, naming it.
+    func testTheStreamingFieldIsReadAndChecked() throws {
+        let fit = Self.inputJSON.replacingOccurrences(of: #""mode":"sliding""#, with: #""mode":"fit""#)
+        func header(_ streaming: String, input: String = fit) -> String {
+            Self.headerJSON(input: input).replacingOccurrences(of: #""tensors":"#, with: #""streaming":\#(streaming),"tensors":"#)
+        }
+        let good = #"{"calibration":"training","clipFrameRate":20,"clipFrames":51,"enter":[0.35,0.6],"exit":[0.233,0.4]}"#
+        let loaded = try ModelFile.load(HandMade(header: header(good), data: Self.data).bytes).header
+        XCTAssertEqual(
+            loaded.streaming,
+            ModelHeader.Streaming(clipFrames: 51, clipFrameRate: 20, enter: [0.35, 0.6], exit: [0.233, 0.4], calibration: "training"))
+        XCTAssertEqual(loaded.streaming?.clipSeconds, 2.5)
+        let bytes = Array(header(good).utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNil(try ModelFile.load(Self.good().bytes).header.streaming)
+        XCTAssertNotNil(try ModelFile.load(HandMade(header: header(#"{"future":1}"#), data: Self.data).bytes).header.streaming)
+        for (field, fragments, input) in [
+            (#"{"clipFrames":51}"#, ["streaming: clipFrames is for whole-clip (fit) windows"], Self.inputJSON),
+            (#"{"clipFrames":0}"#, ["clipFrames 0 must be 1 to 100000"], fit),
+            (#"{"clipFrames":100001}"#, ["clipFrames 100001 must be 1 to 100000"], fit),
+            (#"{"clipFrameRate":0.001}"#, ["clipFrameRate 0.001 must be 0.01 to 10000"], fit),
+            (#"{"enter":[0.5,0.5]}"#, ["enter and exit go together"], fit),
+            (#"{"enter":[0.5],"exit":[0.2]}"#, ["one threshold per class (2)"], fit),
+            (#"{"enter":[0.5,0.5],"exit":[0.2,0.6]}"#, ["class 1: the thresholds need 0 <= exit <= enter"], fit),
+            (#"{"enter":[0,0.5],"exit":[0,0.2]}"#, ["class 0: the thresholds need"], fit),
+        ] {
+            assertRejects(header: header(field, input: input), fragments, badHeader)
+        }
     }
 
     /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
@@ -712,7 +743,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 2, 0, 0, 0, 0, 0])  // major 1, minor 2, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 3, 0, 0, 0, 0, 0])  // major 1, minor 3, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

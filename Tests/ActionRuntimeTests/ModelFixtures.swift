@@ -12,33 +12,50 @@ enum ModelFixtures {
         .deletingLastPathComponent()
     static let goldenDirectory = repoRoot.appendingPathComponent("Tests/ActionRuntimeTests/Golden")
 
-    // MARK: - The golden model: every layer type, every step and channel block
+    // MARK: - The golden model: every layer type, every step and channel block, pairs
 
     static let goldenSkeleton = Skeleton(
         name: "golden-4", joints: ["head", "neck", "root", "hand"], dimensions: 2, units: .pixels,
         mirrorPairs: [], bones: [["neck", "head"], ["root", "neck"], ["neck", "hand"]], centre: ["root"],
         torsoUpper: ["neck"], torsoLower: ["root"])
 
-    /// 6 frames of `[coordinates 8, confidence 4, mask 4, motion 8, bones 6]` = 30 channels.
-    static let goldenInput = InputSpec(
-        skeleton: goldenSkeleton, window: WindowSpec(frames: 6, mode: .sliding, padding: .empty, frameRate: 30),
-        steps: [
-            .centre(joints: ["root"], perFrame: true), .scaleByTorso(upper: ["neck"], lower: ["root"]),
-            .divide(by: [2, 0.5]),
-        ],
-        channels: [.coordinates, .confidence, .mask, .motion, .bones])
+    /// 6 frames of `[coordinates 8, confidence 4, mask 4, motion 8, bones 6, relativePositions 6,
+    /// distances 3, fastMotion 8]` = 47 channels, over three given pairs (one against the joint
+    /// order); gaps filled first (so mask and confidence differ from the filled presence).
+    static let goldenInput: InputSpec = {
+        var input = InputSpec(
+            skeleton: goldenSkeleton, window: WindowSpec(frames: 6, mode: .sliding, padding: .empty, frameRate: 30),
+            steps: [
+                .fillGaps, .centre(joints: ["root"], perFrame: true), .scaleByTorso(upper: ["neck"], lower: ["root"]),
+                .divide(by: [2, 0.5]),
+            ],
+            channels: [.coordinates, .confidence, .mask, .motion, .bones, .relativePositions, .distances, .fastMotion])
+        input.pairs = [["head", "hand"], ["hand", "root"], ["neck", "head"]]
+        return input
+    }()
 
     static let goldenClasses = ["wave", "clap", "squat"]
 
     static let goldenLayers: [LayerSpec] = [
-        .conv1d(inputs: 30, outputs: 8, kernel: 3, stride: 1, dilation: 1, padding: 1),  // [6, 8]
+        .conv1d(inputs: 47, outputs: 8, kernel: 3, stride: 1, dilation: 1, padding: 1),  // [6, 8]
         .layerNorm(channels: 8, epsilon: 1e-5),
         .gelu,
         .residual(body: [.conv1d(inputs: 8, outputs: 8, kernel: 3, stride: 1, dilation: 2, padding: 2), .relu], shortcut: []),
         .residual(body: [.linear(inputs: 8, outputs: 6), .gelu], shortcut: [.linear(inputs: 8, outputs: 6)]),  // [6, 6]
         .dropout(rate: 0.25),
         .conv1d(inputs: 6, outputs: 6, kernel: 2, stride: 2, dilation: 1, padding: 0),  // [3, 6]
-        .residual(body: [.globalAveragePool], shortcut: [.globalMaxPool]),  // [1, 6]
+        .residual(  // [1, 6]
+            body: [
+                .residual(
+                    body: [.residual(body: [.globalAveragePool], shortcut: [.globalMaxPool])],
+                    // segments of 3, 1, 1 and 1 frames; 2 frequencies, of which the 1-frame segments have the first
+                    shortcut: [
+                        .fourierPyramid(levels: [1, 3], coefficients: 2),
+                        .standardize(mean: (0..<48).map { Float($0 % 7) * 0.125 - 0.25 }, scale: (0..<48).map { 0.5 + Float($0 % 5) * 0.25 }),
+                        .linear(inputs: 48, outputs: 6),
+                    ])
+            ],
+            shortcut: [.temporalPyramidPool(levels: [1, 2]), .linear(inputs: 18, outputs: 6)]),  // segments 0..<3, 0..<1, 1..<3
         .flatten,
         .linear(inputs: 6, outputs: 3),
     ]

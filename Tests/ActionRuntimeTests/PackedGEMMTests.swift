@@ -229,10 +229,10 @@ final class PackedGEMMTests: XCTestCase {
     // MARK: - The frozen convolution
 
     func testFrozenConvolutionMatchesDirectLoops() throws {
-        // A frozen layer takes the packed path: Winograd with packed U for stride 1 and kernels
-        // 2-7 (any batch, in chunks of tiles), the direct product for batches under 8 otherwise
-        // (dilation 1); a dilated layer keeps im2col. Every kernel, 1-3 parts; the parts give
-        // identical bits.
+        // A frozen layer takes a packed path: Winograd with packed U for stride 1 and kernels
+        // 2-7 (any batch, in chunks of tiles), otherwise the direct product (dilation 1) or
+        // im2col (dilated), both times the packed weight. Every kernel, 1-3 parts (whole
+        // windows or panels); the parts give identical bits.
         typealias Case = Conv1dTests.Case
         let cases =
             Conv1dTests.cases + Conv1dTests.winogradCases + [

@@ -61,6 +61,64 @@ final class StreamEventsTests: XCTestCase {
         XCTAssertEqual(e.map(\.end), [2, 4])
     }
 
+    func testEventsOfDifferentClassesDoNotOverlapUnlessAsked() throws {
+        // Windows overlap (each spans 3 s, one every second).
+        func events(_ rows: [[Float]], _ options: EventOptions) throws -> [ActionEvent] {
+            var d = try EventDetector(classes: classes, options: options)
+            var out = rows.enumerated().compactMap { i, p in d.add(probabilities: p, start: Double(i), end: Double(i) + 3) }
+            if let e = d.finish() { out.append(e) }
+            return out
+        }
+        let kicking: [Float] = [0.05, 0.9, 0.05]
+        let options = EventOptions(smoothing: 1, exit: 0.01, background: ["other"])
+        // They meet (kick starts at the window that ends throw, throw's windows reach 5 s and
+        // kick's begin at 3 s): the boundary is the middle of their overlap.
+        let meet = try events([throwing, throwing, throwing, kicking, kicking], options)
+        XCTAssertEqual(meet.map(\.label), ["throw", "kick"])
+        XCTAssertEqual(meet.map(\.start), [0, 4])
+        XCTAssertEqual(meet.map(\.end), [4, 7])
+        // Kick starts a window after throw ended (at 4 s): it begins there, not at its window's 3 s.
+        let later = try events([throwing, throwing, idle, kicking, kicking], EventOptions(smoothing: 1, background: ["other"]))
+        XCTAssertEqual(later.map(\.start), [0, 4])
+        XCTAssertEqual(later.map(\.end), [4, 7])
+        // Asked for, they overlap as their windows do.
+        var overlapping = options
+        overlapping.allowOverlap = true
+        XCTAssertEqual(try events([throwing, throwing, throwing, kicking, kicking], overlapping).map(\.start), [0, 3])
+        XCTAssertEqual(try events([throwing, throwing, throwing, kicking, kicking], overlapping).map(\.end), [5, 7])
+        // An event dropped for its duration does not push the next one's start.
+        var short = EventOptions(smoothing: 1, minimumDuration: 3.5, background: ["other"])
+        let afterShort = try events([throwing, idle, kicking, kicking], short)
+        XCTAssertEqual(afterShort.map(\.label), ["kick"])
+        XCTAssertEqual(afterShort.first?.start, 2)
+        short.minimumDuration = 0
+        XCTAssertEqual(try events([throwing, idle, kicking, kicking], short).map(\.start), [0, 3])
+    }
+
+    func testThresholdsPerClass() throws {
+        // Throw is confident at 0.9; kick only reaches 0.5, under the common 0.6.
+        let weakKick: [Float] = [0.1, 0.5, 0.4]
+        let rows = [idle, throwing, idle, weakKick, weakKick, idle]
+        XCTAssertEqual(try events(rows, EventOptions(smoothing: 1, background: ["other"])).map(\.label), ["throw"])
+        let own = EventOptions(smoothing: 1, background: ["other"], classThresholds: ["kick": .init(enter: 0.45, exit: 0.3)])
+        let e = try events(rows, own)
+        XCTAssertEqual(e.map(\.label), ["throw", "kick"])
+        XCTAssertEqual(e.last?.windows, 2)
+        // A class's own enter can also be higher than the common one.
+        XCTAssertEqual(
+            try events(rows, EventOptions(smoothing: 1, background: ["other"], classThresholds: ["throw": .init(enter: 0.95, exit: 0.5)])), [])
+        XCTAssertEqual(own.thresholds(of: "throw"), .init(enter: 0.6, exit: 0.4))
+        for (bad, fragment) in [
+            (["walk": EventOptions.Thresholds(enter: 0.5, exit: 0.2)], "'walk', which is not among"),
+            (["kick": EventOptions.Thresholds(enter: 0.3, exit: 0.5)], "the thresholds of 'kick'"),
+            (["kick": EventOptions.Thresholds(enter: 0, exit: 0)], "the thresholds of 'kick'"),
+        ] {
+            XCTAssertThrowsError(try EventDetector(classes: classes, options: EventOptions(classThresholds: bad))) {
+                XCTAssertTrue("\($0)".contains(fragment), "\($0)")
+            }
+        }
+    }
+
     func testEventOptionsAreChecked() {
         for (options, fragment) in [
             (EventOptions(smoothing: 0), "smoothing"), (EventOptions(enter: 0.3, exit: 0.5), "exit <= enter"),
@@ -80,7 +138,7 @@ final class StreamEventsTests: XCTestCase {
         let a = StreamFixtures.recording(frames: 50, seed: 31), b = StreamFixtures.recording(frames: 50, seed: 32)
         let options = StreamOptions(stride: 4), events = EventOptions.standard(classes: model.classes)
         let stream = try TrackedStream(model: model, options: options, events: events, forgetAfter: 1, maximumTracks: 2)
-        var got: [Int: [StreamWindow]] = [:]
+        var got: [PersonID: [StreamWindow]] = [:]
         func collect(_ outputs: [TrackedStream.Output]) { for o in outputs { got[o.track, default: []] += o.windows } }
         // Both tracks on one clock: b's frames shifted to a's times.
         for (fa, fb) in zip(a, b) {
@@ -107,6 +165,84 @@ final class StreamEventsTests: XCTestCase {
             XCTAssertTrue("\(e)".contains("the limit is 2"))
         }
         XCTAssertEqual(stream.statistics.frames, 2 * 50 + 2 + 1)
+    }
+
+    /// Two tracks on one clock, every frame of `a` then of `b` at a's times; `extra(f)` adds
+    /// lines (track, time) after frame f. All outputs, then `finish()`'s.
+    func run(
+        _ stream: TrackedStream, _ a: [StreamFixtures.Frame], _ b: [StreamFixtures.Frame], extra: (Int) -> [(Int, Double)] = { _ in [] }
+    ) throws -> [TrackedStream.Output] {
+        var out: [TrackedStream.Output] = []
+        for (f, (fa, fb)) in zip(a, b).enumerated() {
+            out += try stream.push(track: 1, points: fa.points, time: fa.time)
+            out += try stream.push(track: 2, points: fb.points, time: fa.time)
+            for (track, t) in extra(f) { out += try stream.push(track: track, points: fa.points, time: t) }
+        }
+        return out + stream.finish()
+    }
+
+    func testTheStreamClockIgnoresAStrayTimestampAndAStaleLine() throws {
+        // One line at t = 1e12 used to forget every track (time − forgetAfter passed them all)
+        // and restart its own at 1e12, dropping its later frames. A line of a new person far
+        // behind the clock made a track forgotten at the next push. Both are now ignored.
+        let model = try StreamFixtures.model()
+        let a = StreamFixtures.recording(frames: 60, seed: 33), b = StreamFixtures.recording(frames: 60, seed: 34)
+        func stream() throws -> TrackedStream {
+            try TrackedStream(model: model, options: StreamOptions(stride: 3), events: .standard(classes: model.classes), forgetAfter: 1)
+        }
+        let clean = try run(stream(), a, b)
+        XCTAssertGreaterThan(clean.count, 10)
+        let hostile = try stream()
+        let got = try run(hostile, a, b) { f in f == 20 ? [(1, 1e12)] : f == 40 ? [(9, a[40].time - 1.5), (2, a[40].time + 30)] : [] }
+        XCTAssertEqual(got, clean)
+        XCTAssertEqual(hostile.statistics.count(.timeJump), 2)
+        XCTAssertEqual(hostile.statistics.count(.timeBackwards), 1)
+        XCTAssertEqual(hostile.statistics.frames, 2 * 60 + 3)
+    }
+
+    func testAConfirmedJumpOfTheStreamClockEndsEveryTrack() throws {
+        // Everyone resumes 100 s later: the first line after the pause is ignored, the second
+        // confirms the jump and finishes every track; the rest is a new stream.
+        let model = try StreamFixtures.model()
+        let a = StreamFixtures.recording(frames: 40, seed: 35), b = StreamFixtures.recording(frames: 40, seed: 36)
+        let later = a.map { StreamFixtures.Frame(time: $0.time + 100, points: $0.points) }
+        func stream() throws -> TrackedStream {
+            try TrackedStream(model: model, options: StreamOptions(stride: 3), events: .standard(classes: model.classes), forgetAfter: 50)
+        }
+        let s = try stream()
+        var got = try run(s, a, b).map { o in TrackedStream.Output(track: o.track, windows: o.windows, events: o.events) }
+        got += try run(s, later, b)
+        // Expected: the first part alone, then the second without its first line (track 1's).
+        let first = try run(stream(), a, b)
+        let rest = try stream()
+        var second = try rest.push(track: 2, points: b[0].points, time: later[0].time)
+        second += try run(rest, Array(later.dropFirst()), Array(b.dropFirst()))
+        XCTAssertEqual(got, first + second)
+        XCTAssertEqual(s.statistics.count(.timeJump), 1)
+    }
+
+    func testAPushCostsTheSameWithThousandsOfTracks() throws {
+        // 2,000 people, each seen once a second: forgetting looks at the tracks due (a heap by
+        // last-seen time), not at every track at every push; the statistics are kept summed.
+        let model = try StreamFixtures.model(conv: false, frameRate: nil)
+        let people = 2000
+        let s = try TrackedStream(
+            model: model, options: StreamOptions(stride: 12), events: .standard(classes: model.classes), forgetAfter: 1.5, maximumTracks: people)
+        var pushes = 0
+        for round in 0..<3 {
+            for p in 0..<people {
+                _ = try s.push(track: p, points: [:], time: Double(round) + Double(p) / Double(people))
+                pushes += 1
+            }
+        }
+        XCTAssertEqual(s.trackIDs.count, people)
+        XCTAssertLessThanOrEqual(s.examined, 2 * pushes, "entries examined while forgetting")
+        // People 0..<1000 (last seen at 2 ... 2.5 s) stop; the others go on at 3.5 ... 4 s,
+        // by when all of the first half were last seen over 1.5 s before: forgotten.
+        for p in 1000..<people { _ = try s.push(track: p, points: [:], time: 3 + Double(p) / Double(people)) }
+        XCTAssertEqual(s.trackIDs, (1000..<people).map { PersonID.number($0) })
+        XCTAssertLessThanOrEqual(s.examined, 2 * (pushes + 1000))
+        XCTAssertEqual(s.statistics.frames, pushes + 1000)
     }
 
     /// The load test at debug size (`actiontrain-bench stream --load` runs it at full size: 64

@@ -9,10 +9,15 @@ enum StreamFixtures {
 
     /// A vision-body-2d model of 12-frame windows: a convnet (`conv`) or an MLP, at `frameRate`
     /// (nil: no resampling), centred and scaled by the torso, with confidence, mask and motion.
-    static func model(conv: Bool = true, frameRate: Double? = 30, seed: UInt64 = 7, skeleton: Skeleton = skeleton) throws -> ActionModel {
+    /// With `scale`, every weight is multiplied by it after initialisation (1e37: finite weights
+    /// whose sums overflow float32); `torso: false` leaves out the scaling by the torso.
+    static func model(
+        conv: Bool = true, frameRate: Double? = 30, seed: UInt64 = 7, skeleton: Skeleton = skeleton, scale: Float = 1, torso: Bool = true
+    ) throws -> ActionModel {
         let input = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: 12, mode: .sliding, padding: .empty, frameRate: frameRate),
-            steps: [.centre(joints: ["root"], perFrame: false), .scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)],
+            steps: [.centre(joints: skeleton.joints.filter { $0.hasSuffix("root") }, perFrame: false)]
+                + (torso ? [.scaleByTorso(upper: skeleton.torsoUpper, lower: skeleton.torsoLower)] : []),
             channels: [.coordinates, .confidence, .mask, .motion])
         let C = input.channelsPerFrame
         let layers: [LayerSpec] =
@@ -25,8 +30,21 @@ enum StreamFixtures {
             : [.flatten, .linear(inputs: 12 * C, outputs: 32), .relu, .linear(inputs: 32, outputs: 3)]
         let network = try Network(layers: layers, input: Shape(time: 12, channels: C))
         network.initialize(seed: seed)
+        for k in 0..<network.parameterCount { network.parameters[k] *= scale }
         let bytes = try ModelFile.encode(classes: classes, input: input, network: network, provenance: .init(seed: seed))
         return try ActionModel(bytes: bytes)
+    }
+
+    /// `model(frameRate:)` with whole-clip (`fit`) windows whose file records a clip of `clip`
+    /// frames at `clipFrameRate` (nil `clip`: no `streaming` field, as files before format 1.3).
+    static func wholeClipModel(clip: Int?, frameRate: Double? = 30, clipFrameRate: Double? = nil, seed: UInt64 = 7) throws -> ActionModel {
+        let sliding = try model(frameRate: frameRate, seed: seed)
+        var input = sliding.input
+        input.window.mode = .fit
+        return try ActionModel(
+            bytes: ModelFile.encode(
+                classes: sliding.classes, input: input, network: sliding.network, provenance: .init(seed: seed),
+                streaming: clip.map { ModelHeader.Streaming(clipFrames: $0, clipFrameRate: clipFrameRate) }))
     }
 
     /// One pushed frame: points by name (nil: not seen) at a time.

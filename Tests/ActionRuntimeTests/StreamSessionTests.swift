@@ -113,18 +113,55 @@ final class StreamSessionTests: XCTestCase {
         XCTAssertEqual(ya.map(\.bitPattern), try model.logits(features: x, count: 1).map(\.bitPattern))
     }
 
-    func testSessionRefusesFitWindowsAndABadStride() throws {
+    func testSessionRefusesABadStrideAndAWholeClipModelWithoutAClipLength() throws {
         let model = try StreamFixtures.model()
         XCTAssertThrowsError(try StreamSession(model: model, options: StreamOptions(stride: 0))) {
             XCTAssertEqual($0 as? StreamError, .invalidStride(0))
         }
-        var input = model.input
-        input.window.mode = .fit
-        let fit = try ActionModel(
-            bytes: ModelFile.encode(classes: model.classes, input: input, network: model.network, provenance: .init()))
-        XCTAssertThrowsError(try StreamSession(model: fit, options: StreamOptions(stride: 1))) {
-            XCTAssertEqual($0 as? StreamError, .fitWindows)
-            XCTAssertTrue("\($0)".contains("sliding windows"))
+        let old = try StreamFixtures.wholeClipModel(clip: nil)  // a file from before format 1.3
+        XCTAssertThrowsError(try StreamSession(model: old, options: StreamOptions(stride: 1))) {
+            XCTAssertEqual($0 as? StreamError, .unknownClipLength)
+            XCTAssertTrue("\($0)".contains("StreamOptions.clipFrames"), "\($0)")
         }
+        XCTAssertNoThrow(try StreamSession(model: old, options: StreamOptions(stride: 1, clipFrames: 20)))
+        XCTAssertThrowsError(try StreamSession(model: old, options: StreamOptions(stride: 1, clipFrames: 0))) {
+            XCTAssertTrue("\($0)".contains("clip length"), "\($0)")
+        }
+        XCTAssertEqual(try old.streamWindow(clipFrames: 20).frames, 20)
+    }
+
+    /// A whole-clip model slides its clip (20 frames at 30 fps here) over the stream and
+    /// resamples each to its 12-frame window: the windows `streamWindows` cuts from the whole
+    /// recording, to the bit when run one at a time.
+    func testWholeClipModelsSlideTheirClipAsOfflineStreamWindows() throws {
+        for (rate, clipRate) in [(30.0, nil), (nil, 25.0), (nil, nil)] as [(Double?, Double?)] {
+            let model = try StreamFixtures.wholeClipModel(clip: 20, frameRate: rate, clipFrameRate: clipRate)
+            XCTAssertEqual(try model.streamWindow().frames, 20)
+            XCTAssertEqual(try model.streamWindow().frameRate, rate ?? clipRate)
+            for (frames, stride, seed) in [(150, 5, 41), (90, 1, 42), (14, 4, 43)] as [(Int, Int, UInt64)] {
+                let recording = StreamFixtures.recording(frames: frames, seed: seed)
+                let online = try stream(model, recording, stride: stride)
+                let sequence = try StreamFixtures.sequence(recording)
+                let cut = try model.streamWindows(of: sequence, stride: stride, sourceFrameRate: nil)
+                XCTAssertEqual(online.map(\.start), cut.map(\.start), "\(String(describing: rate)) fps, \(frames) frames")
+                XCTAssertEqual(online.map(\.end), cut.map(\.end))
+                XCTAssertGreaterThan(online.count, frames > 20 ? 1 : 0)
+                for (a, b) in zip(online, cut) {
+                    let one = try model.probabilities(window: b.window)
+                    XCTAssertEqual(a.probabilities.map(\.bitPattern), one.map(\.bitPattern), "window at \(a.start)")
+                }
+            }
+        }
+        // A recording shorter than the clip is one window: all of it resampled, as a clip is.
+        let model = try StreamFixtures.wholeClipModel(clip: 20)
+        let short = StreamFixtures.recording(frames: 10, seed: 44)
+        let online = try stream(model, short, stride: 3)
+        XCTAssertEqual(online.count, 1)
+        let offline = try model.predict(sequence: try StreamFixtures.sequence(short), stride: 3, sourceFrameRate: nil)
+        XCTAssertEqual(offline.count, 1)
+        for (p, q) in zip(online[0].probabilities, offline[0].probabilities) { XCTAssertEqual(p, q, accuracy: 1e-6) }
+        // A window spans the clip: its times are 19 frames at 30 fps apart.
+        let long = try stream(model, StreamFixtures.recording(frames: 80, seed: 45), stride: 4)
+        for w in long { XCTAssertEqual(w.endTime - w.startTime, 19.0 / 30, accuracy: 1e-9) }
     }
 }

@@ -62,13 +62,14 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(c.windowFrames, Recipe.fitFrames(30))
         XCTAssertEqual(c.centring, .window)
         XCTAssertEqual(c.scaling, .torso)
-        XCTAssertTrue(c.alignFacing)
+        XCTAssertFalse(c.alignFacing, "every body faces the camera: facing spread 0°")
+        XCTAssertTrue(choices.contains { $0.seen.contains("varies by 0°") && $0.seen.contains("< 35°: one view") }, "\(choices)")
         XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
         XCTAssertEqual(c.validationFraction, 0, "9 sequences a class is small")
         XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "small data is augmented")
         XCTAssertTrue(c.augmentation.isEnabled)
         XCTAssertEqual(c.augmentation.flipProbability, 0, "flips change lateral classes")
-        XCTAssertEqual(Set(choices.map(\.topic)), ["windows", "coordinates", "channels", "size", "training"])
+        XCTAssertEqual(Set(choices.map(\.topic)), ["windows", "coordinates", "channels", "model", "size", "training"])
         XCTAssertTrue(choices[0].seen.contains("27 sequences of 20-40 frames (median 30)"), choices[0].seen)
         XCTAssertTrue(choices[0].set.contains("windowMode fit"), choices[0].set)
     }
@@ -204,5 +205,134 @@ final class RecipeTests: XCTestCase {
         let (c3, _) = Recipe.choose(
             TrainingConfig(), explicit: ["epochs"], profile: DatasetProfile(tiny, indices: Array(tiny.sequences.indices)))
         XCTAssertEqual(c3.epochs, TrainingConfig().epochs, "the user's epochs are kept")
+    }
+
+    /// The same stick figures turned about the vertical axis by `degrees[i % count]`.
+    static func turned(_ d: Dataset, degrees: [Double]) -> Dataset {
+        var d = d
+        for i in d.sequences.indices {
+            let a = Float(degrees[i % degrees.count] * .pi / 180), c = cos(a), s = sin(a)
+            var q = d.sequences[i]
+            for f in 0..<q.frameCount {
+                for j in 0..<q.jointCount {
+                    let k = (f * q.jointCount + j) * 3
+                    let x = q.coordinates[k], z = q.coordinates[k + 2] - 3
+                    q.coordinates[k] = c * x + s * z
+                    q.coordinates[k + 2] = 3 - s * x + c * z
+                }
+            }
+            d.sequences[i] = q
+        }
+        return d
+    }
+
+    /// With no architecture given, the model is two members: the recipe's network over its
+    /// channels and a Fourier temporal pyramid of the joint pairs' relative positions; gaps are
+    /// filled only when joints are absent, and the user's architecture is kept alone.
+    func testTheDefaultModelAddsAnFTPMemberAndFillsGapsOnlyWhenJointsAreAbsent() {
+        let full = Self.dataset(perClass: 9)
+        let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(full, indices: Array(full.sequences.indices)))
+        XCTAssertEqual(c.members, [.init(architecture: .tcn, channels: [.coordinates, .mask, .bones]), .init(architecture: .ftp, channels: [.relativePositions])])
+        XCTAssertFalse(c.fillGaps, "every joint was seen")
+        XCTAssertEqual(c.pairs, [], "4 joints: every pair")
+        let note = choices.first { $0.topic == "model" }?.seen ?? ""
+        XCTAssertTrue(note.contains("every joint pair (18 values a frame)"), note)  // 6 pairs, 3D
+        XCTAssertNoThrow(try c.inputSpec(for: Self.stick, imageSize: nil))
+
+        // One joint of one frame in four missing: 1/16 of the points.
+        var gappy = full
+        for i in gappy.sequences.indices {
+            for f in stride(from: 0, to: gappy.sequences[i].frameCount, by: 4) { gappy.sequences[i].present[f * 4 + 1] = 0 }
+        }
+        let p = DatasetProfile(gappy, indices: Array(gappy.sequences.indices))
+        let absent = Double(gappy.sequences.map { ($0.frameCount + 3) / 4 }.reduce(0, +)) / Double(gappy.sequences.map { $0.frameCount * 4 }.reduce(0, +))
+        assertClose(p.absentShare, absent, absolute: 1e-12)
+        let (g, gc) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+        XCTAssertTrue(g.fillGaps)
+        XCTAssertTrue(gc.contains { $0.seen.contains("% of the joints are absent: gaps filled") }, "\(gc)")
+
+        var tcn = TrainingConfig()
+        tcn.architecture = .tcn
+        let (alone, ac) = Recipe.choose(tcn, explicit: ["architecture"], profile: p)
+        XCTAssertEqual(alone.members, [], "the user's architecture alone")
+        XCTAssertFalse(alone.fillGaps)
+        XCTAssertFalse(ac.contains { $0.topic == "model" })
+    }
+
+    /// Key joints of a large skeleton: clustered joints (here "toes" 2 cm from a joint) go first;
+    /// two bodies add the pairs between their ends.
+    func testKeyJointsDropClusteredJointsAndPairTheBodiesEnds() throws {
+        // 17 joints on a grid 0.3 m by 0.4 m apart, and 6 "toes" 2 cm from 6 of them: 23 joints.
+        var names = (0..<17).map { "j\($0)" }
+        var offsets: [[Float]] = (0..<17).map { k in [Float(k % 4) * 0.3, Float(k / 4) * 0.4, 0] }
+        names += ["toeA", "toeB", "toeC", "toeD", "toeE", "toeF"]
+        offsets += [[0.02, 0, 0], [0.3, 0.02, 0], [0.6, 0, 0.02], [0.9, 0.02, 0], [0.02, 0.4, 0], [0.3, 0.42, 0]]
+        let sk = Skeleton(name: "big", joints: names, dimensions: 3, units: .metres)
+        var seqs: [PoseSequence] = []
+        for i in 0..<6 {
+            var s = PoseSequence(id: "s\(i)", label: "a", jointCount: names.count, dimensions: 3, hasConfidence: false)
+            for f in 0..<10 {
+                let wobble = Float(f + i) * 0.001
+                s.appendFrame(offsets.map { PosePoint(x: $0[0] + wobble, y: $0[1], z: $0[2]) })
+            }
+            seqs.append(s)
+        }
+        let one = Dataset(name: "big", skeleton: sk, sequences: seqs, frameRate: 30)
+        let pairs = try XCTUnwrap(KeyJoints.pairs(one, indices: Array(seqs.indices)))
+        XCTAssertEqual(pairs.count, 15 * 14 / 2)
+        let kept = Set(pairs.flatMap { $0 })
+        XCTAssertEqual(kept.count, 15)
+        // Of each toe and its joint at 2 cm, at most one stays.
+        for (toe, joint) in [("toeA", "j0"), ("toeB", "j1"), ("toeC", "j2"), ("toeD", "j3"), ("toeE", "j4"), ("toeF", "j5")] {
+            XCTAssertFalse(kept.contains(toe) && kept.contains(joint), "\(toe) and \(joint) are 2 cm apart: one is dropped")
+        }
+        XCTAssertNil(KeyJoints.pairs(Self.dataset(perClass: 2), indices: [0, 1]), "4 joints: every pair")
+
+        // Two bodies: each body's 105 pairs, then 6 × 6 between the bodies.
+        var two = one
+        two.skeleton = sk.bodies(2)
+        two.sequences = seqs.map { PoseSequence.stackingBodies([$0, $0]) }
+        let pairs2 = try XCTUnwrap(KeyJoints.pairs(two, indices: Array(two.sequences.indices)))
+        XCTAssertEqual(pairs2.count, 2 * 105 + 36)
+        XCTAssertEqual(Set(pairs2.suffix(36).map { $0[0].hasPrefix("p1.") && $0[1].hasPrefix("p2.") }), [true])
+    }
+
+    /// The facing spread is the circular sd of the sequences' facing angles; the recipe turns
+    /// windows to face one way only when it is large.
+    func testFacingAlignmentFollowsTheMeasuredSpreadOfTheFacingDirection() {
+        let front = Self.dataset(perClass: 10)  // 30 sequences: 15 turned each way
+        assertClose(DatasetProfile(front, indices: Array(front.sequences.indices)).facingSpread!, 0, absolute: 1e-6)
+        // Half the sequences turned by +a, half by −a: R = cos a, circular sd √(−2 ln cos a).
+        for (a, align) in [(20.0, false), (60.0, true)] {
+            let d = Self.turned(front, degrees: [a, -a])
+            let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+            assertClose(p.facingSpread!, (-2 * log(cos(a * .pi / 180))).squareRoot() * 180 / .pi, absolute: 1e-3)
+            let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
+            XCTAssertEqual(c.alignFacing, align, "±\(a)°: spread \(p.facingSpread!)°")
+            let (kept, _) = Recipe.choose(TrainingConfig(), explicit: ["alignFacing"], profile: p)
+            XCTAssertFalse(kept.alignFacing, "a key the user set is kept")
+        }
+        // 2D data and skeletons without left/right hips or shoulders have no facing spread.
+        var flat = front
+        flat.skeleton = Skeleton(name: "flat", joints: ["a", "b", "c", "d"], dimensions: 3, units: .metres)
+        XCTAssertNil(DatasetProfile(flat, indices: Array(flat.sequences.indices)).facingSpread)
+    }
+
+    /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
+    /// consistency within classes says whether a mirror image would change the class.
+    func testLateralityMeasuresWhichSideEachClassMoves() {
+        var d = Self.dataset(perClass: 4)
+        // Class 0 moves its left shoulder in every sequence, class 1 its right one, class 2 the left
+        // shoulder in half the sequences and the right one in the other half.
+        for i in d.sequences.indices {
+            let c = i / 4
+            let side = c == 0 ? 2 : c == 1 ? 3 : (i % 2 == 0 ? 2 : 3)
+            var q = d.sequences[i]
+            for f in 0..<q.frameCount { q.coordinates[(f * 4 + side) * 3 + 1] += Float(f % 2) * 0.1 }
+            d.sequences[i] = q
+        }
+        let l = DatasetProfile(d, indices: Array(d.sequences.indices)).laterality!
+        assertClose(l.asymmetry, 1, absolute: 1e-9, "only one side moves in every sequence")
+        assertClose(l.consistency, 8.0 / 12, absolute: 1e-9, "classes 0 and 1 consistent (4 + 4), class 2 cancels (0), of 12")
     }
 }

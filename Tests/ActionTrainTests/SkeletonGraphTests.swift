@@ -114,7 +114,7 @@ final class SkeletonGraphTests: XCTestCase {
         let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
         XCTAssertEqual(c.graph, p.inferredBones)
         XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
-        XCTAssertTrue(choices.contains { $0.topic == "channels" && $0.set.contains("graph 3 edges") }, "\(choices)")
+        XCTAssertTrue(choices.contains { $0.topic == "channels" && $0.set.contains("graph 3 joint pairs") }, "\(choices)")
         XCTAssertEqual(try c.inputSpec(for: bare, imageSize: nil).skeleton.bones, p.inferredBones)
         // With bones, nothing is inferred; a graph the user gave is kept.
         XCTAssertEqual(DatasetProfile(RecipeTests.dataset(perClass: 9), indices: [0]).inferredBones, [])

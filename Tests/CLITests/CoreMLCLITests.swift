@@ -10,10 +10,11 @@ import XCTest
 @testable import actiontrain
 
 /// `actiontrain export --format coreml` and the model families `fit` writes: an MLP, a TCN,
-/// ST-GCN, multi-stream (`averageProbabilities`), test-time flips (`flipAverage`) and ensembles,
-/// on Vision's 2D skeleton, through both interfaces; coremltools loads and validates each model
-/// and tools/python/coreml_eval.py reproduces this runtime's probabilities to 1e-5. Needs
-/// python3 with numpy and coremltools (skipped without them, failed under CI).
+/// ST-GCN, FTP, multi-stream (`averageProbabilities`), mixed members (a TCN and an FTP, gaps
+/// filled), test-time flips (`flipAverage`) and ensembles, on Vision's 2D skeleton, through
+/// both interfaces; coremltools loads and validates each model and tools/python/coreml_eval.py
+/// reproduces this runtime's probabilities to 1e-5. Needs python3 with numpy and coremltools
+/// (skipped without them, failed under CI).
 final class CoreMLCLITests: XCTestCase {
     func requireCoreMLTools() throws -> String {
         guard CoreMLParity.isAvailable(), let script = CoreMLParity.script() else {
@@ -26,8 +27,14 @@ final class CoreMLCLITests: XCTestCase {
     func model(_ config: TrainingConfig, seed: UInt64) throws -> (ModelHeader, Network) {
         let input = try config.inputSpec(for: .visionBody2D, imageSize: nil)
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
+        // An ftp network's standardize, calibrated as training does, on seeded random windows.
+        var g = SeededGenerator(seed: seed)
+        let windows = (0..<(16 * shape.count)).map { _ in g.nextSymmetric(1.5) }
+        let layers = try StandardizeCalibration.calibrate(try config.layers(for: input, classes: 3), input: shape, windows: 16) { range, out in
+            windows.withUnsafeBufferPointer { out.update(from: $0.baseAddress! + range.lowerBound * shape.count, count: range.count * shape.count) }
+        }
         let members = try (0..<config.ensemble).map { m -> Network in
-            let n = try Network(layers: try config.layers(for: input, classes: 3), input: shape)
+            let n = try Network(layers: layers, input: shape)
             n.initialize(seed: Ensemble.seed(seed, member: m))
             var g = SeededGenerator(seed: seed &+ UInt64(m))
             for i in 0..<n.parameterCount { n.parameters[i] += g.nextSymmetric(0.2) }  // biases and norms away from 0 and 1
@@ -55,6 +62,21 @@ final class CoreMLCLITests: XCTestCase {
             ("tcn", { (c: inout TrainingConfig) in c.architecture = .tcn }),
             ("stgcn", { (c: inout TrainingConfig) in c.architecture = .stgcn }),
             ("streams", { (c: inout TrainingConfig) in c.streams = [[.coordinates, .mask], [.bones], [.motion]] }),
+            ("ftp", { (c: inout TrainingConfig) in (c.architecture, c.channels) = (.ftp, [.relativePositions]) }),
+            (
+                "members tcn + ftp, gaps filled",
+                { (c: inout TrainingConfig) in
+                    c.members = [.init(architecture: .tcn, channels: [.coordinates, .mask, .bones]), .init(architecture: .ftp, channels: [.relativePositions])]
+                    c.fillGaps = true
+                }
+            ),
+            (
+                "members tcn + ftp, ensemble + flip",
+                { (c: inout TrainingConfig) in
+                    c.members = [.init(architecture: .tcn, channels: [.coordinates, .mask]), .init(architecture: .ftp, channels: [.relativePositions])]
+                    (c.fillGaps, c.ensemble, c.testTimeFlip) = (true, 2, true)
+                }
+            ),
             ("flipAverage", { (c: inout TrainingConfig) in c.testTimeFlip = true }),
             ("ensemble + flip", { (c: inout TrainingConfig) in (c.ensemble, c.testTimeFlip) = (2, true) }),
         ] {
@@ -81,7 +103,7 @@ final class CoreMLCLITests: XCTestCase {
                 cases.append(("\(name), \(interface == .native ? "native" : "createml")", try CoreMLParity.makeCase(mlmodel: bytes, header: header, network: network, interface: interface, windows: 12, seed: UInt64(i))))
             }
         }
-        XCTAssertTrue(kinds.isSuperset(of: ["flatten", "conv1d", "graphConv", "averageProbabilities", "flipAverage"]), "\(kinds)")
+        XCTAssertTrue(kinds.isSuperset(of: ["flatten", "conv1d", "graphConv", "averageProbabilities", "flipAverage", "fourierPyramid", "standardize"]), "\(kinds)")
         let results = try XCTUnwrap(try CoreMLParity.compare(cases.map(\.1), script: script))
         for ((what, _), r) in zip(cases, results) {
             XCTAssertLessThan(r.maxAbsDifference, 1e-5, what)

@@ -55,8 +55,21 @@ final class FitCLITests: XCTestCase {
             (#"{"epochs": "3"}"#, "config key 'epochs' expects an integer, got \"3\""),
             (#"{"epochs": 2.5}"#, "config key 'epochs' expects an integer, got 2.5"),
             (#"{"nesterov": 1}"#, "config key 'nesterov' expects true or false, got 1"),
-            (#"{"architecture": "cnn"}"#, "config key 'architecture' must be one of mlp, tcn, stgcn, got \"cnn\""),
-            (#"{"channels": ["coordinates", "speed"]}"#, "config key 'channels' must be one of coordinates, confidence, mask, motion, bones, got \"speed\""),
+            (#"{"architecture": "cnn"}"#, "config key 'architecture' must be one of mlp, tcn, stgcn, ftp, got \"cnn\""),
+            (
+                #"{"members": [{"architecture": "ftp", "chanels": ["mask"]}]}"#,
+                "config key 'members' member 1 has an unknown key 'chanels'; a member takes architecture and channels (every other key is the run's)"
+            ),
+            (
+                #"{"members": [{"architecture": "tcn", "channels": ["mask"]}, {"channels": ["mask"]}]}"#,
+                "config key 'members' member 2 needs an architecture, one of mlp, tcn, stgcn, ftp, got none"
+            ),
+            (
+                #"{"members": [{"architecture": "ftp", "channels": ["mask", "speed"]}]}"#,
+                "config key 'members' member 1: channel \"speed\" is not one of coordinates, confidence, mask, motion, bones, relativePositions, distances, fastMotion"
+            ),
+            (#"{"members": ["ftp"]}"#, "config key 'members' member 1 must be an object {\"architecture\": ..., \"channels\": [...]}, got \"ftp\""),
+            (#"{"channels": ["coordinates", "speed"]}"#, "config key 'channels' must be one of coordinates, confidence, mask, motion, bones, relativePositions, distances, fastMotion, got \"speed\""),
             (#"{"classWeights": "balancd"}"#, "config key 'classWeights' expects \"none\", \"balanced\" or a list of numbers, got \"balancd\""),
             (#"{"hidden": [256, "x"]}"#, "config key 'hidden' expects a list of integers, got a list"),
         ]
@@ -74,6 +87,11 @@ final class FitCLITests: XCTestCase {
             (#"{"epochs": 5, "warmupEpochs": 5}"#, "config field 'warmupEpochs' must be in [0, epochs) = [0, 5), got 5"),
             (#"{"nesterov": true}"#, "config field 'nesterov' needs optimizer sgd with momentum > 0"),
             (#"{"classWeights": [1, -1, 1]}"#, "config field 'classWeights' must be non-negative numbers, not all zero, got [1.0, -1.0, 1.0]"),
+            (
+                #"{"members": [{"architecture": "ftp", "channels": ["mask"]}], "streams": [["mask"]]}"#,
+                "config field 'members' and streams cannot be given together: members are streams whose architectures may differ; give one"
+            ),
+            (#"{"ftpCoefficients": 0}"#, "config field 'ftpCoefficients' must be in [1, 64], got 0"),
         ]
         for (i, (json, message)) in ranges.enumerated() {
             let path = "\(dir)/r\(i).json"
@@ -97,6 +115,8 @@ final class FitCLITests: XCTestCase {
             (["--residual", "maybe"], "--residual expects true or false, got 'maybe'"),
             (["--optimizer", "rmsprop"], "--optimizer must be one of sgd, adam, adamw, got \"rmsprop\""),
             (["--class-weights", "1,x"], "--class-weights expects \"none\", \"balanced\" or a list of numbers, got '1,x'"),
+            (["--members", "tcn:mask,ftp"], "--members expects architecture:block+block,... (e.g. tcn:coordinates+mask,ftp:relativePositions), got 'ftp'"),
+            (["--members", "tcn:mask,rnn:mask"], "--members member 2 needs an architecture, one of mlp, tcn, stgcn, ftp, got \"rnn\""),
         ]
         for (flags, message) in cases {
             let r = run(["fit", Self.fixture] + flags)
@@ -118,6 +138,19 @@ final class FitCLITests: XCTestCase {
         XCTAssertEqual(saved.classWeights, .balanced)
         XCTAssertEqual(saved.seed, UInt64.max)
         XCTAssertEqual(saved.hidden, [16])
+    }
+
+    /// `--members` in its compact form and `--fill-gaps` reach the saved config.
+    func testMembersAndFillGapsFlags() throws {
+        let dir = try folder()
+        let r = run(
+            ["fit", Self.fixture, "--members", "tcn:coordinates+mask, ftp:relativePositions", "--fill-gaps", "true", "--widths", "4", "--epochs", "2", "--out", "\(dir)/run"]
+                + Self.quick.filter { $0 != "--architecture" && $0 != "mlp" })
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("fit: members tcn:coordinates+mask, ftp:relativePositions,"), r.out)
+        let saved = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/run/config.json")))
+        XCTAssertEqual(saved.members, [.init(architecture: .tcn, channels: [.coordinates, .mask]), .init(architecture: .ftp, channels: [.relativePositions])])
+        XCTAssertTrue(saved.fillGaps)
     }
 
     /// With no config, fit prints the recipe it chose from the data before training and saves
@@ -155,12 +188,37 @@ final class FitCLITests: XCTestCase {
             ])
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertTrue(r.out.contains("tune: tiny-natops: 24 training sequences in 2 folds (12/12 held out)"), r.out)
-        XCTAssertTrue(r.out.contains("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
+        XCTAssertTrue(r.out.contains("| candidate | epochs | fold 1 | fold 2 | mean | sd | seconds |"), r.out)
         XCTAssertTrue(r.out.contains("tune: chosen "), r.out)
-        for name in ["model.atm", "config.json", "tune.md", "tune.json"] {
+        for name in ["model.atm", "config.json", "tune.md", "tune.json", "tune-trials.jsonl"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/t/\(name)"), name)
         }
         XCTAssertEqual(run(["tune", Self.fixture, "--folds", "1"]).code, 2, "one fold is a usage error")
+        XCTAssertEqual(run(["tune", Self.fixture, "--out", "\(dir)/t", "--resume", "--force"]).code, 2, "resume or replace, not both")
+
+        // A resumed search runs no trial again and ends with the same table.
+        let trials = try String(contentsOfFile: "\(dir)/t/tune-trials.jsonl", encoding: .utf8)
+        let again = run(
+            [
+                "tune", Self.fixture, "--out", "\(dir)/t", "--resume", "--folds", "2", "--minutes", "5", "--epochs", "1", "--threads", "1",
+                "--architecture", "mlp", "--hidden", "8", "--window-frames", "10",
+            ])
+        XCTAssertEqual(again.code, 0, again.err)
+        let ran = trials.split(separator: "\n").count - 1
+        XCTAssertGreaterThan(ran, 4)
+        XCTAssertTrue(again.out.contains("tune: resuming \(dir)/t: \(ran) trials already run"), again.out)
+        XCTAssertEqual(try String(contentsOfFile: "\(dir)/t/tune-trials.jsonl", encoding: .utf8), trials, "nothing run again, nothing appended")
+        func table(_ out: String) -> String { out.components(separatedBy: "| candidate |").last!.components(separatedBy: "tune: chosen").first! }
+        XCTAssertEqual(
+            table(again.out).replacingOccurrences(of: #"\| [0-9.]+ \|\n"#, with: "|\n", options: .regularExpression),
+            table(r.out).replacingOccurrences(of: #"\| [0-9.]+ \|\n"#, with: "|\n", options: .regularExpression), "the same table, seconds aside")
+        // A log of other data is refused.
+        let other = try folder()
+        try Data(#"{"actiontrain":"tune-trials","datasetHash":"0000"}"#.utf8 + Data("\n".utf8)).write(to: URL(fileURLWithPath: "\(other)/tune-trials.jsonl"))
+        let refused = run(["tune", Self.fixture, "--out", other, "--resume", "--folds", "2", "--epochs", "1"])
+        XCTAssertEqual(refused.code, 1)
+        XCTAssertTrue(refused.err.contains("the trials were run on other data"), refused.err)
+        XCTAssertTrue(refused.err.contains("start a new run without --resume"), "the CLI names the flag: \(refused.err)")
     }
 
     // MARK: runs, checkpoints, resume
@@ -387,6 +445,6 @@ final class FitCLITests: XCTestCase {
         try Data("mine".utf8).write(to: URL(fileURLWithPath: "\(dir)/shards/NOTES.md"))
         let forced = run(["convert", "\(dir)/shards", Self.fixture, "--to", "shards", "--shard-windows", "100", "--force"] + Self.quick)
         XCTAssertEqual(forced.code, 0, forced.err)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/shards").sorted(), ["NOTES.md", "manifest.json", "train-00000.shard", "validation-00000.shard"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/shards").sorted(), ["NOTES.md", "manifest.json", "stream-00000.shard", "train-00000.shard", "validation-00000.shard"])
     }
 }

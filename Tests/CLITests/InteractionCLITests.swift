@@ -18,7 +18,7 @@ final class InteractionCLITests: XCTestCase {
     static let quick = ["--recipe", "none", "--architecture", "mlp", "--hidden", "8", "--batch-size", "4", "--seed", "1", "--threads", "1", "--epochs", "2"]
 
     /// 8 sequences of 10 frames, two people each; "together" when they stand close.
-    func twoPersonData(_ dir: URL, frames: Int = 10) throws -> String {
+    static func twoPersonData(_ dir: URL, frames: Int = 10) throws -> String {
         var text = #"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 10, "imageSize": [640, 480], "classes": ["together", "apart"]}"# + "\n"
         for n in 0..<8 {
             let label = n % 2 == 0 ? "together" : "apart"
@@ -35,7 +35,7 @@ final class InteractionCLITests: XCTestCase {
 
     func testInteractionModelEndToEnd() throws {
         let dir = try temporaryDirectory()
-        let data = try twoPersonData(dir)
+        let data = try Self.twoPersonData(dir)
         let refused = run(["fit", data, "--out", dir.appendingPathComponent("x").path] + Self.quick)
         XCTAssertEqual(refused.code, 1)
         XCTAssertTrue(refused.err.contains("2 people appear"), refused.err)
@@ -93,7 +93,7 @@ final class InteractionCLITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("run/model.atm").path))
 
         // Eval of 2-frame sequences with a 10-frame window: 80% padding.
-        let data = try twoPersonData(dir)
+        let data = try Self.twoPersonData(dir)
         let runDir = dir.appendingPathComponent("ok").path
         XCTAssertEqual(run(["fit", data, "--people", "largest", "--out", runDir, "--window-frames", "10"] + Self.quick).code, 0)
         let short = dir.appendingPathComponent("short.jsonl").path

@@ -91,17 +91,11 @@ final class ModelCommandsTests: XCTestCase {
     func testPredictReadsNativeLinesFromStdinAndStreamsThem() throws {
         let lines = nativeDataset(count: 3, frames: 10)
         let fromFile = run(["predict", Self.golden, try writeLines(lines, "clips.jsonl"), "--stride", "3"])
-        var remaining = lines[...]
         var stdout = "", stderr = ""
         var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
         var seenBeforeEnd: [Int] = []
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-", "--stride", "3"], for: PredictCommand.spec))
-        try PredictCommand.run(
-            options, out: &output,
-            stdin: {
-                seenBeforeEnd.append(stdout.split(separator: "\n").count)
-                return remaining.popFirst()
-            })
+        try PredictCommand.run(options, out: &output, stdin: .lines(lines) { _ in seenBeforeEnd.append(stdout.split(separator: "\n").count) })
         XCTAssertEqual(stdout, fromFile.out)
         XCTAssertEqual(stderr, fromFile.err)
         // Windows of 10 frames at stride 3: starts 0, 3, 4. Each sequence is printed before the next line is read.
@@ -111,11 +105,10 @@ final class ModelCommandsTests: XCTestCase {
     func testPredictStdinErrorsNameTheLine() throws {
         var lines = nativeDataset(count: 3, frames: 8)
         lines[2] = #"{"id": "bad", "frames": [{"pose": {"elbow": [1, 2]}}]}"#
-        var remaining = lines[...]
         var output = Output(write: { _ in }, note: { _ in }, isTerminal: false)
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
         assertThrows(["<stdin>:3:", "joint 'elbow' is not in skeleton 'golden-4'"]) {
-            try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
+            try PredictCommand.run(options, out: &output, stdin: .lines(lines))
         }
     }
 
@@ -129,6 +122,10 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertTrue(rows[1].hasPrefix("s2 "))
         XCTAssertTrue(rows[2].hasPrefix("s3 "))
         XCTAssertTrue(rows[2].hasSuffix(" clap"), String(rows[2]))
+        // Events count the sequences of the split they ran, not the file's.
+        let events = run(["predict", Self.golden, data, "--events", "--split", "test"])
+        XCTAssertEqual(events.code, 0, events.err)
+        XCTAssertTrue(events.err.hasSuffix(" events from 2 sequences\n"), events.err)
     }
 
     func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
@@ -182,11 +179,10 @@ final class ModelCommandsTests: XCTestCase {
         // Only the split predicted counts; from stdin, each new label is named once, when it arrives.
         let train = run(["predict", Self.golden, data, "--split", "train"])  // s0 wave, s1 jump
         XCTAssertTrue(train.err.hasPrefix("warning: \(data): label 'jump' (1 sequence) is not among the model's classes"), train.err)
-        var remaining = lines[...]
         var stderr = ""
         var output = Output(write: { _ in }, note: { stderr += $0 }, isTerminal: false)
         let options = try XCTUnwrap(try ArgumentParser.parse([Self.golden, "-"], for: PredictCommand.spec))
-        try PredictCommand.run(options, out: &output, stdin: { remaining.popFirst() })
+        try PredictCommand.run(options, out: &output, stdin: .lines(lines))
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'jump' (1 sequence) is not among").count, 2, stderr)
         XCTAssertEqual(stderr.components(separatedBy: "warning: <stdin>: label 'kick' (1 sequence) is not among").count, 2, stderr)
         let known = run(["predict", Self.golden, try writeLines(nativeDataset(count: 2, frames: 6), "known.jsonl")])
@@ -203,7 +199,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines[0].hasPrefix("export: wrote \(out) ("), lines[0])
-        XCTAssertTrue(lines[0].hasSuffix("ONNX opset 17, input [batch, 6, 30], 3 classes)"), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix("ONNX opset 17, input [batch, 6, 47], 3 classes)"), lines[0])
         let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out)[.size] as? Int)
         XCTAssertTrue(lines[0].contains("(\(size) bytes"))
         XCTAssertEqual(lines.count, 2)
@@ -238,18 +234,23 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.2,",
+            "\(Self.golden): actiontrain model file 1.3,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
             "joints       0 head, 1 neck, 2 root, 3 hand",
             "window       6 frames, sliding windows, padded with empty poses; resampled to 30 fps first",
-            "steps        1. centre on the mean of root per frame",
-            "2. divide by the median torso length (neck to root)",
-            "3. divide the axes by 2, 0.5",
-            "channels     30 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30",
-            "network input [6, 30] per window",
-            "conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",
-            "residual [globalAveragePool] + [globalMaxPool]",
+            "steps        1. fill each joint's gaps in the window: linear in time between its seen frames, the nearest seen value before "
+                + "the first and after the last (mask and confidence still say not seen)",
+            "2. centre on the mean of root per frame",
+            "3. divide by the median torso length (neck to root)",
+            "4. divide the axes by 2, 0.5",
+            "channels     47 per frame: coordinates 0..<8, confidence 8..<12, mask 12..<16, motion 16..<24, bones 24..<30, "
+                + "relativePositions 30..<36, distances 36..<39, fastMotion 39..<47",
+            "pairs        3 joint pairs (b − a): head-hand, hand-root, neck-head",
+            "network input [6, 47] per window",
+            "conv1d 47 -> 8, kernel 3, stride 1, dilation 1, padding 1",
+            "residual [residual [residual [globalAveragePool] + [globalMaxPool]] + [fourierPyramid 1,3, 2 frequencies, standardize 48 channels, "
+                + "linear 48 -> 6]] + [temporalPyramidPool 1,2, linear 18 -> 6]",
             "layers.9.weight", "[outputs, kernel, inputs]",
             "tool         actiontrain golden", "seed         2026", "metric       validationAccuracy  0.75",
             "note         purpose             golden test model",
@@ -261,7 +262,7 @@ final class ModelCommandsTests: XCTestCase {
         XCTAssertEqual(
             rows,
             [
-                "  0   [6, 8]               728  conv1d 30 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·30 + 8
+                "  0   [6, 8]             1,136  conv1d 47 -> 8, kernel 3, stride 1, dilation 1, padding 1",  // 8·3·47 + 8
                 "  9   [1, 3]                21  linear 6 -> 3",
             ])
     }

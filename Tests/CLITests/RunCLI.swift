@@ -22,3 +22,25 @@ extension XCTestCase {
         return dir.path
     }
 }
+
+extension StandardInput {
+    /// Standard input that gives one of `lines` per read (a line longer than the reader's buffer
+    /// over several), each with its newline (the last one without, when `unterminated`: the
+    /// writer stopped mid-line), then the end. Before each read, `onRead(k)` is told how many
+    /// lines were given whole so far: a test sees what was written before each line arrived.
+    static func lines(_ lines: [String], unterminated: Bool = false, onRead: @escaping (Int) -> Void = { _ in }) -> StandardInput {
+        var pending: [UInt8] = [], next = 0
+        return StandardInput { buffer in
+            onRead(pending.isEmpty ? next : next - 1)
+            if pending.isEmpty {
+                guard next < lines.count else { return 0 }
+                pending = Array(lines[next].utf8) + (unterminated && next == lines.count - 1 ? [] : [0x0A])
+                next += 1
+            }
+            let n = min(buffer.count, pending.count)
+            pending.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+            pending.removeFirst(n)
+            return n
+        }
+    }
+}

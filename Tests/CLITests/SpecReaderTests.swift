@@ -289,6 +289,37 @@ final class SpecReaderTests: XCTestCase {
         try assertSameAsPredict(model: model, data: data, poses: poses, stride: 2)
     }
 
+    /// The optional `streaming` field (format.md 3.4): read when within its bounds, refused,
+    /// naming it, when not (here an exit above its class's enter).
+    func testSpecReaderChecksTheStreamingField() throws {
+        try requireNumpy()
+        let golden = try ActionModel(contentsOf: Self.golden)
+        let K = golden.classes.count
+        var input = golden.input
+        input.window.mode = .fit
+        let streaming = ModelHeader.Streaming(
+            clipFrames: 20, clipFrameRate: 30, enter: Array(repeating: 0.5, count: K), exit: Array(repeating: 0.2, count: K), calibration: "training")
+        var bytes = try ModelFile.encode(classes: golden.classes, input: input, network: golden.network, provenance: .init(), streaming: streaming)
+        let good = dir.appendingPathComponent("streaming.atm").path
+        try Data(bytes).write(to: URL(fileURLWithPath: good))
+        let read = try run(["python3", Self.script, good])
+        XCTAssertEqual(read.status, 0, read.stderr)
+        // The last exit becomes 0.9 (the same length): a header the Swift reader refuses too.
+        let h = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian) }
+        var header = String(decoding: bytes[64..<(64 + h)], as: UTF8.self)
+        let range = try XCTUnwrap(header.range(of: "0.2]"))
+        header.replaceSubrange(range, with: "0.9]")
+        bytes.replaceSubrange(64..<(64 + h), with: Array(header.utf8))
+        let crc = CRC32.checksum(Array(bytes[64..<(64 + h)]))
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 32, as: UInt32.self) }
+        XCTAssertThrowsError(try ModelFile.load(bytes)) { XCTAssertTrue("\($0)".contains("the thresholds need 0 <= exit <= enter"), "\($0)") }
+        let bad = dir.appendingPathComponent("bad-streaming.atm").path
+        try Data(bytes).write(to: URL(fileURLWithPath: bad))
+        let r = try run(["python3", Self.script, bad])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.stderr.contains("streaming thresholds need 0 <= exit <= enter <= 1"), r.stderr)
+    }
+
     /// The reader refuses what format.md says to refuse (here, a NaN weight), naming it.
     func testSpecReaderRefusesANonFiniteWeight() throws {
         try requireNumpy()

@@ -17,7 +17,7 @@ final class PeopleTests: XCTestCase {
     var nose: Int { coco.index(of: "nose")! }
 
     func testSeveralPeopleAreRefusedWithoutAPolicy() {
-        assertThrows(["people.jsonl:2:", "sequence 'hs1'", "3 people appear (tracks 'a', 'b', 'c')", "a people policy: split, largest, central, longest, confident or bodies=M"]) {
+        assertThrows(["people.jsonl:2:", "sequence 'hs1'", "3 people appear (tracks 'a', 'b', 'c')", "a people policy (ReadOptions.people): split, largest, central, longest, confident or bodies=M"]) {
             _ = try self.read("people.jsonl", nil)
         }
         assertThrows(["people.csv:2:", "sequence 'hs1'", "2 people appear (tracks 'a', 'b')"]) { _ = try self.read("people.csv", nil, skeleton: self.coco) }

@@ -20,8 +20,8 @@ final class EnsembleTests: XCTestCase {
 
     func parameters(_ n: Network) -> [Float] { Array(UnsafeBufferPointer(start: n.parameters, count: n.parameterCount)) }
 
-    /// Plain, and with augmentation (re-drawn per member), streams (each member an average of
-    /// its own) and test-time flips (wrapping the whole ensemble): member 0 is the single
+    /// Plain, and with augmentation (re-drawn per member), streams or mixed members (each
+    /// member an average of its own) and test-time flips (wrapping the whole ensemble): member 0 is the single
     /// network's run bit for bit, the members differ, and the model's probabilities are the mean
     /// of the members' models' probabilities.
     func testMemberZeroIsTheSingleRunAndTheModelAveragesTheMembersModels() throws {
@@ -33,7 +33,11 @@ final class EnsembleTests: XCTestCase {
         flipped.widths = [6]
         flipped.kernel = 3
         flipped.streams = [[.coordinates], [.motion, .mask]]
-        for single in [FitRunTests.quick, flipped] {
+        var mixed = flipped  // members of two architectures, an ftp among them (its standardize calibrated per member)
+        mixed.streams = []
+        mixed.members = [.init(architecture: .tcn, channels: [.coordinates]), .init(architecture: .ftp, channels: [.relativePositions, .mask])]
+        mixed.fillGaps = true
+        for single in [FitRunTests.quick, flipped, mixed] {
             var config = single
             config.ensemble = 2
             let (run, result) = try fit(config)
@@ -55,7 +59,7 @@ final class EnsembleTests: XCTestCase {
             let body = single.testTimeFlip ? try XCTUnwrap(model.header.layers.first?.kind as? FlipAverageKind).body : model.header.layers
             let ensemble = try XCTUnwrap(body.first?.kind as? AverageProbabilitiesKind)
             XCTAssertEqual(ensemble.members.count, 2)
-            if !single.streams.isEmpty {
+            if !single.streams.isEmpty || !single.members.isEmpty {
                 XCTAssertEqual((ensemble.members[1].first?.kind as? AverageProbabilitiesKind)?.members.count, 2, "a member's streams")
             }
 

@@ -190,6 +190,39 @@ final class FitRunTests: XCTestCase {
         XCTAssertTrue(try FitRun.resume(folder: RunFolder(existing: dir)).isFinished)
     }
 
+    /// A run folder written before the `pairs`, `pyramid`, `members`, `ftpCoefficients` and
+    /// `fillGaps` keys existed: its checkpoint's config lacks them, resumes (with their
+    /// defaults, which is what the run did) and ends in the model of the uninterrupted run.
+    func testARunFolderFromBeforeNewConfigKeysResumes() throws {
+        let d = try dataset()
+        let (_, straight) = try fit(Self.quick, dataset: d)
+        let dir = try folder() + "/run"
+        do {  // (the stopped run, which holds the folder's lock, ends here)
+            let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: Self.quick, folder: try RunFolder.create(dir, replacing: false))
+            var batches = 0
+            _ = try run.train(shouldStop: { batches == 5 }, onBatch: { _ in batches += 1 })
+        }
+        // The checkpoint as an older build wrote it: the same bytes without the two keys.
+        let path = "\(dir)/checkpoint.atc"
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let H = (0..<8).reduce(0) { $0 | Int(bytes[16 + $1]) << (8 * $1) }
+        var header = String(decoding: bytes[24..<(24 + H)], as: UTF8.self)
+        for key in [#""pairs":[],"#, #""pyramid":[],"#, #""members":[],"#, #""ftpCoefficients":4,"#, #""fillGaps":false,"#] {
+            XCTAssertTrue(header.contains(key), key)
+            header = header.replacingOccurrences(of: key, with: "")
+        }
+        var old = Array(bytes[0..<12]) + [0, 0, 0, 0] + (0..<8).map { UInt8(truncatingIfNeeded: header.utf8.count >> (8 * $0)) }
+        old += Array(header.utf8) + bytes[(24 + H)...]
+        let crc = CRC32.checksum(Array(old[24...]))
+        for k in 0..<4 { old[12 + k] = UInt8(truncatingIfNeeded: crc >> (8 * k)) }
+        try Data(old).write(to: URL(fileURLWithPath: path))
+        XCTAssertEqual(try Checkpoint.read(path).config, Self.quick)
+
+        let resumed = try FitRun.resume(folder: RunFolder(existing: dir))
+        XCTAssertEqual(try resumed.train(), .finished)
+        XCTAssertEqual(try resumed.finish().modelBytes, straight.modelBytes)
+    }
+
     func testAFoldTrainsOnlyOnItsIndicesAndRunsRepeatInMemory() throws {
         let d = try dataset()
         let fold = stride(from: 0, to: 24, by: 2).map { $0 }

@@ -1,3 +1,4 @@
+import ActionRuntime
 import ActionTrain
 import Datasets
 import Foundation
@@ -54,6 +55,9 @@ final class ShardTests: XCTestCase {
         let shards = try ShardRun(directory: dir)
         XCTAssertEqual(try shards.train(), .finished)
         XCTAssertEqual(try shards.modelBytes(), memory)
+        // The event thresholds too: calibrated on the stream windows the conversion wrote.
+        XCTAssertGreaterThan(shards.manifest.shards.filter { $0.role == .stream }.count, 0)
+        XCTAssertEqual(try ActionModel(bytes: memory).header.streaming?.enter?.count, 3)
         // A key that does not touch the windows may change; the models then differ.
         let other = try ShardRun(directory: dir) { c in
             var c = c
@@ -62,6 +66,27 @@ final class ShardTests: XCTestCase {
         }
         try other.train()
         XCTAssertNotEqual(try other.modelBytes(), memory)
+    }
+
+    /// Mixed members with an ftp (whose standardize is calibrated on the shards' windows) and
+    /// filled gaps: the same model as in memory, on one rank and on each of two.
+    func testAnFTPFitFromShardsCalibratesAsInMemory() throws {
+        var config = FTPFitTests.mixed
+        config.augmentation = AugmentationConfig()
+        config.accumulate = 2
+        let (dir, _) = try convert(config)
+        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
+        XCTAssertEqual(try run.train(), .finished)
+        let memory = try run.finish().modelBytes
+        let shards = try ShardRun(directory: dir)
+        XCTAssertEqual(try shards.train(), .finished)
+        XCTAssertEqual(try shards.modelBytes(), memory)
+        let results = ThreadGroup.run(2) { group in
+            let ranks = try ShardRun(directory: dir, group: group)
+            try ranks.train()
+            return try ranks.modelBytes()
+        }
+        for (r, result) in results.enumerated() { XCTAssertEqual(try result.get(), memory, "rank \(r)") }
     }
 
     func testTwoRanksTrainingFromShardsGiveTheModelOfOneProcessInMemory() throws {
@@ -90,10 +115,13 @@ final class ShardTests: XCTestCase {
                 var c = c
                 c.windowFrames = 8
                 c.seed = 9
+                c.fillGaps = true
+                c.members = [.init(architecture: .ftp, channels: [.coordinates])]
                 return c
             }
         ) { error in
-            XCTAssertEqual(error as? ShardError, .configMismatch(manifest: "\(dir)/manifest.json", keys: ["seed", "windowFrames"]))
+            XCTAssertEqual(
+                error as? ShardError, .configMismatch(manifest: "\(dir)/manifest.json", keys: ["fillGaps", "members", "seed", "windowFrames"]))
         }
         var augmenting = FitRunTests.quick
         augmenting.augmentation.jitterProbability = 1
@@ -197,7 +225,7 @@ final class ShardTests: XCTestCase {
         refused({ $0.shards.remove(at: 1) }, "entry 1 is 'train-00002.shard' where train shard 1 should be 'train-00001.shard'")
         refused({ $0.shards.insert($0.shards[0], at: 1) }, "entry 1 is 'train-00000.shard' where train shard 1 should be 'train-00001.shard'")
         refused({ $0.shards.swapAt(0, 1) }, "entry 0 is 'train-00001.shard' where train shard 0 should be 'train-00000.shard'")
-        refused({ $0.shards.swapAt(train.count - 1, train.count) }, "a training shard after the validation shards")
+        refused({ $0.shards.swapAt(train.count - 1, train.count) }, "a train shard after the validation shards")
         // The last training entry dropped: the totals say so, and without them the file left behind does.
         refused({ $0.shards.remove(at: train.count - 1) }, "\(train.count - 1) train shards of")
         refused(

@@ -56,8 +56,9 @@ final class TuneRunTests: XCTestCase {
         foldConfig.seed = results[0].candidate.config.seed &+ 0
         assertClose(try tune.score(foldConfig, fold), results[0].foldScores[0]!)
         let table = search.markdown()
-        XCTAssertTrue(table.hasPrefix("| candidate | fold 1 | fold 2 | mean | sd | seconds |"), table)
-        XCTAssertEqual(table.split(separator: "\n").count, 2 + results.count)
+        XCTAssertTrue(table.hasPrefix("| candidate | epochs | fold 1 | fold 2 | mean | sd | seconds |"), table)
+        XCTAssertEqual(table.split(separator: "\n").count, 3 + results.count, "the rows and the verdict")
+        XCTAssertTrue(table.contains("Chosen: "), table)
         XCTAssertTrue(table.contains("(chosen)"))
         let json = try JSONSerialization.jsonObject(with: try search.json()) as! [String: Any]
         XCTAssertEqual((json["candidates"] as! [Any]).count, results.count)

@@ -104,6 +104,36 @@ final class FeatureTests: XCTestCase {
         assertClose(f, [0, 0, 0, 0, 0, 0, 10, 0, 10, 0, 0, 0])
     }
 
+    func testRelativePositionsAndDistancesOfEveryPairAfterTheSteps() throws {
+        // Window-centred (as above): frame 0 neck (-5, -50) root (-5, 0) hand (45, -25); frame 1
+        // neck (5, -50) root (5, 0), hand absent. Pairs (neck, root), (neck, hand), (root, hand).
+        let centre: [PreprocessingStep] = [.centre(joints: ["root"], perFrame: false)]
+        assertClose(try features(twoFrames(), centre, [.relativePositions]), [0, 50, 50, 25, 50, -25] + [0, 50, 0, 0, 0, 0])
+        let d = Float(3125).squareRoot()
+        assertClose(try features(twoFrames(), centre, [.distances]), [50, d, d] + [50, 0, 0])
+        // After torso scaling (torso 50) they are in torso lengths.
+        let scaled = centre + [.scaleByTorso(upper: ["neck"], lower: ["root"])]
+        assertClose(try features(twoFrames(), scaled, [.distances]), [1, d / 50, d / 50] + [1, 0, 0], absolute: 1e-6)
+        // Given pairs, in their order and orientation: hand − neck, root − hand.
+        var spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: centre, channels: [.relativePositions, .distances])
+        spec.pairs = [["hand", "neck"], ["hand", "root"]]
+        assertClose(try FeatureExtractor(spec).extract(twoFrames()), [-50, -25, -50, 25, d, d] + [0, 0, 0, 0, 0, 0])
+    }
+
+    func testFastMotionIsTheDifferenceTwoFramesApart() throws {
+        // neck (0, 0), (1, 2), (4, 8); root absent, (5, 5), (6, 7); hand (10, 10), absent, (13, 14).
+        var seq = PoseSequence(id: "s", label: nil, jointCount: 3, dimensions: 2, hasConfidence: false)
+        seq.appendFrame([PosePoint(x: 0, y: 0), nil, PosePoint(x: 10, y: 10)])
+        seq.appendFrame([PosePoint(x: 1, y: 2), PosePoint(x: 5, y: 5), nil])
+        seq.appendFrame([PosePoint(x: 4, y: 8), PosePoint(x: 6, y: 7), PosePoint(x: 13, y: 14)])
+        // Frame 2: neck (4, 8); root 0 (absent at frame 0); hand (3, 4), seen at frames 0 and 2
+        // though not at 1, where motion has nothing.
+        assertClose(try features(seq, [], [.fastMotion]), [Float](repeating: 0, count: 12) + [4, 8, 0, 0, 3, 4])
+        assertClose(try features(seq, [], [.motion]), [Float](repeating: 0, count: 6) + [1, 2, 0, 0, 0, 0] + [3, 6, 1, 2, 0, 0])
+        // Windows of one or two frames have no fast motion.
+        assertClose(try features(twoFrames(), [], [.fastMotion]), [Float](repeating: 0, count: 12))
+    }
+
     func testConfidenceBlockIsZeroForAbsentJointsAndOneWithoutConfidence() throws {
         assertClose(try features(twoFrames(confidence: true), [], [.confidence]), [0.9, 0.8, 0.5, 1, 0.7, 0])
         assertClose(try features(twoFrames(confidence: false), [], [.confidence, .mask]), [1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0])
@@ -139,9 +169,8 @@ final class FeatureTests: XCTestCase {
         let steps: [PreprocessingStep] = [
             .centre(joints: ["root", "hand"], perFrame: false), .scaleByTorso(upper: ["neck"], lower: ["hand"]),
         ]
-        XCTAssertEqual(
-            try features(dirty, steps, [.coordinates, .motion, .bones]),
-            try features(twoFrames(), steps, [.coordinates, .motion, .bones]))
+        let every = ChannelBlock.allCases
+        XCTAssertEqual(try features(dirty, steps, every), try features(twoFrames(), steps, every))
     }
 
     func testWorkspaceReuseGivesIdenticalResults() throws {
@@ -168,6 +197,89 @@ final class FeatureTests: XCTestCase {
         // Positions 0, 0.5, 1, 1.5, 2: lerp between seen frames; nearest frame where one side is absent.
         XCTAssertEqual(Array(w.present), [1, 1, 1, 0, 0])
         XCTAssertEqual(Array(w.coordinates[0..<6]), [0, 0, 5, 10, 10, 20])
+    }
+
+    // MARK: fillGaps
+
+    /// Five frames of the toy skeleton: neck seen at frames 1 and 4 (gap 2, 3; before 0), root
+    /// seen at every frame, hand at frame 2 only (before and after), given confidences.
+    func gappy() -> PoseSequence {
+        var seq = PoseSequence(id: "g", label: nil, jointCount: 3, dimensions: 2, hasConfidence: true)
+        let neck: [Int: (Float, Float)] = [1: (10, 20), 4: (40, 35)]
+        for f in 0..<5 {
+            let n = neck[f].map { PosePoint(x: $0.0, y: $0.1, confidence: 0.5) }
+            let hand = f == 2 ? PosePoint(x: 7, y: 9, confidence: 0.25) : nil
+            seq.appendFrame([n, PosePoint(x: Float(f), y: 100, confidence: 0.75), hand])
+        }
+        return seq
+    }
+
+    /// The gaps take the interpolated values (neck at frame 2: (10, 20) + 1/3·(30, 15) = (20, 25),
+    /// frame 3: (30, 30)), the ends the nearest seen value (neck at frame 0: (10, 20); the hand
+    /// (7, 9) everywhere); mask and confidence still say what was seen.
+    func testFillGapsInterpolatesInsideAndHoldsTheEndsWhileMaskAndConfidenceReportWhatWasSeen() throws {
+        let f = try features(gappy(), [.fillGaps], [.coordinates, .mask, .confidence])
+        let C = 6 + 3 + 3
+        let expected: [[Float]] = [
+            [10, 20, 0, 100, 7, 9, 0, 1, 0, 0, 0.75, 0],
+            [10, 20, 1, 100, 7, 9, 1, 1, 0, 0.5, 0.75, 0],
+            [20, 25, 2, 100, 7, 9, 0, 1, 1, 0, 0.75, 0.25],
+            [30, 30, 3, 100, 7, 9, 0, 1, 0, 0, 0.75, 0],
+            [40, 35, 4, 100, 7, 9, 1, 1, 0, 0.5, 0.75, 0],
+        ]
+        for (frame, row) in expected.enumerated() {
+            assertClose(Array(f[(frame * C)..<((frame + 1) * C)]), row, "frame \(frame)")
+        }
+        // The weight is rounded once: frame 2 of neck is exactly 10 + Float(1)/Float(3)·30.
+        XCTAssertEqual(f[2 * C], 10 + Float(1) / Float(3) * 30)
+    }
+
+    /// Filled joints count as present for the steps after and the relational blocks; a joint
+    /// seen in no frame of the window stays absent (zero, and the pairs with it zero).
+    func testFilledPointsArePresentForLaterStepsAndBlocksButNeverSeenJointsStayAbsent() throws {
+        var seq = gappy()
+        for f in 0..<5 { seq.present[f * 3 + 2] = 0 }  // the hand is never seen
+        // Centre on the neck per frame: frame 0's neck is filled, so frame 0 is centred on (10, 20).
+        let f = try features(seq, [.fillGaps, .centre(joints: ["neck"], perFrame: true)], [.coordinates, .relativePositions])
+        let C = 6 + 3 * 2
+        // Frame 0: neck (0, 0), root (0 − 10, 100 − 20), hand absent; pairs (neck, root) = root − neck,
+        // (neck, hand) and (root, hand) 0.
+        assertClose(Array(f[0..<C]), [0, 0, -10, 80, 0, 0, -10, 80, 0, 0, 0, 0])
+        // Frame 3: neck filled (30, 30): root (3 − 30, 70).
+        assertClose(Array(f[(3 * C)..<(4 * C)]), [0, 0, -27, 70, 0, 0, -27, 70, 0, 0, 0, 0])
+        // Without fillGaps, frame 0's neck is absent and the pair (neck, root) is 0.
+        let plain = try features(seq, [.centre(joints: ["neck"], perFrame: true)], [.relativePositions])
+        assertClose(Array(plain[0..<6]), [0, 0, 0, 0, 0, 0])
+    }
+
+    /// fillGaps is the first step, once; it reads, decodes and names itself.
+    func testFillGapsMustComeFirstAndRoundTrips() throws {
+        let late = InputSpec(
+            skeleton: skeleton, window: WindowSpec(frames: 2), steps: [.centre(joints: ["root"], perFrame: false), .fillGaps],
+            channels: [.coordinates])
+        assertThrows(["preprocessing step 1", "fillGaps must be the first step"]) { _ = try FeatureExtractor(late) }
+        let twice = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: [.fillGaps, .fillGaps], channels: [.mask])
+        assertThrows(["preprocessing step 1", "fillGaps must be the first step"]) { _ = try FeatureExtractor(twice) }
+        let json = try JSONEncoder().encode(PreprocessingStep.fillGaps)
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), #"{"op":"fillGaps"}"#)
+        XCTAssertEqual(try JSONDecoder().decode(PreprocessingStep.self, from: json), .fillGaps)
+        XCTAssertThrowsError(try JSONDecoder().decode(PreprocessingStep.self, from: Data(#"{"op":"fillgaps"}"#.utf8))) { e in
+            XCTAssertTrue("\(e)".contains("knows centre, scaleByTorso, divide, alignFacing, fillGaps"), "\(e)")
+        }
+    }
+
+    /// A window without gaps is unchanged by fillGaps; nothing is filled in a window of one frame.
+    func testFillGapsChangesNothingWithoutGaps() throws {
+        let full = twoFrames()
+        var seq = full
+        seq.present[5] = 1  // the hand at frame 1 too
+        seq.coordinates[10] = 160
+        seq.coordinates[11] = 170
+        XCTAssertEqual(
+            try features(seq, [.fillGaps, .centre(joints: ["root"], perFrame: false)], [.coordinates, .mask, .motion]),
+            try features(seq, [.centre(joints: ["root"], perFrame: false)], [.coordinates, .mask, .motion]))
+        let one = full.slice(0, count: 1)
+        XCTAssertEqual(try features(one, [.fillGaps], [.coordinates, .mask]), try features(one, [], [.coordinates, .mask]))
     }
 }
 

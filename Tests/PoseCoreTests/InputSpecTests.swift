@@ -126,6 +126,34 @@ final class InputSpecTests: XCTestCase {
         }
     }
 
+    func testPairsAreValidated() {
+        var spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: [], channels: [.distances])
+        XCTAssertEqual(spec.channelsPerFrame, 3)  // every pair of 3 joints
+        spec.pairs = [["root", "hand"]]
+        XCTAssertNoThrow(try spec.validate())
+        XCTAssertEqual(spec.channelsPerFrame, 1)
+        for (pairs, why) in [
+            ([], "pairs: lists no pair"), ([["root", "elbow"]], "names joint 'elbow', which is not in skeleton"),
+            ([["root", "root"]], "names the same joint twice"), ([["root", "hand"], ["hand", "root"]], "pair 1 [\"hand\", \"root\"] is listed twice"),
+            ([["root"]], "must name 2 joints"),
+        ] {
+            spec.pairs = pairs
+            assertThrows([why]) { try spec.validate() }
+        }
+        // At most 65,536 pairs, given or implied (363 joints have 65,703).
+        let many = Skeleton(name: "many", joints: (0..<363).map { "j\($0)" }, dimensions: 2, units: .pixels)
+        var big = InputSpec(skeleton: many, window: WindowSpec(frames: 1), steps: [], channels: [.relativePositions])
+        assertThrows(["block 'relativePositions' reads 65703 joint pairs", "at most 65536: give pairs"]) { try big.validate() }
+        big.pairs = (1..<363).flatMap { j in (0..<j).map { ["j\($0)", "j\(j)"] } }.prefix(65_537).map { $0 }
+        assertThrows(["lists 65537 pairs; at most 65536"]) { try big.validate() }
+        big.pairs!.removeLast()
+        XCTAssertNoThrow(try big.validate())
+        let one = Skeleton(name: "one", joints: ["a"], dimensions: 2, units: .pixels)
+        assertThrows(["'distances' is empty", "one joint: no pairs"]) {
+            try InputSpec(skeleton: one, window: WindowSpec(frames: 1), steps: [], channels: [.distances]).validate()
+        }
+    }
+
     func testChannelLayoutOffsets() {
         let spec = InputSpec(skeleton: skeleton, window: WindowSpec(frames: 2), steps: [], channels: [.mask, .coordinates, .bones])
         XCTAssertEqual(spec.channelLayout.map(\.offset), [0, 3, 9])

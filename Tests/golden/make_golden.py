@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for the conv1d, layerNorm, GELU and graphConv forwards of actiontrain.
+"""Golden values for the conv1d, layerNorm, GELU, graphConv, temporalPyramidPool, fourierPyramid and standardize forwards of actiontrain.
 
 Writes Tests/ActionRuntimeTests/GoldenValues.swift (committed; re-run this script only when a case changes):
 
@@ -15,12 +15,20 @@ only, by the defining formulas of Sources/ActionRuntime/LayerSpec.swift:
 - layerNorm over channels: (x - mean) / sqrt(biased variance + eps) * gamma + beta;
 - GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
 - graphConv on joint-major activations [batch, time, joints, inputs]: out[b, t, j, o] = bias[o] +
-  sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-(K-1)/2, i, c] W[p, o, k, c] (zeros outside).
+  sum_p sum_i A[p, j, i] sum_k sum_c x[b, t+k-(K-1)/2, i, c] W[p, o, k, c] (zeros outside);
+- temporalPyramidPool: for each level L and segment s < L, the mean of x[b, t, c] over frames
+  floor(s*T/L) <= t < floor((s+1)*T/L), segments side by side on the channels;
+- fourierPyramid: for the same segments (n frames from a) and each frequency f < K,
+  |sum_t x[b, a + t, c] exp(-2 pi i f t / n)| (0 for f > n // 2), at (segment * K + f) * C + c;
+- standardize: (x - mean) * scale per channel.
 
 If PyTorch is importable, every case is also checked against torch.nn.functional (conv1d on
 the transposed layout, layer_norm, gelu(approximate="tanh"), and for graphConv conv2d over
 [B, I, T, J] with a (K, 1) kernel making P*O channels, then einsum with A) in float64 and the script fails
-on a disagreement above 1e-9. That is how the committed file was produced (torch 2.13.0+cpu).
+on a disagreement above 1e-9. temporalPyramidPool has no PyTorch counterpart with these bounds
+(adaptive_avg_pool1d ends segment s at ceil((s+1)*T/L)), so it is NumPy only. fourierPyramid's direct
+sums are checked against numpy.fft.rfft always, and against torch.fft.rfft when PyTorch is there.
+That is how the committed file was produced (its first line names the PyTorch version).
 """
 import math
 import os
@@ -118,6 +126,66 @@ for B, T, J, I, O, K, P in [
     graph_cases.append(dict(batch=B, time=T, joints=J, inputs=I, outputs=O, kernel=K, partitions=P,
                             x=x, weight=w, bias=b, adjacency=a, y=graph_conv(x, w, b, a)))
 
+def pyramid(x, levels):
+    """[B, T, C] -> [B, C * sum(levels)]: per level L and segment s the mean over its frames."""
+    x = x.astype(np.float64)
+    T = x.shape[1]
+    return np.concatenate([x[:, s * T // L:(s + 1) * T // L].mean(axis=1) for L in levels for s in range(L)], axis=1)
+
+
+pyramid_cases = []
+for B, T, C, levels in [
+    (2, 7, 3, [1, 2, 4]),  # the usual levels; uneven segments 3 + 4, 1 + 2 + 2 + 2
+    (1, 5, 2, [2, 3, 5]),  # a level of one frame per segment
+    (2, 4, 3, [1]),  # one level: the global mean
+]:
+    x = f32((B, T, C), 2.0)
+    pyramid_cases.append(dict(batch=B, time=T, channels=C, levels=levels, x=x, y=pyramid(x, levels)))
+
+def fourier(x, levels, K):
+    """[B, T, C] -> [B, C * sum(levels) * K]: per segment the magnitudes of its K lowest frequencies."""
+    x = x.astype(np.float64)
+    B, T, C = x.shape
+    out = []
+    for L in levels:
+        for s in range(L):
+            a, b = s * T // L, (s + 1) * T // L
+            n = b - a
+            seg = np.zeros((B, K, C))
+            for f in range(min(K, n // 2 + 1)):
+                angle = 2 * np.pi * f * np.arange(n) / n
+                re = np.einsum("t,btc->bc", np.cos(angle), x[:, a:b])
+                im = np.einsum("t,btc->bc", np.sin(angle), x[:, a:b])
+                seg[:, f] = np.sqrt(re * re + im * im)
+            out.append(seg.reshape(B, K * C))
+    return np.concatenate(out, axis=1)
+
+
+def fourier_rfft(x, levels, K, rfft):
+    B, T, C = x.shape
+    out = []
+    for L in levels:
+        for s in range(L):
+            m = np.abs(rfft(x[:, s * T // L:(s + 1) * T // L]))[:, :K]
+            out.append(np.concatenate([m, np.zeros((B, K - m.shape[1], C))], axis=1).reshape(B, K * C))
+    return np.concatenate(out, axis=1)
+
+
+fourier_cases = []
+for B, T, C, levels, K in [
+    (2, 9, 3, [1, 2, 4], 4),  # segments 9, 4, 5, 2, 2, 2, 3: the short ones lack frequencies 2 and 3
+    (1, 8, 2, [1, 2], 5),  # even segments: the Nyquist frequency is real; K beyond every segment's
+    (2, 6, 1, [3], 1),  # the DC term alone: |sum|
+]:
+    x = f32((B, T, C), 2.0)
+    y = fourier(x, levels, K)
+    assert np.abs(y - fourier_rfft(x.astype(np.float64), levels, K, lambda v: np.fft.rfft(v, axis=1))).max() < 1e-12, "numpy rfft"
+    fourier_cases.append(dict(batch=B, time=T, channels=C, levels=levels, coefficients=K, x=x, y=y))
+
+standardize_x = f32((2, 3, 4), 3.0)
+standardize_mean, standardize_scale = f32((4,), 1.0), f32((4,), 2.0)
+standardize_y = (standardize_x.astype(np.float64) - standardize_mean) * standardize_scale
+
 try:
     import torch
     import torch.nn.functional as F
@@ -147,6 +215,10 @@ if torch is not None:
         yt = torch.einsum("bpoti,pji->btjo", z, torch.from_numpy(c["adjacency"].astype(np.float64)))
         yt = (yt + torch.from_numpy(c["bias"].astype(np.float64))).numpy()
         assert yt.shape == c["y"].shape and np.abs(yt - c["y"]).max() < 1e-9, "graphConv disagrees with torch"
+    for c in fourier_cases:
+        yt = fourier_rfft(c["x"].astype(np.float64), c["levels"], c["coefficients"],
+                          lambda v: torch.fft.rfft(torch.from_numpy(v), dim=1).numpy())
+        assert np.abs(yt - c["y"]).max() < 1e-12, "fourierPyramid disagrees with torch.fft.rfft"
     checked = f"cross-checked against PyTorch {torch.__version__}"
 else:
     checked = "PyTorch not available: NumPy only"
@@ -184,6 +256,16 @@ out = [
     "    var x: [Float], weight: [Float], bias: [Float], adjacency: [Float], y: [Float]",
     "}",
     "",
+    "struct GoldenPyramid {",
+    "    var batch: Int, time: Int, channels: Int, levels: [Int]",
+    "    var x: [Float], y: [Float]",
+    "}",
+    "",
+    "struct GoldenFourier {",
+    "    var batch: Int, time: Int, channels: Int, levels: [Int], coefficients: Int",
+    "    var x: [Float], y: [Float]",
+    "}",
+    "",
     "enum Golden {",
 ]
 out.append("    static let conv: [GoldenConv] = [")
@@ -212,6 +294,28 @@ for c in graph_cases:
         out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
     out.append("        ),")
 out.append("    ]")
+out.append("    static let pyramid: [GoldenPyramid] = [")
+for c in pyramid_cases:
+    out.append("        GoldenPyramid(")
+    out.append("            batch: %d, time: %d, channels: %d, levels: [%s]," % (
+        c["batch"], c["time"], c["channels"], ", ".join(str(n) for n in c["levels"])))
+    for key in ["x", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let fourier: [GoldenFourier] = [")
+for c in fourier_cases:
+    out.append("        GoldenFourier(")
+    out.append("            batch: %d, time: %d, channels: %d, levels: [%s], coefficients: %d," % (
+        c["batch"], c["time"], c["channels"], ", ".join(str(n) for n in c["levels"]), c["coefficients"]))
+    for key in ["x", "y"]:
+        out.append("            %s: %s%s" % (key, floats(c[key]).replace("\n", "\n        "), "," if key != "y" else ""))
+    out.append("        ),")
+out.append("    ]")
+out.append("    static let standardizeX: [Float] = %s" % floats(standardize_x))
+out.append("    static let standardizeMean: [Float] = %s" % floats(standardize_mean))
+out.append("    static let standardizeScale: [Float] = %s" % floats(standardize_scale))
+out.append("    static let standardizeY: [Float] = %s" % floats(standardize_y))
 out.append("    static let geluX: [Float] = %s" % floats(gelu_x))
 out.append("    static let geluY: [Float] = %s" % floats(gelu_y))
 out.append("}")

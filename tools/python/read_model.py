@@ -96,6 +96,24 @@ def mirror(x, L):
     return x[:, :, L["channels"]] * np.array(L["signs"], np.float32)
 
 
+def pyramid(x, levels):
+    """Means over segments floor(s*T/n) .. floor((s+1)*T/n) of each level n, side by side on channels."""
+    T = x.shape[1]
+    return np.concatenate([x[:, s * T // n:(s + 1) * T // n].mean(1, keepdims=True) for n in levels for s in range(n)], 2)
+
+
+def fourier_pyramid(x, levels, K):
+    """|rFFT| of the K lowest frequencies of each segment (0 beyond floor(n/2)), segment-major, then frequency, channel."""
+    B, T, C = x.shape
+    out = []
+    for n in levels:
+        for s in range(n):
+            seg = x[:, s * T // n:(s + 1) * T // n].astype(np.float64)
+            mag = np.abs(np.fft.rfft(seg, axis=1))[:, :K]  # [B, <=K, C]
+            out.append(np.concatenate([mag, np.zeros((B, K - mag.shape[1], C))], 1).reshape(B, 1, K * C))
+    return np.concatenate(out, 2).astype(np.float32)
+
+
 LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(layers, x, prefix) for nested layers)
     "linear": lambda x, L, t, run: x @ t("weight").T + t("bias"),
     "relu": lambda x, L, t, run: np.maximum(x, 0),
@@ -107,6 +125,9 @@ LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(l
     "flatten": lambda x, L, t, run: x.reshape(x.shape[0], 1, -1),
     "globalAveragePool": lambda x, L, t, run: x.mean(1, keepdims=True),
     "globalMaxPool": lambda x, L, t, run: x.max(1, keepdims=True),
+    "temporalPyramidPool": lambda x, L, t, run: pyramid(x, L["levels"]),
+    "fourierPyramid": lambda x, L, t, run: fourier_pyramid(x, L["levels"], L["coefficients"]),
+    "standardize": lambda x, L, t, run: (x - np.array(L["mean"], np.float32)) * np.array(L["scale"], np.float32),
     "residual": lambda x, L, t, run: run(L["body"], x, "body.") + run(L["shortcut"], x, "shortcut."),
     "selectChannels": lambda x, L, t, run: x[:, :, L["channels"]],
     "averageProbabilities": lambda x, L, t, run: log_mean_exp(
@@ -139,9 +160,28 @@ def features(inp, coords, present, conf):
     idx = {n: i for i, n in enumerate(sk["joints"])}
     F, J, D = coords.shape
     xyz, pres = coords.astype(np.float32).copy(), present.astype(bool)
+    xyz[~pres] = 0
+    observed = pres.copy()  # what mask and confidence report, also after fillGaps
     for step in inp["steps"]:  # {"op": name, parameters...}; older files: {name: {parameters}}
         (name, a), = [(step["op"], step)] if "op" in step else step.items()
-        if name == "centre":
+        if name == "fillGaps":  # per joint: linear in frame index between seen frames, the nearest seen value at the ends
+            for j in range(J):
+                frames = np.flatnonzero(observed[:, j])
+                if len(frames) == 0:
+                    continue
+                for f in range(F):
+                    if observed[f, j]:
+                        continue
+                    later = frames[frames > f]
+                    earlier = frames[frames < f]
+                    if len(earlier) == 0 or len(later) == 0:
+                        xyz[f, j] = xyz[(later if len(earlier) == 0 else earlier)[0 if len(earlier) == 0 else -1], j]
+                    else:
+                        p, q = earlier[-1], later[0]
+                        w = np.float32(f - p) / np.float32(q - p)
+                        xyz[f, j] = xyz[p, j] + w * (xyz[q, j] - xyz[p, j])
+                pres[:, j] = True
+        elif name == "centre":
             js = [idx[n] for n in a["joints"]]
             per = [mean_of(xyz, pres, f, js) for f in range(F)]
             seen = [m for m in per if m is not None]  # no centre joint anywhere: mean of all present joints
@@ -177,17 +217,28 @@ def features(inp, coords, present, conf):
             raise ModelFileError(f"unknown preprocessing step {name}")
     xyz[~pres] = 0
     conf = np.ones((F, J), np.float32) if conf is None else conf.astype(np.float32)
-    motion = np.zeros_like(xyz)
-    motion[1:] = np.where((pres[1:] & pres[:-1])[..., None], xyz[1:] - xyz[:-1], 0)
+
+    def motion(lag):  # c[f] - c[f - lag] where the joint is present at both; 0 for f < lag
+        m = np.zeros_like(xyz)
+        m[lag:] = np.where((pres[lag:] & pres[:-lag])[..., None], xyz[lag:] - xyz[:-lag], 0)
+        return m.reshape(F, J * D)
+
+    def differences(pairs):  # [F, pairs, D]: c[b] - c[a] where both are present
+        return np.stack([np.where((pres[:, a] & pres[:, b])[:, None], xyz[:, b] - xyz[:, a], 0) for a, b in pairs], 1) \
+            if pairs else np.zeros((F, 0, D), np.float32)
+
     bones = [(idx[a], idx[b]) for a, b in sk["bones"]]
-    bone = np.stack([np.where((pres[:, a] & pres[:, b])[:, None], xyz[:, b] - xyz[:, a], 0) for a, b in bones], 1) \
-        if bones else np.zeros((F, 0, D), np.float32)
-    make = {"coordinates": xyz.reshape(F, J * D), "confidence": np.where(pres, conf, 0), "mask": pres.astype(np.float32),
-            "motion": motion.reshape(F, J * D), "bones": bone.reshape(F, len(bones) * D)}
+    pairs = [(i, j) for i in range(J) for j in range(i + 1, J)] if inp.get("pairs") is None \
+        else [(idx[a], idx[b]) for a, b in inp["pairs"]]
+    make = {"coordinates": lambda: xyz.reshape(F, J * D), "confidence": lambda: np.where(observed, conf, 0),
+            "mask": lambda: observed.astype(np.float32), "motion": lambda: motion(1), "fastMotion": lambda: motion(2),
+            "bones": lambda: differences(bones).reshape(F, -1),
+            "relativePositions": lambda: differences(pairs).reshape(F, -1),
+            "distances": lambda: np.sqrt((differences(pairs) ** 2).sum(-1, dtype=np.float32))}
     for b in inp["channels"]:
         if b not in make:
             raise ModelFileError(f"unknown channel block {b}")
-    return np.concatenate([make[b] for b in inp["channels"]], 1).astype(np.float32)
+    return np.concatenate([make[b]() for b in inp["channels"]], 1).astype(np.float32)
 
 
 def main():

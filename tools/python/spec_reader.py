@@ -129,6 +129,9 @@ def parse_step(step, skeleton, index):
         return [joints.index(n) for n in v]
 
     D = skeleton["dimensions"]
+    if op == "fillGaps":
+        need(index == 0, f"input.steps[{index}]: fillGaps must be the first step")
+        return ("fillGaps",)
     if op == "centre":
         need(isinstance(params.get("perFrame"), bool), f"input.steps[{index}].perFrame must be true or false")
         return ("centre", names("joints"), params["perFrame"])
@@ -148,11 +151,32 @@ def parse_step(step, skeleton, index):
     raise ModelError(f"input.steps[{index}]: unknown preprocessing step '{op}'")
 
 
-BLOCKS = ("coordinates", "confidence", "mask", "motion", "bones")
+BLOCKS = ("coordinates", "confidence", "mask", "motion", "bones", "relativePositions", "distances", "fastMotion")
+PAIR_BLOCKS = ("relativePositions", "distances")
 
 
-def block_width(block, J, D, B):
-    return {"coordinates": J * D, "confidence": J, "mask": J, "motion": J * D, "bones": B * D}[block]
+def block_width(block, J, D, B, P):
+    return {"coordinates": J * D, "confidence": J, "mask": J, "motion": J * D, "bones": B * D,
+            "relativePositions": P * D, "distances": P, "fastMotion": J * D}[block]
+
+
+def parse_pairs(pairs, joints):
+    """input.pairs (section 5): null/absent for every pair (i, j), i < j, row by row; else 1 to
+    65,536 pairs of two distinct joint names, no pair twice in either order. Joint indices."""
+    if pairs is None:
+        return None
+    need(isinstance(pairs, list) and 1 <= len(pairs) <= 65536, "input.pairs must list 1 to 65,536 pairs")
+    index = {n: i for i, n in enumerate(joints)}
+    seen, out = set(), []
+    for k, p in enumerate(pairs):
+        need(isinstance(p, list) and len(p) == 2 and all(isinstance(n, str) for n in p), f"input.pairs[{k}] must name 2 joints")
+        need(all(n in index for n in p), f"input.pairs[{k}] names a joint that is not in the skeleton")
+        a, b = index[p[0]], index[p[1]]
+        need(a != b, f"input.pairs[{k}] names the same joint twice")
+        need((min(a, b), max(a, b)) not in seen, f"input.pairs[{k}] is listed twice")
+        seen.add((min(a, b), max(a, b)))
+        out.append((a, b))
+    return out
 
 
 def parse_input(inp):
@@ -194,11 +218,16 @@ def parse_input(inp):
     for c in channels:
         need(c in BLOCKS, f"input.channels: unknown channel block '{c}'")
     need(len(set(channels)) == len(channels), "input.channels lists a block twice")
+    pairs = parse_pairs(inp.get("pairs"), joints)
     J, B = len(joints), len(bone_index)
+    P = J * (J - 1) // 2 if pairs is None else len(pairs)
+    need(P <= 65536 or not any(c in PAIR_BLOCKS for c in channels), "the pair blocks read more than 65,536 joint pairs")
     for c in channels:
-        need(block_width(c, J, D, B) > 0, f"channel block '{c}' is empty for this skeleton")
-    C = sum(block_width(c, J, D, B) for c in channels)
-    return {"skeleton": skeleton, "window": window, "steps": steps, "channels": channels, "C": C}
+        need(block_width(c, J, D, B, P) > 0, f"channel block '{c}' is empty for this skeleton")
+    C = sum(block_width(c, J, D, B, P) for c in channels)
+    if pairs is None and any(c in PAIR_BLOCKS for c in channels):
+        pairs = [(i, j) for i in range(J) for j in range(i + 1, J)]
+    return {"skeleton": skeleton, "window": window, "steps": steps, "channels": channels, "pairs": pairs, "C": C}
 
 
 LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]",
@@ -278,6 +307,25 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
         elif kind in ("globalAveragePool", "globalMaxPool"):
             parsed.append((kind,))
             T = 1
+        elif kind == "temporalPyramidPool":
+            levels = layer.get("levels")
+            need(isinstance(levels, list) and 1 <= len(levels) <= 16 and all(is_int(n) and 1 <= n <= T for n in levels),
+                 f"{where} (temporalPyramidPool) levels must be 1 to 16 numbers, each 1 to the input's time {T}")
+            parsed.append(("temporalPyramidPool", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)]))
+            T, C = 1, C * sum(levels)
+        elif kind == "fourierPyramid":
+            levels, K = layer.get("levels"), size("coefficients", 1, 64)
+            need(isinstance(levels, list) and 1 <= len(levels) <= 16 and all(is_int(n) and 1 <= n <= T for n in levels),
+                 f"{where} (fourierPyramid) levels must be 1 to 16 numbers, each 1 to the input's time {T}")
+            budget.activations += T * C + C * sum(levels) * 2 * K
+            parsed.append(("fourierPyramid", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)], K))
+            T, C = 1, C * sum(levels) * K
+        elif kind == "standardize":
+            mean, scale = layer.get("mean"), layer.get("scale")
+            for key, v in (("mean", mean), ("scale", scale)):
+                need(isinstance(v, list) and len(v) == C and all(is_num(e) and math.isfinite(f32(e)) for e in v),
+                     f"{where} (standardize) {key} must be {C} finite numbers (one per input channel)")
+            parsed.append(("standardize", np.array([f32(v) for v in mean], dtype=F32), np.array([f32(v) for v in scale], dtype=F32)))
         elif kind == "residual":
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
             body, shortcut = layer.get("body"), layer.get("shortcut")
@@ -384,6 +432,24 @@ def read_model(path):
     need(T == inp["window"]["frames"] and C == inp["C"], "inputShape does not match the input description")
     rate = h.get("trainingFrameRate")
     need(rate is None or in_range(rate, 0.01, 10000), f"trainingFrameRate must be 0.01 to 10,000, got {rate}")
+    st = h.get("streaming")  # 3.4: optional, changes no computation; its bounds are checked (2.1)
+    if st is not None:
+        need(isinstance(st, dict), "streaming must be an object")
+        clip = st.get("clipFrames")
+        if clip is not None:
+            need(inp["window"]["mode"] == "fit", "streaming.clipFrames is for fit windows")
+            joints = len(inp["skeleton"]["joints"])
+            need(is_int(clip) and 1 <= clip <= 100000 and 2 * clip * joints * inp["skeleton"]["dimensions"] <= 1 << 26,
+                 f"streaming.clipFrames {clip} is out of bounds")
+        clip_rate = st.get("clipFrameRate")
+        need(clip_rate is None or in_range(clip_rate, 0.01, 10000), f"streaming.clipFrameRate must be 0.01 to 10,000, got {clip_rate}")
+        enter, exit_ = st.get("enter"), st.get("exit")
+        need((enter is None) == (exit_ is None), "streaming.enter and streaming.exit go together")
+        if enter is not None:
+            need(isinstance(enter, list) and isinstance(exit_, list) and len(enter) == len(exit_) == len(classes),
+                 "streaming.enter and exit need one threshold per class")
+            need(all(is_num(a) and is_num(b) and 0 < a <= 1 and 0 <= b <= a for a, b in zip(enter, exit_)),
+                 "streaming thresholds need 0 <= exit <= enter <= 1 and enter > 0")
     prov = h.get("provenance")
     need(isinstance(prov, dict) and isinstance(prov.get("metrics"), dict), "provenance.metrics is missing")
     need(all(is_num(v) and math.isfinite(v) for v in prov["metrics"].values()), "provenance.metrics must be finite numbers")
@@ -480,6 +546,33 @@ def forward(layers, x, tensors, prefix="layers"):
             x = x.mean(axis=1, keepdims=True, dtype=F32)
         elif kind == "globalMaxPool":
             x = x.max(axis=1, keepdims=True)
+        elif kind == "temporalPyramidPool":
+            # Per segment [a, b): the sum in frame order times 1/(b - a), segments side by side.
+            means = []
+            for a, b in layer[1]:
+                total = x[:, a].copy()
+                for t in range(a + 1, b):
+                    total = (total + x[:, t]).astype(F32)
+                means.append((total * (F32(1) / F32(b - a))).astype(F32))
+            x = np.concatenate(means, axis=1)[:, None, :]
+        elif kind == "fourierPyramid":
+            # Per segment of n frames and frequency f < K: |sum_t x_t exp(-2 pi i f t / n)|, 0 for f > n // 2.
+            _, segments, K = layer
+            Bn, _, C = x.shape
+            parts = []
+            for a, b in segments:
+                n = b - a
+                t = np.arange(n)
+                part = np.zeros((Bn, K, C), dtype=np.float64)
+                for f in range(min(K, n // 2 + 1)):
+                    angle = 2 * math.pi * ((f * t) % n) / n
+                    re = np.einsum("t,btc->bc", np.cos(angle), x[:, a:b].astype(np.float64))
+                    im = np.einsum("t,btc->bc", np.sin(angle), x[:, a:b].astype(np.float64))
+                    part[:, f] = np.sqrt(re * re + im * im)
+                parts.append(part.reshape(Bn, K * C))
+            x = np.concatenate(parts, axis=1).astype(F32)[:, None, :]
+        elif kind == "standardize":
+            x = ((x - layer[1]) * layer[2]).astype(F32)
         elif kind == "residual":
             x = (forward(layer[1], x, tensors, name + ".body") + forward(layer[2], x, tensors, name + ".shortcut")).astype(F32)
         elif kind == "selectChannels":
@@ -650,12 +743,34 @@ def distance(a, b):
 
 
 def apply_steps(c, p, steps):
-    """5.6, in place on c [T, J, D] (absent joints are 0 and stay 0)."""
+    """5.6, in place on c [T, J, D] (absent joints are 0 and stay 0); returns c and the presence
+    after the steps (fillGaps makes filled joints present)."""
     T = c.shape[0]
     mask = p[:, :, None]
     for step in steps:
         op = step[0]
-        if op == "centre":
+        if op == "fillGaps":
+            seen, p = p, p.copy()
+            for j in range(c.shape[1]):
+                frames = [f for f in range(T) if seen[f, j]]
+                if not frames:
+                    continue
+                for f in range(T):
+                    if seen[f, j]:
+                        continue
+                    before = [g for g in frames if g < f]
+                    after = [g for g in frames if g > f]
+                    if not before:
+                        c[f, j] = c[after[0], j]
+                    elif not after:
+                        c[f, j] = c[before[-1], j]
+                    else:
+                        a, b = before[-1], after[0]
+                        w = F32(F32(f - a) / F32(b - a))
+                        c[f, j] = (c[a, j] + (w * (c[b, j] - c[a, j])).astype(F32)).astype(F32)
+                    p[f, j] = True
+            mask = p[:, :, None]
+        elif op == "centre":
             _, joints, per_frame = step
             centres = [mean_of(c, p, f, joints) for f in range(T)]
             defined = [m for m in centres if m is not None]
@@ -714,11 +829,12 @@ def apply_steps(c, p, steps):
                 x1, x2 = c[:, :, h1].copy(), c[:, :, h2].copy()
                 c[:, :, h1] = np.where(p, cos * x1 + sin * x2, x1)
                 c[:, :, h2] = np.where(p, -sin * x1 + cos * x2, x2)
-    return c
+    return c, p
 
 
-def features(c, p, k, inp):
-    """5.7: the network input [T, C] of a transformed window."""
+def features(c, p, k, inp, seen):
+    """5.7: the network input [T, C] of a transformed window; `seen` is the window's presence
+    before fillGaps (what mask and confidence report)."""
     sk = inp["skeleton"]
     T, J, D = c.shape
     c = np.where(p[:, :, None], c, F32(0)).astype(F32)
@@ -727,22 +843,35 @@ def features(c, p, k, inp):
         if block == "coordinates":
             blocks.append(c.reshape(T, J * D))
         elif block == "confidence":
-            blocks.append(np.where(p, k, F32(0)).astype(F32))
+            blocks.append(np.where(seen, k, F32(0)).astype(F32))
         elif block == "mask":
-            blocks.append(p.astype(F32))
-        elif block == "motion":
+            blocks.append(seen.astype(F32))
+        elif block in ("motion", "fastMotion"):
+            lag = 1 if block == "motion" else 2
             m = np.zeros((T, J, D), dtype=F32)
-            for f in range(1, T):
-                both = (p[f] & p[f - 1])[:, None]
-                m[f] = np.where(both, c[f] - c[f - 1], F32(0))
+            for f in range(lag, T):
+                both = (p[f] & p[f - lag])[:, None]
+                m[f] = np.where(both, c[f] - c[f - lag], F32(0))
             blocks.append(m.reshape(T, J * D))
-        elif block == "bones":
-            out = np.zeros((T, len(sk["bones"]), D), dtype=F32)
-            for b, (parent, child) in enumerate(sk["bones"]):
-                both = (p[:, parent] & p[:, child])[:, None]
-                out[:, b] = np.where(both, c[:, child] - c[:, parent], F32(0))
-            blocks.append(out.reshape(T, -1))
+        elif block in ("bones", "relativePositions"):
+            blocks.append(differences(c, p, sk["bones"] if block == "bones" else inp["pairs"]).reshape(T, -1))
+        elif block == "distances":
+            d = differences(c, p, inp["pairs"])
+            s = np.zeros((T, d.shape[1]), dtype=F32)
+            for k in range(D):  # summed in axis order
+                s = (s + d[:, :, k] * d[:, :, k]).astype(F32)
+            blocks.append(np.sqrt(s).astype(F32))
     return np.concatenate(blocks, axis=1).astype(F32)
+
+
+def differences(c, p, pairs):
+    """[T, pairs, D]: c[b] - c[a] for each pair (a, b) where both joints are present, else 0."""
+    T, _, D = c.shape
+    out = np.zeros((T, len(pairs), D), dtype=F32)
+    for k, (a, b) in enumerate(pairs):
+        both = (p[:, a] & p[:, b])[:, None]
+        out[:, k] = np.where(both, c[:, b] - c[:, a], F32(0))
+    return out
 
 
 def predict(model, poses, stride):
@@ -777,9 +906,9 @@ def predict(model, poses, stride):
         cut = windows(seq, window, stride)
         xs = []
         for _, _, positions in cut:
-            c, p, k = sample(seq, positions, window["padding"])
-            c = apply_steps(c, p, inp["steps"])
-            xs.append(features(c, p, k, inp))
+            c, seen, k = sample(seq, positions, window["padding"])
+            c, p = apply_steps(c, seen, inp["steps"])
+            xs.append(features(c, p, k, inp, seen))
         z = forward(model["layers"], np.stack(xs).astype(F32), model["tensors"]).reshape(len(xs), -1)
         probabilities = softmax(z)
         for w, ((start, end, _), zrow, prow) in enumerate(zip(cut, z, probabilities)):

@@ -194,9 +194,9 @@ public struct AverageProbabilitiesKind: LayerKind {
     }
 
     /// Each member, LogSoftmax, then `log mean exp` over the members.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let logp = try members.enumerated().map { m, layers in
-            g.logSoftmax(try g.emit(layers, prefix: "\(p)members.\(m).", input: x), name: p + "logsoftmax")
+            g.logSoftmax(try g.emit(layers, prefix: "\(p)members.\(m).", input: x, shape: shape), name: p + "logsoftmax")
         }
         return g.logMeanExp(logp, name: p + "average")
     }

@@ -16,14 +16,18 @@ import PoseCore
 /// below is the one place that chooses (from the geometry, the batch size and whether the
 /// layer is frozen):
 /// - **im2col** (`Conv1dIm2col.swift`): any geometry; an unfrozen layer's batches that Winograd
-///   does not take, and a frozen dilated layer's (a pointwise convolution multiplies `x` directly);
+///   does not take (a pointwise convolution multiplies `x` directly);
 /// - **Winograd** (`Conv1dWinograd.swift`): an unfrozen layer's batches of at least
 ///   `winogradMinimumBatch` when the geometry has a transform (S = 1, D = 1, 2 ≤ K ≤ 7);
 /// - **frozen Winograd** (`Conv1dFrozenWinograd.swift`): a frozen layer with a transform, any
 ///   batch, on the runtime's own kernels (`PackedGEMM`) with U[ξ] packed once;
-/// - **packed** (`Conv1dPacked.swift`): a frozen layer without a transform, D = 1 and a batch
-///   under `winogradMinimumBatch`: the packed weight times the padded input, no im2col.
-/// The direct sums of the definition (`Conv1dReference.swift`) are the tests' reference.
+/// - **packed** (`Conv1dPacked.swift`): a frozen layer without a transform and D = 1, any
+///   batch: the packed weight times the padded input, no im2col;
+/// - **frozen im2col** (`Conv1dPacked.swift`): a frozen dilated layer, any batch: im2col
+///   times the packed weight.
+/// A frozen layer never calls OpenBLAS, so neither OpenBLAS's thread count nor its kernel
+/// changes a loaded model's results. The direct sums of the definition
+/// (`Conv1dReference.swift`) are the tests' reference.
 ///
 /// Threads: with `BLAS.threads` = n > 1 and enough work, the batch is split into n contiguous
 /// parts that run at once (`BLAS.parallel`), each with its own buffers and one-thread GEMMs:
@@ -62,8 +66,8 @@ final class Conv1d: Layer {
     var winogradMinimumBatch = 8
     /// Batch elements per chunk (see above); tests set it small to exercise chunking.
     var chunk: Int
-    /// Most parts a batch is split into (the packed path: exactly, up to one per panel);
-    /// nil: `BLAS.threads`. Tests set it to exercise splits.
+    /// Most parts a batch is split into (the frozen paths: exactly, up to one per window or
+    /// panel); nil: `BLAS.threads`. Tests set it to exercise splits.
     var maxParts: Int?
     /// Tiles per chunk of the frozen Winograd path; nil: V and M within about 1 MB. For tests.
     var packedChunk: Int?
@@ -139,7 +143,7 @@ final class Conv1d: Layer {
         guard frozen else { return }
         if let w = winograd {
             if packedU == nil { packedU = packWinograd(w) }
-        } else if dilation == 1 && packed == nil {
+        } else if packed == nil {
             packed = PackedGEMM.packed(transposed: weight, n: outputs, k: kernel * inputs)
         }
     }
@@ -162,14 +166,14 @@ final class Conv1d: Layer {
 
     /// How a forward (and its backward) is computed; see the type's comment. (No payload: the
     /// Winograd cases use `winograd`, which copying into the enum would retain on every call.)
-    enum Formulation { case im2col, winograd, frozenWinograd, packed }
+    enum Formulation { case im2col, winograd, frozenWinograd, packed, frozenIm2col }
 
     /// The one choice between the formulations, from the geometry, the batch size and
     /// whether the layer is frozen.
     func formulation(batch: Int) -> Formulation {
         if frozen && winograd != nil { return .frozenWinograd }
         if lanes > 1 { return winograd != nil && batch >= winogradMinimumBatch ? .winograd : .im2col }  // im2col: not with lanes
-        if frozen && dilation == 1 && batch < winogradMinimumBatch { return .packed }
+        if frozen { return dilation == 1 ? .packed : .frozenIm2col }
         if winograd != nil && batch >= winogradMinimumBatch { return .winograd }
         return .im2col
     }
@@ -185,6 +189,7 @@ final class Conv1d: Layer {
         switch f {
         case .frozenWinograd: forwardPackedWinograd(x, batch: batch, winograd!)
         case .packed: forwardPacked(x, batch: batch)
+        case .frozenIm2col: forwardFrozenIm2col(x, batch: batch)
         case .winograd: forwardWinograd(x, batch: batch, winograd!)
         case .im2col: forwardIm2col(x, batch: batch)
         }
@@ -199,7 +204,7 @@ final class Conv1d: Layer {
         switch lastFormulation {
         case .winograd: backwardWinograd(x, dy, batch: batch, needInputGradient: needInputGradient, winograd!)
         case .im2col: backwardIm2col(x, dy, batch: batch, needInputGradient: needInputGradient)
-        case .frozenWinograd, .packed: preconditionFailure("Conv1d.backward after a frozen forward")
+        case .frozenWinograd, .packed, .frozenIm2col: preconditionFailure("Conv1d.backward after a frozen forward")
         }
         return needInputGradient ? UnsafePointer(dx.pointer) : nil
     }
@@ -267,7 +272,7 @@ public struct Conv1dKind: LayerKind {
     }
 
     /// Transpose to `[B, C, T]`, Conv with weight `[O, I, K]` (initializer `<name>.OIK`), Transpose back.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let (O, I, K) = (outputs, inputs, kernel)
         let w = try g.tensor(p + "weight").values
         var oik = [Float](repeating: 0, count: O * I * K)  // ONNX/PyTorch [O, I, K] from our [O, K, I]

@@ -71,7 +71,7 @@ public struct DropoutKind: LayerKind {
         return LayerShapes(output: input)
     }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { Dropout(rate: rate, shape: input) }
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String { x }  // the identity
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String { x }  // the identity
     public static func example(input: Shape) -> DropoutKind { DropoutKind(rate: 0.25) }
 }
 

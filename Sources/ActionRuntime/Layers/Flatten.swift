@@ -21,7 +21,7 @@ public struct FlattenKind: FieldlessLayerKind {
     public init() {}
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.count)) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { Flatten(shape: input) }
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         return g.node("Reshape", [x, g.int64s("shape.flatten", [0, 1, -1])], name: p + "flatten")
     }
 }

@@ -110,11 +110,11 @@ public struct FlipAverageKind: LayerKind {
 
     /// The body on the input and on Gather(channels) · signs (sharing initializers), LogSoftmax
     /// of each, then `log mean exp`.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let gathered = g.node("Gather", [x, g.int64s(p + "channels", channels)], attributes: [("axis", .int(2))], name: p + "mirror")
         let mirrored = g.node("Mul", [gathered, g.floats(p + "signs", [signs.count], signs)], name: p + "mirror")
-        let a = g.logSoftmax(try g.emit(body, prefix: p + "body.", input: x), name: p + "logsoftmax")
-        let b = g.logSoftmax(try g.emit(body, prefix: p + "body.", input: mirrored), name: p + "logsoftmax")
+        let a = g.logSoftmax(try g.emit(body, prefix: p + "body.", input: x, shape: shape), name: p + "logsoftmax")
+        let b = g.logSoftmax(try g.emit(body, prefix: p + "body.", input: mirrored, shape: shape), name: p + "logsoftmax")
         return g.logMeanExp([a, b], name: p + "average")
     }
 

@@ -52,7 +52,7 @@ public struct GELUKind: FieldlessLayerKind {
     public init() {}
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GELU(shape: input) }
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         // y = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
         let c0 = g.floats("const.sqrt_2_over_pi", [], [(2 / Float.pi).squareRoot()])
         let c1 = g.floats("const.0.044715", [], [0.044715])

@@ -53,7 +53,7 @@ public struct GlobalAveragePoolKind: FieldlessLayerKind {
     public init() {}
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: Shape(time: 1, channels: input.channels)) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { GlobalAveragePool(shape: input) }
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         return g.node("ReduceMean", [x], attributes: [("axes", .ints([1])), ("keepdims", .int(1))], name: p + "mean")
     }
 }

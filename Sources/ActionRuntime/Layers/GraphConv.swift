@@ -38,6 +38,11 @@ import PoseCore
 /// the network's), added in part order, so a fixed thread count gives the same bits. Within a
 /// part, batch elements run in chunks of at most `chunk` (Z within about 2 MB); backward
 /// rebuilds each chunk's columns.
+///
+/// Frozen (`Network.freeze()`, a loaded model): the weight packed once as `[K·I, P·O]` for the
+/// runtime's own kernels (`PackedGEMM`) instead of OpenBLAS, whole windows per part, or for
+/// fewer windows than parts the output panels of Z (then the time steps of the aggregation);
+/// every output has the same sums whatever the split, so the thread count never changes a bit.
 final class GraphConv: Layer {
     let kind: GraphConvKind
     let time: Int
@@ -81,6 +86,8 @@ final class GraphConv: Layer {
     var workspaces: [Workspace] = []  // one per part
     let y = Buffer()  // [B, T, J·O]
     let dx = Buffer()  // [B, T, J·I]
+    var frozen = false
+    var packed: Buffer?  // the weight as PackedGEMM's B [K·I, P·O], while frozen
 
     /// What one part owns.
     final class Workspace {
@@ -126,16 +133,28 @@ final class GraphConv: Layer {
         temporal?.bind(parameters: parameters, gradients: gradients)
     }
 
-    func setFrozen(_ frozen: Bool) { temporal?.setFrozen(frozen) }
-    func prepareFrozen() { temporal?.prepareFrozen() }
-    func shareFrozen(from other: Layer) {
-        if let temporal, let theirs = (other as! GraphConv).temporal { temporal.shareFrozen(from: theirs) }
-    }
-
     func initialize(using g: inout SeededGenerator) {
         let bound = 1 / Float(kernel * inputs).squareRoot()
         for i in 0..<(partitions * outputs * kernel * inputs) { weight[i] = g.nextSymmetric(bound) }
         for i in 0..<outputs { bias[i] = g.nextSymmetric(bound) }
+    }
+
+    func setFrozen(_ frozen: Bool) {
+        self.frozen = frozen
+        packed = nil  // packed again at the next forward, from the current weights
+        temporal?.setFrozen(frozen)
+    }
+
+    /// With a Winograd temporal layer, that layer holds the frozen form (it serves every frozen batch).
+    func prepareFrozen() {
+        if let temporal { return temporal.prepareFrozen() }
+        if frozen && packed == nil { packed = PackedGEMM.packed(transposed: weight, n: partitions * outputs, k: kernel * inputs) }
+    }
+
+    func shareFrozen(from other: Layer) {
+        let other = other as! GraphConv
+        if let temporal, let theirs = other.temporal { return temporal.shareFrozen(from: theirs) }
+        if frozen { packed = other.packed }
     }
 
     func partCount(batch: Int) -> Int {
@@ -162,31 +181,80 @@ final class GraphConv: Layer {
         y.reserve(batch * TJ * O)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
-        let parts = self.parts, out = y.pointer, weight = self.weight!, bias = self.bias!
+        if frozen {
+            forwardFrozen(x, batch: batch)
+            return UnsafePointer(y.pointer)
+        }
         if aggregatesFirst {
             forwardAggregatingFirst(x, batch: batch)
-            return UnsafePointer(out)
+            return UnsafePointer(y.pointer)
         }
+        let weight = self.weight!, bias = self.bias!, beta: Float = isIdentity ? 1 : 0
+        forwardParts(x, batch: batch, parts: parts) { c, rows, z in
+            if isIdentity { for r in 0..<rows { (z + r * O).update(from: bias, count: O) } }
+            BLAS.gemm(transposeB: true, m: rows, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: beta, c: z, ldc: PO)
+        }
+        return UnsafePointer(y.pointer)
+    }
+
+    /// Runs the batch in `parts` parts of whole windows, in chunks: `product(cols, rows, z)`
+    /// writes the chunk's `Z [rows, P·O]` (y itself, bias included, for the identity graph),
+    /// which is then summed over the adjacency into y.
+    func forwardParts(
+        _ x: UnsafePointer<Float>, batch: Int, parts: Int,
+        _ product: (UnsafePointer<Float>, Int, UnsafeMutablePointer<Float>) -> Void
+    ) {
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
+        let out = y.pointer, bias = UnsafePointer(self.bias!)
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
             w.cols.reserve(chunk * TJ * KI)
             if !isIdentity { w.z.reserve(chunk * TJ * PO) }
             for (b0, n) in chunks(p, of: parts, batch: batch) {
                 let c = columns(x, from: b0, count: n, into: w.cols), o = out + b0 * TJ * O
-                if isIdentity {
-                    for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
-                    BLAS.gemm(transposeB: true, m: n * TJ, n: O, k: KI, a: c, lda: KI, b: weight, ldb: KI, beta: 1, c: o, ldc: O)
-                } else {
-                    BLAS.gemm(transposeB: true, m: n * TJ, n: PO, k: KI, a: c, lda: KI, b: weight, ldb: KI, c: w.z.pointer, ldc: PO)
-                    aggregate(w.z.pointer, into: o, steps: n * time, bias: bias)
-                }
+                product(c, n * TJ, isIdentity ? o : w.z.pointer)
+                if !isIdentity { aggregate(w.z.pointer, into: o, steps: n * time, bias: bias) }
             }
         }
-        return UnsafePointer(out)
+    }
+
+    /// The frozen forward: `Z = cols · W` (P·O wide; y itself, bias included, for the identity)
+    /// on `PackedGEMM`, then the aggregation over A's nonzeros.
+    func forwardFrozen(_ x: UnsafePointer<Float>, batch: Int) {
+        let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
+        prepareFrozen()
+        let out = y.pointer, bias = UnsafePointer(self.bias!), pk = UnsafePointer(packed!.pointer)
+        let work = batch * TJ * KI * PO, parts = max(1, maxParts ?? PackedGEMM.threads(forWork: work))
+        while workspaces.count < min(parts, batch) { workspaces.append(Workspace()) }
+        if batch >= parts {
+            forwardParts(x, batch: batch, parts: parts) { c, rows, z in
+                PackedGEMM.multiply(m: rows, n: PO, k: KI, a: c, lda: KI, packed: pk, bias: isIdentity ? bias : nil, c: z, ldc: PO)
+            }
+            return
+        }
+        // Fewer windows than parts (a single window): the columns and Z once, Z's panels split,
+        // then the aggregation's time steps.
+        let w = workspaces[0]
+        w.cols.reserve(batch * TJ * KI)
+        if !isIdentity { w.z.reserve(batch * TJ * PO) }
+        let c = columns(x, from: 0, count: batch, into: w.cols), z = isIdentity ? out : w.z.pointer
+        let panels = PackedGEMM.panels(isIdentity ? O : PO), n = min(parts, panels)
+        BLAS.parallel(n) { p in
+            PackedGEMM.multiply(
+                m: batch * TJ, n: isIdentity ? O : PO, k: KI, a: c, lda: KI, packed: pk, bias: isIdentity ? bias : nil, c: z,
+                ldc: isIdentity ? O : PO, panels: (p * panels / n)..<((p + 1) * panels / n))
+        }
+        guard !isIdentity else { return }
+        let steps = batch * time, zp = UnsafePointer(z), m = min(parts, steps)
+        BLAS.parallel(m) { p in
+            let s0 = p * steps / m, s1 = (p + 1) * steps / m
+            aggregate(zp + s0 * joints * PO, into: out + s0 * joints * O, steps: s1 - s0, bias: bias)
+        }
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         guard let x else { preconditionFailure("GraphConv.backward before forward") }
+        precondition(!frozen, "GraphConv.backward on a frozen layer: thaw the network first")
         if usedTemporal, let temporal { return temporal.backward(dy, batch: batch, needInputGradient: needInputGradient) }
         let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs, I = inputs
         if needInputGradient { dx.reserve(batch * TJ * I) }
@@ -463,7 +531,7 @@ public struct GraphConvKind: LayerKind {
     /// (initializer `<name>weight.OIK1`, pads (K−1)/2 in time), Reshape to `[B, P, O·T, J]`,
     /// MatMul with `Aᵀ [P, J, J]` (initializer `<name>adjacency.T`), ReduceSum over P, Reshape
     /// to `[B, O, T, J]`, Transpose to `[B, T, J, O]`, Add bias, Reshape to `[B, T, J·O]`.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let (J, I, O, K, P) = (joints, inputs, outputs, kernel, partitions)
         let w = try g.tensor(p + "weight").values
         var oik = [Float](repeating: 0, count: P * O * I * K)  // [PO, I, K, 1] from our [PO, K, I]

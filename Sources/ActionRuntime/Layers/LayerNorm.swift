@@ -213,7 +213,7 @@ public struct LayerNormKind: LayerKind {
     }
 
     /// LayerNormalization over the last axis.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let gamma = g.floats(p + "gamma", [channels], try g.tensor(p + "gamma").values)
         let beta = g.floats(p + "beta", [channels], try g.tensor(p + "beta").values)
         return g.node("LayerNormalization", [x, gamma, beta], attributes: [("axis", .int(-1)), ("epsilon", .float(epsilon))], name: p + "layernorm")

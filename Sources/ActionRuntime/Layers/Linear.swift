@@ -141,7 +141,7 @@ public struct LinearKind: LayerKind {
     }
 
     /// MatMul with `Wᵀ` (initializer `<name>.T`, `[I, O]`), then Add.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         let w = try g.tensor(p + "weight").values
         var wt = [Float](repeating: 0, count: inputs * outputs)  // [I, O] = Wᵀ
         for o in 0..<outputs { for k in 0..<inputs { wt[k * outputs + o] = w[o * inputs + k] } }

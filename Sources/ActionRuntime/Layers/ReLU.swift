@@ -44,7 +44,7 @@ public struct ReLUKind: FieldlessLayerKind {
     public init() {}
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { ReLU(shape: input) }
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         return g.node("Relu", [x], name: p + "relu")
     }
 }

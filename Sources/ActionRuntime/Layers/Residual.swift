@@ -101,8 +101,8 @@ public struct ResidualKind: LayerKind {
     }
 
     /// Add of both branches.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
-        let b = try g.emit(body, prefix: p + "body.", input: x), s = try g.emit(shortcut, prefix: p + "shortcut.", input: x)
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
+        let b = try g.emit(body, prefix: p + "body.", input: x, shape: shape), s = try g.emit(shortcut, prefix: p + "shortcut.", input: x, shape: shape)
         return g.node("Add", [b, s], name: p + "residual")
     }
 

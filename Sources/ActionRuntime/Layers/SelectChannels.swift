@@ -66,7 +66,7 @@ public struct SelectChannelsKind: LayerKind {
     }
 
     /// Gather on the channel axis.
-    public func exportONNX(_ g: ONNXGraph, input x: String, prefix p: String) throws -> String {
+    public func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String {
         g.node("Gather", [x, g.int64s(p + "channels", channels)], attributes: [("axis", .int(2))], name: p + "select")
     }
 
