@@ -85,6 +85,20 @@ public enum PackedGEMM {
     }
 
     /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
+    /// across channels as training's Winograd transforms need it (`Winograd.apply`;
+    /// `atk_transform_exact`): `dst[i·dstStride + c] = s + Σ_{j: m[i·ldm + j] ≠ 0} m[i·ldm + j]·
+    /// src[j·srcStride + c]` in j order, each product and sum rounded on its own (no fused
+    /// multiply-add), s = 0 (`mode` 0), the destination's value (1) or `start[c]` (2). The same
+    /// bits on every instruction set.
+    static func exactTransform(
+        rows: Int, cols: Int, m: UnsafePointer<Float>, ldm: Int, src: UnsafePointer<Float>, srcStride: Int, mode: Int32,
+        start: UnsafePointer<Float>?, dst: UnsafeMutablePointer<Float>, dstStride: Int, channels: Int
+    ) {
+        precondition(cols <= 8, "at most 8 columns")
+        atk_transform_exact(Int32(rows), Int32(cols), m, Int32(ldm), src, srcStride, mode, start, dst, dstStride, Int32(channels))
+    }
+
+    /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied
     /// across channels: `dst[i·dstStride + c] = s + Σ_j m[i·ldm + j]·src[j·srcStride + c]`,
     /// s = `start[c]` or 0. A Winograd transform of one tile.
     public static func transform(

@@ -1,3 +1,5 @@
+import ActionRuntime
+
 /// Adam (Kingma & Ba, 2015, "Adam: A Method for Stochastic Optimization") with L2 weight
 /// decay, or with decoupled weight decay when `decoupled` (AdamW; Loshchilov & Hutter, 2019,
 /// "Decoupled Weight Decay Regularization").
@@ -53,19 +55,21 @@ public final class Adam: Optimizer {
         let w1 = Float(1 - beta1), b2 = Float(beta2), w2 = Float(1 - beta2), eps = Float(epsilon)
         let decay: Float = decoupled && weightDecay != 0 ? Float(1 - learningRate * weightDecay) : 1
         let l2: Float = decoupled ? 0 : Float(weightDecay)
+        let constants = ElementwiseKernels.AdamConstants(
+            decay: decay, l2: l2, w1: w1, b2: b2, w2: w2, bc2Sqrt: bc2Sqrt, eps: eps, stepSize: stepSize)
         m.withUnsafeMutableBufferPointer { mb in
             v.withUnsafeMutableBufferPointer { vb in
                 let m = mb.baseAddress!, v = vb.baseAddress!
                 Parallel.chunks(n, threads: threads) { r in
-                    Adam.kernel(
-                        p: p, g: g, m: m, v: v, range: r, decay: decay, l2: l2, w1: w1, b2: b2, w2: w2, bc2Sqrt: bc2Sqrt,
-                        eps: eps, stepSize: stepSize)
+                    ElementwiseKernels.adam(parameters: p, gradients: g, m: m, v: v, range: r, constants)
                 }
             }
         }
     }
 
-    /// The elementwise update over `range`, written so that the compiler vectorises it:
+    /// The elementwise update over `range`: the reference that `ElementwiseKernels.adam` (C,
+    /// 8 or 16 lanes, what `update` runs) matches bit for bit (tested), written so that the
+    /// compiler vectorises it:
     /// - `v` is never negative, and saying so (`v ≥ 0 ? v : 0`) lets the square root compile to
     ///   a packed instruction instead of a libm call that may set errno;
     /// - moments smaller than the least normal float (1.2e-38) are stored as 0 (NaN stays NaN).

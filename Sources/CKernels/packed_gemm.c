@@ -6,6 +6,14 @@
 //   AVX-512: up to 12 rows × 32 columns (24 zmm), AVX2: up to 6 rows × 16 columns (12 ymm),
 //   portable: 1 row × 16 columns (left to the compiler's vectoriser).
 // Each step r broadcasts a[i·lda + r] and multiplies it into the panel's row r (16 floats).
+// Long sums are cut into blocks of ATK_KC steps and the rows into blocks of ATK_MC (BLIS's
+// loop order without packing A: for each row block, for each k block, for each panel, for
+// each tile), so that a tile's slice of the panel (ATK_KC·16 floats, 16 KB) stays in L1 for
+// the whole row block and the row block's slice of A (ATK_MC·ATK_KC floats, 96 KB) in L2 for
+// every panel: a batch-1024 MLP layer (k = 2565) otherwise streams all of A from L3 or memory
+// once per panel. A tile's first block starts from the bias, the next ones from the partial
+// sums in C: every output is still bias + Σ_r a·b in r order, one fused multiply-add per term,
+// the same bits whatever the blocking.
 // atk_gemv_packed (one row) splits its sum into four chains instead (row256, row512).
 // The tile functions are inlined into a switch on mr, so the row loops unroll and the
 // accumulator arrays become registers.
@@ -22,6 +30,10 @@
 #endif
 
 #define ATK_INLINE static inline __attribute__((always_inline))
+
+// Steps of the sum per block, and rows per block (a multiple of both tile heights, 6 and 12).
+#define ATK_KC 256
+#define ATK_MC 96
 
 size_t atk_packed_count(int n, int k) { return (size_t)((n + ATK_PANEL - 1) / ATK_PANEL) * (size_t)k * ATK_PANEL; }
 
@@ -117,11 +129,27 @@ static void gemm_portable(int m, int n, int k, const float *a, int lda, const fl
 
 #define ATK_AVX2_TARGET __attribute__((target("avx2,fma")))
 
+// bias16: the 16 starting values of every row (a block's first), or NULL to continue the sums
+// in C (the next blocks).
 ATK_AVX2_TARGET ATK_INLINE void tile256(const int mr, int k, const float *a, int lda, const float *q,
                                         const float *bias16, float *c, int ldc, int cols) {
     __m256 acc[6][2];
-    __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
-    for (int i = 0; i < mr; i++) acc[i][0] = b0, acc[i][1] = b1;
+    if (bias16) {
+        __m256 b0 = _mm256_loadu_ps(bias16), b1 = _mm256_loadu_ps(bias16 + 8);
+        for (int i = 0; i < mr; i++) acc[i][0] = b0, acc[i][1] = b1;
+    } else if (cols == 16) {
+        for (int i = 0; i < mr; i++) {
+            acc[i][0] = _mm256_loadu_ps(c + (size_t)i * ldc);
+            acc[i][1] = _mm256_loadu_ps(c + (size_t)i * ldc + 8);
+        }
+    } else {
+        float t[16] = {0};
+        for (int i = 0; i < mr; i++) {
+            memcpy(t, c + (size_t)i * ldc, (size_t)cols * sizeof(float));
+            acc[i][0] = _mm256_loadu_ps(t);
+            acc[i][1] = _mm256_loadu_ps(t + 8);
+        }
+    }
     for (int r = 0; r < k; r++) {
         __m256 w0 = _mm256_load_ps(q + (size_t)r * 16), w1 = _mm256_load_ps(q + (size_t)r * 16 + 8);
         for (int i = 0; i < mr; i++) {
@@ -173,22 +201,30 @@ ATK_AVX2_TARGET static void row256(int k, const float *a, const float *q, const 
 
 ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda, const float *packed,
                                     const float *bias, float *c, int ldc, int plo, int phi) {
-    for (int p = plo; p < phi; p++) {
-        const float *q = packed + (size_t)p * k * ATK_PANEL;
-        int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
-        float b16[16] = {0};
-        if (bias) memcpy(b16, bias + p * ATK_PANEL, (size_t)cols * sizeof(float));
-        float *cp = c + p * ATK_PANEL;
-        for (int i = 0; i < m; i += 6) {
-            const float *ai = a + (size_t)i * lda;
-            float *ci = cp + (size_t)i * ldc;
-            switch (m - i < 6 ? m - i : 6) {
-            case 6: tile256(6, k, ai, lda, q, b16, ci, ldc, cols); break;
-            case 5: tile256(5, k, ai, lda, q, b16, ci, ldc, cols); break;
-            case 4: tile256(4, k, ai, lda, q, b16, ci, ldc, cols); break;
-            case 3: tile256(3, k, ai, lda, q, b16, ci, ldc, cols); break;
-            case 2: tile256(2, k, ai, lda, q, b16, ci, ldc, cols); break;
-            default: tile256(1, k, ai, lda, q, b16, ci, ldc, cols); break;
+    for (int i0 = 0; i0 < m; i0 += ATK_MC) {
+        int mb = m - i0 < ATK_MC ? m - i0 : ATK_MC;
+        for (int r0 = 0; r0 < k; r0 += ATK_KC) {
+            int kb = k - r0 < ATK_KC ? k - r0 : ATK_KC;
+            for (int p = plo; p < phi; p++) {
+                const float *q = packed + ((size_t)p * k + r0) * ATK_PANEL;
+                int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
+                float b16[16] = {0};
+                if (bias) memcpy(b16, bias + p * ATK_PANEL, (size_t)cols * sizeof(float));
+                const float *start = r0 == 0 ? b16 : NULL;
+                float *cp = c + (size_t)i0 * ldc + p * ATK_PANEL;
+                const float *ap = a + (size_t)i0 * lda + r0;
+                for (int i = 0; i < mb; i += 6) {
+                    const float *ai = ap + (size_t)i * lda;
+                    float *ci = cp + (size_t)i * ldc;
+                    switch (mb - i < 6 ? mb - i : 6) {
+                    case 6: tile256(6, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    case 5: tile256(5, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    case 4: tile256(4, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    case 3: tile256(3, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    case 2: tile256(2, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    default: tile256(1, kb, ai, lda, q, start, ci, ldc, cols); break;
+                    }
+                }
             }
         }
     }
@@ -198,13 +234,14 @@ ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda
 
 #define ATK_AVX512_TARGET __attribute__((target("avx512f")))
 
+// first: start every row from b0, b1 (a block's first), else continue the sums in C.
 ATK_AVX512_TARGET ATK_INLINE void tile512(const int mr, const int np, int k, const float *a, int lda,
-                                          const float *q0, const float *q1, __m512 b0, __m512 b1, float *c,
-                                          int ldc, __mmask16 m0, __mmask16 m1) {
+                                          const float *q0, const float *q1, __m512 b0, __m512 b1, int first,
+                                          float *c, int ldc, __mmask16 m0, __mmask16 m1) {
     __m512 acc[12][2];
     for (int i = 0; i < mr; i++) {
-        acc[i][0] = b0;
-        if (np == 2) acc[i][1] = b1;
+        acc[i][0] = first ? b0 : _mm512_maskz_loadu_ps(m0, c + (size_t)i * ldc);
+        if (np == 2) acc[i][1] = first ? b1 : _mm512_maskz_loadu_ps(m1, c + (size_t)i * ldc + 16);
     }
     for (int r = 0; r < k; r++) {
         __m512 w0 = _mm512_load_ps(q0 + (size_t)r * 16);
@@ -223,18 +260,18 @@ ATK_AVX512_TARGET ATK_INLINE void tile512(const int mr, const int np, int k, con
 
 #define ATK_TILE512(NP)                                                                                       \
     switch (m - i < 12 ? m - i : 12) {                                                                        \
-    case 12: tile512(12, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
-    case 11: tile512(11, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
-    case 10: tile512(10, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                             \
-    case 9: tile512(9, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 8: tile512(8, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 7: tile512(7, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 6: tile512(6, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 5: tile512(5, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 4: tile512(4, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 3: tile512(3, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    case 2: tile512(2, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                               \
-    default: tile512(1, NP, k, ai, lda, q0, q1, b0, b1, ci, ldc, m0, m1); break;                              \
+    case 12: tile512(12, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                             \
+    case 11: tile512(11, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                             \
+    case 10: tile512(10, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                             \
+    case 9: tile512(9, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 8: tile512(8, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 7: tile512(7, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 6: tile512(6, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 5: tile512(5, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 4: tile512(4, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 3: tile512(3, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    case 2: tile512(2, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                               \
+    default: tile512(1, NP, kb, ai, lda, q0, q1, b0, b1, first, ci, ldc, m0, m1); break;                              \
     }
 
 ATK_AVX512_TARGET static __mmask16 mask_of(int cols) {
@@ -255,19 +292,26 @@ ATK_AVX512_TARGET static void row512(int k, const float *a, const float *q0, __m
 
 ATK_AVX512_TARGET static void gemm512(int m, int n, int k, const float *a, int lda, const float *packed,
                                       const float *bias, float *c, int ldc, int plo, int phi) {
-    for (int p = plo; p < phi; p += 2) {
-        int np = p + 1 < phi ? 2 : 1, col0 = p * ATK_PANEL;
-        __mmask16 m0 = mask_of(n - col0), m1 = np == 2 ? mask_of(n - col0 - 16) : 0;
-        __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias + col0) : _mm512_setzero_ps();
-        __m512 b1 = bias && np == 2 ? _mm512_maskz_loadu_ps(m1, bias + col0 + 16) : _mm512_setzero_ps();
-        const float *q0 = packed + (size_t)p * k * ATK_PANEL, *q1 = q0 + (size_t)k * ATK_PANEL;
-        for (int i = 0; i < m; i += 12) {
-            const float *ai = a + (size_t)i * lda;
-            float *ci = c + (size_t)i * ldc + col0;
-            if (np == 2) {
-                ATK_TILE512(2)
-            } else {
-                ATK_TILE512(1)
+    for (int i0 = 0; i0 < m; i0 += ATK_MC) {
+        int mb = m - i0 < ATK_MC ? m - i0 : ATK_MC;
+        for (int r0 = 0; r0 < k; r0 += ATK_KC) {
+            int kb = k - r0 < ATK_KC ? k - r0 : ATK_KC, first = r0 == 0;
+            for (int p = plo; p < phi; p += 2) {
+                int np = p + 1 < phi ? 2 : 1, col0 = p * ATK_PANEL;
+                __mmask16 m0 = mask_of(n - col0), m1 = np == 2 ? mask_of(n - col0 - 16) : 0;
+                __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias + col0) : _mm512_setzero_ps();
+                __m512 b1 = bias && np == 2 ? _mm512_maskz_loadu_ps(m1, bias + col0 + 16) : _mm512_setzero_ps();
+                const float *q0 = packed + ((size_t)p * k + r0) * ATK_PANEL, *q1 = q0 + (size_t)k * ATK_PANEL;
+                for (int i = 0; i < mb; i += 12) {
+                    const float *ai = a + (size_t)(i0 + i) * lda + r0;
+                    float *ci = c + (size_t)(i0 + i) * ldc + col0;
+                    int m = mb;  // ATK_TILE512's row count
+                    if (np == 2) {
+                        ATK_TILE512(2)
+                    } else {
+                        ATK_TILE512(1)
+                    }
+                }
             }
         }
     }

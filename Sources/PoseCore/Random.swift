@@ -7,9 +7,13 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
     public init(seed: UInt64) { state = seed }
 
+    /// What each `next()` adds to the state (SplitMix64's golden-ratio step): after k draws the
+    /// state is the start plus k·`increment` (wrapping), so a stream can be split into parts.
+    public static let increment: UInt64 = 0x9E37_79B9_7F4A_7C15
+
     @inlinable
     public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
+        state &+= SeededGenerator.increment
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB

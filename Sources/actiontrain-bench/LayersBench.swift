@@ -278,6 +278,11 @@ enum LayersBench {
             Case(batch: 64, time: 64, joints: 25, inputs: 9, outputs: 64, kernel: 9, partitions: 3),
             Case(batch: 32, time: 32, joints: 15, inputs: 9, outputs: 32, kernel: 9, partitions: 3),
             Case(batch: 32, time: 32, joints: 15, inputs: 3, outputs: 32, kernel: 1, partitions: 3),
+            Case(batch: 64, time: 64, joints: 25, inputs: 64, outputs: 64, kernel: 5, partitions: 1),  // temporal, K = 5: Winograd
+            // `fit --architecture stgcn` on NATOPS (8 joints, 32-frame windows, widths 64, kernel 5):
+            Case(batch: 64, time: 32, joints: 8, inputs: 4, outputs: 64, kernel: 1, partitions: 3),  // first spatial
+            Case(batch: 64, time: 32, joints: 8, inputs: 64, outputs: 64, kernel: 1, partitions: 3),  // inner spatial
+            Case(batch: 64, time: 32, joints: 8, inputs: 64, outputs: 64, kernel: 5, partitions: 1),  // temporal
         ]
         func adjacency(_ J: Int, partitions P: Int) -> [[Float]] {
             var a = [[Float]](repeating: [Float](repeating: 0, count: J * J), count: P)

@@ -10,7 +10,7 @@ import PoseCore
 /// the last epoch, peak RSS. Prints one JSON line.
 ///
 ///     actiontrain-bench train --model mlp|conv [--data DIR] [--epochs 5] [--batch 64]
-///                             [--threads 2] [--seed 0] [--ceiling] [--optimizer-threads N]
+///                             [--threads 2] [--seed 0] [--ceiling] [--optimizer-threads N] [--steps N]
 ///
 /// `--data` is the folder holding make_synth.py's raw files (default .build/bench). Models,
 /// initialisation (PyTorch's default) and optimiser (Adam, lr 1e-3) are
@@ -29,7 +29,7 @@ enum TrainBench {
             guard let i = args.firstIndex(of: flag), i + 1 < args.count else { return nil }
             return args[i + 1]
         }
-        if args.contains("--overhead") { return try overhead() }
+        if args.contains("--overhead") { return try overhead(cpu: args.contains("--cpu")) }
         let model = value("--model") ?? "mlp"
         guard var config = TrainingConfig.reference(model) else { throw BenchError("--model must be mlp or conv") }
         config.epochs = Int(value("--epochs") ?? "5") ?? 5
@@ -52,15 +52,31 @@ enum TrainBench {
             (trainer.optimizer as? Adam)?.threads = t
             (trainer.optimizer as? SGD)?.threads = t
         }
-        var epochSeconds: [Double] = [], epochLoss: [Double] = []
+        var epochSeconds: [Double] = [], epochLoss: [Double] = [], epochCPU: [Double] = []
+        // --steps N: stop after N steps and print the time per step by phase (for profilers).
+        let stepLimit = value("--steps").flatMap(Int.init)
+        var cpuMark = ForeignLoad.processCPUSeconds()
         try trainer.fit(
-            train: train, validation: nil,
+            train: train, validation: nil, shouldStop: { stepLimit.map { trainer.timings.steps >= $0 } ?? false },
             onEpoch: { r in
                 epochSeconds.append(r.seconds)
                 epochLoss.append(r.trainLoss)
+                let cpu = ForeignLoad.processCPUSeconds()
+                epochCPU.append(cpu - cpuMark)
+                cpuMark = cpu
             })
+        if stepLimit != nil {
+            let t = trainer.timings, us = { (s: Double) in (s / Double(max(1, t.steps)) * 1e7).rounded() / 10 }
+            print("steps \(t.steps): µs per step gather \(us(t.gather)) forward \(us(t.forward)) loss \(us(t.loss)) backward \(us(t.backward)) optimizer \(us(t.optimizer)) total \(us(t.total))")
+            return
+        }
         let timed = epochSeconds.count >= 4 ? Array(epochSeconds[1..<4]) : Array(epochSeconds.dropFirst())
         let wps = Double(train.count) / (timed.reduce(0, +) / Double(max(1, timed.count)))
+        // The process's CPU time per step over the same epochs (all threads, spinning helpers
+        // included): with --threads 1, what a step costs whatever other processes do.
+        let timedCPU = epochCPU.count >= 4 ? Array(epochCPU[1..<4]) : Array(epochCPU.dropFirst())
+        let stepsPerEpoch = Double((train.count + config.batchSize - 1) / config.batchSize)
+        let cpuPerStep = timedCPU.reduce(0, +) / Double(max(1, timedCPU.count)) / stepsPerEpoch
         let trainAccuracy = trainer.evaluate(train).accuracy
         let validationAccuracy = trainer.evaluate(validation).accuracy
         let t = trainer.timings
@@ -71,6 +87,7 @@ enum TrainBench {
             "n_val": validation.count, "epochs": config.epochs, "epoch_s": epochSeconds.map { round4($0) },
             "epoch_loss": epochLoss.map { round4($0) }, "train_windows_per_s": (wps * 10).rounded() / 10,
             "train_acc": round4(trainAccuracy), "val_acc": round4(validationAccuracy),
+            "cpu_us_per_step": (cpuPerStep * 1e7).rounded() / 10,
             "step_us": [
                 "gather": perStep(t.gather), "forward": perStep(t.forward), "loss": perStep(t.loss),
                 "backward": perStep(t.backward), "optimizer": perStep(t.optimizer), "total": perStep(t.total),
@@ -95,19 +112,26 @@ enum TrainBench {
     /// The trainer's own work per step in isolation, for the MLP's 690,566 parameters: the
     /// optimiser update on 1 and 2 threads, zeroing the gradients, and the batch gather.
     /// Fastest of 30 reps of at least 20 ms each (the minimum is the least disturbed by a busy
-    /// machine).
-    static func overhead() throws {
+    /// machine). `cpu`: 1 thread only, timed with the thread's CPU clock (what other processes'
+    /// load barely moves).
+    static func overhead(cpu: Bool) throws {
+        func now() -> Double {
+            guard cpu else { return Double(Clock.now()) / 1e9 }
+            var ts = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+            return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+        }
         func fastest(_ body: () -> Void) -> Double {
             body()
             var best = Double.infinity
             for _ in 0..<30 {
                 var calls = 0
-                let start = Clock.now()
+                let start = now()
                 var elapsed = 0.0
                 repeat {
                     body()
                     calls += 1
-                    elapsed = Double(Clock.now() - start) / 1e9
+                    elapsed = now() - start
                 } while elapsed < 0.02
                 best = min(best, elapsed / Double(calls))
             }
@@ -118,7 +142,7 @@ enum TrainBench {
         var p = (0..<n).map { _ in g.nextSymmetric(1) }
         let grad = (0..<n).map { _ in g.nextSymmetric(1) }
         var rows: [String] = []
-        for threads in [1, 2] {
+        for threads in cpu ? [1] : [1, 2] {
             let optimizers: [Optimizer] = [
                 Adam(parameterCount: n, threads: threads), Adam(parameterCount: n, weightDecay: 0.01, decoupled: true, threads: threads),
                 SGD(parameterCount: n, learningRate: 0.01, momentum: 0.9, threads: threads),

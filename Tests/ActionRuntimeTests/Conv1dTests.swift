@@ -176,6 +176,51 @@ final class Conv1dTests: XCTestCase {
         }
     }
 
+    /// Training's transforms (`Winograd.apply`, C: AVX-512, AVX2 and portable) give the bits of
+    /// the Swift reference `applyReference` on every instruction set this CPU has: every matrix
+    /// of F(4, 5) and F(2, 3), column ranges that cut terms off, channel counts around the vector
+    /// widths, and all three modes.
+    func testWinogradApplyMatchesTheReferenceOnEveryInstructionSet() {
+        defer { PackedGEMM.current = PackedGEMM.detected }
+        var rng = SeededGenerator(seed: 12)
+        let isas = PackedGEMM.InstructionSet.allCases.filter { $0.rawValue <= PackedGEMM.detected.rawValue }
+        for w in [Winograd(m: 4, r: 5), Winograd(m: 2, r: 3)] {
+            for M in [w.AT, w.A, w.G, w.GT, w.BT, w.B] {
+                for (columns, channels) in [(0..<M.columns, 1), (0..<M.columns, 37), (1..<M.columns, 64), (0..<(M.columns - 1), 8), (0..<M.columns, 16)] {
+                    let srcStride = channels + 3, dstStride = channels + 1
+                    let src = (0..<(M.columns * srcStride)).map { _ in rng.nextSymmetric(1) }
+                    let start = (0..<channels).map { _ in rng.nextSymmetric(1) }
+                    let initial = (0..<(M.rows * dstStride)).map { _ in rng.nextSymmetric(1) }
+                    for mode in 0..<3 {
+                        func run(_ body: (UnsafeMutablePointer<Float>, Winograd.Mode) -> Void) -> [Float] {
+                            var dst = initial
+                            start.withUnsafeBufferPointer { st in
+                                let m: Winograd.Mode = mode == 0 ? .assign : mode == 1 ? .accumulate : .start(st.baseAddress!)
+                                dst.withUnsafeMutableBufferPointer { body($0.baseAddress!, m) }
+                            }
+                            return dst
+                        }
+                        let expected = run { dst, m in
+                            Winograd.applyReference(
+                                M, rows: 0..<M.rows, columns: columns, src: src, srcStride: srcStride, dst: dst, dstStride: dstStride,
+                                channels: channels, mode: m)
+                        }
+                        for isa in isas {
+                            PackedGEMM.current = isa
+                            let got = run { dst, m in
+                                Winograd.apply(
+                                    M, rows: 0..<M.rows, columns: columns, src: src, srcStride: srcStride, dst: dst, dstStride: dstStride,
+                                    channels: channels, mode: m)
+                            }
+                            XCTAssertEqual(got.map(\.bitPattern), expected.map(\.bitPattern), "\(isa) \(M.rows)x\(M.columns) \(columns) \(channels) mode \(mode)")
+                        }
+                        XCTAssertNotEqual(expected, initial)
+                    }
+                }
+            }
+        }
+    }
+
     func testSplitsAreDeterministicAndAgree() throws {
         // The same split twice gives the same bits; 1, 2 and 3 parts agree to rounding.
         let c = Case(batch: 9, time: 20, inputs: 12, outputs: 16, kernel: 5, stride: 1, dilation: 1, padding: 2)

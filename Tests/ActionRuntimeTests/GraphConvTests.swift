@@ -81,24 +81,111 @@ final class GraphConvTests: XCTestCase {
         }
     }
 
+    /// From a batch of 8 (and frozen, at any batch) the identity graph with a kernel Winograd
+    /// takes (K = 3, 5) runs on `Conv1d`'s Winograd formulation, one lane per joint: the same
+    /// values as conv1d on each joint within Winograd's rounding, its gradients against finite
+    /// differences, and several parts and chunks against one pass.
+    func testIdentityGraphOnWinogradLanesIsAConv1dPerJoint() throws {
+        for K in [3, 5] {
+            let (J, I, O, T, B) = (4, 3, 5, 9, 9)
+            let graph = try ModelFixtures.network(
+                [.graphConv(joints: J, inputs: I, outputs: O, kernel: K, adjacency: [Self.identity(J)]), .flatten],
+                input: Shape(time: T, channels: J * I), seed: 2)
+            let layer = try XCTUnwrap(graph.layers[0] as? GraphConv)
+            XCTAssertNotNil(layer.temporal)
+            let conv = try Network(
+                layers: [.conv1d(inputs: I, outputs: O, kernel: K, stride: 1, dilation: 1, padding: (K - 1) / 2), .flatten],
+                input: Shape(time: T, channels: I))
+            conv.load(parameters: UnsafeBufferPointer(start: graph.parameters, count: graph.parameterCount))
+            let x = ModelFixtures.randomInputs(count: B, values: T * J * I, seed: 4)
+            var yj: [[Float]] = []
+            for j in 0..<J {
+                var xj: [Float] = []
+                for r in 0..<(B * T) { xj += x[((r * J + j) * I)..<((r * J + j) * I + I)] }
+                yj.append(conv.predictLogits(xj, batch: B))  // batch 9: conv1d's own Winograd, lanes 1
+            }
+            func check(_ n: Int, _ name: String) {
+                let y = graph.predictLogits(Array(x[..<(n * T * J * I)]), batch: n)
+                for j in 0..<J {
+                    var mine: [Float] = []
+                    for r in 0..<(n * T) { mine += y[((r * J + j) * O)..<((r * J + j) * O + O)] }
+                    assertClose(mine, Array(yj[j][..<(n * T * O)]), absolute: 1e-5, relative: 1e-4, "K \(K) \(name) joint \(j)")
+                }
+            }
+            check(B, "training")
+            XCTAssertTrue(layer.usedTemporal)
+            graph.freeze()
+            check(B, "frozen")
+            check(1, "frozen batch 1")
+            XCTAssertTrue(layer.usedTemporal)
+            graph.thaw()
+            _ = graph.predictLogits(Array(x[..<(2 * T * J * I)]), batch: 2)
+            XCTAssertFalse(layer.usedTemporal, "a training batch under 8 stays on im2col")
+            try checkGradients(
+                layers: [.graphConv(joints: J, inputs: I, outputs: O, kernel: K, adjacency: [Self.identity(J)]), .flatten],
+                input: Shape(time: T, channels: J * I), batch: 8)
+        }
+        // Winograd's dU is summed chunk by chunk, then transformed: more rounding in between.
+        try checkChunksAndParts(
+            .graphConv(joints: 5, inputs: 2, outputs: 4, kernel: 3, adjacency: [Self.identity(5)]), batch: 9, absolute: 1e-5, relative: 1e-4)
+    }
+
     // MARK: Chunks and parts
 
     /// Chunks of 1 and 2 batch elements and splits into 2 and 3 parts give the results of one
     /// pass (dW and dbias are summed in another order, so within rounding), with and without
-    /// the input gradient, for a general graph and the identity (the GEMM writes y directly).
+    /// the input gradient, for a general graph, the identity (the GEMM writes y directly) and a
+    /// spatial layer that aggregates its inputs first (K = 1, I < O).
     func testChunksAndPartsMatchOnePass() throws {
-        for spec in [Self.spec(5, 2, 4, kernel: 3, partitions: 3), .graphConv(joints: 5, inputs: 2, outputs: 4, kernel: 3, adjacency: [Self.identity(5)])] {
+        let aggregating = Self.spec(5, 2, 4, kernel: 1, partitions: 3)
+        for spec in [
+            Self.spec(5, 2, 4, kernel: 3, partitions: 3), .graphConv(joints: 5, inputs: 2, outputs: 4, kernel: 3, adjacency: [Self.identity(5)]),
+            aggregating,
+        ] {
             try checkChunksAndParts(spec)
         }
+        XCTAssertTrue(try XCTUnwrap(ModelFixtures.network([aggregating, .flatten], input: Shape(time: 3, channels: 10), seed: 1).layers[0] as? GraphConv).aggregatesFirst)
     }
 
-    func checkChunksAndParts(_ spec: LayerSpec) throws {
-        let input = Shape(time: 3, channels: 10), B = 5
+    /// Aggregating first (K = 1, I < O) gives the values of aggregating after the GEMM (the
+    /// direct sum), and its gradients match finite differences.
+    func testAggregatingFirstMatchesTheDirectSum() throws {
+        let (J, I, O, T, B) = (5, 2, 6, 3, 2)
+        let a = Self.adjacency(partitions: 3, joints: J, seed: 7)
+        let spec = LayerSpec.graphConv(joints: J, inputs: I, outputs: O, kernel: 1, adjacency: a)
+        let net = try ModelFixtures.network([spec, .flatten], input: Shape(time: T, channels: J * I), seed: 3)
+        XCTAssertTrue(try XCTUnwrap(net.layers[0] as? GraphConv).aggregatesFirst)
+        let x = ModelFixtures.randomInputs(count: B, values: T * J * I, seed: 5)
+        let y = net.predictLogits(x, batch: B)
+        let w = Array(UnsafeBufferPointer(start: net.parameters, count: 3 * O * I)), bias = Array(UnsafeBufferPointer(start: net.parameters + 3 * O * I, count: O))
+        var expected: [Float] = []
+        for s in 0..<(B * T) {
+            for j in 0..<J {
+                for o in 0..<O {
+                    var e = Double(bias[o])
+                    for p in 0..<3 {
+                        for i in 0..<J {
+                            for c in 0..<I { e += Double(a[p][j * J + i]) * Double(w[(p * O + o) * I + c]) * Double(x[(s * J + i) * I + c]) }
+                        }
+                    }
+                    expected.append(Float(e))
+                }
+            }
+        }
+        assertClose(y, expected, absolute: 1e-5, relative: 1e-5)
+        try checkGradients(layers: [spec, .flatten], input: Shape(time: T, channels: J * I), batch: B, jitter: 0.2)
+    }
+
+    func checkChunksAndParts(_ spec: LayerSpec, batch B: Int = 5, absolute: Float = 1e-6, relative: Float = 1e-5) throws {
+        let input = Shape(time: 3, channels: 10)
         func run(chunk: Int, parts: Int, needInputGradient: Bool) throws -> [Float] {
             let net = try ModelFixtures.network([spec, .flatten], input: input, seed: 6)
             let layer = try XCTUnwrap(net.layers[0] as? GraphConv)
             XCTAssertEqual(layer.isIdentity, (spec.kind as? GraphConvKind)?.partitions == 1)
-            if chunk > 0 { layer.chunk = chunk }
+            if chunk > 0 {
+                layer.chunk = chunk
+                layer.temporal?.chunk = chunk
+            }
             layer.maxParts = parts
             XCTAssertEqual(layer.partCount(batch: B), parts)
             let x = ModelFixtures.randomInputs(count: B, values: input.count, seed: 8)
@@ -114,11 +201,11 @@ final class GraphConvTests: XCTestCase {
         }
         let reference = try run(chunk: 0, parts: 1, needInputGradient: true)
         let withoutDx = try run(chunk: 0, parts: 1, needInputGradient: false)
-        let n = 5 * 3 * 20, x = 5 * 3 * 10
+        let n = B * 3 * 20, x = B * 3 * 10
         XCTAssertEqual(withoutDx, Array(reference[..<n]) + Array(reference[(n + x)...]))
         for (chunk, parts) in [(1, 1), (2, 1), (1, 2), (2, 3)] {
             let other = try run(chunk: chunk, parts: parts, needInputGradient: true)
-            assertClose(other, reference, absolute: 1e-6, relative: 1e-5, "chunk \(chunk), parts \(parts)")
+            assertClose(other, reference, absolute: absolute, relative: relative, "chunk \(chunk), parts \(parts)")
         }
     }
 

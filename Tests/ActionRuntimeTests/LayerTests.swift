@@ -201,6 +201,26 @@ final class LayerTests: XCTestCase {
         assertClose(dx, a.map { $0 == 0 ? 0 : 1 / (1 - p) }, absolute: 0, relative: 1e-6, "dx = mask ⊙ dy")
     }
 
+    /// A large activation's mask is drawn in parts on the threads, each part's generator
+    /// started where the sequential stream would be: every value i is dropped iff the i-th draw
+    /// of the sequence is < p, with 1 and 2 threads, and the stream ends where n draws leave it.
+    func testDropoutMaskInPartsIsTheSequentialStream() throws {
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        let p: Float = 0.3, n = 3 * Dropout.minimumPerPart + 5
+        let layer = Dropout(rate: p, shape: Shape(time: 1, channels: n))
+        let x = [Float](repeating: 1, count: n)
+        var g = SeededGenerator(seed: 77)
+        let expected = (0..<n).map { _ in g.nextUnitFloat() < p ? Float(0) : 1 / (1 - p) }
+        for threads in [1, 2] {
+            BLAS.threads = threads
+            var mode = ForwardMode.training(seed: 77)
+            let y = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: 1, mode: &mode), count: n)) }
+            XCTAssertEqual(y, expected, "\(threads) threads")
+            XCTAssertEqual(mode.random.state, g.state, "\(threads) threads: the stream after n draws")
+        }
+    }
+
     func testDropoutRateZeroIsTheIdentityInTraining() throws {
         let net = try build([.dropout(rate: 0), .flatten], 5, 2)
         let x = (0..<40).map { Float($0) }
@@ -247,6 +267,81 @@ final class LayerTests: XCTestCase {
                 }
             }
             assertClose(net.predictLogits(x, batch: batch), expected, absolute: 1e-5, relative: 1e-5, "\(batch)x\(time)x\(inputs)->\(outputs)")
+        }
+    }
+}
+
+/// `layerNorm`'s rows 8 at a time and its threads against the plain row-by-row loops of its
+/// definition (the code before the rows went into SIMD lanes): the same bits, forward and
+/// backward, for row counts around 8 and 1 or 2 threads.
+final class LayerNormTests: XCTestCase {
+
+    /// The per-row loops: sums in channel order, one row at a time; dγ, dβ summed in row order.
+    static func reference(x: [Float], dy: [Float], gamma: [Float], beta: [Float], rows R: Int, epsilon: Float)
+        -> (y: [Float], dx: [Float], dGamma: [Float], dBeta: [Float])
+    {
+        let C = gamma.count, invC = 1 / Float(C)
+        var y = [Float](repeating: 0, count: R * C), dx = y, mean = [Float](repeating: 0, count: R), rstd = mean
+        var dGamma = [Float](repeating: 0, count: C), dBeta = dGamma
+        for r in 0..<R {
+            var s: Float = 0
+            for c in 0..<C { s += x[r * C + c] }
+            let m = s * invC
+            var v: Float = 0
+            for c in 0..<C {
+                let d = x[r * C + c] - m
+                v += d * d
+            }
+            let inv = 1 / (v * invC + epsilon).squareRoot()
+            for c in 0..<C { y[r * C + c] = (x[r * C + c] - m) * inv * gamma[c] + beta[c] }
+            (mean[r], rstd[r]) = (m, inv)
+        }
+        for r in 0..<R {
+            for c in 0..<C {
+                dBeta[c] += dy[r * C + c]
+                dGamma[c] += dy[r * C + c] * (x[r * C + c] - mean[r]) * rstd[r]
+            }
+        }
+        for r in 0..<R {
+            let m = mean[r], inv = rstd[r]
+            var sumG: Float = 0, sumGX: Float = 0
+            for c in 0..<C {
+                let gc = gamma[c] * dy[r * C + c]
+                sumG += gc
+                sumGX += gc * (x[r * C + c] - m) * inv
+            }
+            let meanG = sumG * invC, meanGX = sumGX * invC
+            for c in 0..<C {
+                let xhat = (x[r * C + c] - m) * inv
+                dx[r * C + c] = inv * (gamma[c] * dy[r * C + c] - meanG - xhat * meanGX)
+            }
+        }
+        return (y, dx, dGamma, dBeta)
+    }
+
+    func testRowsInLanesAndThreadsGiveTheBitsOfThePlainLoops() throws {
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        var g = SeededGenerator(seed: 21)
+        for (rows, C) in [(1, 5), (7, 33), (8, 64), (9, 16), (23, 512), (300, 64)] {
+            for threads in [1, 2] {
+                BLAS.threads = threads
+                let net = try Network(layers: [.layerNorm(channels: C, epsilon: 1e-5), .flatten], input: Shape(time: rows, channels: C))
+                for i in 0..<(2 * C) { net.parameters[i] = g.nextSymmetric(2) }
+                let x = (0..<(rows * C)).map { _ in g.nextSymmetric(3) + 1 }, dy = (0..<(rows * C)).map { _ in g.nextSymmetric(1) }
+                let gamma = Array(UnsafeBufferPointer(start: net.parameters, count: C))
+                let beta = Array(UnsafeBufferPointer(start: net.parameters + C, count: C))
+                let want = Self.reference(x: x, dy: dy, gamma: gamma, beta: beta, rows: rows, epsilon: 1e-5)
+                net.zeroGradients()
+                var mode = ForwardMode.training(seed: 1)
+                let y = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: net.forward($0.baseAddress!, batch: 1, mode: &mode), count: rows * C)) }
+                let dx = dy.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: net.backward($0.baseAddress!, batch: 1, needInputGradient: true)!, count: rows * C)) }
+                let name = "\(rows) rows x \(C), \(threads) threads"
+                XCTAssertEqual(y.map(\.bitPattern), want.y.map(\.bitPattern), name)
+                XCTAssertEqual(dx.map(\.bitPattern), want.dx.map(\.bitPattern), name)
+                XCTAssertEqual(Array(UnsafeBufferPointer(start: net.gradients, count: C)).map(\.bitPattern), want.dGamma.map(\.bitPattern), name)
+                XCTAssertEqual(Array(UnsafeBufferPointer(start: net.gradients + C, count: C)).map(\.bitPattern), want.dBeta.map(\.bitPattern), name)
+            }
         }
     }
 }

@@ -76,6 +76,34 @@ final class PackedGEMMTests: XCTestCase {
         }
     }
 
+    /// Long sums and many rows run in blocks (256 steps of the sum, 96 rows); every output is
+    /// still one chain of fused multiply-adds `bias + a₀b₀ + a₁b₁ + ...` in order, so AVX2 and
+    /// AVX-512 give exactly the bits of that chain computed one value at a time, on shapes that
+    /// cross the block boundaries (k = 255-257, 600 and 2565, rows 95-97 and 200), partial panels
+    /// and rows that overlap.
+    func testBlockedSumsAreOneFusedChainPerOutput() {
+        var g = SeededGenerator(seed: 8)
+        let shapes: [(m: Int, n: Int, k: Int, lda: Int)] = [
+            (97, 20, 257, 257), (96, 33, 256, 256), (95, 16, 255, 255), (200, 40, 600, 7), (13, 50, 2565, 2565), (1, 17, 300, 300),
+        ]
+        for isa in Self.available where isa != .portable {
+            PackedGEMM.current = isa
+            for s in shapes {
+                let a = (0..<((s.m - 1) * s.lda + s.k)).map { _ in g.nextSymmetric(1) }
+                let bt = (0..<(s.n * s.k)).map { _ in g.nextSymmetric(1) }
+                let bias = (0..<s.n).map { _ in g.nextSymmetric(1) }
+                let c = run(m: s.m, n: s.n, k: s.k, a: a, lda: s.lda, bt: bt, bias: bias)
+                for i in 0..<s.m {
+                    for j in 0..<s.n {
+                        var e = bias[j]  // e + a·b rounded once: a fused multiply-add
+                        for r in 0..<s.k { e = e.addingProduct(a[i * s.lda + r], bt[j * s.k + r]) }
+                        XCTAssertEqual(c[i * (s.n + 1) + j].bitPattern, e.bitPattern, "\(isa) \(s) (\(i), \(j))")
+                    }
+                }
+            }
+        }
+    }
+
     func testPanelRangesWriteOnlyTheirColumns() {
         // n = 50: panels 0-15, 16-31, 32-47, 48-49. Panels 1..<3 write columns 16..<48 only,
         // and the union of disjoint ranges equals the whole product, bit for bit.

@@ -4,7 +4,7 @@
 
     bench_inference.py --framework torch --model mlp|conv --threads N
     bench_inference.py --framework onnxruntime --model mlp|conv --threads N --onnx FILE
-    bench_inference.py --summarize RESULTS.jsonl
+    bench_inference.py --summarize RESULTS.jsonl     # the table that ends scripts/bench-inference
 
 Latency: batch 1, median of 2,000 calls after 100 warm-up calls, cycling through 2,000 random
 windows. Throughput: 1024 / median of 20 batch-1024 calls after 3 warm-up calls. Prints one
@@ -32,37 +32,54 @@ def cpu_sample():
 
 
 def summarize(path):
+    """One table: per model, thread count and instruction-set family, the medians (lo-hi over
+    the runs) of batch-1 latency and batch-1024 throughput for the runtime, PyTorch and
+    onnxruntime, the runtime's ratios to both (ratio of the medians), its load times and the
+    foreign load of the runs in the row."""
     rows = [json.loads(line) for line in open(path) if line.startswith("{")]
-    order = ["portable", "AVX2+FMA", "AVX-512"]  # the runtime's own kernels (CKernels)
-    best = max((order.index(r["kernel"]) for r in rows if r.get("kernel") in order), default=0)
-    for r in rows:  # the runtime on another OpenBLAS kernel than the environment's Haswell, or own kernels held back
-        if r["framework"] != "actiontrain":
-            continue
-        tags = [r["blas_core"]] if r.get("blas_core", "Haswell") != "Haswell" else []
-        if r.get("kernel") in order and order.index(r["kernel"]) < best:
-            tags.append(r["kernel"].split("+")[0] + " kernels")
-        if tags:
-            r["framework"] = "actiontrain " + ", ".join(tags)
-    print("median over runs (runs interleaved); ratios are actiontrain / other, lower latency is better\n")
-    print(f"{'model':28}{'thr':>4}  {'b1 µs: ours':>15}{'torch':>9}{'onnxrt':>9}{'vs torch':>10}{'vs ort':>8}"
-          f"  {'b1024 windows/s: actiontrain':>29}{'torch':>10}{'onnxrt':>10}"
-          f"  {'load µs (reused, fresh pages, new process): copying':>52}{'mapped':>22}  foreign load")
-    ours = sorted({r["framework"] for r in rows if r["framework"].startswith("actiontrain")}, key=len)
+    families = [f for f in ("avx2", "avx512") if any(r.get("family") == f for r in rows)]
+    reps = max((sum(1 for r in rows if r["framework"] == "actiontrain" and r.get("family") == f and r["model"] == "mlp"
+                    and r["threads"] == 1) for f in families), default=0)
+
+    def sel(fw, model, threads, family):
+        return [r for r in rows if r["framework"] == fw and r["model"] == model and r["threads"] == threads
+                and (fw == "onnxruntime" or r.get("family") == family)]
+
+    def med(rs, key):
+        v = [r[key] for r in rs if key in r]
+        return (statistics.median(v), min(v), max(v)) if v else None
+
+    def cell(s, digits):
+        return "–" if s is None else f"{s[0]:,.{digits}f} ({s[1]:,.{digits}f}–{s[2]:,.{digits}f})"
+
+    def ratio(a, b):
+        return "–" if a is None or b is None else f"**{a[0] / b[0]:.2f}**"
+
+    ours = next((r for r in rows if r["framework"] == "actiontrain"), {})
+    ort = next((r for r in rows if r["framework"] == "onnxruntime"), {})
+    torch = next((r for r in rows if r["framework"] == "torch"), {})
+    loads = [r.get("foreign_load", 0) for r in rows]
+    print(f"\nInference, {reps} runs interleaved; median (lo–hi) over the runs. actiontrain {ours.get('kernel', '?')} kernels "
+          f"(avx2 rows: held to AVX2, OpenBLAS Haswell), PyTorch {torch.get('version', '?')} (avx2 rows: "
+          f"ATEN_CPU_CAPABILITY=avx2, MKL and oneDNN held to AVX2), onnxruntime {ort.get('version', '?')} "
+          "(its own choice of instruction set in every row: it has no switch). Ratios: actiontrain / other "
+          "(latency: lower is better; throughput: higher is better). "
+          f"Foreign load over all {len(rows)} runs: median {statistics.median(loads or [0]):.2f}, max {max(loads or [0]):.2f}.")
+    print("| model | threads | ISA | b1 µs actiontrain | torch | onnxruntime | vs torch | vs ort | b1024 windows/s actiontrain "
+          "| torch | onnxruntime | vs torch | vs ort | load µs mapped: reused, new process | foreign load max |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model in ["mlp", "conv"]:
         for threads in sorted({r["threads"] for r in rows}):
-            sel = lambda fw: [r for r in rows if r["framework"] == fw and r["model"] == model and r["threads"] == threads]
-            med = lambda fw, k: statistics.median([r[k] for r in sel(fw)]) if sel(fw) else float("nan")
-            foreign = max((r.get("foreign_load", 0) for r in rows if r["model"] == model and r["threads"] == threads), default=0)
-            for a in ours:
-                lat = {fw: med(fw, "latency_us_median") for fw in [a, "torch", "onnxruntime"]}
-                thr = {fw: med(fw, "infer_batch_windows_per_s") for fw in [a, "torch", "onnxruntime"]}
-                name = model + ("" if a == "actiontrain" else " (" + a.split(" ", 1)[1] + ")")
-                print(f"{name:28}{threads:>4}  {lat[a]:>15.1f}{lat['torch']:>9.1f}{lat['onnxruntime']:>9.1f}"
-                      f"{lat[a] / lat['torch']:>10.2f}{lat[a] / lat['onnxruntime']:>8.2f}"
-                      f"  {thr[a]:>29.0f}{thr['torch']:>10.0f}{thr['onnxruntime']:>10.0f}"
-                      f"  {med(a, 'load_reused_us'):>36.0f} {med(a, 'load_fresh_us'):>7.0f} {med(a, 'load_new_process_us'):>7.0f}"
-                      f"  {med(a, 'load_mmap_reused_us'):>7.0f} {med(a, 'load_mmap_fresh_us'):>6.0f} {med(a, 'load_mmap_new_process_us'):>7.0f}"
-                      f"  max {100 * foreign:.0f}%")
+            for f in families:
+                a, t, o = sel("actiontrain", model, threads, f), sel("torch", model, threads, f), sel("onnxruntime", model, threads, f)
+                la, lt, lo = (med(x, "latency_us_median") for x in (a, t, o))
+                ta, tt, to = (med(x, "infer_batch_windows_per_s") for x in (a, t, o))
+                foreign = max((r.get("foreign_load", 0) for r in a + t + o), default=0)
+                reused, fresh = med(a, "load_mmap_reused_us"), med(a, "load_mmap_new_process_us")
+                load = "–" if reused is None or fresh is None else f"{reused[0]:.0f}, {fresh[0]:.0f}"
+                print(f"| {model} | {threads} | {'AVX2' if f == 'avx2' else 'AVX-512'} | {cell(la, 1)} | {cell(lt, 1)} | {cell(lo, 1)} "
+                      f"| {ratio(la, lt)} | {ratio(la, lo)} | {cell(ta, 0)} | {cell(tt, 0)} | {cell(to, 0)} | {ratio(ta, tt)} "
+                      f"| {ratio(ta, to)} | {load} | {100 * foreign:.0f}% |")
 
 
 def wait_quiet(limit):
@@ -122,6 +139,7 @@ if args.framework == "torch":
         with torch.inference_mode():
             return model(x)
     out["version"] = torch.__version__
+    out["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
 else:
     import onnxruntime as ort
     so = ort.SessionOptions()

@@ -40,15 +40,22 @@ import PoseCore
 /// they are still in cache when the next step reads them; backward rebuilds the columns (V)
 /// of every chunk but the last, which forward left in the buffer. For the reference convnet
 /// at batch 64 each part is one chunk. The chunking depends only on the shapes.
+///
+/// Lanes (`lanes` = L > 1, only as `GraphConv`'s per-joint temporal convolution): each window
+/// holds L independent sequences side by side, `x [B, T, L·I]` with lane l's step t at channels
+/// `l·I ..< (l + 1)·I`, convolved with the same weights into `y [B, To, L·O]`; only the Winograd
+/// formulations take lanes (`formulation(batch:)` says which batches; the caller keeps the rest).
 final class Conv1d: Layer {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
+    /// Sequences per window, sharing the weights (1 for a network's conv1d layer).
+    let lanes: Int
     var kind: Conv1dKind {
         Conv1dKind(inputs: inputs, outputs: outputs, kernel: kernel, stride: stride, dilation: dilation, padding: padding)
     }
     var spec: LayerSpec { LayerSpec(kind) }
-    var inputShape: Shape { Shape(time: inputTime, channels: inputs) }
-    var outputShape: Shape { Shape(time: outputTime, channels: outputs) }
+    var inputShape: Shape { Shape(time: inputTime, channels: lanes * inputs) }
+    var outputShape: Shape { Shape(time: outputTime, channels: lanes * outputs) }
     var parameterShapes: [ParameterShape] { kind.parameters }
     var isPointwise: Bool { kernel == 1 && stride == 1 && padding == 0 }
 
@@ -91,7 +98,8 @@ final class Conv1d: Layer {
         var lastChunk = -1  // first batch element of the chunk whose columns (V) are in cols
     }
 
-    init(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int, inputTime: Int) {
+    init(inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int, inputTime: Int, lanes: Int = 1) {
+        self.lanes = lanes
         self.inputs = inputs
         self.outputs = outputs
         self.kernel = kernel
@@ -105,7 +113,7 @@ final class Conv1d: Layer {
             let w = Winograd(m: m, r: kernel)
             winograd = w
             // M, the largest buffer, within 2^19 floats (2 MB) per chunk.
-            chunk = max(1, (1 << 19) / ((To + m - 1) / m * w.alpha * max(inputs, outputs)))
+            chunk = max(1, (1 << 19) / (lanes * (To + m - 1) / m * w.alpha * max(inputs, outputs)))
         } else {
             // The im2col matrix within 2^20 floats (4 MB) per chunk.
             chunk = max(1, (1 << 20) / (To * kernel * inputs))
@@ -148,7 +156,7 @@ final class Conv1d: Layer {
 
     /// Parts for a batch: one per thread, each at least `minimumPartWork` of forward GEMM.
     func partCount(batch: Int) -> Int {
-        let work = batch * outputTime * kernel * inputs * outputs
+        let work = batch * lanes * outputTime * kernel * inputs * outputs
         return max(1, min(maxParts ?? BLAS.threads, batch, work / Conv1d.minimumPartWork))
     }
 
@@ -164,6 +172,7 @@ final class Conv1d: Layer {
     /// whether the layer is frozen.
     func formulation(batch: Int) -> Formulation {
         if frozen && winograd != nil { return .frozenWinograd }
+        if lanes > 1 { return winograd != nil && batch >= winogradMinimumBatch ? .winograd : .im2col }  // im2col: not with lanes
         if frozen { return dilation == 1 ? .packed : .frozenIm2col }
         if winograd != nil && batch >= winogradMinimumBatch { return .winograd }
         return .im2col
@@ -171,10 +180,11 @@ final class Conv1d: Layer {
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         self.x = x
-        y.reserve(batch * outputTime * outputs)
+        y.reserve(batch * outputTime * lanes * outputs)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
         let f = formulation(batch: batch)
+        precondition(lanes == 1 || f == .winograd || f == .frozenWinograd, "Conv1d lanes need a Winograd formulation")
         lastFormulation = f
         switch f {
         case .frozenWinograd: forwardPackedWinograd(x, batch: batch, winograd!)
@@ -190,7 +200,7 @@ final class Conv1d: Layer {
         guard let x else { preconditionFailure("Conv1d.backward before forward") }
         precondition(!frozen, "Conv1d.backward on a frozen layer (its forward kept nothing for backward)")
         guard batch > 0 else { return needInputGradient ? UnsafePointer(dx.pointer) : nil }
-        if needInputGradient { dx.reserve(batch * inputTime * inputs) }
+        if needInputGradient { dx.reserve(batch * inputTime * lanes * inputs) }
         switch lastFormulation {
         case .winograd: backwardWinograd(x, dy, batch: batch, needInputGradient: needInputGradient, winograd!)
         case .im2col: backwardIm2col(x, dy, batch: batch, needInputGradient: needInputGradient)

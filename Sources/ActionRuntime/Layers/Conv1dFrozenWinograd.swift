@@ -19,10 +19,11 @@ extension Conv1d {
     /// in chunks whose V and M stay within about 1 MB: no barrier between the steps, and every
     /// output computed by one part with the same sums, whatever the split or the batch.
     func forwardPackedWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
-        let T = inputTime, I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let T = inputTime, I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w), L = lanes
         let per = PackedGEMM.packedCount(n: O, k: I)  // a multiple of 16: each U[ξ] stays 64-byte aligned
         prepareFrozen()
-        let total = batch * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
+        // Tiles g = (b·L + l)·NT + j of all windows and lanes.
+        let total = batch * L * NT, chunk = packedChunk ?? max(1, (1 << 17) / (a * max(I, O)))
         let parts = max(1, min(total, maxParts ?? PackedGEMM.threads(forWork: total * a * I * O)))
         while workspaces.count < parts { workspaces.append(Workspace()) }
         let pu = UnsafePointer(packedU!.pointer), out = y.pointer, bias = UnsafePointer(self.bias!), P = padding
@@ -38,14 +39,15 @@ extension Conv1d {
                         let c1 = min(c0 + chunk, g1)
                         // V[g, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :], steps outside [0, T) being zeros.
                         for g in c0..<c1 {
-                            let b = g / NT, s0 = (g % NT) * m - P, qlo = max(0, -s0), qhi = min(a, T - s0)
+                            let bl = g / NT, s0 = (g % NT) * m - P, qlo = max(0, -s0), qhi = min(a, T - s0)
                             let v = V + (g - c0) * a * I
                             if qlo >= qhi {
                                 v.update(repeating: 0, count: a * I)
                             } else {
                                 PackedGEMM.transform(
-                                    rows: a, cols: qhi - qlo, m: bt.baseAddress! + qlo, ldm: a, src: x + (b * T + s0 + qlo) * I,
-                                    srcStride: I, start: nil, dst: v, dstStride: I, channels: I)
+                                    rows: a, cols: qhi - qlo, m: bt.baseAddress! + qlo, ldm: a,
+                                    src: x + ((bl / L * T + s0 + qlo) * L + bl % L) * I, srcStride: L * I, start: nil, dst: v,
+                                    dstStride: I, channels: I)
                             }
                         }
                         for xi in 0..<a {
@@ -55,10 +57,10 @@ extension Conv1d {
                         }
                         // y[b, j·m + p, :] = bias + Σ_ξ Aᵀ[p, ξ]·M[g, ξ, :]
                         for g in c0..<c1 {
-                            let t0 = (g % NT) * m
+                            let bl = g / NT, t0 = (g % NT) * m
                             PackedGEMM.transform(
                                 rows: min(m, To - t0), cols: a, m: at.baseAddress!, ldm: a, src: M + (g - c0) * a * O, srcStride: O,
-                                start: bias, dst: out + ((g / NT) * To + t0) * O, dstStride: O, channels: O)
+                                start: bias, dst: out + ((bl / L * To + t0) * L + bl % L) * O, dstStride: L * O, channels: O)
                         }
                     }
                 }

@@ -13,19 +13,22 @@
 /// window and channel pair instead of 225: 0.43 of im2col's multiply-adds, with float32
 /// results within about 2× the rounding error of the direct sum. The weight transform costs
 /// α·K·O·I multiply-adds per forward, which small batches (batch-1 inference) do not repay.
+/// With lanes (L > 1) every window holds L sequences: the tiles of window b are lane-major
+/// (tile (b, l, j) is row `(b·L + l)·NT + j`), lane l's time step t is at channel offset
+/// `(t·L + l)·C` of its window, and everything else is as above.
 extension Conv1d {
-    /// Tiles per window.
+    /// Tiles per sequence (per window and lane).
     func tiles(_ w: Winograd) -> Int { (outputTime + w.m - 1) / w.m }
 
     func forwardWinograd(_ x: UnsafePointer<Float>, batch: Int, _ w: Winograd) {
-        let I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let I = inputs, O = outputs, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w), L = lanes
         let parts = self.parts, out = y.pointer, bias = self.bias!
         let u = transformWeights(w, parts: parts)
         BLAS.parallel(parts) { p in
             let (lo, hi) = range(p, of: parts, batch: batch), ws = workspaces[p]
             let n0 = min(hi - lo, chunk)
-            ws.cols.reserve(n0 * NT * a * I)
-            ws.products.reserve(n0 * NT * a * O)
+            ws.cols.reserve(n0 * L * NT * a * I)
+            ws.products.reserve(n0 * L * NT * a * O)
             let V = ws.cols.pointer, M = ws.products.pointer
             for b0 in Swift.stride(from: lo, to: hi, by: chunk) {
                 let n = min(chunk, hi - b0)
@@ -33,16 +36,18 @@ extension Conv1d {
                 // M[:, ξ, :] = V[:, ξ, :] · U[ξ]ᵀ
                 for xi in 0..<a {
                     BLAS.gemm(
-                        transposeB: true, m: n * NT, n: O, k: I, a: V + xi * I, lda: a * I, b: u + xi * O * I, ldb: I,
+                        transposeB: true, m: n * L * NT, n: O, k: I, a: V + xi * I, lda: a * I, b: u + xi * O * I, ldb: I,
                         c: M + xi * O, ldc: a * O)
                 }
                 // y[b, j·m + p, :] = bias + Σ_ξ Aᵀ[p, ξ]·M[tile, ξ, :]
                 for b in 0..<n {
-                    for j in 0..<NT {
-                        let t0 = j * m, tile = b * NT + j
-                        Winograd.apply(
-                            w.AT, rows: 0..<min(m, To - t0), columns: 0..<a, src: M + tile * a * O, srcStride: O,
-                            dst: out + ((b0 + b) * To + t0) * O, dstStride: O, channels: O, mode: .start(bias))
+                    for l in 0..<L {
+                        for j in 0..<NT {
+                            let t0 = j * m, tile = (b * L + l) * NT + j
+                            Winograd.apply(
+                                w.AT, rows: 0..<min(m, To - t0), columns: 0..<a, src: M + tile * a * O, srcStride: O,
+                                dst: out + (((b0 + b) * To + t0) * L + l) * O, dstStride: L * O, channels: O, mode: .start(bias))
+                        }
                     }
                 }
             }
@@ -68,18 +73,20 @@ extension Conv1d {
     /// `V[tile, ξ, :] = Σ_q Bᵀ[ξ, q]·x[b, j·m − P + q, :]` for the tiles of batch elements
     /// `b0 ..< b0 + count` (tile = (b − b0)·NT + j), input steps outside `[0, T)` being zeros.
     func transformInput(_ x: UnsafePointer<Float>, from b0: Int, count: Int, into V: UnsafeMutablePointer<Float>, _ w: Winograd) {
-        let T = inputTime, I = inputs, a = w.alpha, m = w.m, NT = tiles(w)
+        let T = inputTime, I = inputs, a = w.alpha, m = w.m, NT = tiles(w), L = lanes
         for b in 0..<count {
-            let xb = x + (b0 + b) * T * I
-            for j in 0..<NT {
-                let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
-                let dst = V + (b * NT + j) * a * I
-                if qlo >= qhi {
-                    dst.update(repeating: 0, count: a * I)
-                } else {
-                    Winograd.apply(
-                        w.BT, rows: 0..<a, columns: qlo..<qhi, src: xb + (s0 + qlo) * I, srcStride: I, dst: dst, dstStride: I,
-                        channels: I, mode: .assign)
+            for l in 0..<L {
+                let xb = x + (b0 + b) * T * L * I + l * I
+                for j in 0..<NT {
+                    let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
+                    let dst = V + ((b * L + l) * NT + j) * a * I
+                    if qlo >= qhi {
+                        dst.update(repeating: 0, count: a * I)
+                    } else {
+                        Winograd.apply(
+                            w.BT, rows: 0..<a, columns: qlo..<qhi, src: xb + (s0 + qlo) * L * I, srcStride: L * I, dst: dst,
+                            dstStride: I, channels: I, mode: .assign)
+                    }
                 }
             }
         }
@@ -88,13 +95,13 @@ extension Conv1d {
     func backwardWinograd(
         _ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool, _ w: Winograd
     ) {
-        let T = inputTime, I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w)
+        let T = inputTime, I = inputs, O = outputs, K = kernel, To = outputTime, a = w.alpha, m = w.m, NT = tiles(w), L = lanes
         let parts = self.parts, dxp = dx.pointer, u = U.pointer
         BLAS.parallel(parts) { p in
             let (lo, hi) = range(p, of: parts, batch: batch), ws = workspaces[p]
             guard hi > lo else { return }
             let n0 = min(hi - lo, chunk)
-            if needInputGradient { ws.dcols.reserve(n0 * NT * a * I) }
+            if needInputGradient { ws.dcols.reserve(n0 * L * NT * a * I) }
             let (dU, db) = gradientTargets(p, ws, count: a * O * I, allPrivate: true)
             let V = ws.cols.pointer, dM = ws.products.pointer, dV = ws.dcols.pointer
             var first = true
@@ -105,18 +112,20 @@ extension Conv1d {
                 ws.lastChunk = -1
                 // dM[tile, ξ, :] = Σ_p A[ξ, p]·dy[b, j·m + p, :]
                 for b in 0..<n {
-                    for j in 0..<NT {
-                        let t0 = j * m, tile = b * NT + j
-                        Winograd.apply(
-                            w.A, rows: 0..<a, columns: 0..<min(m, To - t0), src: dy + ((b0 + b) * To + t0) * O, srcStride: O,
-                            dst: dM + tile * a * O, dstStride: O, channels: O, mode: .assign)
+                    for l in 0..<L {
+                        for j in 0..<NT {
+                            let t0 = j * m, tile = (b * L + l) * NT + j
+                            Winograd.apply(
+                                w.A, rows: 0..<a, columns: 0..<min(m, To - t0), src: dy + (((b0 + b) * To + t0) * L + l) * O,
+                                srcStride: L * O, dst: dM + tile * a * O, dstStride: O, channels: O, mode: .assign)
+                        }
                     }
                 }
-                LayerGradients.addColumnSums(dy + b0 * To * O, count: n * To, width: O, into: db)
+                LayerGradients.addColumnSums(dy + b0 * To * L * O, count: n * To * L, width: O, into: db)
                 // dU[ξ] (+)= dM[:, ξ, :]ᵀ · V[:, ξ, :]
                 for xi in 0..<a {
                     BLAS.gemm(
-                        transposeA: true, m: O, n: I, k: n * NT, a: dM + xi * O, lda: a * O, b: V + xi * I, ldb: a * I,
+                        transposeA: true, m: O, n: I, k: n * L * NT, a: dM + xi * O, lda: a * O, b: V + xi * I, ldb: a * I,
                         beta: first ? 0 : 1, c: dU + xi * O * I, ldc: I)
                 }
                 first = false
@@ -124,17 +133,20 @@ extension Conv1d {
                 // dV[:, ξ, :] = dM[:, ξ, :] · U[ξ], then dx[b, j·m − P + q, :] += Σ_ξ B[q, ξ]·dV[tile, ξ, :]
                 for xi in 0..<a {
                     BLAS.gemm(
-                        m: n * NT, n: I, k: O, a: dM + xi * O, lda: a * O, b: u + xi * O * I, ldb: I, c: dV + xi * I, ldc: a * I)
+                        m: n * L * NT, n: I, k: O, a: dM + xi * O, lda: a * O, b: u + xi * O * I, ldb: I, c: dV + xi * I,
+                        ldc: a * I)
                 }
                 for b in 0..<n {
-                    let dxb = dxp + (b0 + b) * T * I
-                    dxb.update(repeating: 0, count: T * I)
-                    for j in 0..<NT {
-                        let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
-                        guard qlo < qhi else { continue }
-                        Winograd.apply(
-                            w.B, rows: qlo..<qhi, columns: 0..<a, src: dV + (b * NT + j) * a * I, srcStride: I,
-                            dst: dxb + (s0 + qlo) * I, dstStride: I, channels: I, mode: .accumulate)
+                    let dxb = dxp + (b0 + b) * T * L * I
+                    dxb.update(repeating: 0, count: T * L * I)
+                    for l in 0..<L {
+                        for j in 0..<NT {
+                            let s0 = j * m - padding, qlo = max(0, -s0), qhi = min(a, T - s0)
+                            guard qlo < qhi else { continue }
+                            Winograd.apply(
+                                w.B, rows: qlo..<qhi, columns: 0..<a, src: dV + ((b * L + l) * NT + j) * a * I, srcStride: I,
+                                dst: dxb + ((s0 + qlo) * L + l) * I, dstStride: L * I, channels: I, mode: .accumulate)
+                        }
                     }
                 }
             }

@@ -5,7 +5,8 @@ import PoseCore
 ///
 /// Shapes: N = B·T·C values. The mask is drawn from `mode.random` in index order, one
 /// `nextUnitFloat()` per value (`u < p` drops), so it is the same for the same seed
-/// whatever the thread count.
+/// whatever the thread count. (Large activations split over `BLAS.threads`: SplitMix64's state
+/// before value i is the start plus i steps, so each part starts its own generator there.)
 /// Forward `y = m ⊙ x`, backward `dx = m ⊙ dy`, with `m ∈ {0, 1/(1 − p)}`.
 final class Dropout: Layer {
     let rate: Float
@@ -17,6 +18,8 @@ final class Dropout: Layer {
     /// Whether the last forward applied a mask (training with p > 0); if not, backward is
     /// the identity too.
     private var masked = false
+    /// Below this many values per part a second thread costs more than it saves.
+    static let minimumPerPart = 1 << 15
 
     init(rate: Float, shape: Shape) {
         self.rate = rate
@@ -29,9 +32,16 @@ final class Dropout: Layer {
         let n = batch * shape.count
         mask.reserve(n)
         y.reserve(n)
-        let m = mask.pointer, out = y.pointer, p = rate, scale = 1 / (1 - rate)
-        for i in 0..<n { m[i] = mode.random.nextUnitFloat() < p ? 0 : scale }
-        for i in 0..<n { out[i] = x[i] * m[i] }
+        let m = mask.pointer, out = y.pointer, p = rate, scale = 1 / (1 - rate), start = mode.random.state
+        BLAS.parallelRanges(n, minimum: Dropout.minimumPerPart) { r in
+            var g = SeededGenerator(seed: start &+ UInt64(r.lowerBound) &* SeededGenerator.increment)
+            for i in r {
+                let k = g.nextUnitFloat() < p ? 0 : scale
+                m[i] = k
+                out[i] = x[i] * k
+            }
+        }
+        mode.random.state = start &+ UInt64(n) &* SeededGenerator.increment  // as n draws leave it
         return UnsafePointer(out)
     }
 
@@ -41,7 +51,9 @@ final class Dropout: Layer {
         let n = batch * shape.count
         dx.reserve(n)
         let m = mask.pointer, g = dx.pointer
-        for i in 0..<n { g[i] = dy[i] * m[i] }
+        BLAS.parallelRanges(n, minimum: Dropout.minimumPerPart) { r in
+            for i in r { g[i] = dy[i] * m[i] }
+        }
         return UnsafePointer(g)
     }
 }

@@ -20,8 +20,18 @@ import PoseCore
 ///   `y[b, t, j, :] = bias + Σ_{(p, i): A[p, j, i] ≠ 0} A[p, j, i] · Z[(b, t, i), p·O ..< (p + 1)·O]`.
 /// Backward: `dZ[(b, t, i), p, :] = Σ_j A[p, j, i] · dy[b, t, j, :]`, `dW[PO, KI] += dZᵀ · cols`,
 /// `dbias[o] += Σ_r dy[r, o]`, `dcols = dZ · W`, then col2im scatter-adds `dcols` onto `dx`.
+/// A spatial layer whose inputs are fewer than its outputs (K = 1, I < O: ST-GCN's first layer
+/// on a few coordinates per joint) aggregates first, on the narrower rows (`aggregatesFirst`):
+/// `X'[(b, t, j), p·I + c] = Σ_i A[p, j, i] · x[b, t, i, c]`, then
+/// `y = bias + Σ_p X'[:, p·I ..< (p + 1)·I] · W[p]ᵀ` (P GEMMs into y), so that the `[R, P·O]`
+/// products are never written; backward `dW[p] += dyᵀ · X'_p`, `dX'_p = dy · W[p]` and
+/// `dx[b, t, i, c] = Σ_j A[p, j, i] · dX'[(b, t, j), p·I + c]`.
 /// With P = 1 and A = identity (ST-GCN's temporal layer) Z is y without the bias: the GEMM
-/// writes y directly and dZ is dy.
+/// writes y directly and dZ is dy. When that layer's kernel has a Winograd transform (2 ≤ K ≤ 7)
+/// it is `Conv1d`'s Winograd formulation instead, with one lane per joint (`temporal`, bound to
+/// the same weight and bias, whose layouts `[1, O, K, I]` and `[O]` are conv1d's): for a
+/// training batch of at least 8 and for a frozen layer, the same batches as `Conv1d` (for K = 5,
+/// 0.43 of im2col's multiply-adds; the results within about 2x im2col's rounding error).
 ///
 /// Threads: as `Conv1d`'s im2col, the batch is split into up to `BLAS.threads` contiguous parts
 /// (`BLAS.parallel`), each with its own buffers, one-thread GEMMs and private dW/dbias (part 0
@@ -49,9 +59,19 @@ final class GraphConv: Layer {
     }
     /// A's nonzeros, by target joint (then partition, then source joint).
     let edges: [Edge]
+    /// The same nonzeros for aggregating inputs: `target` = `j·P·I + p·I` (joint j's partition-p
+    /// block in X' rows), `source` = `i·I` (joint i in x rows).
+    let inputEdges: [Edge]
+    /// K = 1, not the identity, and fewer inputs than outputs: aggregate x before the GEMM.
+    let aggregatesFirst: Bool
     /// P = 1 and A = identity (a per-joint temporal convolution): Z is y without the bias, so
     /// the GEMM writes y directly (bias pre-filled) and dZ is dy.
     let isIdentity: Bool
+    /// The per-joint temporal convolution on Conv1d's Winograd formulations (P = 1, identity,
+    /// a kernel with a transform); nil otherwise.
+    let temporal: Conv1d?
+    /// The last forward ran on `temporal`.
+    var usedTemporal = false
     /// Batch elements per chunk; tests set it small to exercise chunking.
     var chunk: Int
     /// Parts a batch is split into (at most one per element); nil: up to `BLAS.threads`, each
@@ -82,23 +102,35 @@ final class GraphConv: Layer {
         self.time = time
         (joints, inputs, outputs, kernel, partitions) = (kind.joints, kind.inputs, kind.outputs, kind.kernel, kind.partitions)
         let J = kind.joints, O = kind.outputs, PO = kind.partitions * kind.outputs
-        var edges: [Edge] = []
+        var edges: [Edge] = [], inputEdges: [Edge] = []
+        let I = kind.inputs, PI = kind.partitions * kind.inputs
         for j in 0..<J {
             for p in 0..<kind.partitions {
                 for i in 0..<J where kind.adjacency[(p * J + j) * J + i] != 0 {
-                    edges.append(Edge(target: j * O, source: i * PO + p * O, weight: kind.adjacency[(p * J + j) * J + i]))
+                    let a = kind.adjacency[(p * J + j) * J + i]
+                    edges.append(Edge(target: j * O, source: i * PO + p * O, weight: a))
+                    inputEdges.append(Edge(target: j * PI + p * I, source: i * I, weight: a))
                 }
             }
         }
         self.edges = edges
+        self.inputEdges = inputEdges
         isIdentity = kind.partitions == 1 && edges.count == J && edges.allSatisfy { $0.target == $0.source && $0.weight == 1 }
+        aggregatesFirst = kind.kernel == 1 && !isIdentity && kind.inputs < kind.outputs
         chunk = max(1, (1 << 19) / (time * J * max(PO, kind.kernel * kind.inputs)))
+        let conv =
+            isIdentity && kind.kernel > 1
+            ? Conv1d(
+                inputs: kind.inputs, outputs: O, kernel: kind.kernel, stride: 1, dilation: 1, padding: (kind.kernel - 1) / 2, inputTime: time,
+                lanes: J) : nil
+        temporal = conv?.winograd == nil ? nil : conv
     }
 
     func bind(parameters: UnsafeMutablePointer<Float>, gradients: UnsafeMutablePointer<Float>) {
         let n = partitions * outputs * kernel * inputs
         (weight, bias) = (parameters, parameters + n)
         (dWeight, dBias) = (gradients, gradients + n)
+        temporal?.bind(parameters: parameters, gradients: gradients)
     }
 
     func initialize(using g: inout SeededGenerator) {
@@ -110,14 +142,19 @@ final class GraphConv: Layer {
     func setFrozen(_ frozen: Bool) {
         self.frozen = frozen
         packed = nil  // packed again at the next forward, from the current weights
+        temporal?.setFrozen(frozen)
     }
 
+    /// With a Winograd temporal layer, that layer holds the frozen form (it serves every frozen batch).
     func prepareFrozen() {
+        if let temporal { return temporal.prepareFrozen() }
         if frozen && packed == nil { packed = PackedGEMM.packed(transposed: weight, n: partitions * outputs, k: kernel * inputs) }
     }
 
     func shareFrozen(from other: Layer) {
-        if frozen { packed = (other as! GraphConv).packed }
+        let other = other as! GraphConv
+        if let temporal, let theirs = other.temporal { return temporal.shareFrozen(from: theirs) }
+        if frozen { packed = other.packed }
     }
 
     func partCount(batch: Int) -> Int {
@@ -134,12 +171,22 @@ final class GraphConv: Layer {
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         self.x = x
+        if let temporal, temporal.formulation(batch: batch) != .im2col {
+            usedTemporal = true
+            temporal.maxParts = maxParts
+            return temporal.forward(x, batch: batch, mode: &mode)
+        }
+        usedTemporal = false
         let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs
         y.reserve(batch * TJ * O)
         parts = partCount(batch: batch)
         while workspaces.count < parts { workspaces.append(Workspace()) }
         if frozen {
             forwardFrozen(x, batch: batch)
+            return UnsafePointer(y.pointer)
+        }
+        if aggregatesFirst {
+            forwardAggregatingFirst(x, batch: batch)
             return UnsafePointer(y.pointer)
         }
         let weight = self.weight!, bias = self.bias!, beta: Float = isIdentity ? 1 : 0
@@ -208,9 +255,14 @@ final class GraphConv: Layer {
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         guard let x else { preconditionFailure("GraphConv.backward before forward") }
         precondition(!frozen, "GraphConv.backward on a frozen layer: thaw the network first")
+        if usedTemporal, let temporal { return temporal.backward(dy, batch: batch, needInputGradient: needInputGradient) }
         let TJ = time * joints, KI = kernel * inputs, PO = partitions * outputs, O = outputs, I = inputs
         if needInputGradient { dx.reserve(batch * TJ * I) }
         let parts = self.parts, dxp = dx.pointer, weight = self.weight!
+        if aggregatesFirst {
+            backwardAggregatingFirst(x, dy, batch: batch, needInputGradient: needInputGradient)
+            return needInputGradient ? UnsafePointer(dxp) : nil
+        }
         BLAS.parallel(parts) { p in
             let w = workspaces[p]
             let (dW, db) = gradientTargets(p, w)
@@ -236,6 +288,87 @@ final class GraphConv: Layer {
         // The other parts' gradients (dW, then db), added in part order.
         LayerGradients.addParts(parts, count: PO * KI + O, into: dWeight) { UnsafePointer(workspaces[$0].gradients.pointer) }
         return needInputGradient ? UnsafePointer(dxp) : nil
+    }
+
+    /// `aggregatesFirst`'s forward: per chunk X' (in the part's `z`), then y = bias + Σ_p X'_p·W[p]ᵀ.
+    func forwardAggregatingFirst(_ x: UnsafePointer<Float>, batch: Int) {
+        let TJ = time * joints, I = inputs, O = outputs, P = partitions, PI = partitions * inputs
+        let parts = self.parts, out = y.pointer, weight = self.weight!, bias = self.bias!
+        BLAS.parallel(parts) { p in
+            let w = workspaces[p]
+            w.z.reserve(chunk * TJ * PI)
+            for (b0, n) in chunks(p, of: parts, batch: batch) {
+                let xa = aggregateInputs(x + b0 * TJ * I, into: w.z.pointer, steps: n * time), o = out + b0 * TJ * O
+                for r in 0..<(n * TJ) { (o + r * O).update(from: bias, count: O) }
+                for q in 0..<P {
+                    BLAS.gemm(
+                        transposeB: true, m: n * TJ, n: O, k: I, a: xa + q * I, lda: PI, b: weight + q * O * I, ldb: I, beta: 1, c: o,
+                        ldc: O)
+                }
+            }
+        }
+    }
+
+    /// `aggregatesFirst`'s backward: per chunk X' again, `dW[p] += dyᵀ·X'_p`, dbias, and for dx
+    /// `dX'_p = dy·W[p]` (in the part's `dcols`) spread back through Aᵀ.
+    func backwardAggregatingFirst(_ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) {
+        let TJ = time * joints, I = inputs, O = outputs, P = partitions, PI = partitions * inputs
+        let parts = self.parts, dxp = dx.pointer, weight = self.weight!
+        BLAS.parallel(parts) { p in
+            let w = workspaces[p]
+            let (dW, db) = gradientTargets(p, w)
+            if needInputGradient { w.dcols.reserve(chunk * TJ * PI) }
+            for (b0, n) in chunks(p, of: parts, batch: batch) {
+                let R = n * TJ, g = dy + b0 * TJ * O
+                let xa = aggregateInputs(x + b0 * TJ * I, into: w.z.pointer, steps: n * time)
+                for q in 0..<P {
+                    // dW[p][O, I] += dyᵀ[O, R] · X'_p[R, I]
+                    BLAS.gemm(
+                        transposeA: true, m: O, n: I, k: R, a: g, lda: O, b: xa + q * I, ldb: PI, beta: 1, c: dW + q * O * I, ldc: I)
+                }
+                LayerGradients.addColumnSums(g, count: R, width: O, into: db)
+                guard needInputGradient else { continue }
+                for q in 0..<P {
+                    BLAS.gemm(m: R, n: I, k: O, a: g, lda: O, b: weight + q * O * I, ldb: I, c: w.dcols.pointer + q * I, ldc: PI)
+                }
+                spreadInputs(w.dcols.pointer, into: dxp + b0 * TJ * I, steps: n * time)
+            }
+        }
+        LayerGradients.addParts(parts, count: partitions * outputs * inputs + O, into: dWeight) {
+            UnsafePointer(workspaces[$0].gradients.pointer)
+        }
+    }
+
+    /// `X'[s, j, p·I + c] = Σ_i A[p, j, i] · x[s, i, c]` for `steps` rows s = (b, t) of x
+    /// `[steps, J, I]` into `xa` `[steps, J, P·I]`; returns `xa`.
+    func aggregateInputs(_ x: UnsafePointer<Float>, into xa: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
+        let J = joints, I = inputs, PI = partitions * inputs
+        xa.update(repeating: 0, count: steps * J * PI)
+        inputEdges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let xs = x + s * J * I, agg = xa + s * J * PI
+                for e in edges {
+                    let dst = agg + e.target, src = xs + e.source, a = e.weight
+                    for c in 0..<I { dst[c] += a * src[c] }
+                }
+            }
+        }
+        return UnsafePointer(xa)
+    }
+
+    /// The adjoint of `aggregateInputs`: `dx[s, i, c] = Σ A[p, j, i] · dX'[s, j, p·I + c]`.
+    func spreadInputs(_ dxa: UnsafePointer<Float>, into dx: UnsafeMutablePointer<Float>, steps: Int) {
+        let J = joints, I = inputs, PI = partitions * inputs
+        dx.update(repeating: 0, count: steps * J * I)
+        inputEdges.withUnsafeBufferPointer { edges in
+            for s in 0..<steps {
+                let ds = dx + s * J * I, gs = dxa + s * J * PI
+                for e in edges {
+                    let dst = ds + e.source, src = gs + e.target, a = e.weight
+                    for c in 0..<I { dst[c] += a * src[c] }
+                }
+            }
+        }
     }
 
     /// Where part `p` accumulates dW and dbias: the network's gradients for part 0, else the

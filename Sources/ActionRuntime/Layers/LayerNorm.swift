@@ -9,6 +9,10 @@ import PoseCore
 /// `x̂ = (x − μ) r`, `y = γ ⊙ x̂ + β`.
 /// Backward, per row: `dβ += dy`, `dγ += dy ⊙ x̂`, `g = γ ⊙ dy`,
 /// `dx = r (g − mean(g) − x̂ · mean(g ⊙ x̂))`.
+/// Every sum over the channels runs in channel order and every sum over the rows in row order;
+/// the rows' sums are computed 8 rows at a time (one per SIMD lane, so 8 chains of additions
+/// in flight) and the rows, or for dγ and dβ the channels, split over `BLAS.threads`: neither
+/// changes a bit.
 final class LayerNorm: Layer {
     let shape: Shape
     let epsilon: Float
@@ -40,30 +44,82 @@ final class LayerNorm: Layer {
         beta.update(repeating: 0, count: shape.channels)
     }
 
+    /// Below this many values per part a second thread costs more than it saves.
+    static let minimumPerPart = 1 << 14
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let R = batch * shape.time, C = shape.channels
         self.x = x
         y.reserve(R * C)
         mean.reserve(R)
         rstd.reserve(R)
-        let out = y.pointer, mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
-        let gamma = gamma!, beta = beta!  // local copies, so that the loops vectorise
-        for r in 0..<R {
-            let xr = x + r * C, yr = out + r * C
-            var s: Float = 0
-            for c in 0..<C { s += xr[c] }
-            let m = s * invC
-            var v: Float = 0
-            for c in 0..<C {
-                let d = xr[c] - m
-                v += d * d
+        let out = y.pointer, mu = mean.pointer, rs = rstd.pointer, eps = epsilon
+        let gamma = gamma!, beta = beta!
+        // Rows are independent: split them over the threads (whole groups of 8).
+        BLAS.parallelRanges(R, minimum: max(8, LayerNorm.minimumPerPart / C), alignment: 8) { rows in
+            var r = rows.lowerBound
+            while r + 8 <= rows.upperBound {
+                LayerNorm.statistics8(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
+                r += 8
             }
-            let inv = 1 / (v * invC + epsilon).squareRoot()
-            for c in 0..<C { yr[c] = (xr[c] - m) * inv * gamma[c] + beta[c] }
-            mu[r] = m
-            rs[r] = inv
+            while r < rows.upperBound {
+                LayerNorm.statistics1(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
+                r += 1
+            }
+            for r in rows {
+                let xr = x + r * C, yr = out + r * C, m = mu[r], inv = rs[r]
+                for c in 0..<C { yr[c] = (xr[c] - m) * inv * gamma[c] + beta[c] }
+            }
         }
         return UnsafePointer(out)
+    }
+
+    /// One row's mean and `1/√(σ² + ε)`: `s = Σ x` in channel order, `m = s/C`, `v = Σ (x − m)²` in
+    /// channel order, `1 / √(v/C + ε)` (with 1/C as a Float factor).
+    @inline(__always)
+    static func statistics1(
+        _ xr: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
+    ) {
+        let invC = 1 / Float(C)
+        var s: Float = 0
+        for c in 0..<C { s += xr[c] }
+        let m = s * invC
+        var v: Float = 0
+        for c in 0..<C {
+            let d = xr[c] - m
+            v += d * d
+        }
+        mean.pointee = m
+        rstd.pointee = 1 / (v * invC + epsilon).squareRoot()
+    }
+
+    /// `statistics1` of 8 consecutive rows at once, one row per lane: the same operations in
+    /// the same order for each row (so the same bits), with 8 independent sums in flight
+    /// instead of one chain of dependent additions.
+    @inline(__always)
+    static func statistics8(
+        _ x: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
+    ) {
+        let invC = 1 / Float(C)
+        var s = SIMD8<Float>()
+        for c in 0..<C { s += lanes(x + c, stride: C) }
+        let m = s * invC
+        var v = SIMD8<Float>()
+        for c in 0..<C {
+            let d = lanes(x + c, stride: C) - m
+            v += d * d
+        }
+        let inv = 1 / (v * invC + epsilon).squareRoot()
+        for k in 0..<8 {
+            mean[k] = m[k]
+            rstd[k] = inv[k]
+        }
+    }
+
+    /// `p[0], p[stride], …, p[7·stride]`: one value of 8 consecutive rows.
+    @inline(__always)
+    static func lanes(_ p: UnsafePointer<Float>, stride: Int) -> SIMD8<Float> {
+        SIMD8(p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride], p[5 * stride], p[6 * stride], p[7 * stride])
     }
 
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
@@ -71,28 +127,57 @@ final class LayerNorm: Layer {
         guard let x else { preconditionFailure("LayerNorm.backward before forward") }
         let mu = mean.pointer, rs = rstd.pointer, invC = 1 / Float(C)
         let gamma = gamma!, dGamma = dGamma!, dBeta = dBeta!  // local copies, so that the loops vectorise
-        for r in 0..<R {
-            let xr = x + r * C, dyr = dy + r * C, m = mu[r], inv = rs[r]
-            for c in 0..<C {
-                dBeta[c] += dyr[c]
-                dGamma[c] += dyr[c] * (xr[c] - m) * inv
+        // dβ and dγ sum over the rows in row order: split over the channels instead (each
+        // channel's sum stays in one part, in the same order).
+        BLAS.parallelRanges(C, minimum: max(16, LayerNorm.minimumPerPart / max(1, R))) { channels in
+            for r in 0..<R {
+                let xr = x + r * C, dyr = dy + r * C, m = mu[r], inv = rs[r]
+                for c in channels {
+                    dBeta[c] += dyr[c]
+                    dGamma[c] += dyr[c] * (xr[c] - m) * inv
+                }
             }
         }
         guard needInputGradient else { return nil }
         dx.reserve(R * C)
         let g = dx.pointer
-        for r in 0..<R {
-            let xr = x + r * C, dyr = dy + r * C, dxr = g + r * C, m = mu[r], inv = rs[r]
-            var sumG: Float = 0, sumGX: Float = 0  // Σ g, Σ g ⊙ x̂
-            for c in 0..<C {
-                let gc = gamma[c] * dyr[c]
-                sumG += gc
-                sumGX += gc * (xr[c] - m) * inv
-            }
-            let meanG = sumG * invC, meanGX = sumGX * invC
-            for c in 0..<C {
-                let xhat = (xr[c] - m) * inv
-                dxr[c] = inv * (gamma[c] * dyr[c] - meanG - xhat * meanGX)
+        BLAS.parallelRanges(R, minimum: max(8, LayerNorm.minimumPerPart / C), alignment: 8) { rows in
+            var r = rows.lowerBound
+            while r < rows.upperBound {
+                let n = min(8, rows.upperBound - r)
+                // Σ γ·dy and Σ γ·dy·x̂ per row, in channel order: 8 rows in the lanes, or one.
+                var sumG = SIMD8<Float>(), sumGX = SIMD8<Float>()
+                if n == 8 {
+                    let m = LayerNorm.lanes(mu + r, stride: 1), inv = LayerNorm.lanes(rs + r, stride: 1)
+                    let xr = x + r * C, dyr = dy + r * C
+                    for c in 0..<C {
+                        let xs = LayerNorm.lanes(xr + c, stride: C), ds = LayerNorm.lanes(dyr + c, stride: C)
+                        let gc = gamma[c] * ds
+                        sumG += gc
+                        sumGX += gc * (xs - m) * inv
+                    }
+                } else {
+                    for k in 0..<n {
+                        let xr = x + (r + k) * C, dyr = dy + (r + k) * C, m = mu[r + k], inv = rs[r + k]
+                        var a: Float = 0, b: Float = 0
+                        for c in 0..<C {
+                            let gc = gamma[c] * dyr[c]
+                            a += gc
+                            b += gc * (xr[c] - m) * inv
+                        }
+                        sumG[k] = a
+                        sumGX[k] = b
+                    }
+                }
+                for k in 0..<n {
+                    let xr = x + (r + k) * C, dyr = dy + (r + k) * C, dxr = g + (r + k) * C, m = mu[r + k], inv = rs[r + k]
+                    let meanG = sumG[k] * invC, meanGX = sumGX[k] * invC
+                    for c in 0..<C {
+                        let xhat = (xr[c] - m) * inv
+                        dxr[c] = inv * (gamma[c] * dyr[c] - meanG - xhat * meanGX)
+                    }
+                }
+                r += n
             }
         }
         return UnsafePointer(g)

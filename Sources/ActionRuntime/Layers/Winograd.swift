@@ -131,8 +131,29 @@ struct Winograd {
     /// `dst[i] (=, +=) Σ_{c ∈ columns} M[i, c] · src[c]` for rows `i ∈ rows`, where `dst[i]` is
     /// the C values at `dst + (i − rows.lowerBound)·dstStride` and `src[c]` the C values at
     /// `src + (c − columns.lowerBound)·srcStride`. Terms outside `columns` are skipped (they
-    /// multiply zero padding). Each output value sums its terms in column order.
+    /// multiply zero padding). Each output value sums its terms in column order, every product
+    /// and sum rounded on its own: `PackedGEMM.exactTransform` on the dense matrix (C, 8 or 16
+    /// channels at a time, each block's source rows loaded once for every output row; zero
+    /// coefficients skipped, as they have no terms), the bits of `applyReference`.
     static func apply(
+        _ M: Terms, rows: Range<Int>, columns: Range<Int>, src: UnsafePointer<Float>, srcStride: Int,
+        dst: UnsafeMutablePointer<Float>, dstStride: Int, channels C: Int, mode: Mode
+    ) {
+        let (code, start): (Int32, UnsafePointer<Float>?) =
+            switch mode {
+            case .assign: (0, nil)
+            case .accumulate: (1, nil)
+            case .start(let s): (2, s)
+            }
+        M.dense.withUnsafeBufferPointer { dense in
+            PackedGEMM.exactTransform(
+                rows: rows.count, cols: columns.count, m: dense.baseAddress! + rows.lowerBound * M.columns + columns.lowerBound,
+                ldm: M.columns, src: src, srcStride: srcStride, mode: code, start: start, dst: dst, dstStride: dstStride, channels: C)
+        }
+    }
+
+    /// `apply` in Swift (SIMD8), the reference the tests hold the C kernels to.
+    static func applyReference(
         _ M: Terms, rows: Range<Int>, columns: Range<Int>, src: UnsafePointer<Float>, srcStride: Int,
         dst: UnsafeMutablePointer<Float>, dstStride: Int, channels C: Int, mode: Mode
     ) {

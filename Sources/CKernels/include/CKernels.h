@@ -61,6 +61,32 @@ void atk_gemv_packed(int n, int k, const float *a, const float *packed, const fl
 void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
                    float *dst, int dst_stride, int channels);
 
+/// A small matrix applied across channels as training's Winograd transforms need it (no fused
+/// multiply-adds, zero coefficients skipped): for i < rows, c < channels,
+/// `dst[i·dst_stride + c] = s + Σ_{j < cols, m[i·ldm + j] ≠ 0} m[i·ldm + j]·src[j·src_stride + c]`,
+/// summed in j order with every product and sum rounded on its own, where s is 0 (mode 0), the
+/// destination's own value (mode 1) or `start[c]` (mode 2); cols ≤ 8. Every instruction set
+/// gives the same bits (the Swift loop's, `Winograd.applyReference`).
+void atk_transform_exact(int rows, int cols, const float *m, int ldm, const float *src, long src_stride, int mode,
+                         const float *start, float *dst, long dst_stride, int channels);
+
+/// The constants of one Adam step (Sources/ActionTrain/Adam.swift derives them, in Double,
+/// then rounded once): `decay` = 1 − lr·λ (AdamW, else 1), `l2` = λ (Adam with L2, else 0),
+/// `w1` = 1 − β1, `b2` = β2, `w2` = 1 − β2, `bc2_sqrt` = √(1 − β2ᵗ), `eps` = ε,
+/// `step_size` = lr / (1 − β1ᵗ).
+typedef struct {
+    float decay, l2, w1, b2, w2, bc2_sqrt, eps, step_size;
+} atk_adam_params;
+
+/// One Adam step over values `0 ..< n`, elementwise, each value exactly as the scalar loop
+///     θ ← θ·decay;  g ← g + l2·θ                  (only when decay ≠ 1 or l2 ≠ 0)
+///     m ← m + w1·(g − m);  v ← b2·v + (w2·g)·g
+///     m ← 0 if |m| < FLT_MIN;  v ← 0 if v < FLT_MIN  (NaN stays)
+///     θ ← θ − step_size·(m / (√max(v, 0) / bc2_sqrt + eps))   (√ of NaN taken as √0)
+/// computes it, every operation rounded on its own (no fused multiply-add), so every
+/// instruction set and every split of the range gives the same bits.
+void atk_adam(float *p, const float *g, float *m, float *v, long n, const atk_adam_params *h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,37 @@
+import CKernels
+
+/// Elementwise training kernels in C (Sources/CKernels), on the instruction set
+/// `PackedGEMM.current` names (AVX-512, AVX2 or the portable loop). Each computes exactly the
+/// scalar operations its doc comment lists, every one rounded on its own, so all instruction
+/// sets and every split of the range give the same bits as the Swift reference loops the tests
+/// hold them to.
+public enum ElementwiseKernels {
+    /// The constants of one Adam step, each rounded to Float once (see `Adam`).
+    public struct AdamConstants: Sendable {
+        public var decay: Float, l2: Float, w1: Float, b2: Float, w2: Float, bc2Sqrt: Float, eps: Float, stepSize: Float
+        public init(decay: Float, l2: Float, w1: Float, b2: Float, w2: Float, bc2Sqrt: Float, eps: Float, stepSize: Float) {
+            (self.decay, self.l2, self.w1, self.b2, self.w2) = (decay, l2, w1, b2, w2)
+            (self.bc2Sqrt, self.eps, self.stepSize) = (bc2Sqrt, eps, stepSize)
+        }
+    }
+
+    /// One Adam step over `range` of the vectors, elementwise:
+    ///
+    ///     θ ← θ·decay;  g ← g + l2·θ                   (only when decay ≠ 1 or l2 ≠ 0)
+    ///     m ← m + w1·(g − m);  v ← b2·v + (w2·g)·g
+    ///     m ← 0 when |m| < Float.leastNormalMagnitude;  v ← 0 when v < that  (NaN stays)
+    ///     θ ← θ − stepSize·(m / (√(v ≥ 0 ? v : 0) / bc2Sqrt + eps))
+    ///
+    /// (`atk_adam`). The two divisions and the square root bound it: 8 or 16 lanes instead of
+    /// the 4 of Swift's baseline x86-64 build.
+    public static func adam(
+        parameters p: UnsafeMutablePointer<Float>, gradients g: UnsafePointer<Float>, m: UnsafeMutablePointer<Float>,
+        v: UnsafeMutablePointer<Float>, range: Range<Int>, _ c: AdamConstants
+    ) {
+        guard !range.isEmpty else { return }
+        var h = atk_adam_params(
+            decay: c.decay, l2: c.l2, w1: c.w1, b2: c.b2, w2: c.w2, bc2_sqrt: c.bc2Sqrt, eps: c.eps, step_size: c.stepSize)
+        let lo = range.lowerBound
+        atk_adam(p + lo, g + lo, m + lo, v + lo, range.count, &h)
+    }
+}
