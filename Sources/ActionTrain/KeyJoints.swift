@@ -46,7 +46,7 @@ public enum KeyJoints {
                     for a in 0..<D { r += pow(Double(s.coordinates[pi + a]) - mean[a], 2) }
                     spread[b * Jb + i] += r.squareRoot()
                     spreadCount[b * Jb + i] += 1
-                    for j in (i + 1)..<max(Jb, i + 1) where s.present[f * J + b * Jb + j] != 0 {
+                    for j in (i + 1)..<Jb where s.present[f * J + b * Jb + j] != 0 {
                         let pj = (f * J + b * Jb + j) * D
                         var d2 = 0.0
                         for a in 0..<D { d2 += pow(Double(s.coordinates[pi + a] - s.coordinates[pj + a]), 2) }
@@ -84,21 +84,17 @@ public enum KeyJoints {
         var pairs: [[String]] = []
         for b in 0..<M {
             for x in 0..<kept.count {
-                for y in (x + 1)..<max(kept.count, x + 1) { pairs.append([names[b * Jb + kept[x]], names[b * Jb + kept[y]]]) }
+                for y in (x + 1)..<kept.count { pairs.append([names[b * Jb + kept[x]], names[b * Jb + kept[y]]]) }
             }
         }
         if M > 1 {
-            func pooledSpread(_ i: Int) -> Double {
-                var s = 0.0, n = 0
-                for b in 0..<M {
-                    s += spread[b * Jb + i]
-                    n += spreadCount[b * Jb + i]
-                }
+            let pooledSpread = (0..<Jb).map { i in
+                let s = (0..<M).reduce(0.0) { $0 + spread[$1 * Jb + i] }, n = (0..<M).reduce(0) { $0 + spreadCount[$1 * Jb + i] }
                 return n > 0 ? s / Double(n) : 0
             }
-            let ends = kept.sorted { pooledSpread($0) != pooledSpread($1) ? pooledSpread($0) > pooledSpread($1) : $0 < $1 }.prefix(between).sorted()
+            let ends = kept.sorted { pooledSpread[$0] != pooledSpread[$1] ? pooledSpread[$0] > pooledSpread[$1] : $0 < $1 }.prefix(between).sorted()
             for b in 0..<M {
-                for c in (b + 1)..<max(M, b + 1) {
+                for c in (b + 1)..<M {
                     for i in ends { for j in ends { pairs.append([names[b * Jb + i], names[c * Jb + j]]) } }
                 }
             }

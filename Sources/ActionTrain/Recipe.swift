@@ -191,14 +191,15 @@ public enum Recipe {
 
     /// The laterality consistency (`DatasetProfile.Laterality`) from which the classes are
     /// taken to keep to one side of the body, so that a mirror image would change the class
-    /// (NATOPS 0.97-0.98: flips cost it 1.3 points); below it the classes are done with either
+    /// (NATOPS 0.97-0.98: flips cost it 0.9-1.7 points); below it the classes are done with either
     /// side (Penn Action 0.52, left- and right-handed players; UTKinect 0.72; UTKinect's pairs
     /// 0.90) and the small-data augmentation flips half of the windows (+2 to +4 points there).
     public static let consistencyToKeepSides = 0.95
 
     /// The augmentation of small datasets: small rotations, scale, jitter, speed and time-warp
     /// changes, each applied to half of the windows. No flips: they change lateral classes
-    /// (a left-hand wave is not a right-hand wave).
+    /// (a left-hand wave is not a right-hand wave); the recipe adds them only for classes that
+    /// do not keep to one side (`consistencyToKeepSides`).
     public static let standardAugmentation: AugmentationConfig = {
         var a = AugmentationConfig()
         a.rotationProbability = 0.5

@@ -189,10 +189,11 @@ public enum Tuning {
         /// Scores `candidate` at rung `r` on `folds`, or returns nil when out of time.
         func evaluate(_ candidate: Candidate, rung r: Int, on folds: [Fold], confirmation: Bool = false) throws -> Result? {
             let config = plan.config(candidate.config, rung: r)
+            let need = expected(candidate, epochs: config.epochs, folds: folds.count)
             if shouldStop() { stopped = true }
-            if let budget, spent() + expected(candidate, epochs: config.epochs, folds: folds.count) > budget { stopped = true }
+            if let budget, spent() + need > budget { stopped = true }
             if stopped {
-                skipped.append(Skipped(name: candidate.name, rung: r, seconds: expected(candidate, epochs: config.epochs, folds: folds.count)))
+                skipped.append(Skipped(name: candidate.name, rung: r, seconds: need))
                 return nil
             }
             var scores: [Double?] = []
@@ -257,11 +258,12 @@ public enum Tuning {
                 alive = ranked.prefix(n).map { ($0.element.0, $0.element.1) }
             }
         }
+        func f3(_ x: Double) -> String { String(format: "%.3f", x) }
         var chosen: Int? = nil
         var verdict = "the recipe: no change was scored at full length"
         if let b = baseline, b.rung == last, let bs = b.score {
             chosen = results.firstIndex { $0.rung == last && $0.candidate.name == "recipe" && !$0.confirmation }
-            verdict = "the recipe: no change beat it by more than \(String(format: "%.3f", margin))"
+            verdict = "the recipe: no change beat it by more than \(f3(margin))"
             var contenders = finalists.compactMap { f -> (Change, Result, Double)? in
                 guard let s = f.1.score, s > bs + margin else { return nil }
                 return (f.0, f.1, s)
@@ -277,7 +279,7 @@ public enum Tuning {
                 let bestIndex = results.firstIndex { $0.candidate.name == best.1.candidate.name && $0.rung == last && !$0.confirmation }!
                 if confirmationFolds.isEmpty {
                     chosen = bestIndex
-                    verdict = "\(best.1.candidate.name): beat the recipe by \(String(format: "%.3f", best.2 - bs)) (no confirmation folds)"
+                    verdict = "\(best.1.candidate.name): beat the recipe by \(f3(best.2 - bs)) (no confirmation folds)"
                 } else if let rc = try evaluate(recipe, rung: last, on: confirmationFolds, confirmation: true),
                     let cc = try evaluate(best.1.candidate, rung: last, on: confirmationFolds, confirmation: true),
                     let rcs = rc.score, let ccs = cc.score
@@ -285,9 +287,9 @@ public enum Tuning {
                     let all = (best.2 + ccs) / 2 - (bs + rcs) / 2
                     if all > margin && ccs >= rcs {
                         chosen = bestIndex
-                        verdict = "\(best.1.candidate.name): beat the recipe by \(String(format: "%.3f", best.2 - bs)) and again by \(String(format: "%.3f", ccs - rcs)) on other folds"
+                        verdict = "\(best.1.candidate.name): beat the recipe by \(f3(best.2 - bs)) and again by \(f3(ccs - rcs)) on other folds"
                     } else {
-                        verdict = "the recipe: \(best.1.candidate.name) beat it by \(String(format: "%.3f", best.2 - bs)) but by \(String(format: "%.3f", ccs - rcs)) on other folds"
+                        verdict = "the recipe: \(best.1.candidate.name) beat it by \(f3(best.2 - bs)) but by \(f3(ccs - rcs)) on other folds"
                     }
                 } else {
                     verdict = "the recipe: the time ran out before \(best.1.candidate.name) was confirmed on other folds"
