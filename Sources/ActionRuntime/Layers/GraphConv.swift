@@ -344,15 +344,7 @@ final class GraphConv: Layer {
     func aggregateInputs(_ x: UnsafePointer<Float>, into xa: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
         let J = joints, I = inputs, PI = partitions * inputs
         xa.update(repeating: 0, count: steps * J * PI)
-        inputEdges.withUnsafeBufferPointer { edges in
-            for s in 0..<steps {
-                let xs = x + s * J * I, agg = xa + s * J * PI
-                for e in edges {
-                    let dst = agg + e.target, src = xs + e.source, a = e.weight
-                    for c in 0..<I { dst[c] += a * src[c] }
-                }
-            }
-        }
+        Self.accumulate(inputEdges, adjoint: false, from: x, row: J * I, into: xa, row: J * PI, width: I, steps: steps)
         return UnsafePointer(xa)
     }
 
@@ -360,12 +352,24 @@ final class GraphConv: Layer {
     func spreadInputs(_ dxa: UnsafePointer<Float>, into dx: UnsafeMutablePointer<Float>, steps: Int) {
         let J = joints, I = inputs, PI = partitions * inputs
         dx.update(repeating: 0, count: steps * J * I)
-        inputEdges.withUnsafeBufferPointer { edges in
+        Self.accumulate(inputEdges, adjoint: true, from: dxa, row: J * PI, into: dx, row: J * I, width: I, steps: steps)
+    }
+
+    /// For each of `steps` rows (`from` rows of `fromRow` values, `into` rows of `intoRow`), over
+    /// the edges in order: `into[e.target ..< e.target + width] += e.weight · from[e.source ...]`,
+    /// or with `adjoint` the transpose (`into[e.source ...] += e.weight · from[e.target ...]`).
+    /// The scatter behind `aggregate`, `aggregateInputs` and their adjoints.
+    @inline(__always)
+    static func accumulate(
+        _ edges: [Edge], adjoint: Bool, from: UnsafePointer<Float>, row fromRow: Int, into: UnsafeMutablePointer<Float>, row intoRow: Int,
+        width: Int, steps: Int
+    ) {
+        edges.withUnsafeBufferPointer { edges in
             for s in 0..<steps {
-                let ds = dx + s * J * I, gs = dxa + s * J * PI
+                let src = from + s * fromRow, dst = into + s * intoRow
                 for e in edges {
-                    let dst = ds + e.source, src = gs + e.target, a = e.weight
-                    for c in 0..<I { dst[c] += a * src[c] }
+                    let d = dst + (adjoint ? e.source : e.target), x = src + (adjoint ? e.target : e.source), a = e.weight
+                    for c in 0..<width { d[c] += a * x[c] }
                 }
             }
         }
@@ -382,31 +386,15 @@ final class GraphConv: Layer {
     /// s = (b, t) of Z `[steps, J, PO]` and y `[steps, J, O]`.
     func aggregate(_ z: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, steps: Int, bias: UnsafePointer<Float>) {
         let J = joints, O = outputs, PO = partitions * outputs
-        edges.withUnsafeBufferPointer { edges in
-            for s in 0..<steps {
-                let zs = z + s * J * PO, ys = y + s * J * O
-                for j in 0..<J { (ys + j * O).update(from: bias, count: O) }
-                for e in edges {
-                    let yj = ys + e.target, zi = zs + e.source, a = e.weight
-                    for o in 0..<O { yj[o] += a * zi[o] }
-                }
-            }
-        }
+        for r in 0..<steps * J { (y + r * O).update(from: bias, count: O) }
+        Self.accumulate(edges, adjoint: false, from: z, row: J * PO, into: y, row: J * O, width: O, steps: steps)
     }
 
     /// The adjoint of `aggregate` without the bias: `dZ[s, i, p, :] = Σ_j A[p, j, i] · dy[s, j, :]`; returns `dz`.
     func spread(_ dy: UnsafePointer<Float>, into dz: UnsafeMutablePointer<Float>, steps: Int) -> UnsafePointer<Float> {
         let J = joints, O = outputs, PO = partitions * outputs
         dz.update(repeating: 0, count: steps * J * PO)
-        edges.withUnsafeBufferPointer { edges in
-            for s in 0..<steps {
-                let zs = dz + s * J * PO, gs = dy + s * J * O
-                for e in edges {
-                    let zi = zs + e.source, gj = gs + e.target, a = e.weight
-                    for o in 0..<O { zi[o] += a * gj[o] }
-                }
-            }
-        }
+        Self.accumulate(edges, adjoint: true, from: dy, row: J * O, into: dz, row: J * PO, width: O, steps: steps)
         return UnsafePointer(dz)
     }
 
