@@ -19,10 +19,23 @@ public enum Inference {
         }
     }
 
+    /// Activation values a batch of `batchSize(for:)` may take: 2^25 (128 MB).
+    public static let activationBudget = 1 << 25
+
+    /// The default windows per batch for `network`: 256, or as many as keep its activations
+    /// (`Network.activationValuesPerWindow` per window) within `activationBudget`, at least 8
+    /// (the batches where convolutions take their Winograd formulation). A network's buffers
+    /// grow to the largest batch it runs, and ST-GCN's joint axis makes its activations
+    /// joints times a TCN's: `fit`'s NATOPS ST-GCN (8 joints, widths 64) holds 1.34 M values
+    /// (5.4 MB) per window, 25 windows per batch; its TCN 161 K, 207 windows.
+    public static func batchSize(for network: Network) -> Int {
+        max(8, min(256, activationBudget / max(1, network.activationValuesPerWindow)))
+    }
+
     /// Logits `[count, classes]` for inputs `[count, network.inputShape]`, in batches of
-    /// `batchSize`.
-    public static func logits(_ network: Network, features: [Float], count: Int, batchSize: Int = 256) -> [Float] {
-        let V = network.inputShape.count, K = network.classCount
+    /// `batchSize` (default `batchSize(for: network)`).
+    public static func logits(_ network: Network, features: [Float], count: Int, batchSize: Int? = nil) -> [Float] {
+        let V = network.inputShape.count, K = network.classCount, batchSize = batchSize ?? Self.batchSize(for: network)
         precondition(features.count == count * V, "features shape")
         var out = [Float](repeating: 0, count: count * K)
         features.withUnsafeBufferPointer { x in
@@ -38,8 +51,8 @@ public enum Inference {
     }
 
     /// Class probabilities `[count, classes]` for inputs `[count, network.inputShape]`, in
-    /// batches of `batchSize`.
-    public static func probabilities(_ network: Network, features: [Float], count: Int, batchSize: Int = 256) -> [Float] {
+    /// batches of `batchSize` (default `batchSize(for: network)`).
+    public static func probabilities(_ network: Network, features: [Float], count: Int, batchSize: Int? = nil) -> [Float] {
         var out = logits(network, features: features, count: count, batchSize: batchSize)
         out.withUnsafeMutableBufferPointer { softmax($0.baseAddress!, rows: count, classes: network.classCount) }
         return out
@@ -318,9 +331,9 @@ public final class ActionModel: @unchecked Sendable {
     }
 
     /// Sliding-window (or, with `useEvents`, event-centred) predictions over a whole
-    /// sequence, in batches. Throws `ModelError.nonFiniteOutput` when a window's output is NaN
+    /// sequence, in batches of `batchSize` (default `Inference.batchSize(for:)`). Throws `ModelError.nonFiniteOutput` when a window's output is NaN
     /// or infinite (as `eval` refuses such probabilities).
-    public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int = 256)
+    public func predict(sequence: PoseSequence, stride: Int, sourceFrameRate: Double?, useEvents: Bool = false, batchSize: Int? = nil)
         throws -> [WindowPrediction]
     {
         let cut = try windows(of: sequence, stride: stride, sourceFrameRate: sourceFrameRate, useEvents: useEvents)

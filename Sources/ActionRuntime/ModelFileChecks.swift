@@ -293,6 +293,15 @@ extension ModelFile {
         return s
     }
 
+    /// The activation values per window of `layers` on `input`: every layer's output (nested
+    /// layers included) plus its scratch (graphConv's and conv1d's columns), as the shape pass
+    /// counts them; nil when the layers do not fit `input` or the model file's limits.
+    static func activationValues(_ layers: [LayerSpec], input: Shape) -> Int? {
+        let budget = ShapeBudget()
+        guard (try? inferShape(layers, input: input, path: "layers", depth: 0, budget: budget)) != nil else { return nil }
+        return budget.activations
+    }
+
     /// The per-window output shape of each top-level layer for `input` (for summaries).
     public static func layerOutputShapes(_ layers: [LayerSpec], input: Shape) throws -> [Shape] {
         let budget = ShapeBudget()

@@ -26,6 +26,10 @@ public final class Network {
     let memberPrefix: LayerChain
     public let tensors: [TensorInfo]
     public let parameterCount: Int
+    /// Activation values per window: every layer's output, nested layers included, plus the
+    /// scratch of graphConv and conv1d (`ModelFile`'s shape pass; the top-level outputs for a
+    /// network beyond the model file's limits). What a batch's buffers grow with.
+    public let activationValuesPerWindow: Int
     /// All parameters `[parameterCount]`.
     public let parameters: UnsafeMutablePointer<Float>
     /// All gradients `[parameterCount]`, accumulated by `backward`.
@@ -83,6 +87,8 @@ public final class Network {
         }
         tensors = infos
         parameterCount = offset
+        activationValuesPerWindow =
+            ModelFile.activationValues(specs, input: input) ?? built.reduce(input.count) { $0 + $1.outputShape.count }
         if let storage {
             guard storage.count >= offset else {
                 throw ModelError.invalidLayer(layer: "parameters", reason: "the storage holds \(storage.count) values, the layers need \(offset)")
