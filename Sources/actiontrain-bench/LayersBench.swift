@@ -1,4 +1,5 @@
 import ActionRuntime
+import ActionTrain
 import Foundation
 import PoseCore
 
@@ -75,6 +76,10 @@ enum LayersBench {
         if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         if args.contains("graphconv") { return try graphConvTable(threadCounts: threadCounts, cpu: cpu) }
         if args.contains("fourier") { return try fourierTable(threadCounts: threadCounts, cpu: cpu) }
+        if args.contains("natops") {
+            let only = TrainingConfig.Architecture.allCases.filter { args.contains($0.rawValue) }
+            return try natopsTable(only.isEmpty ? [.tcn, .stgcn] : only, threadCounts: threadCounts, cpu: cpu)
+        }
         let models = [conv, mlp].filter { args.contains($0.name) || !(args.contains("conv") || args.contains("mlp")) }
         let batches = try value("--batch").map { [$0] } ?? [64, 256]
         let load = ForeignLoad()
@@ -279,10 +284,10 @@ enum LayersBench {
             Case(batch: 32, time: 32, joints: 15, inputs: 9, outputs: 32, kernel: 9, partitions: 3),
             Case(batch: 32, time: 32, joints: 15, inputs: 3, outputs: 32, kernel: 1, partitions: 3),
             Case(batch: 64, time: 64, joints: 25, inputs: 64, outputs: 64, kernel: 5, partitions: 1),  // temporal, K = 5: Winograd
-            // `fit --architecture stgcn` on NATOPS (8 joints, 32-frame windows, widths 64, kernel 5):
-            Case(batch: 64, time: 32, joints: 8, inputs: 4, outputs: 64, kernel: 1, partitions: 3),  // first spatial
-            Case(batch: 64, time: 32, joints: 8, inputs: 64, outputs: 64, kernel: 1, partitions: 3),  // inner spatial
-            Case(batch: 64, time: 32, joints: 8, inputs: 64, outputs: 64, kernel: 5, partitions: 1),  // temporal
+            // `fit --architecture stgcn` on NATOPS (8 joints, 45-frame windows, widths 64, kernel 5):
+            Case(batch: 64, time: 45, joints: 8, inputs: 4, outputs: 64, kernel: 1, partitions: 3),  // first spatial
+            Case(batch: 64, time: 45, joints: 8, inputs: 64, outputs: 64, kernel: 1, partitions: 3),  // inner spatial
+            Case(batch: 64, time: 45, joints: 8, inputs: 64, outputs: 64, kernel: 5, partitions: 1),  // temporal
         ]
         func adjacency(_ J: Int, partitions P: Int) -> [[Float]] {
             var a = [[Float]](repeating: [Float](repeating: 0, count: J * J), count: P)
@@ -319,6 +324,59 @@ enum LayersBench {
                         [
                             "\(c.batch)", "\(c.time)", "\(c.joints)", "\(c.inputs)", "\(c.outputs)", "\(c.kernel)", "\(c.partitions)", "\(threads)",
                             format(forward * 1e3, 3), format(backward * 1e3, 3), format(gemm * 1e3, 3), format(100 * gemm / (forward + backward), 1),
+                        ], widths))
+            }
+        }
+    }
+
+    /// The networks of `actiontrain fit natops.jsonl --architecture tcn|stgcn --recipe none
+    /// --widths 64,64,64 --kernel 5` (window 45 frames of 8 joints' coordinates and mask, 32
+    /// channels; layerNorm, dropout 0.1, residual blocks) at its batch of 64: one training step
+    /// (zeroGradients, forward in training mode, backward), the step's GEMMs replayed alone, and
+    /// their multiply-adds (Σ m·n·k of the calls made, Winograd's products as made), with the
+    /// rates they give. `tcn` or `stgcn` among the arguments: that network alone.
+    static func natopsTable(_ architectures: [TrainingConfig.Architecture], threadCounts: [Int], cpu: Bool) throws {
+        var config = TrainingConfig()
+        config.recipe = .none
+        config.widths = [64, 64, 64]
+        config.kernel = 5
+        config.windowFrames = 45
+        config.channels = [.coordinates, .mask]
+        let input = try config.inputSpec(for: .natops, imageSize: nil)
+        let load = ForeignLoad()
+        defer { if let share = load.share() { print("\nforeign load during the run: \(format(100 * share, 1))% of the machine") } }
+        print("fit's NATOPS networks, batch 64: a training step (no loss, no optimiser) and its GEMMs replayed. Medians of 5 reps of >= 0.1 s.")
+        let widths = [7, 4, 11, 10, 10, 9, 14, 14, 11, 11]
+        print(row(["arch", "thr", "step ms", "gemm ms", "other ms", "gemm %", "MMAC/window", "act/window", "GFLOP/s", "gemm GF/s"], widths))
+        let batch = 64
+        for architecture in architectures {
+            config.architecture = architecture
+            let specs = try config.layers(for: input, classes: 6)
+            for threads in threadCounts {
+                BLAS.threads = threads
+                let net = try Network(layers: specs, input: Shape(time: 45, channels: input.channelsPerFrame))
+                net.initialize(seed: 1)
+                var g = SeededGenerator(seed: 2)
+                let x = (0..<(batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
+                let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
+                var mode = ForwardMode.training(seed: 3)
+                let step = x.withUnsafeBufferPointer { xp in
+                    dlogits.withUnsafeBufferPointer { dp in
+                        median(cpu: cpu) {
+                            net.zeroGradients()
+                            _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
+                            net.backward(dp.baseAddress!, batch: batch)
+                        }
+                    }
+                }
+                let calls = stepGEMMs(net, batch: batch), gemm = replay(calls, cpu: cpu)
+                let macs = Double(calls.reduce(0) { $0 + $1.m * $1.n * $1.k })
+                print(
+                    row(
+                        [
+                            architecture.rawValue, "\(threads)", format(step * 1e3, 3), format(gemm * 1e3, 3), format((step - gemm) * 1e3, 3),
+                            format(100 * gemm / step, 1), format(macs / Double(batch) / 1e6, 2), "\(net.activationValuesPerWindow)",
+                            format(2 * macs / step / 1e9, 1), format(2 * macs / gemm / 1e9, 1),
                         ], widths))
             }
         }

@@ -21,7 +21,7 @@ let benchmarks: [Benchmark] = [
     Benchmark(name: "train", summary: "a whole training run of a reference model on ../shared/bench's synthetic data: one JSON line", run: TrainBench.run),
     Benchmark(name: "kernels", summary: "the runtime's own packed kernel (AVX-512 / AVX2 / portable) vs OpenBLAS on a loaded model's products", run: KernelBench.run),
     Benchmark(
-        name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency; `graphconv`: graphConv layers; `fourier`: the ftp member's fourierPyramid",
+        name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency; `graphconv`: graphConv layers; `fourier`: the ftp member's fourierPyramid; `natops`: fit's NATOPS tcn and stgcn networks",
         run: LayersBench.run),
     Benchmark(name: "inference", summary: "model file load time, batch-1 latency and batch-1024 throughput vs PyTorch anchors", run: InferenceBench.run),
     Benchmark(name: "stream", summary: "live pose streams: frames/s and per-push latency of sessions (stride 1 and 15, 1 and 64 sessions, 1 and 2 threads) vs building windows yourself; --load: 64 concurrent streams", run: StreamBench.run),
