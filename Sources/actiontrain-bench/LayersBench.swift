@@ -380,6 +380,23 @@ enum LayersBench {
                         ], widths))
             }
         }
+        // The parameter-free and normalisation layers between the convolutions, at the ST-GCN's
+        // [45, 8·64] and the TCN's [45, 64] activations (each followed by flatten).
+        print("\nlayers between the convolutions, batch 64: forward (training) and backward (with dx), ms")
+        let lw = [26, 8, 10, 10]
+        print(row(["layer", "C", "fwd ms", "bwd ms"], lw))
+        for C in [8 * 64, 64] {
+            let cases: [(String, [LayerSpec])] = [
+                ("layerNorm", [.layerNorm(channels: C, epsilon: 1e-5)]), ("relu", [.relu]), ("dropout 0.1", [.dropout(rate: 0.1)]),
+                ("residual(relu) - relu", [.residual(body: [.relu], shortcut: [])]), ("flatten alone", []),
+            ]
+            for (name, specs) in cases {
+                BLAS.threads = threadCounts[0]
+                let net = try Network(layers: specs + [.flatten], input: Shape(time: 45, channels: C))
+                let (forward, backward, _) = timeStep(net, batch: batch, cpu: cpu)
+                print(row([name, "\(C)", format(forward * 1e3, 3), format(backward * 1e3, 3)], lw))
+            }
+        }
     }
 
     /// The `ftp` member's `fourierPyramid` (levels 1, 2, 4; 4 frequencies) on the relative
