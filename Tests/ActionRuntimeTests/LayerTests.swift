@@ -203,7 +203,9 @@ final class LayerTests: XCTestCase {
 
     /// A large activation's mask is drawn in parts on the threads, each part's generator
     /// started where the sequential stream would be: every value i is dropped iff the i-th draw
-    /// of the sequence is < p, with 1 and 2 threads, and the stream ends where n draws leave it.
+    /// of the sequence is < p, with 1 and 2 threads, and the stream ends where n draws leave it;
+    /// backward multiplies each dy by the same mask value (bit for bit, n not a multiple of 4:
+    /// the mask is kept as bytes).
     func testDropoutMaskInPartsIsTheSequentialStream() throws {
         let saved = BLAS.threads
         defer { BLAS.threads = saved }
@@ -218,6 +220,12 @@ final class LayerTests: XCTestCase {
             let y = x.withUnsafeBufferPointer { Array(UnsafeBufferPointer(start: layer.forward($0.baseAddress!, batch: 1, mode: &mode), count: n)) }
             XCTAssertEqual(y, expected, "\(threads) threads")
             XCTAssertEqual(mode.random.state, g.state, "\(threads) threads: the stream after n draws")
+            var h = SeededGenerator(seed: 5)
+            let dy = (0..<n).map { _ in h.nextSymmetric(3) }
+            let dx = dy.withUnsafeBufferPointer {
+                Array(UnsafeBufferPointer(start: layer.backward($0.baseAddress!, batch: 1, needInputGradient: true)!, count: n))
+            }
+            XCTAssertEqual(dx.map(\.bitPattern), zip(dy, expected).map { ($0 * $1).bitPattern }, "\(threads) threads: dx = mask ⊙ dy")
         }
     }
 
