@@ -1,4 +1,5 @@
 import CKernels
+import PoseCore
 
 /// Elementwise training kernels in C (Sources/CKernels), on the instruction set
 /// `PackedGEMM.current` names (AVX-512, AVX2 or the portable loop). Each computes exactly the
@@ -33,5 +34,18 @@ public enum ElementwiseKernels {
             decay: c.decay, l2: c.l2, w1: c.w1, b2: c.b2, w2: c.w2, bc2_sqrt: c.bc2Sqrt, eps: c.eps, step_size: c.stepSize)
         let lo = range.lowerBound
         atk_adam(p + lo, g + lo, m + lo, v + lo, range.count, &h)
+    }
+
+    /// Inverted dropout's forward over values `range` of `x`, `y` and the byte `mask`
+    /// (`atk_dropout`): value i is kept unless the i-th draw of `SeededGenerator(seed: state)`'s
+    /// stream, as `nextUnitFloat()`, is `< rate`; `mask[i]` = 1 (kept) or 0, `y[i] = x[i]·(kept ?
+    /// scale : 0)`. The bits of that loop on every instruction set and for every split.
+    public static func dropout(
+        _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, mask: UnsafeMutablePointer<UInt8>, range: Range<Int>,
+        state: UInt64, rate: Float, scale: Float
+    ) {
+        guard !range.isEmpty else { return }
+        let lo = range.lowerBound
+        atk_dropout(x + lo, y + lo, mask + lo, range.count, state &+ UInt64(lo) &* SeededGenerator.increment, rate, scale)
     }
 }

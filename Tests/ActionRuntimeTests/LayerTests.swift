@@ -229,6 +229,32 @@ final class LayerTests: XCTestCase {
         }
     }
 
+    /// `ElementwiseKernels.dropout` on every instruction set: the mask and output of the
+    /// generator's stream bit for bit, for a range that starts inside a vector and a tail
+    /// shorter than one, two rates, and −0, NaN and −∞ inputs.
+    func testDropoutKernelMatchesTheStreamOnEveryInstructionSet() {
+        defer { PackedGEMM.current = PackedGEMM.detected }
+        let n = 1_000 + 13, seed: UInt64 = 0xDEAD_BEEF
+        var r = SeededGenerator(seed: 4)
+        var x = (0..<n).map { _ in r.nextSymmetric(2) }
+        (x[0], x[1], x[2]) = (-0.0, .nan, -.infinity)
+        for rate: Float in [0.1, 0.5] {
+            let scale = 1 / (1 - rate)
+            var g = SeededGenerator(seed: seed)
+            let keep = (0..<n).map { _ in !(g.nextUnitFloat() < rate) }
+            let want = zip(x, keep).map { ($0 * ($1 ? scale : 0)).bitPattern }
+            for isa in PackedGEMM.InstructionSet.allCases where isa.rawValue <= PackedGEMM.detected.rawValue {
+                PackedGEMM.current = isa
+                var y = [Float](repeating: 7, count: n), mask = [UInt8](repeating: 9, count: n)
+                for range in [0..<517, 517..<n] {
+                    ElementwiseKernels.dropout(x, &y, mask: &mask, range: range, state: seed, rate: rate, scale: scale)
+                }
+                XCTAssertEqual(mask, keep.map { $0 ? 1 : 0 }, "\(isa) rate \(rate): mask")
+                XCTAssertEqual(y.map(\.bitPattern), want, "\(isa) rate \(rate): y")
+            }
+        }
+    }
+
     func testDropoutRateZeroIsTheIdentityInTraining() throws {
         let net = try build([.dropout(rate: 0), .flatten], 5, 2)
         let x = (0..<40).map { Float($0) }

@@ -4,7 +4,8 @@ import PoseCore
 /// `1/(1 − p)`, else zeroed, so the expectation is unchanged; inference: the identity.
 ///
 /// Shapes: N = B·T·C values. The mask is drawn from `mode.random` in index order, one
-/// `nextUnitFloat()` per value (`u < p` drops), so it is the same for the same seed
+/// `nextUnitFloat()` per value (`u < p` drops; `ElementwiseKernels.dropout`, 8 draws at a time
+/// with AVX2), so it is the same for the same seed
 /// whatever the thread count. (Large activations split over `BLAS.threads`: SplitMix64's state
 /// before value i is the start plus i steps, so each part starts its own generator there.)
 /// Forward `y = m ⊙ x`, backward `dx = m ⊙ dy`, with `m ∈ {0, 1/(1 − p)}`; the mask is kept as
@@ -35,14 +36,10 @@ final class Dropout: Layer {
         let n = batch * shape.count
         mask.reserve((n + 3) / 4)
         y.reserve(n)
-        let m = UnsafeMutableRawPointer(mask.pointer), out = y.pointer, p = rate, scale = 1 / (1 - rate), start = mode.random.state
+        let m = UnsafeMutableRawPointer(mask.pointer).bindMemory(to: UInt8.self, capacity: n)
+        let out = y.pointer, p = rate, scale = 1 / (1 - rate), start = mode.random.state
         BLAS.parallelRanges(n, minimum: Dropout.minimumPerPart) { r in
-            var g = SeededGenerator(seed: start &+ UInt64(r.lowerBound) &* SeededGenerator.increment)
-            for i in r {
-                let kept = !(g.nextUnitFloat() < p)
-                m.storeBytes(of: kept ? 1 : 0, toByteOffset: i, as: UInt8.self)
-                out[i] = x[i] * (kept ? scale : 0)
-            }
+            ElementwiseKernels.dropout(x, out, mask: m, range: r, state: start, rate: p, scale: scale)
         }
         mode.random.state = start &+ UInt64(n) &* SeededGenerator.increment  // as n draws leave it
         return UnsafePointer(out)
@@ -53,9 +50,9 @@ final class Dropout: Layer {
         guard masked else { return dy }
         let n = batch * shape.count
         dx.reserve(n)
-        let m = UnsafeRawPointer(mask.pointer), g = dx.pointer, scale = 1 / (1 - rate)
+        let m = UnsafeRawPointer(mask.pointer).bindMemory(to: UInt8.self, capacity: n), g = dx.pointer, scale = 1 / (1 - rate)
         BLAS.parallelRanges(n, minimum: Dropout.minimumPerPart) { r in
-            for i in r { g[i] = dy[i] * (m.load(fromByteOffset: i, as: UInt8.self) != 0 ? scale : 0) }
+            for i in r { g[i] = dy[i] * (m[i] != 0 ? scale : 0) }
         }
         return UnsafePointer(g)
     }

@@ -87,6 +87,13 @@ typedef struct {
 /// instruction set and every split of the range gives the same bits.
 void atk_adam(float *p, const float *g, float *m, float *v, long n, const atk_adam_params *h);
 
+/// Inverted dropout's forward over values `0 ..< n`: value i draws SplitMix64 at state
+/// `state + (i + 1)·0x9E3779B97F4A7C15` (the generator's stream `state` starts before value 0),
+/// `u = (z >> 40)·2⁻²⁴`, keeps the value unless `u < p`, and writes `mask[i]` = 1 (kept) or 0 and
+/// `y[i] = x[i]·(kept ? scale : 0)`: the integer draws and one rounded product per value, so
+/// every instruction set and every split of the range gives the same bits.
+void atk_dropout(const float *x, float *y, unsigned char *mask, long n, unsigned long long state, float p, float scale);
+
 #ifdef __cplusplus
 }
 #endif
