@@ -13,7 +13,6 @@ import PoseCore
 /// `c[m, n] = alpha * op(a)[m, k] * op(b)[k, n] + beta * c[m, n]`, where `op` transposes
 /// when asked. `lda`, `ldb`, `ldc` are the row strides of the matrices as stored.
 public enum BLAS {
-    @inline(__always)
     public static func gemm(
         transposeA: Bool = false, transposeB: Bool = false,
         m: Int, n: Int, k: Int, alpha: Float = 1,
@@ -23,6 +22,7 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         guard m > 0 && n > 0 else { return }
+        let parts = gemmParts(m: m, n: n, k: k)  // (the first read of `threads` sets OpenBLAS to one thread)
         if k == 0 {
             // BLAS leaves C untouched for k == 0 only when beta == 1; be explicit.
             for i in 0..<m { for j in 0..<n { c[i * ldc + j] *= beta } }
@@ -36,43 +36,71 @@ public enum BLAS {
                 alpha, b, Int32(ldb), a, Int32(transposeA ? lda : 1), beta, c, 1)
             return
         }
-        cblas_sgemm(
-            CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
-            Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
+        let ta = transposeA ? CblasTrans : CblasNoTrans, tb = transposeB ? CblasTrans : CblasNoTrans
+        guard parts > 1 else {
+            cblas_sgemm(CblasRowMajor, ta, tb, Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
+            return
+        }
+        // Each part one block of C, on one thread: a block of columns when A is the smaller
+        // operand (each part packs all of A and its share of B), else a block of rows.
+        let columns = m <= n, extent = columns ? n : m
+        let step = ((extent + parts - 1) / parts + 15) / 16 * 16
+        parallel(parts) { p in
+            let lo = min(extent, p * step), hi = min(extent, lo + step)
+            guard lo < hi else { return }
+            if columns {
+                cblas_sgemm(
+                    CblasRowMajor, ta, tb, Int32(m), Int32(hi - lo), Int32(k), alpha, a, Int32(lda),
+                    b + (transposeB ? lo * ldb : lo), Int32(ldb), beta, c + lo, Int32(ldc))
+            } else {
+                cblas_sgemm(
+                    CblasRowMajor, ta, tb, Int32(hi - lo), Int32(n), Int32(k), alpha, a + (transposeA ? lo : lo * lda),
+                    Int32(lda), b, Int32(ldb), beta, c + lo * ldc, Int32(ldc))
+            }
+        }
     }
 
-    /// Threads OpenBLAS uses for one GEMM, and the most threads a layer splits its own work
-    /// over (`parallel`). Inside a part of `parallel` it reads 1 (so parts do not split again).
+    /// Smallest multiply-add count per part worth splitting one GEMM over threads for: a part
+    /// of 2^18 takes about 2 µs on a core, some ten times the hand-off to a spinning helper.
+    public static let minimumGEMMPartWork = 1 << 18
+
+    /// Parts one GEMM of `m x n x k` is split into: `threads` (1 inside a part), fewer so that
+    /// every part has `minimumGEMMPartWork` multiply-adds and 16 rows or columns.
+    static func gemmParts(m: Int, n: Int, k: Int) -> Int {
+        let t = threads
+        guard t > 1 else { return 1 }
+        return max(1, min(t, m * n * k / minimumGEMMPartWork, max(m, n) / 16))
+    }
+
+    /// The most threads one call splits its work over: a GEMM (`gemm`, in blocks of C) and the
+    /// layers' own loops (`parallel`). Inside a part of `parallel` it reads 1 (so parts do not
+    /// split again).
     public static var threads: Int {
         get { ThreadCount.shared.threads }
         set { ThreadCount.shared.configure(max(1, newValue)) }
     }
 
-    /// Runs `body(part)` for every `part` in `0..<parts`, concurrently on up to `parts` threads,
-    /// with OpenBLAS limited to one thread per call meanwhile (restored afterwards): independent
-    /// single-threaded GEMM streams, one per core. Each part must write only its own outputs.
-    /// Which thread runs a part never changes its result, so a fixed `parts` gives the same
-    /// bits every time. The threads are `WorkerTeam`'s (Dispatch's before macOS 15).
+    /// Runs `body(part)` for every `part` in `0..<parts`, concurrently on up to `parts` threads:
+    /// independent single-threaded GEMM streams and loops, one per core. Each part must write
+    /// only its own outputs. Which thread runs a part never changes its result, so a fixed
+    /// `parts` gives the same bits every time. The threads are `WorkerTeam`'s (Dispatch's
+    /// before macOS 15).
     ///
+    /// OpenBLAS itself always runs on one thread, in the calling thread: every thread this
+    /// process computes on is one of the team's (or a caller's), never OpenBLAS's own pool,
+    /// whose workers would spin for tens of milliseconds after each call beside the team's.
     /// OpenBLAS 0.3.21's pthread build runs a one-thread call entirely in the calling thread
-    /// (its buffer allocator is locked), so concurrent one-thread calls are safe (the tests
-    /// and `actiontrain-bench layers` compare them with serial ones); calls that use its own
-    /// worker threads would be serialised by a lock. Nested calls run their parts one after
-    /// another (`threads` reads 1 inside).
-    ///
-    /// Several threads may run regions at once (contexts of a shared model on several threads in a service). OpenBLAS's
-    /// thread count is one setting for the process, so it is 1 while any region runs anywhere
-    /// and back to `threads` when the last one ends; meanwhile other threads' GEMMs run on one
-    /// thread, which for large GEMMs can change the last bits, as a different `threads` does.
-    /// (Only training's: a frozen network, a loaded model's, never calls OpenBLAS.)
+    /// (its buffer allocator is locked), so concurrent one-thread calls are safe (the tests and
+    /// `actiontrain-bench layers` compare them with serial ones), and no call changes a setting
+    /// another thread's call depends on: a GEMM's bits depend on `threads` and its operands only,
+    /// whatever other threads (contexts of a shared model in a service) are doing. Nested calls
+    /// run their parts one after another (`threads` reads 1 inside).
     public static func parallel(_ parts: Int, _ body: (Int) -> Void) {
         guard parts > 1 else {
             if parts == 1 { body(0) }
             return
         }
         let count = ThreadCount.shared
-        count.enterRegion()
-        defer { count.leaveRegion() }
         func part(_ p: Int) {
             let outer = count.insidePart
             count.insidePart = true
@@ -86,20 +114,21 @@ public enum BLAS {
         }
     }
 
-    /// The configured thread count, the parallel regions running (process-wide) and whether
-    /// the current thread is running a part (thread-local). `@unchecked Sendable`: `configured`
-    /// and `regions` are only touched with `lock` held, and `insidePart` is thread-local.
+    /// The configured thread count and whether the current thread is running a part
+    /// (thread-local). `@unchecked Sendable`: `configured` is only touched with `lock` held, and
+    /// `insidePart` is thread-local. The count starts at OpenBLAS's own (`OPENBLAS_NUM_THREADS`,
+    /// else the cores), and OpenBLAS is set to one thread for good.
     private final class ThreadCount: @unchecked Sendable {
         static let shared = ThreadCount()
         private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         private var configured: Int  // guarded by lock
-        private var regions = 0  // guarded by lock
         private var key = pthread_key_t()
 
         private init() {
             pthread_mutex_init(lock, nil)
             pthread_key_create(&key, nil)
-            configured = Int(openblas_get_num_threads())
+            configured = max(1, Int(openblas_get_num_threads()))
+            openblas_set_num_threads(1)
         }
 
         var insidePart: Bool {
@@ -117,21 +146,6 @@ public enum BLAS {
         func configure(_ n: Int) {
             pthread_mutex_lock(lock)
             configured = n
-            if regions == 0 { openblas_set_num_threads(Int32(n)) }
-            pthread_mutex_unlock(lock)
-        }
-
-        func enterRegion() {
-            pthread_mutex_lock(lock)
-            if regions == 0 { openblas_set_num_threads(1) }
-            regions += 1
-            pthread_mutex_unlock(lock)
-        }
-
-        func leaveRegion() {
-            pthread_mutex_lock(lock)
-            regions -= 1
-            if regions == 0 { openblas_set_num_threads(Int32(configured)) }
             pthread_mutex_unlock(lock)
         }
     }
@@ -153,7 +167,7 @@ public enum BLAS {
         }
     }
 
-    /// OpenBLAS's own setting (`threads` reads 1 inside `parallel`; this reads the library).
+    /// OpenBLAS's own thread count: always 1 (`ThreadCount`), whatever `threads` is.
     static var openBLASThreads: Int { Int(openblas_get_num_threads()) }
 
     /// The OpenBLAS kernel in use (e.g. `Haswell`).

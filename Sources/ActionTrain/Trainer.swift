@@ -39,12 +39,19 @@ public struct TensorSet: Sendable, BatchSource {
     public func fill(
         indices: ArraySlice<Int>, epoch: Int, features: UnsafeMutablePointer<Float>, labels: UnsafeMutablePointer<Int32>
     ) {
-        let V = valuesPerWindow
+        let V = valuesPerWindow, first = indices.startIndex
         self.features.withUnsafeBufferPointer { src in
             self.labels.withUnsafeBufferPointer { y in
-                for (k, i) in indices.enumerated() {
-                    (features + k * V).update(from: src.baseAddress! + i * V, count: V)
-                    labels[k] = y[i]
+                // Rows split over the threads once a part copies at least 64 KB: a batch of 64
+                // reference windows (656 KB from rows scattered over the data set) copies at
+                // memory speed, which one thread does not reach.
+                let src = src.baseAddress!, y = y.baseAddress!
+                BLAS.parallelRanges(indices.count, minimum: max(1, (1 << 14) / max(1, V)), alignment: 1) { r in
+                    for k in r {
+                        let i = indices[first + k]
+                        (features + k * V).update(from: src + i * V, count: V)
+                        labels[k] = y[i]
+                    }
                 }
             }
         }

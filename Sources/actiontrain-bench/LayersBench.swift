@@ -110,7 +110,9 @@ enum LayersBench {
                         }
                     }
                     let step = measure()
-                    let gemmTime = replay(stepGEMMs(net, batch: batch), cpu: cpu)
+                    let calls = stepGEMMs(net, batch: batch)
+                    let gemmTime = replay(calls, cpu: cpu)
+                    if args.contains("--calls") { printCalls(calls, cpu: cpu) }
                     let wps = Double(batch) / step
                     let ceiling = model.ceiling[threads]!, torch = model.torchTrain[threads]!
                     print(
@@ -153,7 +155,7 @@ enum LayersBench {
     }
 
     /// Whether one training step's logits and gradients at batch 64 are bit-identical with
-    /// 1 and 2 BLAS threads (the layers' own loops are single-threaded; only OpenBLAS splits).
+    /// 1 and 2 BLAS threads (`BLAS.gemm` computes a large product as one block of C per thread).
     static func threadComparison(_ models: [Model]) throws {
         print("\nLogits and gradients of one step at batch 64 (same weights and inputs):")
         for model in models {
@@ -208,6 +210,24 @@ enum LayersBench {
             switch self {
             case .usage(let m): return m
             }
+        }
+    }
+
+    /// `--calls`: each GEMM of the step alone (its region's parts on their threads), in order:
+    /// shape, median µs and GFLOP/s — where a step's GEMM time goes.
+    static func printCalls(_ calls: [GEMMRecorder.Call], cpu: Bool) {
+        let regions = Dictionary(grouping: calls, by: \.region).sorted { $0.key < $1.key }
+        for (_, region) in regions {
+            let seconds = replay(region, cpu: cpu)
+            let flops = region.reduce(0.0) { $0 + 2 * Double($1.m) * Double($1.n) * Double($1.k) }
+            var shapes: [(String, Int)] = []  // distinct shapes in order, with their counts
+            for c in region {
+                let shape = "m \(c.m) n \(c.n) k \(c.k)\(c.transposeA ? " Aᵀ" : "")\(c.transposeB ? " Bᵀ" : "") β \(c.beta)"
+                if let i = shapes.firstIndex(where: { $0.0 == shape }) { shapes[i].1 += 1 } else { shapes.append((shape, 1)) }
+            }
+            print(
+                "    \(shapes.map { "\($0.1) x \($0.0)" }.joined(separator: ", ")): "
+                    + "\(format(seconds * 1e6, 1)) µs, \(format(flops / seconds / 1e9, 1)) GFLOP/s")
         }
     }
 

@@ -224,4 +224,32 @@ final class GradientCheckTests: XCTestCase {
             }
         }
     }
+
+    /// With 2 threads a large product is cut into blocks of C's columns (m ≤ n) or rows, each
+    /// computed by one thread: every block, with strides wider than the matrices, must land in
+    /// its place, and the padding between rows stay untouched.
+    func testGemmSplitOverThreadsMatchesReference() {
+        let saved = BLAS.threads
+        defer { BLAS.threads = saved }
+        BLAS.threads = 2
+        var g = SeededGenerator(seed: 4)
+        for (m, n, k) in [(40, 333, 100), (333, 40, 100), (64, 70, 2565)] {
+            XCTAssertEqual(BLAS.gemmParts(m: m, n: n, k: k), 2, "m \(m) n \(n) k \(k) must be split")
+            for ta in [false, true] {
+                for tb in [false, true] {
+                    let lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3
+                    let a = (0..<((ta ? k : m) * lda)).map { _ in g.nextSymmetric(1) }
+                    let b = (0..<((tb ? n : k) * ldb)).map { _ in g.nextSymmetric(1) }
+                    var c1 = (0..<(m * ldc)).map { _ in g.nextSymmetric(1) }, c2 = c1
+                    BLAS.gemm(transposeA: ta, transposeB: tb, m: m, n: n, k: k, alpha: 0.7, a: a, lda: lda, b: b, ldb: ldb, beta: 0.3, c: &c1, ldc: ldc)
+                    BLAS.gemmReference(transposeA: ta, transposeB: tb, m: m, n: n, k: k, alpha: 0.7, a: a, lda: lda, b: b, ldb: ldb, beta: 0.3, c: &c2, ldc: ldc)
+                    assertClose(c1, c2, absolute: 1e-4, relative: 1e-4, "m \(m) n \(n) k \(k) ta \(ta) tb \(tb)")
+                    for i in 0..<m {
+                        for j in n..<ldc { XCTAssertEqual(c1[i * ldc + j], c2[i * ldc + j], "padding of row \(i) changed") }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(BLAS.gemmParts(m: 8, n: 8, k: 8), 1, "a small product stays whole")
+    }
 }
