@@ -94,22 +94,7 @@ enum LayersBench {
                     BLAS.threads = threads
                     let net = try Network(layers: model.layers, input: model.input)
                     net.initialize(seed: 1)
-                    var g = SeededGenerator(seed: 2)
-                    let x = (0..<(batch * model.input.count)).map { _ in g.nextSymmetric(1) }
-                    let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
-                    var mode = ForwardMode.training(seed: 3)
-                    func measure() -> Double {
-                        x.withUnsafeBufferPointer { xp in
-                            dlogits.withUnsafeBufferPointer { dp in
-                                median(cpu: cpu) {
-                                    net.zeroGradients()
-                                    _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
-                                    net.backward(dp.baseAddress!, batch: batch)
-                                }
-                            }
-                        }
-                    }
-                    let step = measure()
+                    let step = stepSeconds(net, batch: batch, cpu: cpu)
                     let calls = stepGEMMs(net, batch: batch)
                     let gemmTime = replay(calls, cpu: cpu)
                     if args.contains("--calls") { printCalls(calls, cpu: cpu) }
@@ -376,19 +361,7 @@ enum LayersBench {
                 BLAS.threads = threads
                 let net = try Network(layers: specs, input: Shape(time: 45, channels: input.channelsPerFrame))
                 net.initialize(seed: 1)
-                var g = SeededGenerator(seed: 2)
-                let x = (0..<(batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
-                let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
-                var mode = ForwardMode.training(seed: 3)
-                let step = x.withUnsafeBufferPointer { xp in
-                    dlogits.withUnsafeBufferPointer { dp in
-                        median(cpu: cpu) {
-                            net.zeroGradients()
-                            _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
-                            net.backward(dp.baseAddress!, batch: batch)
-                        }
-                    }
-                }
+                let step = stepSeconds(net, batch: batch, cpu: cpu)
                 let calls = stepGEMMs(net, batch: batch), gemm = replay(calls, cpu: cpu)
                 let macs = Double(calls.reduce(0) { $0 + $1.m * $1.n * $1.k })
                 print(
@@ -446,6 +419,24 @@ enum LayersBench {
                             "\(c.batch)", "\(c.time)", "\(c.channels)", "\(threads)", format(forward * 1e3, 3), format(backward * 1e3, 3),
                             format(gemm * 1e3, 3), format(100 * gemm / (forward + backward), 1), c.what,
                         ], widths))
+            }
+        }
+    }
+
+    /// Median seconds of one training step of `net` at `batch` (zeroGradients, forward in
+    /// training mode, backward) on seeded random inputs and logit gradients.
+    static func stepSeconds(_ net: Network, batch: Int, cpu: Bool) -> Double {
+        var g = SeededGenerator(seed: 2)
+        let x = (0..<(batch * net.inputShape.count)).map { _ in g.nextSymmetric(1) }
+        let dlogits = (0..<(batch * net.classCount)).map { _ in g.nextSymmetric(1) / Float(batch) }
+        var mode = ForwardMode.training(seed: 3)
+        return x.withUnsafeBufferPointer { xp in
+            dlogits.withUnsafeBufferPointer { dp in
+                median(cpu: cpu) {
+                    net.zeroGradients()
+                    _ = net.forward(xp.baseAddress!, batch: batch, mode: &mode)
+                    net.backward(dp.baseAddress!, batch: batch)
+                }
             }
         }
     }
