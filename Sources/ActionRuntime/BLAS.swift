@@ -22,7 +22,7 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int
     ) {
         guard m > 0 && n > 0 else { return }
-        let parts = gemmParts(m: m, n: n, k: k)  // (the first read of `threads` sets OpenBLAS to one thread)
+        _ = ThreadCount.shared  // sets OpenBLAS to one thread before its first call
         if k == 0 {
             // BLAS leaves C untouched for k == 0 only when beta == 1; be explicit.
             for i in 0..<m { for j in 0..<n { c[i * ldc + j] *= beta } }
@@ -37,10 +37,15 @@ public enum BLAS {
             return
         }
         let ta = transposeA ? CblasTrans : CblasNoTrans, tb = transposeB ? CblasTrans : CblasNoTrans
-        guard parts > 1 else {
-            cblas_sgemm(CblasRowMajor, ta, tb, Int32(m), Int32(n), Int32(k), alpha, a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc))
-            return
+        // The rows `r` and columns `j` of C, one OpenBLAS call on this thread.
+        func block(rows r: Range<Int>, columns j: Range<Int>) {
+            cblas_sgemm(
+                CblasRowMajor, ta, tb, Int32(r.count), Int32(j.count), Int32(k), alpha, a + (transposeA ? r.lowerBound : r.lowerBound * lda),
+                Int32(lda), b + (transposeB ? j.lowerBound * ldb : j.lowerBound), Int32(ldb), beta, c + r.lowerBound * ldc + j.lowerBound,
+                Int32(ldc))
         }
+        let parts = gemmParts(m: m, n: n, k: k)
+        guard parts > 1 else { return block(rows: 0..<m, columns: 0..<n) }
         // Each part one block of C, on one thread: a block of columns when A is the smaller
         // operand (each part packs all of A and its share of B), else a block of rows.
         let columns = m <= n, extent = columns ? n : m
@@ -48,15 +53,7 @@ public enum BLAS {
         parallel(parts) { p in
             let lo = min(extent, p * step), hi = min(extent, lo + step)
             guard lo < hi else { return }
-            if columns {
-                cblas_sgemm(
-                    CblasRowMajor, ta, tb, Int32(m), Int32(hi - lo), Int32(k), alpha, a, Int32(lda),
-                    b + (transposeB ? lo * ldb : lo), Int32(ldb), beta, c + lo, Int32(ldc))
-            } else {
-                cblas_sgemm(
-                    CblasRowMajor, ta, tb, Int32(hi - lo), Int32(n), Int32(k), alpha, a + (transposeA ? lo : lo * lda),
-                    Int32(lda), b, Int32(ldb), beta, c + lo * ldc, Int32(ldc))
-            }
+            if columns { block(rows: 0..<m, columns: lo..<hi) } else { block(rows: lo..<hi, columns: 0..<n) }
         }
     }
 
