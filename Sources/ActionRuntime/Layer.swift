@@ -129,9 +129,14 @@ extension Layer {
 protocol LayerContainer: Layer {
     /// Every layer held, in a fixed order (the same for replicas of one spec).
     var sublayers: [Layer] { get }
+    /// Lets the container's own chains share `pool`'s input-gradient buffers (see
+    /// `GradientPool`); a container that does not keeps its layers' private buffers.
+    func attach(_ pool: GradientPool)
 }
 
 extension LayerContainer {
+    func attach(_ pool: GradientPool) {}
+
     func setFrozen(_ frozen: Bool) {
         for layer in sublayers { layer.setFrozen(frozen) }
     }

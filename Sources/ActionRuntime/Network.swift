@@ -24,6 +24,8 @@ public final class Network {
     let chain: LayerChain
     /// The layers before the last (those `forwardMembers` runs before the members).
     let memberPrefix: LayerChain
+    /// The input-gradient buffers the layers share during backward (nil: each its own).
+    let gradientPool: GradientPool?
     public let tensors: [TensorInfo]
     public let parameterCount: Int
     /// Activation values per window: every layer's output, nested layers included, plus the
@@ -44,7 +46,9 @@ public final class Network {
 
     /// With `storage`, the layers are bound to its values (which must hold at least
     /// `parameterCount`, 64-byte aligned, laid out as `tensors` says) instead of a new arena.
-    init(layers specs: [LayerSpec], input: Shape, storage: ParameterStorage?) throws {
+    /// `sharedGradients`: the layers' input gradients live in a few buffers shared by all
+    /// (`GradientPool`; the same bits as private buffers, tested); false gives every layer its own.
+    init(layers specs: [LayerSpec], input: Shape, storage: ParameterStorage?, sharedGradients: Bool = true) throws {
         guard input.time > 0 && input.channels > 0 else {
             throw ModelError.invalidLayer(layer: "input", reason: "input shape \(input) must be positive")
         }
@@ -67,8 +71,17 @@ public final class Network {
         self.inputShape = input
         self.outputShape = shape
         self.layers = built
-        chain = LayerChain(built)
-        memberPrefix = LayerChain(Array(built.dropLast()))
+        var chain = LayerChain(built), prefix = LayerChain(Array(built.dropLast()))
+        if sharedGradients {
+            let pool = GradientPool()
+            chain.attach(pool)
+            prefix.attach(pool)
+            gradientPool = pool
+        } else {
+            gradientPool = nil
+        }
+        self.chain = chain
+        memberPrefix = prefix
         // Tensor names are `layers.<i>.<name>`; a residual block's own names carry the path
         // inside it (`layers.3.body.0.weight`, `layers.3.shortcut.0.bias`). Each layer's
         // tensors are contiguous, in `parameterShapes` order, which is the order `bind` expects.
@@ -266,6 +279,10 @@ struct LayerChain {
     let layers: [Layer]
     /// `parametersBefore[j]`: some layer before `j` has parameters.
     let parametersBefore: [Bool]
+    /// The layers whose input-gradient buffer a pool may replace (nil for the others).
+    private let pooled: [PooledInputGradient?]
+    /// Where backward takes the pooled layers' input-gradient buffers from; nil: their own.
+    private(set) var pool: GradientPool?
 
     init(_ layers: [Layer]) {
         self.layers = layers
@@ -275,6 +292,13 @@ struct LayerChain {
             seen = seen || layer.parameterCount > 0
         }
         parametersBefore = flags
+        pooled = layers.map { $0 as? PooledInputGradient }
+    }
+
+    /// Shares `pool`'s buffers among this chain's layers and those of the containers in it.
+    mutating func attach(_ pool: GradientPool) {
+        self.pool = pool
+        for layer in layers { (layer as? LayerContainer)?.attach(pool) }
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
@@ -290,8 +314,10 @@ struct LayerChain {
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
         var g = dy
         for j in stride(from: layers.count - 1, through: 0, by: -1) {
-            guard let next = layers[j].backward(g, batch: batch, needInputGradient: needInputGradient || parametersBefore[j])
-            else { return nil }
+            let need = needInputGradient || parametersBefore[j]
+            // A buffer that holds neither g (what layer j reads) nor a pinned gradient.
+            if need, let pool, let layer = pooled[j] { layer.dx = pool.buffer(avoiding: g) }
+            guard let next = layers[j].backward(g, batch: batch, needInputGradient: need) else { return nil }
             g = next
         }
         return g

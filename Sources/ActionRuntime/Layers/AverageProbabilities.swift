@@ -72,7 +72,7 @@ struct ProbabilityAverage {
 /// Backward: each member gets its share (`ProbabilityAverage.backward`); `dx = Σ_m dx_m`.
 final class AverageProbabilities: LayerContainer {
     let members: [[Layer]]
-    private let chains: [LayerChain]
+    private var chains: [LayerChain]
     let inputShape: Shape, outputShape: Shape
     private let average: ProbabilityAverage
     private let dx = Buffer()
@@ -110,14 +110,25 @@ final class AverageProbabilities: LayerContainer {
 
     var sublayers: [Layer] { all }
 
+    private var pool: GradientPool?
+
+    /// The members' chains share the pool; `dx`, the sum over members, stays this layer's own.
+    func attach(_ pool: GradientPool) {
+        self.pool = pool
+        for m in chains.indices { chains[m].attach(pool) }
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         var logits: [UnsafePointer<Float>] = []
         for chain in chains { logits.append(chain.forward(x, batch: batch, mode: &mode)) }
         return average.forward(logits, batch: batch)
     }
 
+    /// `dy` stays pinned in the pool until the last member's share is taken from it.
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
-        backward(batch: batch, needInputGradient: needInputGradient) { m in average.backward(dy, member: m, batch: batch) }
+        pool?.pin(dy)
+        defer { pool?.unpin(dy) }
+        return backward(batch: batch, needInputGradient: needInputGradient) { m in average.backward(dy, member: m, batch: batch) }
     }
 
     /// `dx = Σ_m` member m's input gradient for its logits' gradient `dz(m)`.

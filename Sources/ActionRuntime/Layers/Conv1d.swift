@@ -45,7 +45,7 @@ import PoseCore
 /// holds L independent sequences side by side, `x [B, T, L·I]` with lane l's step t at channels
 /// `l·I ..< (l + 1)·I`, convolved with the same weights into `y [B, To, L·O]`; only the Winograd
 /// formulations take lanes (`formulation(batch:)` says which batches; the caller keeps the rest).
-final class Conv1d: Layer {
+final class Conv1d: PooledInputGradient {
     let inputs: Int, outputs: Int, kernel: Int, stride: Int, dilation: Int, padding: Int
     let inputTime: Int, outputTime: Int
     /// Sequences per window, sharing the weights (1 for a network's conv1d layer).
@@ -81,7 +81,7 @@ final class Conv1d: Layer {
     var lastFormulation = Formulation.im2col  // of the last forward
     var workspaces: [Workspace] = []  // one per part
     let y = Buffer()  // [B·To, O]
-    let dx = Buffer()  // [B, T, I]
+    var dx = Buffer()  // [B, T, I]
     let U = Buffer()  // [α, O, I], Winograd's transformed weights of the last forward
     var frozen = false
     var packed: Buffer?  // the weight as PackedGEMM's B [K·I, O], while frozen

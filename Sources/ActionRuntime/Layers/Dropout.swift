@@ -11,13 +11,14 @@ import PoseCore
 /// Forward `y = m ⊙ x`, backward `dx = m ⊙ dy`, with `m ∈ {0, 1/(1 − p)}`; the mask is kept as
 /// one byte per value (1: kept), a quarter of a float mask (ST-GCN's activations are
 /// 1.47 M values per layer at batch 64).
-final class Dropout: Layer {
+final class Dropout: PooledInputGradient {
     let rate: Float
     let shape: Shape
     var spec: LayerSpec { .dropout(rate: rate) }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
-    private let y = Buffer(), dx = Buffer()  // [N] each
+    private let y = Buffer()
+    var dx = Buffer()  // [N] each
     private let mask = Buffer()  // N bytes (1: kept, 0: dropped) in ⌈N/4⌉ floats' room
     /// Whether the last forward applied a mask (training with p > 0); if not, backward is
     /// the identity too.

@@ -22,7 +22,7 @@ import PoseCore
 /// segment's frames `[B·C, n]` multiplied by its basis packed for the runtime's own kernel
 /// (`PackedGEMM`, `[n, 2K']`), rows split over the threads in blocks of 12; a window's values do
 /// not depend on the batch it is in nor on the thread count.
-final class FourierPyramid: Layer {
+final class FourierPyramid: PooledInputGradient {
     let shape: Shape
     let levels: [Int], coefficients: Int
     /// Per segment: its first frame, its length n, the frequencies K' it has, and its basis
@@ -35,7 +35,7 @@ final class FourierPyramid: Layer {
     private let ab = Buffer()  // [S, 2K, B·C]: a and b of each segment and frequency
     private let y = Buffer()  // [B, S·K·C]
     private let g = Buffer()  // [S, 2K, B·C]: dy·a/y and dy·b/y
-    private let dx = Buffer()  // [B, T, C]
+    var dx = Buffer()  // [B, T, C]
     private var frozen = false
     /// Per segment, its basis as `PackedGEMM`'s B `[n, 2K']` (made when first frozen).
     private var packed: [Buffer]?

@@ -5,13 +5,14 @@ import Foundation
 /// Shapes: N = B·T·C values.
 /// Forward  `y = ½ x (1 + tanh u)`, `u = √(2/π) (x + 0.044715 x³)`.
 /// Backward `dx = dy · (½ (1 + tanh u) + ½ x (1 − tanh² u) · √(2/π) (1 + 3 · 0.044715 x²))`.
-final class GELU: Layer {
+final class GELU: PooledInputGradient {
     let shape: Shape
     var spec: LayerSpec { .gelu }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
     private var x: UnsafePointer<Float>?  // cached input [N]
-    private let y = Buffer(), dx = Buffer()  // [N] each
+    private let y = Buffer()
+    var dx = Buffer()  // [N] each
 
     static let c0: Float = (2 / Float.pi).squareRoot()  // √(2/π)
     static let c1: Float = 0.044715

@@ -3,13 +3,13 @@
 /// Shapes: B = batch, T = time, C = channels.
 /// Forward `y[b, c] = (1/T) Σ_t x[b, t, c]`; backward `dx[b, t, c] = dy[b, c] / T`. Large
 /// batches are split over `BLAS.threads` (whole windows per part).
-final class GlobalAveragePool: Layer {
+final class GlobalAveragePool: PooledInputGradient {
     let shape: Shape
     var spec: LayerSpec { .globalAveragePool }
     var inputShape: Shape { shape }
     var outputShape: Shape { Shape(time: 1, channels: shape.channels) }
     private let y = Buffer()  // [B, C]
-    private let dx = Buffer()  // [B, T, C]
+    var dx = Buffer()  // [B, T, C]
 
     init(shape: Shape) { self.shape = shape }
 

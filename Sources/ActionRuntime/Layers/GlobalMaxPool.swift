@@ -3,14 +3,14 @@
 /// Shapes: B = batch, T = time, C = channels.
 /// Forward `y[b, c] = max_t x[b, t, c]`, remembering the arg-max `a[b, c]` (the first index
 /// on ties); backward `dx[b, t, c] = dy[b, c]` where `t == a[b, c]`, else 0.
-final class GlobalMaxPool: Layer {
+final class GlobalMaxPool: PooledInputGradient {
     let shape: Shape
     var spec: LayerSpec { .globalMaxPool }
     var inputShape: Shape { shape }
     var outputShape: Shape { Shape(time: 1, channels: shape.channels) }
     private let y = Buffer()  // [B, C]
     private let argmax = IndexBuffer()  // [B, C]
-    private let dx = Buffer()  // [B, T, C]
+    var dx = Buffer()  // [B, T, C]
 
     init(shape: Shape) { self.shape = shape }
 

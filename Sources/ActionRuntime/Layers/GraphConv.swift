@@ -43,7 +43,7 @@ import PoseCore
 /// runtime's own kernels (`PackedGEMM`) instead of OpenBLAS, whole windows per part, or for
 /// fewer windows than parts the output panels of Z (then the time steps of the aggregation);
 /// every output has the same sums whatever the split, so the thread count never changes a bit.
-final class GraphConv: Layer {
+final class GraphConv: PooledInputGradient {
     let kind: GraphConvKind
     let time: Int
     let joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int
@@ -85,7 +85,8 @@ final class GraphConv: Layer {
     var parts = 1  // of the last forward
     var workspaces: [Workspace] = []  // one per part
     let y = Buffer()  // [B, T, J·O]
-    let dx = Buffer()  // [B, T, J·I]
+    /// [B, T, J·I]; the temporal convolution, when it runs backward, writes it too.
+    var dx = Buffer() { didSet { temporal?.dx = dx } }
     var frozen = false
     var packed: Buffer?  // the weight as PackedGEMM's B [K·I, P·O], while frozen
 

@@ -13,7 +13,7 @@ import PoseCore
 /// the rows' sums are computed 8 rows at a time (one per SIMD lane, so 8 chains of additions
 /// in flight) and the rows, or for dγ and dβ the channels, split over `BLAS.threads`: neither
 /// changes a bit.
-final class LayerNorm: Layer {
+final class LayerNorm: PooledInputGradient {
     let shape: Shape
     let epsilon: Float
     var spec: LayerSpec { .layerNorm(channels: shape.channels, epsilon: epsilon) }
@@ -25,7 +25,8 @@ final class LayerNorm: Layer {
     private var dGamma: UnsafeMutablePointer<Float>!, dBeta: UnsafeMutablePointer<Float>!  // [C], [C]
     private var x: UnsafePointer<Float>?  // cached input [R, C]
     private let mean = Buffer(), rstd = Buffer()  // [R] each
-    private let y = Buffer(), dx = Buffer()  // [R, C] each
+    private let y = Buffer()
+    var dx = Buffer()  // [R, C] each
 
     init(shape: Shape, epsilon: Float) {
         self.shape = shape

@@ -10,7 +10,7 @@ import PoseCore
 /// AVX-512 against OpenBLAS Haswell's 119), the rows (or, for fewer than 12 rows per thread,
 /// the 16-output panels) split over the threads; a single row (batch-1 MLP) with its sum in
 /// four chains (`PackedGEMM.multiplyRow`).
-final class Linear: Layer {
+final class Linear: PooledInputGradient {
     let inputs: Int, outputs: Int, time: Int
     var spec: LayerSpec { .linear(inputs: inputs, outputs: outputs) }
     var inputShape: Shape { Shape(time: time, channels: inputs) }
@@ -20,7 +20,8 @@ final class Linear: Layer {
     private var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, I], [O]
     private var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!
     private var x: UnsafePointer<Float>?  // cached input [R, I]
-    private let y = Buffer(), dx = Buffer()
+    private let y = Buffer()
+    var dx = Buffer()
     private var frozen = false
     private var packed: Buffer?  // the weight as PackedGEMM's B [I, O], while frozen
     /// Most parts a frozen forward is split into; nil: `BLAS.threads`. For tests.

@@ -1,11 +1,12 @@
 /// `y = max(x, 0)`; `dx = dy · [x > 0]` (the gradient at exactly 0 is 0). Large activations
 /// are split over `BLAS.threads` (`BLAS.parallelRanges`).
-final class ReLU: Layer {
+final class ReLU: PooledInputGradient {
     let shape: Shape
     var spec: LayerSpec { .relu }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
-    private let y = Buffer(), dx = Buffer()  // [B, T, C] each
+    private let y = Buffer()
+    var dx = Buffer()  // [B, T, C] each
     /// Below this many values per part a second thread costs more than it saves.
     static let minimumPerPart = 1 << 15
 

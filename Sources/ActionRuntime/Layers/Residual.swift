@@ -10,7 +10,8 @@ import PoseCore
 /// `shortcut.<j>.<name>` (the network prefixes `layers.<i>.`).
 final class Residual: LayerContainer {
     let body: [Layer], shortcut: [Layer]
-    private let bodyChain: LayerChain, shortcutChain: LayerChain
+    private var bodyChain: LayerChain, shortcutChain: LayerChain
+    private var pool: GradientPool?
     let inputShape: Shape, outputShape: Shape
     var spec: LayerSpec { .residual(body: body.map(\.spec), shortcut: shortcut.map(\.spec)) }
     private let y = Buffer(), dx = Buffer()  // [B, N], [B, inputShape]
@@ -48,6 +49,12 @@ final class Residual: LayerContainer {
 
     var sublayers: [Layer] { body + shortcut }
 
+    func attach(_ pool: GradientPool) {
+        self.pool = pool
+        bodyChain.attach(pool)
+        shortcutChain.attach(pool)
+    }
+
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let a = bodyChain.forward(x, batch: batch, mode: &mode)
         let s = shortcutChain.forward(x, batch: batch, mode: &mode)
@@ -58,13 +65,20 @@ final class Residual: LayerContainer {
         return UnsafePointer(out)
     }
 
+    /// With a pool, `dy` stays pinned while the body runs (the shortcut reads it next), and the
+    /// body's gradient while the shortcut runs; the sum goes to a pool buffer holding neither.
     func backward(_ dy: UnsafePointer<Float>, batch: Int, needInputGradient: Bool) -> UnsafePointer<Float>? {
+        pool?.pin(dy)
         let gBody = bodyChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
+        pool?.pin(gBody)
         let gShortcut = shortcutChain.backward(dy, batch: batch, needInputGradient: needInputGradient)
+        pool?.unpin(gBody)
+        pool?.unpin(dy)
         guard needInputGradient, let gBody, let gShortcut else { return nil }
         let n = batch * inputShape.count
-        dx.reserve(n)
-        let out = dx.pointer
+        let target = pool?.buffer(avoiding: dy, gBody, gShortcut) ?? dx
+        target.reserve(n)
+        let out = target.pointer
         for i in 0..<n { out[i] = gBody[i] + gShortcut[i] }
         return UnsafePointer(out)
     }

@@ -5,12 +5,13 @@ import PoseCore
 ///
 /// Shapes: B = batch, T = time, C = input channels, J = picked channels.
 /// Backward: `dx[t, channels[j]] += dy[t, j]` (zero elsewhere).
-final class SelectChannels: Layer {
+final class SelectChannels: PooledInputGradient {
     let channels: [Int]
     let inputShape: Shape
     var outputShape: Shape { Shape(time: inputShape.time, channels: channels.count) }
     var spec: LayerSpec { .selectChannels(channels) }
-    private let y = Buffer(), dx = Buffer()  // [B, T, J], [B, T, C]
+    private let y = Buffer()
+    var dx = Buffer()  // [B, T, J], [B, T, C]
 
     init(channels: [Int], input: Shape) {
         self.channels = channels

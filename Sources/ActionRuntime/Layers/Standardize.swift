@@ -8,13 +8,14 @@ import PoseCore
 /// once, before the first step (`StandardizeCalibration`): the mean and 1/standard deviation of
 /// the layer's input over the training windows.
 /// Backward: `dx[t, c] = dy[t, c] · scale[c]`.
-final class Standardize: Layer {
+final class Standardize: PooledInputGradient {
     let shape: Shape
     let mean: [Float], scale: [Float]
     var spec: LayerSpec { .standardize(mean: mean, scale: scale) }
     var inputShape: Shape { shape }
     var outputShape: Shape { shape }
-    private let y = Buffer(), dx = Buffer()  // [B, T, C] each
+    private let y = Buffer()
+    var dx = Buffer()  // [B, T, C] each
 
     init(shape: Shape, mean: [Float], scale: [Float]) {
         self.shape = shape

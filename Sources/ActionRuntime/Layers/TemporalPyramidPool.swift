@@ -9,7 +9,7 @@
 /// al. 2012 pool their segments), which keeps coarse order in time that a global mean loses.
 /// Backward spreads `dy / n_s` over each segment's frames. Large batches are split over
 /// `BLAS.threads` (whole windows per part).
-final class TemporalPyramidPool: Layer {
+final class TemporalPyramidPool: PooledInputGradient {
     let shape: Shape
     let levels: [Int]
     /// Segment bounds in frames, level by level: segment k is `starts[k] ..< ends[k]`.
@@ -18,7 +18,7 @@ final class TemporalPyramidPool: Layer {
     var inputShape: Shape { shape }
     var outputShape: Shape { Shape(time: 1, channels: shape.channels * starts.count) }
     private let y = Buffer()  // [B, S·C]
-    private let dx = Buffer()  // [B, T, C]
+    var dx = Buffer()  // [B, T, C]
 
     init(shape: Shape, levels: [Int]) {
         self.shape = shape
