@@ -36,6 +36,31 @@ public enum ElementwiseKernels {
         atk_adam(p + lo, g + lo, m + lo, v + lo, range.count, &h)
     }
 
+    /// layerNorm's mean and `1/√(σ² + ε)` of 8 consecutive rows of `x` (row stride `C`)
+    /// (`atk_layernorm_stats8`): the bits of `LayerNorm.statistics8Reference`.
+    public static func layerNormStatistics8(
+        _ x: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
+    ) {
+        atk_layernorm_stats8(x, Int32(C), 1 / Float(C), epsilon, mean, rstd)
+    }
+
+    /// layerNorm backward's `Σ_c γ·dy` and `Σ_c γ·dy·x̂` of 8 consecutive rows, one per lane
+    /// (`atk_layernorm_sums8`): the bits of `LayerNorm.sums8Reference`.
+    public static func layerNormSums8(
+        _ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, gamma: UnsafePointer<Float>, channels C: Int, mean: UnsafePointer<Float>,
+        rstd: UnsafePointer<Float>
+    ) -> (sumG: SIMD8<Float>, sumGX: SIMD8<Float>) {
+        var a = SIMD8<Float>(), b = SIMD8<Float>()
+        withUnsafeMutableBytes(of: &a) { pa in
+            withUnsafeMutableBytes(of: &b) { pb in
+                atk_layernorm_sums8(
+                    x, dy, gamma, Int32(C), mean, rstd, pa.baseAddress!.assumingMemoryBound(to: Float.self),
+                    pb.baseAddress!.assumingMemoryBound(to: Float.self))
+            }
+        }
+        return (a, b)
+    }
+
     /// Inverted dropout's forward over values `range` of `x`, `y` and the byte `mask`
     /// (`atk_dropout`): value i is kept unless the i-th draw of `SeededGenerator(seed: state)`'s
     /// stream, as `nextUnitFloat()`, is `< rate`; `mask[i]` = 1 (kept) or 0, `y[i] = x[i]·(kept ?

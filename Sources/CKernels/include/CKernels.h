@@ -94,6 +94,18 @@ void atk_adam(float *p, const float *g, float *m, float *v, long n, const atk_ad
 /// every instruction set and every split of the range gives the same bits.
 void atk_dropout(const float *x, float *y, unsigned char *mask, long n, unsigned long long state, float p, float scale);
 
+/// layerNorm's statistics of 8 consecutive rows of `x` (row stride `channels`), row k:
+/// `s = Σ_c x[k][c]`, `mean[k] = s·inv_c`, `v = Σ_c (x[k][c] − mean[k])²`, `rstd[k] = 1/√(v·inv_c + eps)`,
+/// the sums in channel order, every product and sum rounded on its own (the bits of
+/// `LayerNorm.statistics8Reference` on every instruction set).
+void atk_layernorm_stats8(const float *x, int channels, float inv_c, float eps, float *mean, float *rstd);
+
+/// layerNorm backward's sums for 8 consecutive rows, row k: `g = gamma[c]·dy[k][c]`,
+/// `sum_g[k] = Σ_c g`, `sum_gx[k] = Σ_c (g·(x[k][c] − mean[k]))·rstd[k]`, in channel order, every
+/// product and sum rounded on its own (the bits of `LayerNorm.sums8Reference`).
+void atk_layernorm_sums8(const float *x, const float *dy, const float *gamma, int channels, const float *mean,
+                         const float *rstd, float *sum_g, float *sum_gx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,36 @@
+import XCTest
+
+@testable import ActionRuntime
+@testable import PoseCore
+
+/// layerNorm's per-row sums in C (`atk_layernorm_stats8`, `atk_layernorm_sums8`: 8 rows in the
+/// lanes, channels transposed 8 at a time) against the Swift loops they replace, bit for bit,
+/// on every instruction set this CPU has.
+final class LayerNormKernelTests: XCTestCase {
+    func bits(_ v: SIMD8<Float>) -> [UInt32] { (0..<8).map { v[$0].bitPattern } }
+
+    func testRowSumsMatchTheSwiftLoopsOnEveryInstructionSet() {
+        defer { PackedGEMM.current = PackedGEMM.detected }
+        let isas = PackedGEMM.InstructionSet.allCases.filter { $0.rawValue <= PackedGEMM.detected.rawValue }
+        var g = SeededGenerator(seed: 21)
+        for C in [1, 5, 8, 13, 16, 64, 67] {
+            // Rows of different scales and offsets, so that the order of the sums shows in the bits.
+            let x = (0..<(8 * C)).map { i in g.nextSymmetric(1) * Float(1 + i / C * 3) + Float(i / C) * 0.37 }
+            let dy = (0..<(8 * C)).map { _ in g.nextSymmetric(0.1) }
+            let gamma = (0..<C).map { _ in 1 + g.nextSymmetric(0.5) }
+            var mean = [Float](repeating: 0, count: 8), rstd = mean, mean0 = mean, rstd0 = mean
+            LayerNorm.statistics8Reference(x, channels: C, epsilon: 1e-5, mean: &mean0, rstd: &rstd0)
+            let expected = LayerNorm.sums8Reference(x, dy, gamma: gamma, channels: C, mean: mean0, rstd: rstd0)
+            if C > 1 { XCTAssertNotEqual(expected.sumGX, .zero, "C \(C): x̂ is not all zero") }
+            for isa in isas {
+                PackedGEMM.current = isa
+                LayerNorm.statistics8(x, channels: C, epsilon: 1e-5, mean: &mean, rstd: &rstd)
+                XCTAssertEqual(mean.map(\.bitPattern), mean0.map(\.bitPattern), "\(isa) C \(C): mean")
+                XCTAssertEqual(rstd.map(\.bitPattern), rstd0.map(\.bitPattern), "\(isa) C \(C): 1/σ")
+                let got = LayerNorm.sums8(x, dy, gamma: gamma, channels: C, mean: mean0, rstd: rstd0)
+                XCTAssertEqual(bits(got.sumG), bits(expected.sumG), "\(isa) C \(C): Σ γ·dy")
+                XCTAssertEqual(bits(got.sumGX), bits(expected.sumGX), "\(isa) C \(C): Σ γ·dy·x̂")
+            }
+        }
+    }
+}
