@@ -47,7 +47,7 @@ final class GradientPool {
         pinned.removeLast()
     }
 
-    /// Values held by all the buffers (for the benchmark's memory accounting).
+    /// Values held by all the buffers (the tests compare it with private buffers').
     var capacity: Int { buffers.reduce(0) { $0 + $1.capacity } }
 }
 

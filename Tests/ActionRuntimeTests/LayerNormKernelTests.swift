@@ -24,10 +24,10 @@ final class LayerNormKernelTests: XCTestCase {
             if C > 1 { XCTAssertNotEqual(expected.sumGX, .zero, "C \(C): x̂ is not all zero") }
             for isa in isas {
                 PackedGEMM.current = isa
-                LayerNorm.statistics8(x, channels: C, epsilon: 1e-5, mean: &mean, rstd: &rstd)
+                ElementwiseKernels.layerNormStatistics8(x, channels: C, epsilon: 1e-5, mean: &mean, rstd: &rstd)
                 XCTAssertEqual(mean.map(\.bitPattern), mean0.map(\.bitPattern), "\(isa) C \(C): mean")
                 XCTAssertEqual(rstd.map(\.bitPattern), rstd0.map(\.bitPattern), "\(isa) C \(C): 1/σ")
-                let got = LayerNorm.sums8(x, dy, gamma: gamma, channels: C, mean: mean0, rstd: rstd0)
+                let got = ElementwiseKernels.layerNormSums8(x, dy, gamma: gamma, channels: C, mean: mean0, rstd: rstd0)
                 XCTAssertEqual(bits(got.sumG), bits(expected.sumG), "\(isa) C \(C): Σ γ·dy")
                 XCTAssertEqual(bits(got.sumGX), bits(expected.sumGX), "\(isa) C \(C): Σ γ·dy·x̂")
             }

@@ -60,7 +60,7 @@ final class LayerNorm: PooledInputGradient {
         BLAS.parallelRanges(R, minimum: max(8, LayerNorm.minimumPerPart / C), alignment: 8) { rows in
             var r = rows.lowerBound
             while r + 8 <= rows.upperBound {
-                LayerNorm.statistics8(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
+                ElementwiseKernels.layerNormStatistics8(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
                 r += 8
             }
             while r < rows.upperBound {
@@ -94,19 +94,11 @@ final class LayerNorm: PooledInputGradient {
         rstd.pointee = 1 / (v * invC + epsilon).squareRoot()
     }
 
-    /// `statistics1` of 8 consecutive rows at once (`atk_layernorm_stats8`: one row per lane, 8
-    /// channels of the 8 rows loaded and transposed at a time), the bits of
-    /// `statistics8Reference`.
-    @inline(__always)
-    static func statistics8(
-        _ x: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
-    ) {
-        ElementwiseKernels.layerNormStatistics8(x, channels: C, epsilon: epsilon, mean: mean, rstd: rstd)
-    }
-
     /// `statistics1` of 8 consecutive rows at once, one row per lane: the same operations in
     /// the same order for each row (so the same bits), with 8 independent sums in flight
-    /// instead of one chain of dependent additions. The reference `statistics8` is tested against.
+    /// instead of one chain of dependent additions. The reference that forward's
+    /// `ElementwiseKernels.layerNormStatistics8` (C: 8 channels of the 8 rows transposed at a time)
+    /// is tested against.
     static func statistics8Reference(
         _ x: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
     ) {
@@ -126,17 +118,9 @@ final class LayerNorm: PooledInputGradient {
         }
     }
 
-    /// `sums8Reference` in C (`atk_layernorm_sums8`, the same bits): what backward runs.
-    @inline(__always)
-    static func sums8(
-        _ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, gamma: UnsafePointer<Float>, channels C: Int, mean: UnsafePointer<Float>,
-        rstd: UnsafePointer<Float>
-    ) -> (sumG: SIMD8<Float>, sumGX: SIMD8<Float>) {
-        ElementwiseKernels.layerNormSums8(x, dy, gamma: gamma, channels: C, mean: mean, rstd: rstd)
-    }
-
     /// Backward's `Σ_c γ·dy` and `Σ_c γ·dy·x̂` of 8 consecutive rows, one row per lane, in
-    /// channel order: the reference `sums8` is tested against.
+    /// channel order: the reference that backward's `ElementwiseKernels.layerNormSums8` is
+    /// tested against.
     static func sums8Reference(
         _ x: UnsafePointer<Float>, _ dy: UnsafePointer<Float>, gamma: UnsafePointer<Float>, channels C: Int, mean: UnsafePointer<Float>,
         rstd: UnsafePointer<Float>
@@ -184,7 +168,7 @@ final class LayerNorm: PooledInputGradient {
                 // Σ γ·dy and Σ γ·dy·x̂ per row, in channel order: 8 rows in the lanes, or one.
                 var sumG = SIMD8<Float>(), sumGX = SIMD8<Float>()
                 if n == 8 {
-                    (sumG, sumGX) = LayerNorm.sums8(x + r * C, dy + r * C, gamma: gamma, channels: C, mean: mu + r, rstd: rs + r)
+                    (sumG, sumGX) = ElementwiseKernels.layerNormSums8(x + r * C, dy + r * C, gamma: gamma, channels: C, mean: mu + r, rstd: rs + r)
                 } else {
                     for k in 0..<n {
                         let xr = x + (r + k) * C, dyr = dy + (r + k) * C, m = mu[r + k], inv = rs[r + k]
