@@ -1,4 +1,5 @@
 import CBLAS
+import CKernels
 import PoseCore
 
 #if canImport(Glibc)
@@ -8,7 +9,9 @@ import PoseCore
 #endif
 
 /// The only place that calls into OpenBLAS. Matrices are row-major. A single-row product
-/// (m = 1) goes to `cblas_sgemv`, the rest to `cblas_sgemm`.
+/// (m = 1) goes to `cblas_sgemv`; a product of a plain A by a small B (at most 2^17 values) to
+/// the runtime's own kernel on AVX2 and AVX-512 (`ownKernel(…)`: the Winograd products and most
+/// convolutions of training), the rest to `cblas_sgemm`.
 ///
 /// `c[m, n] = alpha * op(a)[m, k] * op(b)[k, n] + beta * c[m, n]`, where `op` transposes
 /// when asked. `lda`, `ldb`, `ldc` are the row strides of the matrices as stored.
@@ -37,8 +40,17 @@ public enum BLAS {
             return
         }
         let ta = transposeA ? CblasTrans : CblasNoTrans, tb = transposeB ? CblasTrans : CblasNoTrans
-        // The rows `r` and columns `j` of C, one OpenBLAS call on this thread.
+        // The whole product's choice, so that neither the split nor m changes a bit.
+        let own = ownKernel(transposeA: transposeA, n: n, k: k, alpha: alpha, beta: beta)
+        // The rows `r` and columns `j` of C, one OpenBLAS (or own kernel's) call on this thread.
         func block(rows r: Range<Int>, columns j: Range<Int>) {
+            if own {
+                let status = atk_sgemm(
+                    transposeB ? 1 : 0, Int32(r.count), Int32(j.count), Int32(k), a + r.lowerBound * lda, Int32(lda),
+                    b + (transposeB ? j.lowerBound * ldb : j.lowerBound), Int32(ldb), beta == 1 ? 1 : 0,
+                    c + r.lowerBound * ldc + j.lowerBound, Int32(ldc))
+                if status == 0 { return }  // else out of memory for the packed B: OpenBLAS packs its own
+            }
             cblas_sgemm(
                 CblasRowMajor, ta, tb, Int32(r.count), Int32(j.count), Int32(k), alpha, a + (transposeA ? r.lowerBound : r.lowerBound * lda),
                 Int32(lda), b + (transposeB ? j.lowerBound * ldb : j.lowerBound), Int32(ldb), beta, c + r.lowerBound * ldc + j.lowerBound,
@@ -55,6 +67,26 @@ public enum BLAS {
             guard lo < hi else { return }
             if columns { block(rows: 0..<m, columns: lo..<hi) } else { block(rows: lo..<hi, columns: 0..<n) }
         }
+    }
+
+    /// Whether `gemm` gives products to the runtime's own kernel (`atk_sgemm`: B packed into a
+    /// per-thread scratch on each call, then PackedGEMM's 6 x 16 AVX2 or 12 x 32 AVX-512 tiles)
+    /// where it is faster than OpenBLAS: on by default where `PackedGEMM.current` is AVX2 or
+    /// AVX-512; tests and benchmarks turn it off to compare. One setting for the process.
+    nonisolated(unsafe) public static var ownKernelEnabled = true
+
+    /// The products the own kernel takes: a plain A (`transposeA` false), `alpha` 1, `beta` 0 or
+    /// 1, and a B of at most 2^17 values (512 KB: packing it stays in the L2, and costs about
+    /// what OpenBLAS's own packing of B does). Measured on the Winograd products of training
+    /// (m 264-1,020 rows, n·k of 3,648-8,192), where OpenBLAS's Haswell kernel reaches about 100
+    /// GFLOP/s on a core and this one 110 (docs/benchmarks.md, "AVX2 (issue 28)"). The MLP's
+    /// first layer (B of 656 K values) and the weight gradients (A transposed) stay on OpenBLAS.
+    /// The choice does not depend on m, and each output is summed in order from 0 or its own
+    /// value (`beta` 1) with one fused multiply-add a term, so a row's bits depend neither on
+    /// the other rows (the batch size) nor on how the product is split over threads.
+    public static func ownKernel(transposeA: Bool, n: Int, k: Int, alpha: Float, beta: Float) -> Bool {
+        ownKernelEnabled && !transposeA && alpha == 1 && (beta == 0 || beta == 1) && n * k <= 1 << 17
+            && PackedGEMM.current != .portable
     }
 
     /// Smallest multiply-add count per part worth splitting one GEMM over threads for: a part

@@ -17,8 +17,11 @@
 // atk_gemv_packed (one row) splits its sum into four chains instead (row256, row512).
 // The tile functions are inlined into a switch on mr, so the row loops unroll and the
 // accumulator arrays become registers.
+// atk_sgemm (training's products through BLAS.gemm) packs a small B on each call into a
+// per-thread scratch and runs the same tiles, starting each sum from 0 or from C (β = 1).
 #include "CKernels.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +40,58 @@
 
 size_t atk_packed_count(int n, int k) { return (size_t)((n + ATK_PANEL - 1) / ATK_PANEL) * (size_t)k * ATK_PANEL; }
 
-void atk_pack_transposed(const float *bt, int n, int k, float *packed) {
+void atk_pack(const float *b, long ldb, int transposed, int n, int k, float *packed) {
     int panels = (n + ATK_PANEL - 1) / ATK_PANEL;
+    if (!transposed) {
+        for (int p = 0; p < panels; p++) {
+            float *dst = packed + (size_t)p * k * ATK_PANEL;
+            int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
+            const float *src = b + p * ATK_PANEL;
+            for (int r = 0; r < k; r++) {
+                memcpy(dst + (size_t)r * ATK_PANEL, src + (size_t)r * ldb, (size_t)cols * sizeof(float));
+                if (cols < ATK_PANEL) memset(dst + (size_t)r * ATK_PANEL + cols, 0, (size_t)(ATK_PANEL - cols) * sizeof(float));
+            }
+        }
+        return;
+    }
     for (int p = 0; p < panels; p++) {
         float *dst = packed + (size_t)p * k * ATK_PANEL;
         for (int j = 0; j < ATK_PANEL; j++) {
             int col = p * ATK_PANEL + j;
-            const float *src = bt + (size_t)col * k;
-            for (int r = 0; r < k; r++) dst[(size_t)r * ATK_PANEL + j] = col < n ? src[r] : 0.0f;
+            if (col < n) {
+                const float *src = b + (size_t)col * ldb;
+                for (int r = 0; r < k; r++) dst[(size_t)r * ATK_PANEL + j] = src[r];
+            } else {
+                for (int r = 0; r < k; r++) dst[(size_t)r * ATK_PANEL + j] = 0.0f;
+            }
         }
     }
+}
+
+void atk_pack_transposed(const float *bt, int n, int k, float *packed) { atk_pack(bt, k, 1, n, k, packed); }
+
+// MARK: - Scratch
+
+// One growing 64-byte-aligned buffer per thread, freed when the thread ends.
+static pthread_key_t atk_scratch_key;
+static pthread_once_t atk_scratch_once = PTHREAD_ONCE_INIT;
+static __thread float *atk_scratch_ptr;
+static __thread size_t atk_scratch_cap;
+
+static void atk_scratch_free(void *p) { free(p); }
+static void atk_scratch_init(void) { pthread_key_create(&atk_scratch_key, atk_scratch_free); }
+
+float *atk_scratch(size_t count) {
+    if (count <= atk_scratch_cap) return atk_scratch_ptr;
+    pthread_once(&atk_scratch_once, atk_scratch_init);
+    size_t cap = (count + 4095) & ~(size_t)4095;
+    float *p = aligned_alloc(64, cap * sizeof(float));
+    if (!p) return NULL;
+    free(atk_scratch_ptr);
+    atk_scratch_ptr = p;
+    atk_scratch_cap = cap;
+    pthread_setspecific(atk_scratch_key, p);
+    return p;
 }
 
 // MARK: - Instruction set
@@ -106,13 +151,15 @@ int atk_set_isa(int isa) {
 // MARK: - Portable
 
 static void gemm_portable(int m, int n, int k, const float *a, int lda, const float *packed, const float *bias,
-                          float *c, int ldc, int plo, int phi) {
+                          float *c, int ldc, int plo, int phi, int accumulate) {
     for (int p = plo; p < phi; p++) {
         const float *q = packed + (size_t)p * k * ATK_PANEL;
         int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
         for (int i = 0; i < m; i++) {
             float acc[ATK_PANEL];
-            for (int j = 0; j < ATK_PANEL; j++) acc[j] = bias && j < cols ? bias[p * ATK_PANEL + j] : 0.0f;
+            for (int j = 0; j < ATK_PANEL; j++) {
+                acc[j] = j >= cols ? 0.0f : accumulate ? c[(size_t)i * ldc + p * ATK_PANEL + j] : bias ? bias[p * ATK_PANEL + j] : 0.0f;
+            }
             const float *row = a + (size_t)i * lda;
             for (int r = 0; r < k; r++) {
                 float x = row[r];
@@ -200,7 +247,7 @@ ATK_AVX2_TARGET static void row256(int k, const float *a, const float *q, const 
 }
 
 ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda, const float *packed,
-                                    const float *bias, float *c, int ldc, int plo, int phi) {
+                                    const float *bias, float *c, int ldc, int plo, int phi, int accumulate) {
     for (int i0 = 0; i0 < m; i0 += ATK_MC) {
         int mb = m - i0 < ATK_MC ? m - i0 : ATK_MC;
         for (int r0 = 0; r0 < k; r0 += ATK_KC) {
@@ -210,7 +257,7 @@ ATK_AVX2_TARGET static void gemm256(int m, int n, int k, const float *a, int lda
                 int cols = n - p * ATK_PANEL < ATK_PANEL ? n - p * ATK_PANEL : ATK_PANEL;
                 float b16[16] = {0};
                 if (bias) memcpy(b16, bias + p * ATK_PANEL, (size_t)cols * sizeof(float));
-                const float *start = r0 == 0 ? b16 : NULL;
+                const float *start = r0 == 0 && !accumulate ? b16 : NULL;
                 float *cp = c + (size_t)i0 * ldc + p * ATK_PANEL;
                 const float *ap = a + (size_t)i0 * lda + r0;
                 for (int i = 0; i < mb; i += 6) {
@@ -291,11 +338,11 @@ ATK_AVX512_TARGET static void row512(int k, const float *a, const float *q0, __m
 }
 
 ATK_AVX512_TARGET static void gemm512(int m, int n, int k, const float *a, int lda, const float *packed,
-                                      const float *bias, float *c, int ldc, int plo, int phi) {
+                                      const float *bias, float *c, int ldc, int plo, int phi, int accumulate) {
     for (int i0 = 0; i0 < m; i0 += ATK_MC) {
         int mb = m - i0 < ATK_MC ? m - i0 : ATK_MC;
         for (int r0 = 0; r0 < k; r0 += ATK_KC) {
-            int kb = k - r0 < ATK_KC ? k - r0 : ATK_KC, first = r0 == 0;
+            int kb = k - r0 < ATK_KC ? k - r0 : ATK_KC, first = r0 == 0 && !accumulate;
             for (int p = plo; p < phi; p += 2) {
                 int np = p + 1 < phi ? 2 : 1, col0 = p * ATK_PANEL;
                 __mmask16 m0 = mask_of(n - col0), m1 = np == 2 ? mask_of(n - col0 - 16) : 0;
@@ -348,7 +395,7 @@ void atk_gemv_packed(int n, int k, const float *a, const float *packed, const fl
     default: break;
     }
 #endif
-    gemm_portable(1, n, k, a, k, packed, bias, c, n, panel_lo, panel_hi);
+    gemm_portable(1, n, k, a, k, packed, bias, c, n, panel_lo, panel_hi, 0);
 }
 
 void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed, const float *bias, float *c,
@@ -356,10 +403,28 @@ void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *
     if (m <= 0 || panel_lo >= panel_hi) return;
 #ifdef ATK_X86
     switch (atk_isa()) {
-    case ATK_AVX512: gemm512(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi); return;
-    case ATK_AVX2: gemm256(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi); return;
+    case ATK_AVX512: gemm512(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi, 0); return;
+    case ATK_AVX2: gemm256(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi, 0); return;
     default: break;
     }
 #endif
-    gemm_portable(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi);
+    gemm_portable(m, n, k, a, lda, packed, bias, c, ldc, panel_lo, panel_hi, 0);
+}
+
+int atk_sgemm(int transposed_b, int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
+              float *c, int ldc) {
+    if (m <= 0 || n <= 0) return 0;
+    float *packed = atk_scratch(atk_packed_count(n, k));
+    if (!packed) return -1;
+    atk_pack(b, ldb, transposed_b, n, k, packed);
+    int panels = (n + ATK_PANEL - 1) / ATK_PANEL;
+#ifdef ATK_X86
+    switch (atk_isa()) {
+    case ATK_AVX512: gemm512(m, n, k, a, lda, packed, NULL, c, ldc, 0, panels, accumulate); return 0;
+    case ATK_AVX2: gemm256(m, n, k, a, lda, packed, NULL, c, ldc, 0, panels, accumulate); return 0;
+    default: break;
+    }
+#endif
+    gemm_portable(m, n, k, a, lda, packed, NULL, c, ldc, 0, panels, accumulate);
+    return 0;
 }

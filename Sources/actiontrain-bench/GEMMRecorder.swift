@@ -42,12 +42,20 @@ enum GEMMRecorder {
     static let lock = NSLock()
 
     /// The GEMM calls `body` makes, grouped into regions and parts.
+    /// `BLAS.gemm` gives some products to the runtime's own kernel (`BLAS.ownKernel`), which this
+    /// cannot see; `body` runs with all of them on OpenBLAS (the same shapes and splits), and a
+    /// replay through `BLAS.gemm` gives each to the kernel the step used (except a product split
+    /// into blocks of columns whose whole B is just over 2^17 values and a block's under it:
+    /// replayed on the own kernel, run on OpenBLAS; none of the benchmarks' products is such).
     static func record(_ body: () -> Void) -> [Call] {
         _ = openBLAS
         raw = []
+        let own = BLAS.ownKernelEnabled
+        BLAS.ownKernelEnabled = false
         recording = true
         body()
         recording = false
+        BLAS.ownKernelEnabled = own
         var calls: [Call] = []
         var region = -1, threads: [pthread_t] = [], inRegion = false
         for (call, thread, inPart) in raw {

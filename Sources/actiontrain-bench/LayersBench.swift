@@ -63,7 +63,8 @@ enum LayersBench {
 
     /// Options: `conv` or `mlp` (one model), `graphconv` (the graphConv table alone), `fourier`
     /// (the fourierPyramid table alone), `--batch N`, `--threads N`, `--steps-only`,
-    /// `--latency-only` (to profile one configuration), and `--cpu` (with `--threads 1`):
+    /// `--latency-only` (to profile one configuration), `--openblas` (every product on OpenBLAS,
+    /// none on the runtime's own kernel: `BLAS.ownKernel`), and `--cpu` (with `--threads 1`):
     /// time steps with this thread's CPU clock, which other processes' load barely affects —
     /// for comparing the non-GEMM cost of two versions on a busy machine, not for windows/s.
     static func run(_ args: [String]) throws {
@@ -72,6 +73,7 @@ enum LayersBench {
             guard i + 1 < args.count, let v = Int(args[i + 1]), v > 0 else { throw BenchError.usage("\(flag) needs a positive integer") }
             return v
         }
+        if args.contains("--openblas") { BLAS.ownKernelEnabled = false }
         let cpu = args.contains("--cpu"), threadCounts = try value("--threads").map { [$0] } ?? [1, 2]
         if cpu && threadCounts != [1] { throw BenchError.usage("--cpu needs --threads 1") }
         if args.contains("graphconv") { return try graphConvTable(threadCounts: threadCounts, cpu: cpu) }
@@ -207,7 +209,8 @@ enum LayersBench {
             let flops = region.reduce(0.0) { $0 + 2 * Double($1.m) * Double($1.n) * Double($1.k) }
             var shapes: [(String, Int)] = []  // distinct shapes in order, with their counts
             for c in region {
-                let shape = "m \(c.m) n \(c.n) k \(c.k)\(c.transposeA ? " Aᵀ" : "")\(c.transposeB ? " Bᵀ" : "") β \(c.beta)"
+                let own = BLAS.ownKernel(transposeA: c.transposeA, n: c.n, k: c.k, alpha: 1, beta: c.beta)
+                let shape = "m \(c.m) n \(c.n) k \(c.k)\(c.transposeA ? " Aᵀ" : "")\(c.transposeB ? " Bᵀ" : "") β \(c.beta)\(own ? " own" : "")"
                 if let i = shapes.firstIndex(where: { $0.0 == shape }) { shapes[i].1 += 1 } else { shapes.append((shape, 1)) }
             }
             print(

@@ -1,6 +1,8 @@
-// CKernels: the few hand-written SIMD kernels of the runtime, used by a frozen network's
-// linear and convolution layers: a product with weights packed ahead of time and the small
-// Winograd transforms. Seen from Swift only through Sources/ActionRuntime/PackedGEMM.swift.
+// CKernels: the few hand-written SIMD kernels of the runtime: a product with B packed ahead of
+// time (a frozen network's linear and convolution layers) or on each call (training's products
+// with a small B, through BLAS.gemm), the small Winograd transforms, and training's elementwise
+// kernels (Adam, dropout, layerNorm's sums). Seen from Swift only through
+// Sources/ActionRuntime/PackedGEMM.swift, ElementwiseKernels.swift and BLAS.swift.
 // Plain C99; x86-64 gets AVX2+FMA and AVX-512 variants chosen at run time (cpuid), every
 // other target the portable loop.
 #ifndef ACTIONTRAIN_CKERNELS_H
@@ -37,6 +39,12 @@ size_t atk_packed_count(int n, int k);
 /// `packed[(p·k + r)·16 + j] = bt[(16p + j)·k + r]`, zero where 16p + j ≥ n.
 void atk_pack_transposed(const float *bt, int n, int k, float *packed);
 
+/// Packs B [k, n] given as `b` with row stride `ldb` (`transposed` = 0), or as its transpose
+/// `b [n, k]` with row stride `ldb` (`transposed` = 1), into `packed` as atk_pack_transposed does.
+void atk_pack(const float *b, long ldb, int transposed, int n, int k, float *packed);
+/// This thread's scratch buffer of at least `count` floats, 64-byte aligned (NULL if out of
+/// memory); valid until this thread's next call with a larger count, freed when it ends.
+float *atk_scratch(size_t count);
 /// `packed` must be 64-byte aligned.
 /// `c[i·ldc + j] = bias[j] + Σ_r a[i·lda + r] · B[r, j]` for i < m and the columns of
 /// panels `panel_lo ..< panel_hi` (j < n), B given packed. `bias` may be NULL (zero).
@@ -46,6 +54,14 @@ void atk_pack_transposed(const float *bt, int n, int k, float *packed);
 void atk_gemm_packed(int m, int n, int k, const float *a, int lda, const float *packed,
                      const float *bias, float *c, int ldc, int panel_lo, int panel_hi);
 
+/// A training product, B packed on the fly into this thread's scratch (atk_scratch):
+/// `c[i·ldc + j] = s + Σ_r a[i·lda + r]·B[r, j]` for i < m, j < n, where B[r, j] is
+/// `b[r·ldb + j]`, or `b[j·ldb + r]` when `transposed_b`, and s is 0, or `c`'s own value when
+/// `accumulate`; summed over r in order from s, one fused multiply-add per term on AVX2 and
+/// AVX-512 (the same bits on both, and for any split of the rows or columns). Returns 0, or -1
+/// when the scratch could not be allocated (nothing written).
+int atk_sgemm(int transposed_b, int m, int n, int k, const float *a, int lda, const float *b, int ldb, int accumulate,
+              float *c, int ldc);
 /// The product of one row, `c[j] = bias[j] + Σ_r a[r]·B[r, j]` for the columns of panels
 /// `panel_lo ..< panel_hi`: as atk_gemm_packed with m = 1, but the sum runs in four chains
 /// (term r in chain r mod 4, the bias starting chain 0) combined as (c0 + c1) + (c2 + c3), so
