@@ -36,7 +36,7 @@ import PoseCore
 /// two streams reach 1.9x.) A part accumulates its weight gradient (dU for Winograd) and
 /// dbias into a private buffer (part 0 its im2col dW and dbias directly); they are added in
 /// part order afterwards, so a fixed thread count gives the same bits every time. Within a
-/// part, elements run in chunks of at most `chunk`, whose buffers stay within a few MB so that
+/// part, elements run in chunks of at most `chunk`, whose buffers stay within 2 MB so that
 /// they are still in cache when the next step reads them; backward rebuilds the columns (V)
 /// of every chunk but the last, which forward left in the buffer. For the reference convnet
 /// at batch 64 each part is one chunk. The chunking depends only on the shapes.
@@ -115,8 +115,8 @@ final class Conv1d: PooledInputGradient {
             // M, the largest buffer, within 2^19 floats (2 MB) per chunk.
             chunk = max(1, (1 << 19) / (lanes * (To + m - 1) / m * w.alpha * max(inputs, outputs)))
         } else {
-            // The im2col matrix within 2^20 floats (4 MB) per chunk.
-            chunk = max(1, (1 << 20) / (To * kernel * inputs))
+            // The im2col matrix within 2^17 floats (512 KB) per chunk.
+            chunk = max(1, (1 << 17) / (To * kernel * inputs))
         }
     }
 
