@@ -42,6 +42,7 @@ enum GEMMRecorder {
     static let lock = NSLock()
 
     /// The GEMM calls `body` makes, grouped into regions and parts.
+    ///
     /// `BLAS.gemm` gives some products to the runtime's own kernel (`BLAS.ownKernel`), which this
     /// cannot see; `body` runs with all of them on OpenBLAS (the same shapes and splits), and a
     /// replay through `BLAS.gemm` gives each to the kernel the step used (except a product split

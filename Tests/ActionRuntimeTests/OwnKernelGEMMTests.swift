@@ -17,22 +17,23 @@ final class OwnKernelGEMMTests: XCTestCase {
         let transposeB: Bool
         let beta: Float
         let pad: Int  // added to every row stride, so that rows are not contiguous
+        var lda: Int { k + pad }
+        var ldb: Int { (transposeB ? k : n) + pad }
+        var ldc: Int { n + pad }
     }
 
     /// `BLAS.gemm` on `c` (a copy), α = 1.
     func product(_ s: Case, a: [Float], b: [Float], c: [Float]) -> [Float] {
         var out = c
         BLAS.gemm(
-            transposeB: s.transposeB, m: s.m, n: s.n, k: s.k, a: a, lda: s.k + s.pad, b: b, ldb: (s.transposeB ? s.k : s.n) + s.pad,
-            beta: s.beta, c: &out, ldc: s.n + s.pad)
+            transposeB: s.transposeB, m: s.m, n: s.n, k: s.k, a: a, lda: s.lda, b: b, ldb: s.ldb, beta: s.beta, c: &out, ldc: s.ldc)
         return out
     }
 
     func operands(_ s: Case, _ g: inout SeededGenerator) -> (a: [Float], b: [Float], c: [Float]) {
-        let lda = s.k + s.pad, ldb = (s.transposeB ? s.k : s.n) + s.pad, ldc = s.n + s.pad
-        return (
-            (0..<(s.m * lda)).map { _ in g.nextSymmetric(1) }, (0..<((s.transposeB ? s.n : s.k) * ldb)).map { _ in g.nextSymmetric(1) },
-            (0..<(s.m * ldc)).map { _ in g.nextSymmetric(1) }
+        (
+            (0..<(s.m * s.lda)).map { _ in g.nextSymmetric(1) }, (0..<((s.transposeB ? s.n : s.k) * s.ldb)).map { _ in g.nextSymmetric(1) },
+            (0..<(s.m * s.ldc)).map { _ in g.nextSymmetric(1) }
         )
     }
 
@@ -58,7 +59,7 @@ final class OwnKernelGEMMTests: XCTestCase {
         var g = SeededGenerator(seed: 11)
         for s in Self.cases {
             let (a, b, c) = operands(s, &g)
-            let lda = s.k + s.pad, ldb = (s.transposeB ? s.k : s.n) + s.pad, ldc = s.n + s.pad
+            let lda = s.lda, ldb = s.ldb, ldc = s.ldc
             var expected = c
             for i in 0..<s.m {
                 for j in 0..<s.n {
