@@ -68,6 +68,11 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// The calibration stream's description (absent in manifests of earlier versions, whose
     /// models then get no thresholds or clip length).
     public var streams: Streams?
+    /// The cross-validation folds a solved linear head chooses its penalty on: each fold's
+    /// held-out training sequences, by their index in the dataset (the `groups` of the
+    /// windows). Absent in manifests of earlier versions and when the config needs none; a
+    /// head then takes the fallback penalty.
+    public var folds: [[Int]]?
 
     /// How many shards and windows a role has.
     public struct Count: Codable, Equatable, Sendable {
@@ -301,6 +306,8 @@ final class ShardReader {
     let path: String
     let header: ShardFile.Header
     let labels: [Int32]
+    /// Each window's source sequence (its index in the dataset).
+    let groups: [Int32]
     private let fd: Int32
     private let dataOffset: Int
     private let values: Int
@@ -343,9 +350,11 @@ final class ShardReader {
             try Self.checkCRC(fd, path: path, length: length, stored: entry.crc32) { start, bytes in
                 try Self.checkValues(bytes, at: start, header: header, dataOffset: dataOffset, path: path)
             }
-            var labels = [Int32](repeating: 0, count: header.windows)
+            var labels = [Int32](repeating: 0, count: header.windows), groups = labels
             let labelsAt = dataOffset + 4 * header.frames * header.channels * header.windows
             try labels.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt, path: path) }
+            try groups.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt + 4 * header.windows, path: path) }
+            self.groups = groups
             for (i, y) in labels.enumerated() where !(0..<manifest.classes.count).contains(Int(y)) {
                 throw ShardError.corrupt(file: path, reason: "window \(i) has label \(y) for \(manifest.classes.count) classes")
             }
@@ -460,6 +469,8 @@ public final class ShardBatches: BatchSource {
     /// `starts[s]`: the index of shard s's first window.
     private let starts: [Int]
     public let labels: [Int32]
+    /// Each window's source sequence (its index in the dataset).
+    public let sequences: [Int]
     public let valuesPerWindow: Int
     /// The first read that failed after opening (a shard changed under the run); the windows
     /// it should have filled are zeros. `ShardRun` stops training on it and throws it.
@@ -470,13 +481,15 @@ public final class ShardBatches: BatchSource {
         shards = try manifest.shards.filter { $0.role == role }.map {
             try ShardReader(path: "\(directory)/\($0.file)", entry: $0, manifest: manifest)
         }
-        var starts: [Int] = [], labels: [Int32] = []
+        var starts: [Int] = [], labels: [Int32] = [], sequences: [Int] = []
         for s in shards {
             starts.append(labels.count)
             labels += s.labels
+            sequences += s.groups.map(Int.init)
         }
         self.starts = starts
         self.labels = labels
+        self.sequences = sequences
         valuesPerWindow = manifest.frames * manifest.channels
     }
 

@@ -22,6 +22,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         case ftp
     }
 
+    /// How a linear head over fixed features is fitted (`linearHead`).
+    public enum LinearHead: String, Codable, Hashable, Sendable, CaseIterable {
+        case solve, train
+    }
+
     /// One member of a model of mixed members (`members`): an architecture over its own channel
     /// blocks. JSON: `{"architecture": "ftp", "channels": ["relativePositions"]}` (both keys,
     /// no others: every other key is the run's).
@@ -148,6 +153,16 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Frequencies per segment of the `ftp` architecture's Fourier temporal pyramid (DC
     /// included), 1 to 64.
     public var ftpCoefficients: Int = 4
+    /// How a network or member whose only parameters are its last `linear` (an `ftp` network,
+    /// an MLP without hidden layers) is fitted: `solve`d to its optimum as an L2-regularised
+    /// multinomial logistic regression over its fixed features (`SoftmaxRegression`, the
+    /// penalty `linearPenalty` or chosen by cross-validation on the training split), or
+    /// `train`ed by the optimiser with the rest, as every other layer is.
+    public var linearHead: LinearHead = .solve
+    /// The L2 penalty λ of a solved linear head (`linearHead solve`), per unit of the mean
+    /// training loss; nil: chosen by group-aware cross-validation on the training windows
+    /// among `LinearHeads.penalties`.
+    public var linearPenalty: Double? = nil
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -293,6 +308,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.pairs, &pairs)
         try read(.pyramid, &pyramid)
         try read(.ftpCoefficients, &ftpCoefficients)
+        try read(.linearHead, &linearHead)
+        try read(.linearPenalty, &linearPenalty)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
@@ -431,6 +448,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         if usesArchitecture(.ftp) && pyramid.isEmpty && windowFrames < 4 {
             throw bad("windowFrames", "must be at least 4 for the ftp architecture's pyramid levels 1, 2, 4 (or give pyramid), got \(windowFrames)")
         }
+        if let linearPenalty {
+            guard linearPenalty > 0 && linearPenalty.isFinite else { throw bad("linearPenalty", "must be a positive number, got \(linearPenalty)") }
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
@@ -458,6 +478,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// (`members tcn:coordinates+mask, ftp:relativePositions`).
     public var modelName: String {
         members.isEmpty ? architecture.rawValue : "members " + members.map(\.description).joined(separator: ", ")
+    }
+
+    /// Whether the network has a linear head over fixed features (`linearHead`): an `ftp`
+    /// network or member, or an MLP (network or member) without hidden layers.
+    public var hasLinearHead: Bool {
+        let architectures = members.isEmpty ? [architecture] : members.map(\.architecture)
+        return architectures.contains { $0 == .ftp || ($0 == .mlp && hidden.isEmpty) }
     }
 
     /// Whether the network has `architecture` (at the top, or as a member's).

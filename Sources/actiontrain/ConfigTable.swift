@@ -81,6 +81,8 @@ enum ConfigOptions {
         Entry(key: "kernel", kind: .int, value: "N", help: "TCN and ST-GCN kernel size in frames, odd (default 5)."),
         Entry(key: "graph", kind: .stringLists, value: "LISTS", help: "ST-GCN joint graph: edges as joint-name pairs (a+b,b+c) (default: the skeleton's bones; the recipe infers a tree from the data when it has none)."),
         Entry(key: "pyramid", kind: .intList, value: "N,N", help: "TCN and ST-GCN pooling over time: the levels of a temporal pyramid, e.g. 1,2,4 (means over the window, its halves and quarters) (default: none, the global mean); the ftp architecture's segments (default for it 1,2,4)."),
+        Entry(key: "linearHead", kind: .string, value: "HOW", help: "A network or member whose only parameters are its last linear layer (ftp; an MLP without hidden layers): solve (an L2-regularised logistic regression solved to its optimum, its penalty chosen by cross-validation on the training split) or train (by the optimiser, with the rest) (default solve).", choices: names(TrainingConfig.LinearHead.self)),
+        Entry(key: "linearPenalty", kind: .number, value: "L", help: "The L2 penalty of a solved linear head, per unit of the mean training loss (default: chosen by cross-validation)."),
         Entry(key: "ftpCoefficients", kind: .int, value: "N", help: "ftp architecture: frequencies per segment of its Fourier temporal pyramid, DC included, 1 to 64 (default 4)."),
         Entry(key: "dilationBase", kind: .int, value: "N", help: "TCN block i has dilation N^i: 1 = none, 2 = 1,2,4,... (default 2)."),
         Entry(key: "residual", kind: .bool, value: "BOOL", help: "TCN blocks are residual (two convolutions + shortcut) or plain (one convolution) (default true)."),

@@ -112,6 +112,19 @@ enum FitCommand: ParsableCommand {
                 + (config.ensemble > 1 ? " per member, \(config.ensemble) members trained in turn" : "") + ", \(config.optimizer.rawValue), "
                 + "OpenBLAS \(BLAS.coreName) x\(config.threads)"
                 + (run.group.size > 1 ? ", \(run.group.size) ranks (accumulate \(config.microBatches))" : config.microBatches > 1 ? ", accumulate \(config.microBatches)" : ""))
+        for head in run.training.linearHeads { out.line(linearHeadLine(head)) }
+    }
+
+    /// A solved linear head in one line: which, its penalty and how it was chosen.
+    static func linearHeadLine(_ h: LinearHeads.Solution) -> String {
+        let which = h.member.map { "member \($0 + 1)'s linear head" } ?? "the linear head"
+        var text = "fit: \(which) solved (logistic regression over \(h.features) fixed features of \(h.windows) windows): L2 penalty "
+        text += String(format: "%g", h.penalty) + ", \(h.chosenBy)" + (h.temperature == 1 ? "" : String(format: ", temperature %.3g", h.temperature))
+        if let best = h.scores.first(where: { $0.penalty == h.penalty }) {
+            text += String(format: " (held-out log loss %.3f, accuracy %.3f; penalty: log loss/accuracy ", best.logLoss, best.accuracy)
+            text += h.scores.map { String(format: "%g: %.3f/%.3f", $0.penalty, $0.logLoss, $0.accuracy) }.joined(separator: ", ") + ")"
+        }
+        return text + String(format: ", %d iterations, %.1f s", h.iterations, h.seconds)
     }
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.

@@ -21,6 +21,8 @@ final class TrainingConfigTests: XCTestCase {
         c.pairs = [["a", "c"]]
         c.pyramid = [1, 2]
         c.dilationBase = 3
+        c.linearHead = .train
+        c.linearPenalty = 0.5
         c.residual = false
         c.activation = .gelu
         c.normalization = .none
