@@ -449,7 +449,8 @@ public final class Trainer {
     /// in inference mode.
     /// The loss of a batch's logits `[M, B, K]` (M = 1: a plain network): the mean over the
     /// members of each member's loss, its gradient in `dlogits` (each member's own, over M);
-    /// `correct` counts the windows whose mean member probability peaks at the label.
+    /// `correct` counts the windows whose combined prediction (`Network.combineMembers`) is the
+    /// label.
     func memberLosses(
         _ logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch n: Int, classes K: Int, members M: Int,
         dlogits: UnsafeMutablePointer<Float>, totalWeight: Double?, correct: inout Int
@@ -458,16 +459,14 @@ public final class Trainer {
             for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(labels[b]) { correct += 1 }
             return loss.lossAndGradient(logits: logits, labels: labels, batch: n, classes: K, dlogits: dlogits, totalWeight: totalWeight)
         }
-        var total: Float = 0, mean = [Float](repeating: 0, count: n * K)
+        var total: Float = 0
         for m in 0..<M {
             let z = logits + m * n * K, d = dlogits + m * n * K
             total += loss.lossAndGradient(logits: z, labels: labels, batch: n, classes: K, dlogits: d, totalWeight: totalWeight) / Float(M)
             for i in 0..<(n * K) { d[i] /= Float(M) }
-            var p = Array(UnsafeBufferPointer(start: z, count: n * K))
-            p.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: n, classes: K) }
-            for i in 0..<(n * K) { mean[i] += p[i] }
         }
-        for b in 0..<n where argmax(mean[(b * K)..<((b + 1) * K)]) == Int(labels[b]) { correct += 1 }
+        let combined = network.combineMembers(logits, batch: n)
+        for b in 0..<n where argmax(UnsafeBufferPointer(start: combined + b * K, count: K)) == Int(labels[b]) { correct += 1 }
         return total
     }
 

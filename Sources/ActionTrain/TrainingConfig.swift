@@ -22,6 +22,15 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         case ftp
     }
 
+    /// How the members of a `members` or `streams` model are combined (`memberAverage`).
+    public enum MemberAverage: String, Codable, Hashable, Sendable, CaseIterable {
+        /// The mean of their probabilities (`averageProbabilities`).
+        case probabilities
+        /// The mean of their log-probabilities, renormalised: a geometric mean
+        /// (`averageLogProbabilities` with equal weights).
+        case logProbabilities
+    }
+
     /// How a linear head over fixed features is fitted (`linearHead`).
     public enum LinearHead: String, Codable, Hashable, Sendable, CaseIterable {
         case solve, train
@@ -68,6 +77,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
     /// Whether `fit` chooses the keys the user did not set from the data (`Recipe`).
     public enum RecipeMode: String, Codable, Hashable, Sendable, CaseIterable { case auto, none }
+    /// Where the cameras the model will see stand, as far as the recipe needs to know
+    /// (`views`): `auto` (anywhere: the recipe assumes a new camera may see the bodies from
+    /// another side), `same` (where the training cameras stood: bodies are kept turned as
+    /// recorded), `other` (elsewhere: also augment with wider turns where the data cannot be
+    /// turned to face one way).
+    public enum Views: String, Codable, Hashable, Sendable, CaseIterable { case auto, same, other }
     public enum Normalization: String, Codable, Hashable, Sendable, CaseIterable { case none, layerNorm }
     public enum OptimizerKind: String, Codable, Hashable, Sendable, CaseIterable { case sgd, adam, adamw }
     /// The validation metric that picks the best epoch and drives early stopping.
@@ -129,6 +144,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// `auto`: keys not given in the config file or as flags are chosen from the data by
     /// `Recipe` (docs/training.md, "The recipe"); `none`: the defaults below are used as they are.
     public var recipe: RecipeMode = .auto
+    /// Where the deployment cameras stand relative to the training ones (`Views`); read by the
+    /// recipe only (docs/training.md, "The recipe").
+    public var views: Views = .auto
 
     // Model
     public var architecture: Architecture = .tcn
@@ -185,6 +203,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// `channels`, and `architecture` is not used. One member is that architecture over its
     /// blocks. Empty: one network (or `streams`); not together with `streams`.
     public var members: [Member] = []
+    /// How the members of `members` and `streams` are combined: the mean of their
+    /// log-probabilities (a geometric mean of their probabilities, renormalised: a class one
+    /// member finds unlikely stays unlikely) or of their probabilities. Separately trained
+    /// `ensemble` members are always averaged by their probabilities.
+    public var memberAverage: MemberAverage = .logProbabilities
     /// Test-time flip averaging: the model written averages its probabilities on each window
     /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
     /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
@@ -300,6 +323,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             if let v = try c.decodeIfPresent(T.self, forKey: key) { value = v }
         }
         try read(.recipe, &recipe)
+        try read(.views, &views)
         try read(.architecture, &architecture)
         try read(.hidden, &hidden)
         try read(.widths, &widths)
@@ -317,6 +341,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.dropout, &dropout)
         try read(.streams, &streams)
         try read(.members, &members)
+        try read(.memberAverage, &memberAverage)
         try read(.testTimeFlip, &testTimeFlip)
         try read(.ensemble, &ensemble)
         try read(.windowFrames, &windowFrames)
@@ -562,7 +587,15 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
             return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
         }
-        return [.averageProbabilities(members)]
+        return [combined(members)]
+    }
+
+    /// `members` combined as `memberAverage` says (equal weights).
+    func combined(_ members: [[LayerSpec]]) -> LayerSpec {
+        switch memberAverage {
+        case .probabilities: return .averageProbabilities(members)
+        case .logProbabilities: return .averageLogProbabilities(members, weights: [Float](repeating: 1 / Float(members.count), count: members.count))
+        }
     }
 
     /// `layers(for:classes:)` with `members`.
@@ -590,7 +623,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             let layers = try c.layers(input: Shape(time: input.window.frames, channels: picked.count), classes: classes)
             return picked == all ? layers : [.selectChannels(picked)] + layers
         }
-        return specs.count == 1 ? specs[0] : [.averageProbabilities(specs)]
+        return specs.count == 1 ? specs[0] : [combined(specs)]
     }
 
     /// The `stgcn` network for `input`: `selectChannels` puts each joint's values of the

@@ -74,7 +74,7 @@ public enum LinearHeads {
         {
             return [Head(member: nil, prefix: Array(specs.dropLast()), offset: weight.offset, features: weight.shape[1], classes: K)]
         }
-        guard let average = last.kind as? AverageProbabilitiesKind, network.tensors.allSatisfy({ $0.name.hasPrefix(prefixNames) }) else {
+        guard let average = last.kind as? any MemberCombinationKind, network.tensors.allSatisfy({ $0.name.hasPrefix(prefixNames) }) else {
             return []
         }
         var heads: [Head] = []

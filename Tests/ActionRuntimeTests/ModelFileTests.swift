@@ -743,7 +743,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 3, 0, 0, 0, 0, 0])  // major 1, minor 3, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 4, 0, 0, 0, 0, 0])  // major 1, minor 4, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

@@ -341,13 +341,18 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
                  f"{where} (selectChannels) channels must be 1 to 2^20 indices below {C}")
             parsed.append(("selectChannels", list(ch)))
             C = len(ch)
-        elif kind in ("averageProbabilities", "flipAverage"):
+        elif kind in ("averageProbabilities", "averageLogProbabilities", "flipAverage"):
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
-            if kind == "averageProbabilities":
+            if kind in ("averageProbabilities", "averageLogProbabilities"):
                 branches = layer.get("members")
                 need(isinstance(branches, list) and branches and all(isinstance(m, list) for m in branches),
-                     f"{where} (averageProbabilities) needs a non-empty list of member lists")
+                     f"{where} ({kind}) needs a non-empty list of member lists")
                 names = [f"{where}.members.{k}" for k in range(len(branches))]
+                if kind == "averageLogProbabilities":
+                    weights = layer.get("weights")
+                    need(isinstance(weights, list) and len(weights) == len(branches)
+                         and all(is_num(w) and w > 0 and math.isfinite(w) for w in weights),
+                         f"{where} (averageLogProbabilities) weights must be {len(branches)} positive numbers")
             else:
                 ch, sg, body = layer.get("channels"), layer.get("signs"), layer.get("body")
                 need(isinstance(ch, list) and len(ch) == C and all(is_int(j) and 0 <= j < C for j in ch),
@@ -362,8 +367,12 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
                 need(out[0] == 1 and out == (outs[0] if outs else out), f"{n} gives {list(out)}; branches must give the same [1, K]")
                 outs.append(out)
                 subs.append(sub)
-            parsed.append(("averageProbabilities", subs) if kind == "averageProbabilities"
-                          else ("flipAverage", list(ch), np.array(sg, dtype=F32), subs[0]))
+            if kind == "averageProbabilities":
+                parsed.append(("averageProbabilities", subs))
+            elif kind == "averageLogProbabilities":
+                parsed.append(("averageLogProbabilities", subs, [F32(w) for w in weights]))
+            else:
+                parsed.append(("flipAverage", list(ch), np.array(sg, dtype=F32), subs[0]))
             T, C = outs[0]
         else:
             raise ModelError(f"{where}: unknown layer type '{kind}'")
@@ -579,6 +588,9 @@ def forward(layers, x, tensors, prefix="layers"):
             x = x[:, :, layer[1]]
         elif kind == "averageProbabilities":
             x = log_mean_exp([log_softmax(forward(m, x, tensors, f"{name}.members.{k}")) for k, m in enumerate(layer[1])])
+        elif kind == "averageLogProbabilities":
+            x = sum(np.float64(w) * log_softmax(forward(m, x, tensors, f"{name}.members.{k}"))
+                    for k, (m, w) in enumerate(zip(layer[1], layer[2]))).astype(F32)
         elif kind == "flipAverage":
             _, ch, sg, body = layer
             x = log_mean_exp([log_softmax(forward(body, x, tensors, name + ".body")),
