@@ -118,10 +118,8 @@ public enum NativeFormat {
             }
             out += "]}\n"
         }
-        do {
-            try out.write(toFile: path, atomically: true, encoding: .utf8)
-        } catch {
-            throw DatasetError.cannotRead(file: path, reason: "cannot write: \(error.localizedDescription)")
+        do { try AtomicWrite.write(Array(out.utf8), to: path) } catch let e as AtomicWrite.WriteError {
+            throw DatasetError.cannotRead(file: path, reason: "cannot write: \(e.reason)")
         }
     }
 

@@ -60,8 +60,10 @@ enum ConvertCommand: ParsableCommand {
         let outPath = options.out
         let inputs = options.inputs
         guard !inputs.isEmpty else { throw CLIError.usage("give at least one INPUT file. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
+        if options.to == .createml || options.to == .shards {
+            if FileManager.default.fileExists(atPath: outPath) && !options.force { throw CLIError.failure("\(outPath) exists; pass --force to overwrite it") }
+        } else {
+            try OutputGuard.checkOutput(outPath, force: options.force, inputs: inputs, exists: "\(outPath) exists; pass --force to overwrite it")
         }
         var renames: [String: String] = [:]
         for pair in (options.labels ?? "").split(separator: ",") {

@@ -137,9 +137,8 @@ enum ExportCommand: ParsableCommand {
         let modelPath = options.model
         let ext = options.format == .coreml ? ".mlmodel" : ".onnx"
         let outPath = options.out ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ext)
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
-        }
+        try OutputGuard.checkOutput(
+            outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
         try options.checkCombination()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
         if options.format == .coreml {
