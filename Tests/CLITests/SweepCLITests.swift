@@ -1,4 +1,5 @@
 @testable import ActionTrain
+import Pipelines
 @testable import actiontrain
 import Foundation
 import TestSupport
@@ -81,5 +82,67 @@ final class SweepCLITests: XCTestCase {
         let bad = run(["fit", fixture] + FitCLITests.quick + ["--accumulate", "5", "--out", "\(dir)/b"])
         XCTAssertEqual(bad.code, 1)
         XCTAssertTrue(bad.err.contains("accumulate' must be in [1, batchSize] = [1, 4], got 5"), bad.err)
+    }
+}
+
+/// Issue 38 finding 2: one diverging candidate (`learningRate` 1e30) ended the sweep with exit 1
+/// after four scored trials, writing nothing and naming no candidate; there was no --resume.
+extension SweepCLITests {
+    func trials(_ dir: String) throws -> [[String: Any]] {
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/sweep.json"))) as! [String: Any]
+        XCTAssertEqual(json["schemaVersion"] as? Int, 2)
+        return json["trials"] as! [[String: Any]]
+    }
+
+    func testAFailedTrialIsRecordedWithItsReasonAndTheSweepGoesOn() throws {
+        let dir = try folder()
+        try write(#"{\#(Self.base), "grid": {"learningRate": [0.001, 0.003, 1e30]}, "folds": 2}"#, "\(dir)/grid.json")
+        let r = run(["sweep", "\(dir)/grid.json", fixture, "--out", "\(dir)/sweep"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("rank 0: learningRate=1e+30, fold 1, seed +0: failed: training diverged"), r.out)
+        let rows = try trials("\(dir)/sweep")
+        XCTAssertEqual(rows.count, 6)
+        XCTAssertEqual(rows.filter { $0["failure"] != nil }.map { $0["candidate"] as! String }, ["learningRate=1e+30", "learningRate=1e+30"])
+        XCTAssertEqual(rows.filter { $0["accuracy"] != nil }.count, 4)
+        let table = try String(contentsOfFile: "\(dir)/sweep/sweep.md", encoding: .utf8)
+        XCTAssertTrue(table.contains("Failed trials (2 of 6; their candidates have no mean and are never chosen):"), table)
+        XCTAssertTrue(table.contains("- learningRate=1e+30, fold 2, seed +0: training diverged"), table)
+        let chosen = try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/sweep/chosen.json")))
+        XCTAssertTrue([0.001, 0.003].contains(chosen.learningRate), "\(chosen.learningRate)")
+        // Every candidate failing: the trials are still written, nothing is chosen, exit 1.
+        try write(#"{\#(Self.base), "grid": {"learningRate": [1e30]}, "folds": 2}"#, "\(dir)/bad.json")
+        let bad = run(["sweep", "\(dir)/bad.json", fixture, "--out", "\(dir)/bad"])
+        XCTAssertEqual(bad.code, 1)
+        XCTAssertTrue(bad.err.hasPrefix("error: sweep: every candidate has a failed trial, so none is chosen (first: rank 0: learningRate=1e+30, fold 1, seed +0: failed: training diverged"), bad.err)
+        XCTAssertEqual(try trials("\(dir)/bad").count, 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/bad/chosen.json"))
+    }
+
+    func testAnInterruptedSweepResumesFromItsTrialLog() throws {
+        let dir = try folder()
+        try write(#"{\#(Self.base), "grid": {"learningRate": [0.001, 0.01]}, "folds": 2}"#, "\(dir)/grid.json")
+        let whole = run(["sweep", "\(dir)/grid.json", fixture, "--out", "\(dir)/a"])
+        XCTAssertEqual(whole.code, 0, whole.err)
+        let expected = try trials("\(dir)/a").map { $0["accuracy"] as! Double }
+        // A sweep killed during its fourth trial: the log's header, three trials and a line cut short.
+        let log = try String(contentsOfFile: "\(dir)/a/\(SweepTrialLog.fileName)", encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(log.count, 5, "the header and one line per trial")
+        try FileManager.default.createDirectory(atPath: "\(dir)/b", withIntermediateDirectories: false)
+        try write(log[0...3].joined(separator: "\n") + "\n" + log[4].prefix(20), "\(dir)/b/\(SweepTrialLog.fileName)")
+        let resumed = run(["sweep", "\(dir)/grid.json", fixture, "--out", "\(dir)/b", "--resume"])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+        XCTAssertTrue(resumed.out.contains("sweep: resuming \(dir)/b: 3 trials already run"), resumed.out)
+        XCTAssertEqual(resumed.out.components(separatedBy: "(from the trial log)").count - 1, 3, resumed.out)
+        XCTAssertEqual(try trials("\(dir)/b").map { $0["accuracy"] as! Double }, expected, "the uninterrupted sweep's table")
+        let hash = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(log[0].utf8)) as? [String: String])["datasetHash"]!
+        XCTAssertEqual(try SweepTrialLog.read("\(dir)/b/\(SweepTrialLog.fileName)", datasetHash: hash).count, 4, "the cut line is left out, the new trial logged")
+        // Refusals.
+        let both = run(["sweep", "\(dir)/grid.json", fixture, "--out", "\(dir)/b", "--resume", "--force"])
+        XCTAssertEqual(both.code, 2)
+        XCTAssertEqual(both.err, "error: --resume continues a sweep folder and --force replaces one: give one of them\n")
+        try FileManager.default.createDirectory(atPath: "\(dir)/c", withIntermediateDirectories: false)
+        let none = run(["sweep", "\(dir)/grid.json", fixture, "--out", "\(dir)/c", "--resume"])
+        XCTAssertEqual(none.code, 1)
+        XCTAssertEqual(none.err, "error: \(dir)/c/\(SweepTrialLog.fileName): no trial log of an earlier sweep to resume; start a new sweep without --resume\n")
     }
 }
