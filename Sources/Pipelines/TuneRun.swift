@@ -234,7 +234,7 @@ public final class TuneTrialLog {
         guard let h = FileHandle(forWritingAtPath: path) else { throw WriteError(path: path, reason: "cannot open the trial log") }
         h.seekToEndOfFile()
         let log = TuneTrialLog(path: path, handle: h)
-        if data.last != UInt8(ascii: "\n") { log.handle.write(Data("\n".utf8)) }
+        if !data.isEmpty && data.last != UInt8(ascii: "\n") { try log.write(Data("\n".utf8)) }
         return (log, known)
     }
 
@@ -243,11 +243,19 @@ public final class TuneTrialLog {
         self.handle = handle
     }
 
-    /// Appends one trial.
-    public func append(key: String, score: Double) {
+    /// Appends one trial (a score JSON cannot hold, NaN, is not logged: that trial runs again).
+    public func append(key: String, score: Double) throws {
         guard let line = try? JSONSerialization.data(withJSONObject: ["key": key, "score": score], options: [.sortedKeys]) else { return }
-        handle.write(line + Data("\n".utf8))
-        try? handle.synchronize()
+        try write(line + Data("\n".utf8))
+    }
+
+    private func write(_ data: Data) throws {
+        do {
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+        } catch {
+            throw WriteError(path: path, reason: error.localizedDescription)
+        }
     }
 
     deinit { try? handle.close() }

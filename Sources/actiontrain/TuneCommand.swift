@@ -83,11 +83,17 @@ enum TuneCommand: ParsableCommand {
         let folds = try tune.folds(seed: config.seed)
         out.line("tune: \(dataset.name): \(tune.trainingIndices.count) training sequences in \(folds.count) folds (\(folds.map { "\($0.test.count)" }.joined(separator: "/")) held out); up to \(format(options.minutes)) minutes")
         let search: TuneRun.Search
+        var logFailed = false
         do {
             search = try tune.search(
                 known: known, shouldStop: { interrupt.isRaised },
                 onEvent: { event in
-                    if case .trial(_, _, _, _, let score, _, let key, let cached) = event, !cached { log.append(key: key, score: score) }
+                    if case .trial(_, _, _, _, let score, _, let key, let cached) = event, !cached {
+                        do { try log.append(key: key, score: score) } catch {
+                            if !logFailed { out.note("warning: \(error); a --resume would run such trials again\n") }
+                            logFailed = true
+                        }
+                    }
                     if case .candidate(let r) = event {
                         let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }.joined(separator: " ")
                         let name = r.candidate.name + (r.confirmation ? " (other folds)" : "")
