@@ -48,6 +48,13 @@ enum SweepCommand: ParsableCommand {
     struct Grid {
         typealias Assignment = [(key: String, value: JSONValue)]
         static let keys = ["config", "grid", "candidates", "folds", "seeds"]
+        /// The bounds of a grid file (docs/cli.md), checked before anything is built: a grid's
+        /// candidates are counted as the product of its lists' lengths first.
+        static let maximumCandidates = 1_000
+        static let maximumFolds = 100
+        static let maximumSeeds = 100
+        /// Candidates × folds × seeds.
+        static let maximumTrials = 10_000
         var config: [String: JSONValue] = [:]
         /// The keys each candidate sets, in order.
         var candidates: [Assignment] = []
@@ -74,29 +81,55 @@ enum SweepCommand: ParsableCommand {
                 _ = try ConfigOptions.fileValues(try JSONEncoder().encode(v), source: "\(path) \(source)")
                 return o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             }
+            func count(_ key: String, _ least: Int, _ most: Int) throws -> Int? {
+                guard let v = object[key] else { return nil }
+                guard case .int(let n) = v, n >= least, n <= most else {
+                    throw CLIError.failure("\(path): \"\(key)\" must be an integer from \(least) to \(most), got \(v)")
+                }
+                return n
+            }
+            folds = try count("folds", 2, Self.maximumFolds) ?? folds
+            seeds = try count("seeds", 1, Self.maximumSeeds) ?? seeds
+            /// Refuses `n` candidates (nil: more than an Int holds) beyond the bounds, before any is built.
+            func checkCount(_ n: Int?, _ what: String) throws {
+                let trials = n.flatMap { n -> Int? in
+                    let (t, overflow) = n.multipliedReportingOverflow(by: folds * seeds)
+                    return overflow ? nil : t
+                }
+                guard let n, let trials, n <= Self.maximumCandidates, trials <= Self.maximumTrials else {
+                    let count = n.map { "\($0) candidates" } ?? "more than \(Int.max) candidates"
+                    throw CLIError.failure(
+                        "\(path): \(what) \(count) x \(folds) folds x \(seeds) seeds; a sweep takes at most "
+                            + "\(Self.maximumCandidates) candidates and \(Self.maximumTrials) trials: split it into several sweeps")
+                }
+            }
             switch (object["grid"], object["candidates"]) {
             case (.object(let grid)?, nil) where !grid.isEmpty:
-                candidates = [[]]
+                var product: Int? = 1, sizes: [String] = []
                 for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
                     guard case .array(let list) = v, !list.isEmpty else {
                         throw CLIError.failure("\(path): grid key '\(key)' needs a non-empty list of values")
                     }
+                    product = product.flatMap { p in
+                        let (q, overflow) = p.multipliedReportingOverflow(by: list.count)
+                        return overflow ? nil : q
+                    }
+                    sizes.append("\(list.count) \(key)")
+                }
+                try checkCount(product, "the grid (" + sizes.joined(separator: " x ") + ") makes")
+                candidates = [[]]
+                for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
+                    guard case .array(let list) = v else { continue }
                     let values = try list.map { try assignment(.object([key: $0]), "grid")[0].value }
                     candidates = candidates.flatMap { c in values.map { c + [(key, $0)] } }  // the first key varies slowest
                 }
             case (nil, .array(let list)?) where !list.isEmpty:
+                try checkCount(list.count, "the list makes")
                 candidates = try list.enumerated().map { try assignment($1, "candidate \($0 + 1)") }
             default:
                 throw CLIError.failure(
                     "\(path): give either \"grid\" (config keys, each with a list of values) or \"candidates\" (a list of objects of config keys)")
             }
-            func count(_ key: String, _ least: Int) throws -> Int? {
-                guard let v = object[key] else { return nil }
-                guard case .int(let n) = v, n >= least else { throw CLIError.failure("\(path): \"\(key)\" must be an integer ≥ \(least)") }
-                return n
-            }
-            folds = try count("folds", 2) ?? folds
-            seeds = try count("seeds", 1) ?? seeds
         }
     }
 

@@ -18,7 +18,9 @@ enum TuneCommand: ParsableCommand {
 
         func validate() throws {
             guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
-            guard folds >= 2 else { throw CLIError.usage("--folds must be at least 2") }
+            guard folds >= 2 && folds <= SweepCommand.Grid.maximumFolds else {
+                throw CLIError.usage("--folds must be 2 to \(SweepCommand.Grid.maximumFolds), got \(folds)")
+            }
         }
     }
 
@@ -32,7 +34,7 @@ enum TuneCommand: ParsableCommand {
             Option("force", \.force, help: "Replace the files of an existing run folder."),
             Option("resume", \.resume, help: "Continue an interrupted tune run in --out: trials already run (tune-trials.jsonl) are not run again."),
             Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10); the final training comes after it."),
-            Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5)."),
+            Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5, at most 100)."),
         ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
             tune starts from the recipe fit would choose and scores it and each change around it

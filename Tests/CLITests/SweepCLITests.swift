@@ -61,7 +61,7 @@ final class SweepCLITests: XCTestCase {
             (#"{"grid": {"epochs": [1]}, "candidates": [{}]}"#, ["give either \"grid\""]),
             (#"{"candidates": [{"epochs": 2}, 3]}"#, ["candidate 2 must be an object of config keys"]),
             (#"{"candidates": [{"epohcs": 2}]}"#, ["candidate 1", "unknown config key 'epohcs'"]),
-            (#"{\#(Self.base), "grid": {"epochs": [1]}, "folds": 1}"#, ["\"folds\" must be an integer ≥ 2"]),
+            (#"{\#(Self.base), "grid": {"epochs": [1]}, "folds": 1}"#, ["\"folds\" must be an integer from 2 to 100, got 1"]),
             ("[1, 2]", ["not a JSON object"]),
         ]
         for (i, (text, fragments)) in cases.enumerated() {
