@@ -51,7 +51,7 @@ public struct StreamOptions: Equatable, Sendable {
         }
         if let r = frameRate, maximumJump * r > Double(PoseSequence.maxResampledFrames) {
             throw StreamError.invalidOptions(
-                "a jump limit of \(maximumJump) s would let one frame make \(Int(maximumJump * r)) frames at \(r) fps (at most \(PoseSequence.maxResampledFrames))")
+                "a jump limit of \(maximumJump) s would let one frame make \(maximumJump * r) frames at \(r) fps (at most \(PoseSequence.maxResampledFrames))")
         }
     }
 

@@ -28,7 +28,9 @@ enum EvalCommand: ParsableCommand {
             guard bootstrap >= 0 && bootstrap <= Self.maximumBootstrap else {
                 throw CLIError.usage("--bootstrap must be 0 to \(Self.maximumBootstrap), got \(bootstrap)")
             }
-            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            if let stride, !(1...PredictCommand.Options.maximumStride).contains(stride) {
+                throw CLIError.usage("--stride must be 1 to \(PredictCommand.Options.maximumStride) frames, got \(stride)")
+            }
             if baseline == nil {
                 if gate.junit != nil { throw CLIError.usage("--junit writes the gate's result and needs --baseline FILE") }
                 if gate.markdown != nil { throw CLIError.usage("--markdown writes the gate's result and needs --baseline FILE") }
@@ -45,7 +47,7 @@ enum EvalCommand: ParsableCommand {
         ],
         options: [
             Option("split", \.split, value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
-            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("report", \.report, value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
             Option("json", \.json, value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
             Option("use-events", \.useEvents, help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),

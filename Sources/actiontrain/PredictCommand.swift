@@ -18,8 +18,13 @@ enum PredictCommand: ParsableCommand {
         var reading = DataFlags()
         var eventing = EventFlags()
 
+        /// The largest --stride (and --stride-seconds in frames): the longest window a model takes.
+        static let maximumStride = InputSpec.maxFrames
+
         func validate() throws {
-            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            if let stride, !(1...Self.maximumStride).contains(stride) {
+                throw CLIError.usage("--stride must be 1 to \(Self.maximumStride) frames, got \(stride)")
+            }
         }
 
         /// The checks across options (run, not `validate`: the options test sets every one at once).
@@ -40,7 +45,7 @@ enum PredictCommand: ParsableCommand {
                 help: DataFlags.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
-            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
             Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
             Option("use-events", \.useEvents, help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),

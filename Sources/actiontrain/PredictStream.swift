@@ -145,10 +145,14 @@ struct StreamPrinter {
             guard let r = window.frameRate else {
                 throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
             }
-            stride = max(1, Int((seconds * r).rounded()))
+            let frames = (seconds * r).rounded()  // compared as a Double: an Int may not hold it
+            guard frames <= Double(PredictCommand.Options.maximumStride) else {
+                throw CLIError.usage("--stride-seconds \(seconds) is \(frames) frames at the model's \(r) fps; the stride is at most \(PredictCommand.Options.maximumStride) frames")
+            }
+            stride = max(1, Int(frames))
         }
         var o = StreamOptions(stride: stride, strict: options.reading.strict, clipFrames: flags.clipFrames)
-        if let c = options.reading.minConfidence { o.minimumConfidence = Float(c) }
+        if let c = try options.reading.readOptions().minConfidence { o.minimumConfidence = c }  // checked as the readers check it
         o.maximumJump = flags.maxJump
         return o
     }

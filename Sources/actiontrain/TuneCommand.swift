@@ -14,10 +14,14 @@ enum TuneCommand: ParsableCommand {
         var minutes = 10.0
         var folds = 5
         var overrides = ConfigFlags()
+        /// The longest --minutes: a year.
+        static let maximumMinutes = 525_600.0
         var reading = DataFlags()
 
         func validate() throws {
-            guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
+            guard minutes > 0, minutes <= Self.maximumMinutes else {
+                throw CLIError.usage("--minutes must be a positive number of minutes, at most \(Int(Self.maximumMinutes)) (a year), got \(minutes)")
+            }
             guard folds >= 2 && folds <= SweepCommand.Grid.maximumFolds else {
                 throw CLIError.usage("--folds must be 2 to \(SweepCommand.Grid.maximumFolds), got \(folds)")
             }
@@ -33,7 +37,7 @@ enum TuneCommand: ParsableCommand {
             Option("out", \.out, value: "DIR", help: "Run folder for the chosen model (default runs/<dataset>-tune). It must not exist unless --force."),
             Option("force", \.force, help: "Replace the files of an existing run folder."),
             Option("resume", \.resume, help: "Continue an interrupted tune run in --out: trials already run (tune-trials.jsonl) are not run again."),
-            Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10); the final training comes after it."),
+            Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10, at most 525600: a year); the final training comes after it."),
             Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5, at most 100)."),
         ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
@@ -108,6 +112,10 @@ enum TuneCommand: ParsableCommand {
         if !search.recipe.isEmpty { out.write(FitCommand.recipeBlock(search.recipe)) }
         if interrupt.isRaised {
             throw CLIError.interrupted("tune: interrupted during the search; nothing was trained (tune --resume --out \(path) DATA continues it)")
+        }
+        guard !search.outcome.results.isEmpty else {
+            throw CLIError.failure(
+                "tune: --minutes \(format(options.minutes)) ran out before the first trial (the recipe's first rung) could start; nothing was scored or trained: give more minutes")
         }
         if search.outcome.stoppedByBudget { out.line("tune: the time ran out; candidates not scored are left out of the table") }
         out.write("\n" + search.markdown() + "\n")

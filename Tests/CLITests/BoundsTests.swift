@@ -86,3 +86,31 @@ final class BoundsTests: XCTestCase {
         }
     }
 }
+
+/// Issue 38 finding 7: large numbers crashed (exit 132) where a Double was converted to an Int
+/// (`--max-jump 1e18`, `--stride-seconds 1e300`, `tune --minutes 1e308`, `fit --window-seconds
+/// 1e300`), `tune --minutes 1e-9` crashed on an empty table, and `--min-confidence nan` passed
+/// into a stream unchecked. Each is now a one-line error before any work.
+extension BoundsTests {
+    func testHugeAndTinyNumbersAreErrorsNotCrashes() throws {
+        let dir = try scratchFolder()
+        let stream = ["predict", Self.golden, "-", "--stream"]
+        let cases: [([String], Int32, String)] = [
+            (stream + ["--max-jump", "1e18"], 1, "stream options: a jump limit of 1e+18 s would let one frame make 3e+19 frames at 30.0 fps (at most 1000000)"),
+            (stream + ["--stride-seconds", "1e300"], 2, "--stride-seconds 1e+300 is 3e+301 frames at the model's 30.0 fps; the stride is at most 100000 frames"),
+            (stream + ["--min-confidence", "nan"], 2, "--min-confidence must be in [0, 1), got nan"),
+            (stream + ["--stride", "100001"], 2, "--stride must be 1 to 100000 frames, got 100001"),
+            (["tune", Self.fixture, "--minutes", "1e308", "--out", "\(dir)/t"], 2, "--minutes must be a positive number of minutes, at most 525600 (a year), got 1e+308"),
+            (["fit", Self.fixture, "--window-seconds", "1e300", "--out", "\(dir)/f"], 1, "tiny-natops: 1e+300 s at 10.0 fps is 1e+301 frames"),
+        ]
+        for (args, code, message) in cases {
+            let r = runCLI(args)
+            XCTAssertEqual(r.code, code, "\(args): \(r.err)")
+            XCTAssertTrue(r.err.hasPrefix("error: \(message)"), "\(args): \(r.err)")
+        }
+        // A budget too small for any trial: an error saying so, not an index out of range.
+        let t = runCLI(["tune", Self.fixture, "--minutes", "1e-9", "--out", "\(dir)/tiny", "--epochs", "2", "--recipe", "none", "--architecture", "mlp"])
+        XCTAssertEqual(t.code, 1, t.err)
+        XCTAssertTrue(t.err.contains("error: tune: --minutes 1e-09 ran out before the first trial (the recipe's first rung) could start; nothing was scored or trained"), t.err)
+    }
+}
