@@ -16,11 +16,23 @@ struct EventFlags {
     var clipFrames: Int?
     var strideSeconds: Double?
     var allowOverlap = false
+    /// The flags given (without dashes), so that flags the command would not use are refused.
+    var given: Set<String> = []
+    /// The flags that only --stream reads (the others also serve --events on a file).
+    static let streamOnly: Set<String> = ["forget-after", "max-tracks"]
 
     /// The most windows --smoothing averages.
     static let maximumSmoothing = 1000
 
-    static let options: [Option<EventFlags>] = [
+    /// Each flag, also noting that it was given (`given`).
+    static let options: [Option<EventFlags>] = declared.map { o in
+        Option(name: o.name, value: o.value, help: o.help, repeatable: o.repeatable, sample: o.sample) { v, raw in
+            try o.apply(&v, raw)
+            v.given.insert(o.name)
+        }
+    }
+
+    private static let declared: [Option<EventFlags>] = [
         Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none; at most 1000)."),
         Option(
             "enter", \.enter, value: "P",

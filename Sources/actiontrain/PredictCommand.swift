@@ -28,10 +28,38 @@ enum PredictCommand: ParsableCommand {
         }
 
         /// The checks across options (run, not `validate`: the options test sets every one at once).
+        /// No flag is taken and then ignored: the event and track flags need --events or
+        /// --stream, the track flags --stream, and a stream has no splits and follows people by
+        /// their ids (`checkStream(model:)`).
         func checkStreaming() throws {
             if stream && data != "-" { throw CLIError.usage("--stream reads frames from stdin: give - as DATA") }
             if events && !stream && data == "-" { throw CLIError.usage("--events reads a file, or frames from stdin with --stream") }
             if useEvents && (stream || events) { throw CLIError.usage("--use-events cuts whole sequences; it does not go with --stream or --events") }
+            if !stream && !events, let flag = eventing.given.sorted().first {
+                throw CLIError.usage("--\(flag) is an option of --events and --stream; add one of them, or leave it out")
+            }
+            if !stream, let flag = eventing.given.intersection(EventFlags.streamOnly).sorted().first {
+                throw CLIError.usage("--\(flag) follows the people of a live stream: it needs --stream")
+            }
+            if stream && split != nil {
+                throw CLIError.usage("--split chooses the sequences of a file; a live stream has no splits: leave it out")
+            }
+        }
+
+        /// What a stream cannot do with the flags for `model`: --people other than the model's
+        /// own bodies=M (a stream follows each person by their id, and pairs an interaction
+        /// model's people into its bodies itself), and --clip-frames for a model that slides
+        /// its windows (only a whole-clip model has a clip).
+        func checkStream(model: ActionModel) throws {
+            if stream, let people = reading.people, people != PeoplePolicy(modelInput: model.input) {
+                let own = model.bodies > 1 ? "; this model's bodies=\(model.bodies) is what the stream does" : ""
+                throw CLIError.usage(
+                    "--people \(people) chooses people in a file; a live stream follows each person by their \"person\" id (at most --max-tracks)\(own): leave --people out")
+            }
+            if let n = eventing.clipFrames, model.input.window.mode != .fit {
+                throw CLIError.usage(
+                    "--clip-frames \(n) is for a whole-clip (fit window) model; this model slides windows of \(model.input.window.frames) frames: leave it out")
+            }
         }
     }
 
@@ -96,6 +124,7 @@ enum PredictCommand: ParsableCommand {
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
         printer.useEvents = options.useEvents
         if options.stream || options.events {
+            try options.checkStream(model: model)
             _ = try options.eventing.eventOptions(model: model)  // usage errors first
         }
         if options.stream {

@@ -1,0 +1,53 @@
+import ActionRuntime
+import Datasets
+import Foundation
+import PoseCore
+import TestSupport
+import XCTest
+
+@testable import actiontrain
+
+/// What `predict --stream` does with its flags and its lines (issue 38 findings 5, 6, 8, 9, 12
+/// and 13): no flag is taken and then ignored, the dataset file's spelling of several people
+/// is read (never merged into person 0), a signal of any kind finishes every person, repeated
+/// timestamps are counted, a person is one person on both paths, and an empty scene makes no
+/// event.
+extension PeopleEventsCLITests {
+    /// As `predict`, for a run that must fail: the error.
+    func refusal(_ args: [String], stdin lines: [String] = []) throws -> CLIError {
+        do {
+            _ = try predict(args, stdin: lines)
+        } catch let e as CLIError {
+            return e
+        }
+        XCTFail("predict \(args) succeeded")
+        return .failure("")
+    }
+
+    func testStreamFlagsAreAppliedOrRefusedNeverIgnored() throws {
+        // Finding 5: --people largest still reported both people; --split and --clip-frames
+        // were ignored too; and the event flags were ignored by batch predict.
+        let dir = try scratchFolder()
+        let golden = StreamCLITests.golden, pair = try twoBodyModel(dir)
+        let stream = [golden, "-", "--stream"]
+        let cases: [([String], String)] = [
+            (stream + ["--people", "largest"], "--people largest chooses people in a file; a live stream follows each person by their \"person\" id (at most --max-tracks): leave --people out"),
+            (stream + ["--people", "split"], "--people split chooses people in a file"),
+            ([pair, "-", "--stream", "--people", "bodies=3"], "--people bodies=3 chooses people in a file; a live stream follows each person by their \"person\" id (at most --max-tracks); this model's bodies=2 is what the stream does"),
+            (stream + ["--split", "test"], "--split chooses the sequences of a file; a live stream has no splits: leave it out"),
+            (stream + ["--clip-frames", "20"], "--clip-frames 20 is for a whole-clip (fit window) model; this model slides windows of 6 frames: leave it out"),
+            ([golden, "x.jsonl", "--enter", "0.5"], "--enter is an option of --events and --stream; add one of them, or leave it out"),
+            ([golden, "x.jsonl", "--clip-frames", "20"], "--clip-frames is an option of --events and --stream"),
+            ([golden, "x.jsonl", "--events", "--max-tracks", "4"], "--max-tracks follows the people of a live stream: it needs --stream"),
+            ([golden, "x.jsonl", "--events", "--forget-after", "4"], "--forget-after follows the people of a live stream: it needs --stream"),
+        ]
+        for (args, message) in cases {
+            let e = try refusal(args)
+            XCTAssertEqual(e.exitCode, 2, "\(args)")
+            XCTAssertTrue(e.description.hasPrefix(message), "\(args): \(e)")
+        }
+        // What a stream does apply: an interaction model's own bodies=2 is accepted.
+        let lines = (0..<12).flatMap { f in [0, 1].map { p in #"{"t": \#(time(f)), "person": \#(p), "pose": {\#(pose(p, f))}}"# } }
+        XCTAssertEqual(try predict([pair, "-", "--stream", "--people", "bodies=2"], stdin: lines).out, try predict([pair, "-", "--stream"], stdin: lines).out)
+    }
+}
