@@ -50,4 +50,51 @@ extension PeopleEventsCLITests {
         let lines = (0..<12).flatMap { f in [0, 1].map { p in #"{"t": \#(time(f)), "person": \#(p), "pose": {\#(pose(p, f))}}"# } }
         XCTAssertEqual(try predict([pair, "-", "--stream", "--people", "bodies=2"], stdin: lines).out, try predict([pair, "-", "--stream"], stdin: lines).out)
     }
+
+    func testTrackAndPeopleLinesAreEachPersonsNeverPersonZeros() throws {
+        // Finding 6: lines with "track" (the dataset file's key) or a "people" list were all
+        // person 0's, silently (6 windows instead of 12).
+        let golden = StreamCLITests.golden, args = [golden, "-", "--stream", "--stride", "3"]
+        var byPerson: [String] = [], byTrack: [String] = [], byFrame: [String] = []
+        for f in 0..<15 {
+            byPerson += [0, 1].map { #"{"t": \#(time(f)), "person": \#($0 + 4), "pose": {\#(pose($0, f))}}"# }
+            byTrack += [0, 1].map { #"{"t": \#(time(f)), "track": "\#($0 + 4)", "pose": {\#(pose($0, f))}}"# }
+            byFrame.append(#"{"t": \#(time(f)), "people": ["# + [0, 1].map { #"{"track": \#($0 + 4), "pose": {\#(pose($0, f))}}"# }.joined(separator: ", ") + "]}")
+        }
+        let expected = try predict(args, stdin: byPerson)
+        let windows = try rows(expected.out)
+        XCTAssertEqual(windows.count, 2 * 4, "each person's four windows")
+        XCTAssertEqual(Set(windows.compactMap { $0["person"] as? Int }), [4, 5])
+        XCTAssertEqual(try predict(args, stdin: byTrack).out, expected.out)
+        XCTAssertEqual(try predict(args, stdin: byFrame).out, expected.out)
+        // A two-person model takes a "people" line as the whole frame it is.
+        let pair = try twoBodyModel(try scratchFolder())
+        XCTAssertEqual(try predict([pair, "-", "--stream"], stdin: byFrame).out, try predict([pair, "-", "--stream"], stdin: byPerson).out)
+    }
+
+    func testIllFormedIdsAreBadLinesNotOnePerson() throws {
+        // Finding 12: three different ill-formed UTF-8 ids were one person "\u{FFFD}".
+        var lines: [String] = []
+        for f in 0..<10 {
+            for bad in ["\u{FF}", "\u{FE}", "\u{FD}"] { lines.append(#"{"t": \#(time(f)), "person": "ID"# + bad + #"", "pose": {\#(pose(0, f))}}"#) }
+        }
+        // The String above holds U+00FF etc. (valid); the bytes are made ill-formed below.
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        let options = try XCTUnwrap(try ArgumentParser.parse([StreamCLITests.golden, "-", "--stream"], for: PredictCommand.spec))
+        let bytes = lines.map { line in Array(line.utf8).split(separator: 0xC3, omittingEmptySubsequences: false).joined(separator: [UInt8]()).map { $0 } }
+        var next = 0
+        try PredictCommand.run(
+            options, out: &output,
+            stdin: StandardInput { buffer in
+                guard next < bytes.count else { return 0 }
+                let line = bytes[next] + [0x0A]
+                next += 1
+                line.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                return line.count
+            })
+        XCTAssertEqual(stdout, "")
+        XCTAssertTrue(stderr.contains(#"warning: <stdin>:1: column 22: the "person" id is not well-formed UTF-8"#), stderr)
+        XCTAssertTrue(stderr.contains("warning: 30 x badLine"), stderr)
+    }
 }
