@@ -38,16 +38,18 @@ struct StreamPrinter {
     /// writes it, `{"t": 1.033, "people": [{"track": 2, "pose": {...}}, ...]}`). A line that cannot be used (not that format,
     /// over `StreamLine.maximumBytes`, one person too many) is a counted warning naming it, and
     /// the stream goes on; with --strict the first problem stops it. Whatever ends the stream
-    /// (the end of input, --strict, Ctrl-C or SIGTERM, an error) first finishes every person's
-    /// session and writes their last windows and events.
+    /// (the end of input, --strict, Ctrl-C, SIGTERM, SIGHUP or SIGQUIT, an error) first finishes
+    /// every person's session and writes their last windows and events.
     mutating func stream(_ options: PredictCommand.Options, stdin: StandardInput, out: inout Output) throws {
         let file = "<stdin>", strict = options.reading.strict, D = model.input.skeleton.dimensions
         let tracks = try TrackedStream(
             model: model, options: try sessionOptions(options), events: options.eventing.eventOptions(model: model),
             forgetAfter: options.eventing.forgetAfter, maximumTracks: options.eventing.maxTracks)
         let interrupt = InterruptFlag()
+        // Every signal that asks a process to end: Ctrl-C, SIGTERM, a closed terminal's SIGHUP
+        // and Ctrl-\'s SIGQUIT (which would otherwise end the stream without its last events).
         let signals = interrupt.watch(
-            [SIGINT, SIGTERM], restartCalls: false, first: "\nactiontrain: stopping; writing every person's last windows and events...\n",
+            [SIGINT, SIGTERM, SIGHUP, SIGQUIT], restartCalls: false, first: "\nactiontrain: stopping; writing every person's last windows and events...\n",
             second: "\nactiontrain: second signal, exiting at once\n")
         defer { InterruptFlag.stopWatching(signals) }
         var lines = stdin.lines(maximumLength: StreamLine.maximumBytes)
