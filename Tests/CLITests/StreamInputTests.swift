@@ -97,4 +97,33 @@ extension PeopleEventsCLITests {
         XCTAssertTrue(stderr.contains(#"warning: <stdin>:1: column 22: the "person" id is not well-formed UTF-8"#), stderr)
         XCTAssertTrue(stderr.contains("warning: 30 x badLine"), stderr)
     }
+
+    func testRepeatedTimestampsAreACountedWarning() throws {
+        // Finding 9: 3,000 lines at t = 0 gave one event from 0.000 to 0.000 s, without a word.
+        let lines = (0..<300).map { #"{"t": 0, "pose": {\#(pose(0, $0))}}"# }
+        let r = try predict([StreamCLITests.golden, "-", "--stream", "--events", "--smoothing", "1", "--enter", "0.34", "--exit", "0.2"], stdin: lines)
+        XCTAssertTrue(r.err.contains("warning: <stdin>:2: person 0: frame 1 (t = 0.0 s): the same timestamp as the previous frame (0.0 s)"), r.err)
+        XCTAssertTrue(r.err.contains("warning: 299 x sameTime; first: frame 1"), r.err)
+        let strict = try refusal([StreamCLITests.golden, "-", "--stream", "--strict"], stdin: lines)
+        XCTAssertTrue(strict.description.hasPrefix("<stdin>:2: rejected frame 1 (t = 0.0 s): the same timestamp"), "\(strict)")
+    }
+
+    func testAnEmptySceneMakesNoEvent() throws {
+        // Finding 13: a two-body model reported an event ("push", 0.60) for a scene where no
+        // joint was seen (people [null, null]); a one-body model did the same for empty poses.
+        let events = ["--events", "--smoothing", "1", "--enter", "0.01", "--exit", "0.005"]
+        let empty = (0..<60).map { #"{"t": \#(time($0)), "pose": {}}"# }
+        let one = try predict([StreamCLITests.golden, "-", "--stream"] + events, stdin: empty)
+        XCTAssertEqual(one.out, "")
+        XCTAssertTrue(one.err.hasPrefix("predict: 60 frames from 60 lines, "), one.err)
+        XCTAssertTrue(one.err.contains(", 0 events"), one.err)
+        let pair = try twoBodyModel(try scratchFolder())
+        for lines in [empty, (0..<60).map { #"{"t": \#(time($0)), "people": []}"# }] {
+            let r = try predict([pair, "-", "--stream"] + events, stdin: lines)
+            XCTAssertEqual(r.out, "", r.err)
+        }
+        // The same thresholds make events once someone is in view.
+        let seen = (0..<60).map { #"{"t": \#(time($0)), "pose": {\#(pose(0, $0))}}"# }
+        XCTAssertFalse(try predict([StreamCLITests.golden, "-", "--stream"] + events, stdin: seen).out.isEmpty)
+    }
 }
