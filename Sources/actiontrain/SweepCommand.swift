@@ -47,89 +47,26 @@ enum SweepCommand: ParsableCommand {
     /// and seeds.
     struct Grid {
         typealias Assignment = [(key: String, value: JSONValue)]
-        static let keys = ["config", "grid", "candidates", "folds", "seeds"]
-        /// The bounds of a grid file (docs/cli.md), checked before anything is built: a grid's
-        /// candidates are counted as the product of its lists' lengths first.
-        static let maximumCandidates = 1_000
-        static let maximumFolds = 100
-        static let maximumSeeds = 100
-        /// Candidates × folds × seeds.
-        static let maximumTrials = 10_000
         var config: [String: JSONValue] = [:]
         /// The keys each candidate sets, in order.
         var candidates: [Assignment] = []
         var folds = 3
         var seeds = 1
 
+        /// The grid file at `path` (Pipelines' `SweepGrid`), its config keys checked as a config file's.
         init(_ path: String) throws {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CLIError.failure("\(path): cannot read the grid file; check the path")
             }
-            let shape = "\"config\", \"grid\" or \"candidates\", \"folds\" and \"seeds\""
-            guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
-                throw CLIError.failure("\(path): not a JSON object with \(shape)")
+            let grid: SweepGrid
+            do {
+                grid = try SweepGrid(parsing: Array(data)) { keys, place in _ = try ConfigOptions.fileValues(keys, source: "\(path) \(place)") }
+            } catch let e as SweepGridError {
+                throw CLIError.failure("\(path): \(e)")
             }
-            for key in object.keys.sorted() where !Self.keys.contains(key) {
-                throw CLIError.failure("\(path): unknown key '\(key)'; a grid has \(shape)")
-            }
-            if let c = object["config"] {
-                config = try ConfigOptions.fileValues(try JSONEncoder().encode(c), source: "\(path) \"config\"")
-            }
-            /// The keys of one object, checked as a config file's, sorted.
-            func assignment(_ v: JSONValue, _ source: String) throws -> Assignment {
-                guard case .object(let o) = v else { throw CLIError.failure("\(path): \(source) must be an object of config keys") }
-                _ = try ConfigOptions.fileValues(try JSONEncoder().encode(v), source: "\(path) \(source)")
-                return o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-            }
-            func count(_ key: String, _ least: Int, _ most: Int) throws -> Int? {
-                guard let v = object[key] else { return nil }
-                guard case .int(let n) = v, n >= least, n <= most else {
-                    throw CLIError.failure("\(path): \"\(key)\" must be an integer from \(least) to \(most), got \(v)")
-                }
-                return n
-            }
-            folds = try count("folds", 2, Self.maximumFolds) ?? folds
-            seeds = try count("seeds", 1, Self.maximumSeeds) ?? seeds
-            /// Refuses `n` candidates (nil: more than an Int holds) beyond the bounds, before any is built.
-            func checkCount(_ n: Int?, _ what: String) throws {
-                let trials = n.flatMap { n -> Int? in
-                    let (t, overflow) = n.multipliedReportingOverflow(by: folds * seeds)
-                    return overflow ? nil : t
-                }
-                guard let n, let trials, n <= Self.maximumCandidates, trials <= Self.maximumTrials else {
-                    let count = n.map { "\($0) candidates" } ?? "more than \(Int.max) candidates"
-                    throw CLIError.failure(
-                        "\(path): \(what) \(count) x \(folds) folds x \(seeds) seeds; a sweep takes at most "
-                            + "\(Self.maximumCandidates) candidates and \(Self.maximumTrials) trials: split it into several sweeps")
-                }
-            }
-            switch (object["grid"], object["candidates"]) {
-            case (.object(let grid)?, nil) where !grid.isEmpty:
-                var product: Int? = 1, sizes: [String] = []
-                for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
-                    guard case .array(let list) = v, !list.isEmpty else {
-                        throw CLIError.failure("\(path): grid key '\(key)' needs a non-empty list of values")
-                    }
-                    product = product.flatMap { p in
-                        let (q, overflow) = p.multipliedReportingOverflow(by: list.count)
-                        return overflow ? nil : q
-                    }
-                    sizes.append("\(list.count) \(key)")
-                }
-                try checkCount(product, "the grid (" + sizes.joined(separator: " x ") + ") makes")
-                candidates = [[]]
-                for (key, v) in grid.sorted(by: { $0.key < $1.key }) {
-                    guard case .array(let list) = v else { continue }
-                    let values = try list.map { try assignment(.object([key: $0]), "grid")[0].value }
-                    candidates = candidates.flatMap { c in values.map { c + [(key, $0)] } }  // the first key varies slowest
-                }
-            case (nil, .array(let list)?) where !list.isEmpty:
-                try checkCount(list.count, "the list makes")
-                candidates = try list.enumerated().map { try assignment($1, "candidate \($0 + 1)") }
-            default:
-                throw CLIError.failure(
-                    "\(path): give either \"grid\" (config keys, each with a list of values) or \"candidates\" (a list of objects of config keys)")
-            }
+            config = try ConfigOptions.fileValues(grid.config, source: "\(path) \"config\"")
+            candidates = grid.candidates.map { $0.map { ($0.key, JSONValue($0.value)) } }
+            (folds, seeds) = (grid.folds, grid.seeds)
         }
     }
 

@@ -22,8 +22,8 @@ enum TuneCommand: ParsableCommand {
             guard minutes > 0, minutes <= Self.maximumMinutes else {
                 throw CLIError.usage("--minutes must be a positive number of minutes, at most \(Int(Self.maximumMinutes)) (a year), got \(minutes)")
             }
-            guard folds >= 2 && folds <= SweepCommand.Grid.maximumFolds else {
-                throw CLIError.usage("--folds must be 2 to \(SweepCommand.Grid.maximumFolds), got \(folds)")
+            guard folds >= 2 && folds <= SweepGrid.maximumFolds else {
+                throw CLIError.usage("--folds must be 2 to \(SweepGrid.maximumFolds), got \(folds)")
             }
         }
     }

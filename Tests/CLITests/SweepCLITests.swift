@@ -146,3 +146,38 @@ extension SweepCLITests {
         XCTAssertEqual(none.err, "error: \(dir)/c/\(SweepTrialLog.fileName): no trial log of an earlier sweep to resume; start a new sweep without --resume\n")
     }
 }
+
+/// Issue 38 findings 14 and 15: a key given twice in a grid or a config was accepted (a decoder
+/// kept one of the two silently: `{"epochs": 2, ..., "epochs": 1}` trained 2 epochs), and `8.0`
+/// was taken as an integer.
+extension SweepCLITests {
+    func testAKeyGivenTwiceOrANonIntegerIntegerIsRefusedInGridsAndConfigs() throws {
+        let dir = try folder()
+        let grids: [(String, String)] = [
+            (#"{"grid": {"learningRate": [0.1]}, "grid": {"dropout": [0.1]}}"#, #"the key "grid" appears twice in the object"#),
+            (#"{"grid": {"learningRate": [0.1], "learningRate": [0.2]}}"#, #"the key "learningRate" appears twice in grid"#),
+            (#"{"config": {"epochs": 2, "epochs": 1}, "grid": {"learningRate": [0.1]}}"#, #"the key "epochs" appears twice in config"#),
+            (#"{"candidates": [{"hidden": [8], "hidden": [16]}]}"#, #"the key "hidden" appears twice in candidates[0]"#),
+            (#"{"grid": {"epochs": [2.0]}}"#, "grid: config key 'epochs' expects an integer, got 2.0"),
+            (#"{"grid": {"epochs": [2]}, "folds": 3.0}"#, "\"folds\" must be an integer from 2 to 100, got 3.0"),
+        ]
+        for (i, (text, message)) in grids.enumerated() {
+            try write(text, "\(dir)/g\(i).json")
+            let r = run(["sweep", "\(dir)/g\(i).json", fixture, "--out", "\(dir)/s\(i)"])
+            XCTAssertEqual(r.code, 1, text)
+            XCTAssertTrue(r.err.hasPrefix("error: \(dir)/g\(i).json") && r.err.contains(message), "\(text): \(r.err)")
+        }
+        let configs: [(String, String)] = [
+            (#"{"epochs": 2, "recipe": "none", "epochs": 1}"#, #"not a JSON object of config keys (line 1, column 33: the key "epochs" appears twice in the object; give each key once)"#),
+            (#"{"augmentation": {"rotation": 0.1, "rotation": 0.2}}"#, #"the key "rotation" appears twice in augmentation"#),
+            (#"{"epochs": 8.0}"#, "config key 'epochs' expects an integer, got 8.0"),
+            (#"{"hidden": [16, 8e0]}"#, "config key 'hidden' expects a list of integers"),
+        ]
+        for (i, (text, message)) in configs.enumerated() {
+            try write(text, "\(dir)/c\(i).json")
+            let r = run(["fit", fixture, "--config", "\(dir)/c\(i).json", "--out", "\(dir)/f\(i)"])
+            XCTAssertEqual(r.code, 1, text)
+            XCTAssertTrue(r.err.hasPrefix("error: \(dir)/c\(i).json: ") && r.err.contains(message), "\(text): \(r.err)")
+        }
+    }
+}
