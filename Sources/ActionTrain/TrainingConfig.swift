@@ -427,7 +427,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
-        if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
+        if let frameRate {
+            // A model file's bound (format.md 2.1), checked here rather than as the window's.
+            guard frameRate >= 0.01 && frameRate <= 10_000 else { throw bad("frameRate", "must be 0.01 to 10000 frames per second, got \(frameRate)") }
+        }
         guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
         }

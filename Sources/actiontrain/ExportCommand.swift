@@ -146,6 +146,13 @@ enum ExportCommand: ParsableCommand {
             outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
         try options.checkCombination()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
+        do {
+            // A model eval and predict refuse (outputs not finite on a plain pose) exports to
+            // nothing usable: refused here too, before any file or parity run.
+            try ActionModel(contentsOf: modelPath).checkOutputs()
+        } catch let e as ModelError {
+            throw CLIError.failure("\(modelPath): \(e)")
+        }
         if options.format == .coreml {
             try exportCoreML(options, header: header, network: network, to: outPath, out: &out)
         } else {
