@@ -43,8 +43,8 @@ final class StandardStreamTests: XCTestCase {
     }
 
     /// Runs the executable with stdin from `input`, stdout to `stdout` and stderr to a file:
-    /// the exit status (128 + the signal when one ended it) and stderr.
-    func run(_ args: [String], input: String, stdout: FileHandle) throws -> (status: Int32, err: String) {
+    /// the exit status (128 + the signal when one ended it: `signalled`) and stderr.
+    func run(_ args: [String], input: String, stdout: FileHandle) throws -> (status: Int32, signalled: Bool, err: String) {
         guard let binary = Self.executable else { throw XCTSkip("the actiontrain executable is not beside the test bundle") }
         let dir = try scratchFolder()
         let inPath = "\(dir)/in.txt", errPath = "\(dir)/err.txt"
@@ -61,8 +61,8 @@ final class StandardStreamTests: XCTestCase {
         p.environment = environment
         try p.run()
         p.waitUntilExit()
-        let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
-        return (status, try String(contentsOfFile: errPath, encoding: .utf8))
+        let signalled = p.terminationReason == .uncaughtSignal
+        return (signalled ? 128 + p.terminationStatus : p.terminationStatus, signalled, try String(contentsOfFile: errPath, encoding: .utf8))
     }
 
     func testStdoutOnAFullDiskIsAnErrorAndExit1() throws {
@@ -91,6 +91,7 @@ final class StandardStreamTests: XCTestCase {
         defer { signal(SIGPIPE, previous) }
         let r = try run(["inspect", ModelCommandsTests.golden], input: "", stdout: FileHandle(fileDescriptor: fds[1], closeOnDealloc: true))
         XCTAssertEqual(r.status, 141, r.err)
+        XCTAssertFalse(r.signalled, "an exit of its own (the child inherits the ignored SIGPIPE), not SIGPIPE's")
         XCTAssertEqual(r.err, "")
     }
 }
