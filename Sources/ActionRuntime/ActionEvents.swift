@@ -187,13 +187,16 @@ public struct EventDetector: Sendable {
 
     /// Takes a stream's next window. A window of another segment than the last one (the
     /// session restarted: a confirmed time jump) first ends the running event and the
-    /// smoothing, as `finish()`. Returns the events ended, in order (at most two).
+    /// smoothing, as `finish()`. A window where nobody is seen (`StreamWindow.seen` false: an
+    /// empty scene) makes no event and ends the running one and the smoothing, as `finish()`.
+    /// Returns the events ended, in order (at most two).
     public mutating func add(_ w: StreamWindow) -> [ActionEvent] {
         var ended: [ActionEvent] = []
         if w.segment != segment {
             if let e = finish() { ended.append(e) }
             segment = w.segment
         }
+        guard w.seen else { return ended + (finish().map { [$0] } ?? []) }
         if let e = add(probabilities: w.probabilities, start: w.startTime, end: w.endTime) { ended.append(e) }
         return ended
     }

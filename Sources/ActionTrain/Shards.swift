@@ -138,6 +138,13 @@ public struct ShardManifest: Codable, Equatable, Sendable {
         guard m.format == formatName, m.version == formatVersion else {
             throw ShardError.corrupt(file: path, reason: "format '\(m.format)' version \(m.version); this build reads \(formatName) version \(formatVersion)")
         }
+        // Before any training: a class listed twice would be refused only when the model file
+        // is written, at the end.
+        var seen = Set<String>()
+        if let twice = m.classes.first(where: { !seen.insert($0).inserted }) {
+            throw ShardError.corrupt(file: path, reason: "the class '\(twice)' is listed twice; the classes must be distinct")
+        }
+        guard !m.classes.isEmpty else { throw ShardError.corrupt(file: path, reason: "the manifest lists no class") }
         return m
     }
 

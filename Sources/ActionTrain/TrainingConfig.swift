@@ -388,28 +388,53 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     /// Checks ranges; the message says which field to fix and what is allowed.
+    /// The upper bounds of the count keys (docs/training.md), checked by `validate` before any
+    /// work: a count beyond them is a typed error naming the key and the bound, never an
+    /// allocation or a thread count the machine cannot give.
+    public enum Limits {
+        public static let threads = 256
+        public static let epochs = 100_000
+        public static let batchSize = 65_536
+        /// `windowFrames` and `windowStride` (frames), and `kernel`: a model file's bound.
+        public static let frames = InputSpec.maxFrames
+        /// Hidden widths (`hidden`) and TCN block widths (`widths`), each.
+        public static let width = 65_536
+        /// Hidden layers (`hidden`) and TCN blocks (`widths`).
+        public static let layers = 64
+        /// `stepEpochs` and `patience`.
+        public static let epochCount = 100_000
+    }
+
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
-        func positive(_ field: String, _ v: Int) throws { guard v > 0 else { throw bad(field, "must be positive, got \(v)") } }
+        func positive(_ field: String, _ v: Int, most: Int) throws {
+            guard v > 0 else { throw bad(field, "must be positive, got \(v)") }
+            guard v <= most else { throw bad(field, "must be at most \(most), got \(v)") }
+        }
         func rate<T: BinaryFloatingPoint>(_ field: String, _ v: T, _ range: String, _ ok: Bool) throws {
             guard ok, v.isFinite else { throw bad(field, "must be in \(range), got \(v)") }
         }
-        try positive("windowFrames", windowFrames)
-        try positive("windowStride", windowStride)
-        try positive("epochs", epochs)
-        try positive("batchSize", batchSize)
+        try positive("windowFrames", windowFrames, most: Limits.frames)
+        try positive("windowStride", windowStride, most: Limits.frames)
+        try positive("epochs", epochs, most: Limits.epochs)
+        try positive("batchSize", batchSize, most: Limits.batchSize)
         if let accumulate {
             guard (1...batchSize).contains(accumulate) else {
                 throw bad("accumulate", "must be in [1, batchSize] = [1, \(batchSize)], got \(accumulate)")
             }
         }
-        try positive("threads", threads)
-        try positive("kernel", kernel)
-        try positive("dilationBase", dilationBase)
-        try positive("stepEpochs", stepEpochs)
+        try positive("threads", threads, most: Limits.threads)
+        try positive("kernel", kernel, most: Limits.frames)
+        try positive("dilationBase", dilationBase, most: 1 << 16)
+        try positive("stepEpochs", stepEpochs, most: Limits.epochCount)
+        guard patience <= Limits.epochCount else { throw bad("patience", "must be at most \(Limits.epochCount), got \(patience)") }
         guard hidden.allSatisfy({ $0 > 0 }) else { throw bad("hidden", "widths must be positive, got \(hidden)") }
         guard !widths.isEmpty, widths.allSatisfy({ $0 > 0 }) else {
             throw bad("widths", "needs at least one positive width, got \(widths)")
+        }
+        for (key, list) in [("hidden", hidden), ("widths", widths)] {
+            guard list.count <= Limits.layers else { throw bad(key, "may list at most \(Limits.layers) widths, got \(list.count)") }
+            if let w = list.first(where: { $0 > Limits.width }) { throw bad(key, "widths must be at most \(Limits.width), got \(w)") }
         }
         if architecture != .mlp {
             guard kernel % 2 == 1 else { throw bad("kernel", "must be odd so that padding keeps the window length, got \(kernel)") }
@@ -444,7 +469,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
-        if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
+        if let frameRate {
+            // A model file's bound (format.md 2.1), checked here rather than as the window's.
+            guard frameRate >= 0.01 && frameRate <= 10_000 else { throw bad("frameRate", "must be 0.01 to 10000 frames per second, got \(frameRate)") }
+        }
         guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
         }

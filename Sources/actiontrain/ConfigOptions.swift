@@ -57,14 +57,25 @@ extension ConfigOptions {
         return config
     }
 
-    /// The keys of a config file, each checked against the table.
+    /// The keys of a config file, each checked against the table. Read by `JSONDocument`: a
+    /// key given twice is refused (a decoder would keep one of them silently), and so is `8.0`
+    /// for an integer key.
     static func fileValues(_ data: Data, source: String) throws -> [String: JSONValue] {
-        let object: [String: JSONValue]
+        let document: JSONDocument.Value
         do {
-            object = try JSONDecoder().decode([String: JSONValue].self, from: data)
-        } catch {
-            throw CLIError.failure("\(source): not a JSON object of config keys (\(jsonProblem(error)))")
+            document = try JSONDocument.parse(Array(data))
+        } catch let e as JSONDocument.SyntaxError {
+            throw CLIError.failure("\(source): not a JSON object of config keys (\(e))")
         }
+        guard case .object(let members) = document else {
+            throw CLIError.failure("\(source): not a JSON object of config keys (the file holds \(JSONValue(document)))")
+        }
+        return try fileValues(members, source: source)
+    }
+
+    /// The keys of a config object (already parsed: its keys distinct), each checked against the table.
+    static func fileValues(_ members: [JSONDocument.Member], source: String) throws -> [String: JSONValue] {
+        let object = Dictionary(members.map { ($0.key, JSONValue($0.value)) }, uniquingKeysWith: { a, _ in a })
         for (k, v) in object.sorted(by: { $0.key < $1.key }) {
             guard let e = entries.first(where: { $0.key == k }) else {
                 let hint = ArgumentParser.suggestion(for: k, among: entries.map(\.key)).map { "; did you mean '\($0)'?" } ?? ""
@@ -210,12 +221,5 @@ extension ConfigOptions {
         }
         if let why = check(value, e) { throw bad(why) }
         return value
-    }
-
-    private static func jsonProblem(_ error: Error) -> String {
-        if case DecodingError.dataCorrupted(let ctx) = error {
-            return (ctx.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? ctx.debugDescription
-        }
-        return "\(error)"
     }
 }

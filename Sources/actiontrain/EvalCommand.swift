@@ -21,10 +21,16 @@ enum EvalCommand: ParsableCommand {
         var baseline: String?
         var gate = GateFlags()
         var reading = DataFlags()
+        /// The most bootstrap resamples (each resamples every sequence).
+        static let maximumBootstrap = 100_000
 
         func validate() throws {
-            guard bootstrap >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
-            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            guard bootstrap >= 0 && bootstrap <= Self.maximumBootstrap else {
+                throw CLIError.usage("--bootstrap must be 0 to \(Self.maximumBootstrap), got \(bootstrap)")
+            }
+            if let stride, !(1...PredictCommand.Options.maximumStride).contains(stride) {
+                throw CLIError.usage("--stride must be 1 to \(PredictCommand.Options.maximumStride) frames, got \(stride)")
+            }
             if baseline == nil {
                 if gate.junit != nil { throw CLIError.usage("--junit writes the gate's result and needs --baseline FILE") }
                 if gate.markdown != nil { throw CLIError.usage("--markdown writes the gate's result and needs --baseline FILE") }
@@ -41,12 +47,12 @@ enum EvalCommand: ParsableCommand {
         ],
         options: [
             Option("split", \.split, value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
-            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("report", \.report, value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
             Option("json", \.json, value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
             Option("use-events", \.useEvents, help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
             Option("force", \.force, help: "Replace output files that actiontrain did not write."),
-            Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
+            Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000, at most 100000; 0 turns them off)."),
             Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
             Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
             Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),

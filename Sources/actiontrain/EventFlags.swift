@@ -16,9 +16,24 @@ struct EventFlags {
     var clipFrames: Int?
     var strideSeconds: Double?
     var allowOverlap = false
+    /// The flags given (without dashes), so that flags the command would not use are refused.
+    var given: Set<String> = []
+    /// The flags that only --stream reads (the others also serve --events on a file).
+    static let streamOnly: Set<String> = ["forget-after", "max-tracks"]
 
-    static let options: [Option<EventFlags>] = [
-        Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none)."),
+    /// The most windows --smoothing averages.
+    static let maximumSmoothing = 1000
+
+    /// Each flag, also noting that it was given (`given`).
+    static let options: [Option<EventFlags>] = declared.map { o in
+        Option(name: o.name, value: o.value, help: o.help, repeatable: o.repeatable, sample: o.sample) { v, raw in
+            try o.apply(&v, raw)
+            v.given.insert(o.name)
+        }
+    }
+
+    private static let declared: [Option<EventFlags>] = [
+        Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none; at most 1000)."),
         Option(
             "enter", \.enter, value: "P",
             help: "Events: an event starts when its class's smoothed probability reaches P, for every class (default: the model's thresholds per class, calibrated by fit; 0.6 for older models)."),
@@ -32,7 +47,7 @@ struct EventFlags {
             help: "Events: a class that never makes an event; may be repeated (default: the model's classes named other, background, none, idle or null)."),
         Option("floor", \.floor, value: "P", help: "Events: a window whose best smoothed probability is under P abstains and ends the running event (default 0: off)."),
         Option("forget-after", \.forgetAfter, value: "SECONDS", help: "--stream: forget a person unseen for this long, ending their event (default 2)."),
-        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); a line of one more is skipped with a warning."),
+        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32, at most 1024); a line of one more is skipped with a warning."),
         Option(
             "max-jump", \.maxJump, value: "SECONDS",
             help: "--stream, --events: a frame more than this after the previous one is ignored unless the next frame confirms the jump, which restarts the stream (default 10)."),
@@ -72,7 +87,12 @@ struct EventFlags {
             throw CLIError.usage(e.description)
         }
         guard forgetAfter > 0 && forgetAfter.isFinite else { throw CLIError.usage("--forget-after must be a positive number of seconds") }
-        guard maxTracks >= 1 else { throw CLIError.usage("--max-tracks must be at least 1") }
+        guard maxTracks >= 1 && maxTracks <= TrackedStream.maximumTracksLimit else {
+            throw CLIError.usage("--max-tracks must be 1 to \(TrackedStream.maximumTracksLimit), got \(maxTracks)")
+        }
+        if let n = smoothing, !(1...Self.maximumSmoothing).contains(n) {
+            throw CLIError.usage("--smoothing must be 1 to \(Self.maximumSmoothing) windows, got \(n)")
+        }
         guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
         if let n = clipFrames, n < 1 { throw CLIError.usage("--clip-frames must be at least 1, got \(n)") }
         if let s = strideSeconds, !(s > 0 && s.isFinite) { throw CLIError.usage("--stride-seconds must be a positive number of seconds") }

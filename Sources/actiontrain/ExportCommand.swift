@@ -26,8 +26,13 @@ enum ExportCommand: ParsableCommand {
         var description: String?
         var modelVersion: String?
 
+        /// The most random windows the parity check draws (each a whole window of inputs).
+        static let maximumParityWindows = 4096
+
         func validate() throws {
-            guard parityWindows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
+            guard parityWindows >= 0 && parityWindows <= Self.maximumParityWindows else {
+                throw CLIError.usage("--parity-windows must be 0 to \(Self.maximumParityWindows), got \(parityWindows)")
+            }
         }
 
         /// Options that belong to another format or interface than the one chosen.
@@ -101,7 +106,7 @@ enum ExportCommand: ParsableCommand {
             Option("format", \.format, value: "FORMAT", help: "Output format: onnx (the default) or coreml (a .mlmodel neural network classifier with the preprocessing, iOS 13+; docs/coreml.md)."),
             Option("out", \.out, value: "FILE", help: "Output file (default: MODEL with the extension .onnx or .mlmodel). Not overwritten unless --force."),
             Option("force", \.force, help: "Overwrite the output file if it exists."),
-            Option("parity-windows", \.parityWindows, value: "N", help: "Random windows for the parity check (default 64; 0 skips it)."),
+            Option("parity-windows", \.parityWindows, value: "N", help: "Random windows for the parity check (default 64, at most 4096; 0 skips it)."),
             Option("raw-poses", \.rawPoses, help: "Include the preprocessing: the graph takes raw poses [batch, frames, joints, dims + 1] (coordinates and a confidence, 0 for absent joints) instead of network inputs."),
             Option("interface", \.interface, value: "NAME", help: "coreml: native (poses [frames, joints, dims + 1] on the model's skeleton, the default) or createml (poses [frames, 3, 18] as Create ML's action classifiers take it: a drop-in for Apple's Action & Vision app)."),
             Option("aspect-ratio", \.aspectRatio, value: "W:H", help: "createml: the app's frame width:height (16:9, 9:16, 4:3 or a number); recorded in the metadata."),
@@ -137,11 +142,17 @@ enum ExportCommand: ParsableCommand {
         let modelPath = options.model
         let ext = options.format == .coreml ? ".mlmodel" : ".onnx"
         let outPath = options.out ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ext)
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
-        }
+        try OutputGuard.checkOutput(
+            outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
         try options.checkCombination()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
+        do {
+            // A model eval and predict refuse (outputs not finite on a plain pose) exports to
+            // nothing usable: refused here too, before any file or parity run.
+            try ActionModel(contentsOf: modelPath).checkOutputs()
+        } catch let e as ModelError {
+            throw CLIError.failure("\(modelPath): \(e)")
+        }
         if options.format == .coreml {
             try exportCoreML(options, header: header, network: network, to: outPath, out: &out)
         } else {

@@ -260,7 +260,9 @@ final class StreamCLITests: XCTestCase {
         var lines: [String] = []
         for f in 0..<30 { lines += [line(0, f), line(5, f)] }
         let args = [Self.golden, "-", "--stream", "--events", "--smoothing", "1", "--enter", "0.34", "--exit", "0.2"]
-        for signal in [SIGTERM, SIGINT] {
+        // Issue 38 finding 8: SIGHUP ended the stream without its last events (exit 129), and
+        // SIGQUIT printed "Program crashed" while the stream went on.
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
             let r = try runFailing(args, stdin: lines) { if $0 == 35 { raise(signal) } }
             guard case .interrupted(let message) = r.error else { return XCTFail("\(r.error)") }
             XCTAssertTrue(message.contains("stopped by a signal after line 36"), message)

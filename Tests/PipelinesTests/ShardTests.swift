@@ -336,3 +336,18 @@ final class LockedValue<T>: @unchecked Sendable {  // every access holds `lock`
     func set(_ v: T) { lock.withLock { value = v } }
     func get() -> T { lock.withLock { value } }
 }
+
+extension ShardTests {
+    func testAClassListedTwiceInAManifestIsRefusedBeforeTraining() throws {
+        // Issue 38 finding 15: it failed only when the model file was written, after training.
+        let (dir, manifest) = try convert()
+        var twice = manifest
+        twice.classes[1] = twice.classes[0]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try encoder.encode(twice).write(to: URL(fileURLWithPath: "\(dir)/manifest.json"))
+        XCTAssertThrowsError(try ShardRun(directory: dir)) {
+            XCTAssertEqual($0 as? ShardError, .corrupt(file: "\(dir)/manifest.json", reason: "the class '\(manifest.classes[0])' is listed twice; the classes must be distinct"))
+        }
+    }
+}
