@@ -18,6 +18,7 @@ side or the representation):
 | natops2d | NATOPS's x and y only (pixels at 200 per unit), a 2D skeleton | 2D arm gestures |
 | utkrot45, utkrot90, natopsrot45, natopsrot90 | the test split turned 45 / 90 degrees about the vertical axis (the training split as recorded) | a deployment camera at another azimuth |
 | utk2drot45, utk2drot90 | utk2d whose test split is projected from a camera 45 / 90 degrees around | 2D pose from another viewpoint |
+| utkanonrot90 | utkanon whose test split is turned 90 degrees about the vertical axis | an unknown 3D skeleton seen from another side |
 | utkcams | every training sequence as seen by cameras at -30 and +30 degrees (two copies), every test sequence by a third at +90 | a multi-view set tested on an unseen camera |
 | utkpairs2d | two people in 2D: each utk2d sequence beside another subject's sequence of the same class, 300 px to the right, started at a random offset | two-person 2D data |
 
@@ -223,6 +224,12 @@ for base, centre in CROSS.items():
         if base == "utk" and wanted(f"utk2drot{degrees}"):
             h2 = dict(h, skeleton=dict(KINECT, name="kinect-v1-20-2d", dimensions=2, units="pixels"), imageSize=[640, 480])
             write(f"utk2drot{degrees}", h2, map_points(turned, lambda k, v: (k, project(v))))
+if wanted("utkanonrot90"):
+    # An unknown skeleton (no names, so no left/right pairs to turn it by) seen from a camera 90° around.
+    h, s = read(os.path.join(args.out, "utkanon.jsonl")) if os.path.exists(os.path.join(args.out, "utkanon.jsonl")) else (None, None)
+    if h is None:
+        sys.exit("devsets: utkanonrot90 needs utkanon first (--only utkanon,utkanonrot90)")
+    write("utkanonrot90", h, [turn_about_vertical(q, 90, "j0") if q.get("split") == "test" else q for q in s])
 if wanted("utkcams"):
     # Three cameras around the performer: every training sequence seen by the cameras at -30 and
     # +30 degrees (two copies, as a multi-view recording gives), every test sequence by the third
