@@ -1,3 +1,4 @@
+import ActionRuntime
 import Foundation
 import PoseCore
 
@@ -68,6 +69,9 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// The calibration stream's description (absent in manifests of earlier versions, whose
     /// models then get no thresholds or clip length).
     public var streams: Streams?
+    /// The training windows' raw poses, for the model file (docs/format.md 3.5; absent in
+    /// manifests of earlier versions, whose models then keep none).
+    public var poseStatistics: ModelHeader.PoseStatistics?
 
     /// How many shards and windows a role has.
     public struct Count: Codable, Equatable, Sendable {

@@ -276,14 +276,16 @@ public final class FitRun {
     /// Encodes the model (with its provenance: dataset and config hashes, seed, epochs and
     /// validation metrics, all deterministic, so identical runs give identical files), writes
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
-    /// model read back from those bytes, writing report.json and report.txt.
+    /// model read back from those bytes, writing report.json and report.txt (without validation
+    /// sequences, the training sequences', labelled so).
     public func finish() throws -> FitResult {
         let streams = StreamCalibration.Source(
             dataset: dataset, train: data.trainIndices, validation: data.validationIndices, config: config, input: data.input)
+        let poses = try ModelHeader.PoseStatistics.training(dataset, train: data.trainIndices, input: data.input)
         func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
             try Self.encodeModel(
                 members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate,
-                streams: streams)
+                streams: streams, poseStatistics: poses)
         }
         let (bytes, metrics) = try encode(members)
         let folder = writer
@@ -335,13 +337,21 @@ public final class FitRun {
         return result
     }
 
+    /// What a report on the training sequences is (the first lines of its report.txt).
+    public static let trainingReportNote = """
+        training report: this run had no validation sequences, so this report scores the sequences it was trained on
+        (without augmentation). It shows how well the model fits them, not how it does on new data: evaluate a held-out
+        split with 'actiontrain eval'.
+        """
+
     /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
     /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
     /// the epochs trained over all members and validation metrics), those metrics, and what
-    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`).
+    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`)
+    /// and the training windows' `poseStatistics` (docs/format.md 3.5).
     static func encodeModel(
         _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?,
-        streams: StreamCalibration.Source?
+        streams: StreamCalibration.Source?, poseStatistics: ModelHeader.PoseStatistics? = nil
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
         let epochs = members.compactMap { $0.records.last?.epoch }
@@ -360,7 +370,7 @@ public final class FitRun {
         let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
         let bytes = try ModelFile.encode(
             classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
-            streaming: streaming)
+            streaming: streaming, poseStatistics: poseStatistics)
         return (bytes, metrics)
     }
 
