@@ -314,22 +314,25 @@ public final class FitRun {
         {
             result.warnings.append(.chanceLevel(warning))
         }
-        guard !data.validationIndices.isEmpty else { return result }
+        // Without validation sequences the report scores the training sequences (unaugmented),
+        // labelled as such: how well the model fits what it saw, not how it does on new data.
+        let validated = !data.validationIndices.isEmpty
+        guard validated || !data.trainIndices.isEmpty else { return result }
         // Anything failing from here moves the written model aside and says so.
         func report() throws {
             do {
                 let report = try Evaluation.evaluate(
                     model: try ActionModel(bytes: bytes), modelPath: folder?.modelPath ?? "(not written)", dataset: dataset,
-                    dataPath: dataPath, indices: data.validationIndices, split: "validation", stride: config.windowStride,
-                    useEvents: config.useEvents, settings: EvalSettings())
+                    dataPath: dataPath, indices: validated ? data.validationIndices : data.trainIndices, split: validated ? "validation" : "training",
+                    stride: config.windowStride, useEvents: config.useEvents, settings: EvalSettings())
                 if let folder {
                     try AtomicFile.write(try ReportJSON.encode(report), to: folder.reportJSONPath)
-                    try AtomicFile.write(Data(TextReport.render(report).utf8), to: folder.reportTextPath)
+                    try AtomicFile.write(Data(((validated ? "" : Self.trainingReportNote + "\n\n") + TextReport.render(report)).utf8), to: folder.reportTextPath)
                 }
-                result.validationReport = report
+                if validated { result.validationReport = report } else { result.trainingReport = report }
             } catch let e as EvaluationError {
-                // The model is written; a validation set the report cannot score (e.g. one class)
-                // only costs the report.
+                // The model is written; a set the report cannot score (e.g. one class) only costs
+                // the report.
                 result.warnings.append(.noValidationReport(e.description))
             }
         }
@@ -400,6 +403,9 @@ public struct FitResult {
     public var modelPath: String?
     /// The validation report, when there were validation sequences and they could be scored.
     public var validationReport: EvalReport?
+    /// Without validation sequences: the report on the training sequences (split `training`),
+    /// when they could be scored (also written as report.txt and report.json).
+    public var trainingReport: EvalReport?
     public var warnings: [FitWarning] = []
     /// The written model's accuracy on the validation windows (nil without validation data, and
     /// on ranks other than 0).

@@ -66,6 +66,9 @@ enum SweepCommand: ParsableCommand {
             /// The keys of one object, checked as a config file's, sorted.
             func assignment(_ v: JSONValue, _ source: String) throws -> Assignment {
                 guard case .object(let o) = v else { throw CLIError.failure("\(path): \(source) must be an object of config keys") }
+                if o[ConfigOptions.peopleKey] != nil {
+                    throw CLIError.failure("\(path): \(source): 'people' says how to read the data, the same for every trial: give it in \"config\" or as --people")
+                }
                 _ = try ConfigOptions.fileValues(try JSONEncoder().encode(v), source: "\(path) \(source)")
                 return o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             }
@@ -97,7 +100,8 @@ enum SweepCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         let grid = try Grid(options.grid)
-        let dataset = try options.reading.load(options.data, out: &out)
+        let people = options.reading.people ?? ConfigOptions.people(grid.config)
+        let dataset = try options.reading.load(options.data, people: people, out: &out)
         let group = Job.group
         let folder = group.rank == 0 ? try RunFolder.create(options.out ?? "runs/\(dataset.name)-sweep", replacing: options.force, command: "sweep") : nil
         let base = try ConfigOptions.resolve(base: TrainingConfig(), values: grid.config, flags: options.overrides)
@@ -131,9 +135,20 @@ enum SweepCommand: ParsableCommand {
         out.write("\n" + table + "\n")
         try AtomicFile.write(Data(table.utf8), to: "\(folder.path)/sweep.md")
         try AtomicFile.write(try json(outcome, candidates: candidates), to: "\(folder.path)/sweep.json")
-        try AtomicFile.write(try RunFolder.encode(outcome.chosen), to: "\(folder.path)/chosen.json")
+        try AtomicFile.write(try chosenFile(outcome.chosen, people: people), to: "\(folder.path)/chosen.json")
         let chosen = outcome.search.outcome.results[outcome.search.outcome.chosen]
         out.line("sweep: chosen \(chosen.candidate.name); its config is \(folder.path)/chosen.json (actiontrain fit DATA --config it)")
+    }
+
+    /// chosen.json: the chosen config, and the --people the sweep read the data with (a config
+    /// file's `people` key), so that `fit DATA --config chosen.json` trains on the same data.
+    static func chosenFile(_ config: TrainingConfig, people: PeoplePolicy?) throws -> Data {
+        guard let people else { return try RunFolder.encode(config) }
+        var object = try JSONDecoder().decode([String: JSONValue].self, from: RunFolder.encode(config))
+        object[ConfigOptions.peopleKey] = .string(people.description)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return try encoder.encode(object)
     }
 
     /// A grid value as it is written in JSON (strings without their quotes).

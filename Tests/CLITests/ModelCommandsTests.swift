@@ -126,6 +126,13 @@ final class ModelCommandsTests: XCTestCase {
         let events = run(["predict", Self.golden, data, "--events", "--split", "test"])
         XCTAssertEqual(events.code, 0, events.err)
         XCTAssertTrue(events.err.hasSuffix(" events from 2 sequences\n"), events.err)
+        // A split the data does not have is an error, as in eval (issue 37), with or without --events.
+        for extra in [[], ["--events"]] {
+            let none = run(["predict", Self.golden, data, "--split", "nosuch"] + extra)
+            XCTAssertEqual(none.code, 1, none.err)
+            XCTAssertEqual(none.err, "error: \(data): no sequences in split 'nosuch'; splits present: [\"test\", \"train\"]\n")
+            XCTAssertEqual(none.out, "")
+        }
     }
 
     func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
