@@ -57,6 +57,21 @@ enum ExportCommand: ParsableCommand {
             }
         }
 
+        /// An output name whose extension says another format than the one written.
+        func checkOutputName() throws {
+            guard let out else { return }
+            let ext = URL(fileURLWithPath: out).pathExtension.lowercased()
+            if ext == "mlpackage" {
+                throw CLIError.usage(
+                    "--out \(out): an ML Program package (.mlpackage) is not written by this version; --format coreml writes a neural network model, one .mlmodel file (iOS 13+) that Xcode takes as it is: give a name ending in .mlmodel"
+                )
+            }
+            if format == .coreml && ext == "onnx" { throw CLIError.usage("--out \(out): --format coreml writes a .mlmodel; give a name ending in .mlmodel") }
+            if format != .coreml && ext == "mlmodel" {
+                throw CLIError.usage("--out \(out): this writes ONNX (the default format); add --format coreml for a Core ML model, or give a name ending in .onnx")
+            }
+        }
+
         /// `16:9`, `9:16`, `1.7778`: width / height.
         static func aspectRatio(_ raw: String) throws -> Double {
             let parts = raw.split(separator: ":", omittingEmptySubsequences: false).map { Double($0.trimmingCharacters(in: .whitespaces)) }
@@ -158,6 +173,7 @@ enum ExportCommand: ParsableCommand {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
         }
         try options.checkCombination()
+        try options.checkOutputName()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
         if options.format == .coreml {
             try exportCoreML(options, header: header, network: network, to: outPath, out: &out)

@@ -167,5 +167,19 @@ final class CoreMLCLITests: XCTestCase {
             XCTAssertEqual(r.code, 2, "\(extra): \(r.err)")
             XCTAssertTrue(r.err.contains(message), "\(extra): \(r.err)")
         }
+        // Issue 37: an output name of another format is refused, never written under it (an
+        // ML Program package is not written by this version).
+        for (name, extra, message) in [
+            ("x.mlpackage", ["--format", "coreml"], "an ML Program package (.mlpackage) is not written by this version"),
+            ("x.mlpackage", [], "an ML Program package (.mlpackage) is not written by this version"),
+            ("x.onnx", ["--format", "coreml"], "--format coreml writes a .mlmodel"),
+            ("x.mlmodel", [], "this writes ONNX (the default format); add --format coreml"),
+        ] {
+            let out = dir.appendingPathComponent(name).path
+            let r = runCLI(["export", model, "--parity-windows", "0", "--out", out] + extra)
+            XCTAssertEqual(r.code, 2, "\(name): \(r.err)")
+            XCTAssertTrue(r.err.contains(message), "\(name): \(r.err)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out), name)
+        }
     }
 }
