@@ -67,8 +67,8 @@ final class LibraryExamplesTests: XCTestCase {
     /// Runs a program to its end: exit code, stdout and stderr (through files in `logs`).
     func run(_ executable: String, _ args: [String], logs: String) throws -> (code: Int32, out: String, err: String) {
         let tag = UUID().uuidString, outPath = "\(logs)/\(tag).out", errPath = "\(logs)/\(tag).err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = args
