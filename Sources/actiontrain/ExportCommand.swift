@@ -168,7 +168,7 @@ enum ExportCommand: ParsableCommand {
     static func run(_ options: Options, out: inout Output) throws {
         let modelPath = options.model
         let ext = options.format == .coreml ? ".mlmodel" : ".onnx"
-        let outPath = options.out ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ext)
+        let outPath = options.out ?? ((modelPath as NSString).deletingPathExtension + ext)  // relative stays relative
         if FileManager.default.fileExists(atPath: outPath) && !options.force {
             throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
         }
