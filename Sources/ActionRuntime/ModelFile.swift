@@ -47,7 +47,7 @@ public enum ModelFile {
     /// no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
-        trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil
+        trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil, poseStatistics: ModelHeader.PoseStatistics? = nil
     ) throws -> [UInt8] {
         guard !classes.isEmpty, Set(classes).count == classes.count else {
             throw ModelFileError.cannotEncode("the class labels must be non-empty and distinct, got \(classes)")
@@ -68,7 +68,8 @@ public enum ModelFile {
         let header = ModelHeader(
             format: formatName, classes: classes,
             coordinateSystem: .init(units: input.skeleton.units), input: input, inputShape: network.inputShape,
-            trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance, streaming: streaming)
+            trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance, streaming: streaming,
+            poseStatistics: poseStatistics)
         do {
             try validate(header)  // what a reader would refuse is not written
         } catch let e as ModelFileError {

@@ -62,9 +62,20 @@ public enum Recipe {
             _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)
             note("windows", "\(Int((p.eventShare * 100).rounded()))% of the training sequences have labeled events")
         } else if p.frames.median <= clipFrames {
-            _ = set("windowMode", \.windowMode, WindowSpec.Mode.fit)
+            let fit = set("windowMode", \.windowMode, WindowSpec.Mode.fit)
             _ = set("windowFrames", \.windowFrames, fitFrames(p.frames.median))
-            note("windows", "\(length): clips, one label each (at most \(Int(clipSeconds)) s)")
+            var seen = "\(length): clips, one label each (at most \(Int(clipSeconds)) s)"
+            // A window length or frame rate given without a window mode reads like consecutive
+            // frames; say what it means for whole clips.
+            let given = ["windowFrames", "frameRate"].filter(explicit.contains)
+            if fit && !given.isEmpty {
+                let at = c.frameRate.map { " at \(format($0)) fps" } ?? ""
+                seen +=
+                    "; with the \(given.joined(separator: " and ")) you gave, each whole clip\(at) is resampled to \(c.windowFrames) frames: "
+                    + "the model takes a whole clip (the training clips' median: \(format(Double(p.frames.median) / rate)) s), not the last \(c.windowFrames) frames of a stream "
+                    + "(windowMode sliding for that)"
+            }
+            note("windows", seen)
         } else {
             let frames = min(64, max(16, Int((2 * rate).rounded())))
             _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)

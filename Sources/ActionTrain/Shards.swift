@@ -1,3 +1,4 @@
+import ActionRuntime
 import Foundation
 import PoseCore
 
@@ -73,6 +74,9 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// windows). Absent in manifests of earlier versions and when the config needs none; a
     /// head then takes the fallback penalty.
     public var folds: [[Int]]?
+    /// The training windows' raw poses, for the model file (docs/format.md 3.5; absent in
+    /// manifests of earlier versions, whose models then keep none).
+    public var poseStatistics: ModelHeader.PoseStatistics?
 
     /// How many shards and windows a role has.
     public struct Count: Codable, Equatable, Sendable {

@@ -43,6 +43,7 @@ public enum Shards {
         let streams = StreamCalibration.Source(dataset: dataset, train: split.train, validation: split.validation, config: config, input: input)
         manifest.streams = .init(clipFrames: streams.clip?.frames, clipFrameRate: streams.clip?.frameRate, sequences: streams.sequences)
         manifest.folds = try TrainingData.folds(dataset, split.train, config: config)
+        manifest.poseStatistics = try ModelHeader.PoseStatistics.training(dataset, train: split.train, input: input)
         func write(_ role: ShardManifest.Role, _ pending: inout (features: [Float], labels: [Int32], groups: [Int32]), upTo n: Int) throws {
             let header = ShardFile.Header(
                 role: role, windows: n, frames: input.window.frames, channels: input.channelsPerFrame, datasetHash: dataset.contentHash)
@@ -171,7 +172,7 @@ public final class ShardRun {
         }
         return try FitRun.encodeModel(
             [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
-            frameRate: manifest.frameRate, streams: streams
+            frameRate: manifest.frameRate, streams: streams, poseStatistics: manifest.poseStatistics
         ).bytes
     }
 }

@@ -37,7 +37,8 @@ enum FitCommand: ParsableCommand {
             split; "test" sequences are never used). Validation uses the "validation" split when there
             is one, otherwise a seeded stratified share of the training sequences (group-aware).
             The run folder gets config.json, log.jsonl, curves.svg and checkpoint.atc after every
-            epoch, then model.atm and report.txt / report.json (the validation report). Ctrl-C saves
+            epoch, then model.atm and report.txt / report.json (the validation report; without
+            validation sequences, a report on the training sequences, labelled so). Ctrl-C saves
             a checkpoint and tells how to resume. Every option is described in docs/training.md.
             """)
 
@@ -52,7 +53,8 @@ enum FitCommand: ParsableCommand {
                 }
                 if ShardManifest.isShardDirectory(dataPath) { return try fitShards(dataPath, options, out: &out) }
                 var (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-                let dataset = try options.reading.load(dataPath, lintFollows: true, out: &out)
+                let dataset = try options.reading.load(
+                    dataPath, people: try ConfigOptions.people(file: options.configFile), lintFollows: true, out: &out)
                 if let seconds = options.windowSeconds {
                     guard !given.contains("windowFrames") else { throw CLIError.usage("give --window-frames or --window-seconds, not both") }
                     config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
@@ -179,6 +181,7 @@ enum FitCommand: ParsableCommand {
             out.line("fit: validation window accuracy: " + scores.joined(separator: ", ") + String(format: "; ensemble %.3f", ensemble))
         }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
+        if let report = result.trainingReport { out.write("\n" + FitRun.trainingReportNote + "\n" + TextReport.render(report)) }
         let t = run.training.trainer.timings
         if t.exchange > 0 && t.steps > 0 {
             out.line(String(format: "fit: summing and exchanging gradients took %.3f ms per step, %.1f%% of the steps' time", 1000 * t.exchange / Double(t.steps), 100 * t.exchange / t.total))

@@ -61,6 +61,9 @@ enum InspectModel {
             out.line("  pairs        \(pairs.count) joint pairs (b − a): " + shown + (pairs.count > 12 ? ", ..." : ""))
         }
         out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
+        if let ps = header.poseStatistics {
+            out.line("  poses        statistics of \(ps.windows) training windows' raw poses, for export's parity check (docs/format.md 3.5)")
+        }
         out.line("")
         out.line("streams: how predict --stream and --events cut and decide (docs/streaming.md)")
         let st = header.streaming

@@ -136,6 +136,11 @@ enum PredictCommand: ParsableCommand {
         } else {
             try options.reading.checkPeople(for: model)
             let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
+            if let split = options.split, !dataset.sequences.contains(where: { $0.split == split }) {
+                // As eval: a split the data does not have is a mistake, not an empty result.
+                let present = Set(dataset.sequences.compactMap(\.split)).sorted()
+                throw CLIError.failure(EvaluationError.noSequences(dataPath: dataPath, split: split, present: present).description)
+            }
             try printer.check(dataset, name: dataPath, out: &out)
             if options.events {
                 var streamer = StreamPrinter(model: model, format: format, eventsOnly: true)

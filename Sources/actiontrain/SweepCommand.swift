@@ -65,6 +65,10 @@ enum SweepCommand: ParsableCommand {
                 throw CLIError.failure("\(path): \(e)")
             }
             config = try ConfigOptions.fileValues(grid.config, source: "\(path) \"config\"")
+            for (i, candidate) in grid.candidates.enumerated() where candidate.contains(where: { $0.key == ConfigOptions.peopleKey }) {
+                throw CLIError.failure(
+                    "\(path): candidate \(i + 1): 'people' says how to read the data, the same for every trial: give it in \"config\" or as --people")
+            }
             candidates = grid.candidates.map { $0.map { ($0.key, JSONValue($0.value)) } }
             (folds, seeds) = (grid.folds, grid.seeds)
         }
@@ -73,7 +77,8 @@ enum SweepCommand: ParsableCommand {
     static func run(_ options: Options, out: inout Output) throws {
         guard !(options.resume && options.force) else { throw CLIError.usage("--resume continues a sweep folder and --force replaces one: give one of them") }
         let grid = try Grid(options.grid)
-        let dataset = try options.reading.load(options.data, out: &out)
+        let people = options.reading.people ?? ConfigOptions.people(grid.config)
+        let dataset = try options.reading.load(options.data, people: people, out: &out)
         let group = Job.group
         let path = options.out ?? "runs/\(dataset.name)-sweep"
         let logPath = "\(path)/\(SweepTrialLog.fileName)"
@@ -138,7 +143,7 @@ enum SweepCommand: ParsableCommand {
             throw CLIError.failure(
                 "sweep: every candidate has a failed trial, so none is chosen (first: \(first)); the trials are in \(folder.path)/sweep.json")
         }
-        try AtomicFile.write(try RunFolder.encode(chosenConfig), to: "\(folder.path)/chosen.json")
+        try AtomicFile.write(try chosenFile(chosenConfig, people: people), to: "\(folder.path)/chosen.json")
         let chosen = search.outcome.results[search.outcome.chosen]
         out.line("sweep: chosen \(chosen.candidate.name); its config is \(folder.path)/chosen.json (actiontrain fit DATA --config it)")
     }
@@ -159,6 +164,17 @@ enum SweepCommand: ParsableCommand {
             text += "- \(candidates[r.trial.candidate].name), fold \(r.trial.fold + 1), seed +\(r.trial.seed): \(r.failure ?? "?")\n"
         }
         return text
+    }
+
+    /// chosen.json: the chosen config, and the --people the sweep read the data with (a config
+    /// file's `people` key), so that `fit DATA --config chosen.json` trains on the same data.
+    static func chosenFile(_ config: TrainingConfig, people: PeoplePolicy?) throws -> Data {
+        guard let people else { return try RunFolder.encode(config) }
+        var object = try JSONDecoder().decode([String: JSONValue].self, from: RunFolder.encode(config))
+        object[ConfigOptions.peopleKey] = .string(people.description)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        return try encoder.encode(object)
     }
 
     /// A grid value as it is written in JSON (strings without their quotes).

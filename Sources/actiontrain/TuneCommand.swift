@@ -60,7 +60,7 @@ enum TuneCommand: ParsableCommand {
         // Not in `validate`: every option parses on its own (OptionsTests sets them all).
         guard !(options.resume && options.force) else { throw CLIError.usage("--resume continues a run folder and --force replaces one: give one of them") }
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-        let dataset = try options.reading.load(options.data, out: &out)
+        let dataset = try options.reading.load(options.data, people: try ConfigOptions.people(file: options.configFile), out: &out)
         let path = options.out ?? "runs/\(dataset.name)-tune"
         let folder: RunFolder
         let log: TuneTrialLog

@@ -500,6 +500,38 @@ final class ModelFileTests: XCTestCase {
         }
     }
 
+    /// The optional `poseStatistics` field (3.5, format 1.4): read by both decoders, absent in
+    /// older files, a value of the wrong count or outside its bound refused, naming it.
+    func testThePoseStatisticsFieldIsReadAndChecked() throws {
+        func header(_ statistics: String) -> String {
+            Self.headerJSON().replacingOccurrences(of: #""provenance":"#, with: #""poseStatistics":\#(statistics),"provenance":"#)
+        }
+        func field(_ replacing: String = "", with: String = "") -> String {
+            let good =
+                #"{"centreMean":[320.5,240],"centreSpread":[12,3.5],"confidence":[0.9],"motion":[1.25],"offsetMean":[0,0],"offsetSpread":[0,0],"present":[0.75],"windows":7}"#
+            return replacing.isEmpty ? good : good.replacingOccurrences(of: replacing, with: with)
+        }
+        let loaded = try ModelFile.load(HandMade(header: header(field()), data: Self.data).bytes).header
+        XCTAssertEqual(
+            loaded.poseStatistics,
+            ModelHeader.PoseStatistics(
+                windows: 7, centreMean: [320.5, 240], centreSpread: [12, 3.5], offsetMean: [0, 0], offsetSpread: [0, 0], present: [0.75],
+                confidence: [0.9], motion: [1.25]))
+        let bytes = Array(header(field()).utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNil(try ModelFile.load(Self.good().bytes).header.poseStatistics)
+        for (edit, fragments) in [
+            ((#""windows":7"#, #""windows":0"#), ["poseStatistics: windows must be at least 1, got 0"]),
+            ((#""centreMean":[320.5,240]"#, #""centreMean":[320.5]"#), ["poseStatistics: centreMean needs 2 values (1 joints, 2D), got 1"]),
+            ((#""offsetMean":[0,0]"#, #""offsetMean":[0,0,0]"#), ["offsetMean needs 2 values"]),
+            ((#""present":[0.75]"#, #""present":[1.5]"#), ["poseStatistics: present[0] is 1.5; it must be finite and at least 0 and at most 1"]),
+            ((#""centreSpread":[12,3.5]"#, #""centreSpread":[12,-1]"#), ["centreSpread[1] is -1.0; it must be finite and at least 0"]),
+            ((#""motion":[1.25]"#, #""motion":[1e400]"#), ["the number 1e400 is beyond the range of a double"]),
+        ] {
+            assertRejects(header: header(field(edit.0, with: edit.1)), fragments, badHeader)
+        }
+    }
+
     /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
     func testHeaderNumbersOutsideTheirBounds() {
         func window(_ json: String) -> String {

@@ -1,3 +1,4 @@
+@testable import ActionRuntime
 @testable import ActionTrain
 import Pipelines
 @testable import actiontrain
@@ -38,6 +39,31 @@ final class SweepCLITests: XCTestCase {
         let f = run(["fit", fixture, "--config", "\(dir)/sweep/chosen.json", "--out", "\(dir)/fit"])
         XCTAssertEqual(f.code, 0, f.err)
         XCTAssertEqual(try JSONDecoder().decode(TrainingConfig.self, from: Data(contentsOf: URL(fileURLWithPath: "\(dir)/fit/config.json"))), config)
+    }
+
+    /// Issue 37: chosen.json keeps --people, so that fit --config reads the data as the sweep
+    /// did (two people per frame, stacked as two bodies: without it fit refuses the data).
+    func testChosenConfigKeepsThePeoplePolicy() throws {
+        let dir = try folder()
+        let data = try InteractionCLITests.twoPersonData(URL(fileURLWithPath: dir))
+        let base = #""config": {"recipe": "none", "architecture": "mlp", "windowFrames": 5, "hidden": [8], "batchSize": 4, "threads": 1, "epochs": 1, "seed": 3}"#
+        try write(#"{\#(base), "grid": {"learningRate": [0.001, 0.01]}, "folds": 2}"#, "\(dir)/grid.json")
+        let r = run(["sweep", "\(dir)/grid.json", data, "--people", "bodies=2", "--out", "\(dir)/sweep"])
+        XCTAssertEqual(r.code, 0, r.err)
+        let chosen = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/sweep/chosen.json"))) as! [String: Any]
+        XCTAssertEqual(chosen["people"] as? String, "bodies=2")
+        let f = run(["fit", data, "--config", "\(dir)/sweep/chosen.json", "--out", "\(dir)/fit"])
+        XCTAssertEqual(f.code, 0, f.err)
+        XCTAssertEqual(try ActionModel(contentsOf: "\(dir)/fit/model.atm").bodies, 2)
+        // A config file's people is checked like --people; a grid may not vary it.
+        try write(#"{"people": "everyone"}"#, "\(dir)/bad.json")
+        let bad = run(["fit", data, "--config", "\(dir)/bad.json", "--out", "\(dir)/bad"])
+        XCTAssertEqual(bad.code, 1)
+        XCTAssertTrue(bad.err.contains("config key 'people' expects split, largest, central, longest, confident or bodies=M (as --people), got"), bad.err)
+        try write(#"{\#(base), "grid": {"people": ["bodies=2", "largest"]}}"#, "\(dir)/varied.json")
+        let varied = run(["sweep", "\(dir)/varied.json", data, "--out", "\(dir)/varied"])
+        XCTAssertEqual(varied.code, 1)
+        XCTAssertTrue(varied.err.contains("'people' says how to read the data, the same for every trial"), varied.err)
     }
 
     func testCandidatesAreTriedAsListedOnTheConfig() throws {

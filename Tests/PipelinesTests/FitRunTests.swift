@@ -205,6 +205,27 @@ final class FitRunTests: XCTestCase {
         withExtendedLifetime(kept) {}
     }
 
+    /// Issue 37: without validation sequences, fit still writes report.txt and report.json, on
+    /// the training sequences, labelled as such.
+    func testWithoutValidationTheReportScoresTheTrainingSequencesLabelledSo() throws {
+        let d = try dataset()
+        var config = Self.quick
+        config.validationFraction = 0
+        let dir = try folder() + "/run"
+        let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: config, folder: try RunFolder.create(dir, replacing: false))
+        XCTAssertEqual(try run.train(), .finished)
+        let result = try run.finish()
+        XCTAssertEqual(run.data.trainIndices.count, 24)
+        XCTAssertNil(result.validationReport)
+        let report = try XCTUnwrap(result.trainingReport)
+        XCTAssertEqual(report.data.split, "training")
+        XCTAssertEqual(report.sequence?.samples, 24)
+        XCTAssertEqual(try ReportJSON.read("\(dir)/report.json").data.split, "training")
+        let text = try String(contentsOfFile: "\(dir)/report.txt", encoding: .utf8)
+        XCTAssertTrue(text.hasPrefix(FitRun.trainingReportNote + "\n\nactiontrain evaluation report"), text)
+        XCTAssertTrue(text.contains("not how it does on new data"))
+    }
+
     func testACancelledRunStopsSavesItsStateAndResumesToTheSameModel() throws {
         let d = try dataset()
         let (_, straight) = try fit(Self.quick, dataset: d)

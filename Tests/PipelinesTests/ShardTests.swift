@@ -94,7 +94,7 @@ final class ShardTests: XCTestCase {
         var config = FitRunTests.quick
         config.accumulate = 2
         let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
-        try run.train()
+        XCTAssertEqual(try run.train(), .finished)
         let memory = try run.finish().modelBytes
         let results = ThreadGroup.run(2) { group in
             let shards = try ShardRun(directory: dir, group: group) { c in

@@ -459,6 +459,17 @@ def read_model(path):
                  "streaming.enter and exit need one threshold per class")
             need(all(is_num(a) and is_num(b) and 0 < a <= 1 and 0 <= b <= a for a, b in zip(enter, exit_)),
                  "streaming thresholds need 0 <= exit <= enter <= 1 and enter > 0")
+    ps = h.get("poseStatistics")  # 3.5 (1.4): optional, changes no computation; its bounds are checked (2.1)
+    if ps is not None:
+        need(isinstance(ps, dict), "poseStatistics must be an object")
+        need(is_int(ps.get("windows")) and ps["windows"] >= 1, "poseStatistics.windows must be at least 1")
+        J, D = len(inp["skeleton"]["joints"]), inp["skeleton"]["dimensions"]
+        for key, n, low, high in (("centreMean", D, None, None), ("centreSpread", D, 0, None), ("offsetMean", J * D, None, None),
+                                  ("offsetSpread", J * D, 0, None), ("present", J, 0, 1), ("confidence", J, 0, None), ("motion", J, 0, None)):
+            v = ps.get(key)
+            need(isinstance(v, list) and len(v) == n, f"poseStatistics.{key} needs {n} values")
+            need(all(is_num(x) and math.isfinite(x) and (low is None or x >= low) and (high is None or x <= high) for x in v),
+                 f"poseStatistics.{key} is out of bounds")
     prov = h.get("provenance")
     need(isinstance(prov, dict) and isinstance(prov.get("metrics"), dict), "provenance.metrics is missing")
     need(all(is_num(v) and math.isfinite(v) for v in prov["metrics"].values()), "provenance.metrics must be finite numbers")
