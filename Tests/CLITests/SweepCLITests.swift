@@ -2,6 +2,7 @@
 @testable import ActionTrain
 import Pipelines
 @testable import actiontrain
+import Datasets
 import Foundation
 import TestSupport
 import XCTest
@@ -59,7 +60,7 @@ final class SweepCLITests: XCTestCase {
         try write(#"{"people": "everyone"}"#, "\(dir)/bad.json")
         let bad = run(["fit", data, "--config", "\(dir)/bad.json", "--out", "\(dir)/bad"])
         XCTAssertEqual(bad.code, 1)
-        XCTAssertTrue(bad.err.contains("config key 'people' expects split, largest, central, longest, confident or bodies=M (as --people), got"), bad.err)
+        XCTAssertTrue(bad.err.contains("config key 'people' expects \(PeoplePolicy.choices) (as --people), got"), bad.err)
         try write(#"{\#(base), "grid": {"people": ["bodies=2", "largest"]}}"#, "\(dir)/varied.json")
         let varied = run(["sweep", "\(dir)/varied.json", data, "--out", "\(dir)/varied"])
         XCTAssertEqual(varied.code, 1)
