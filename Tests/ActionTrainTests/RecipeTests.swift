@@ -328,6 +328,32 @@ final class RecipeTests: XCTestCase {
         XCTAssertNil(DatasetProfile(flat, indices: Array(flat.sequences.indices)).facingSpread)
     }
 
+    /// 3D bodies without left/right joints cannot be turned to face one way: small data turns
+    /// them by up to `unturnedRotation` in training instead of 15° (unless the cameras stay
+    /// where they were), any data with `views other`; bodies that can be turned keep 15°.
+    func testBodiesThatCannotBeTurnedGetWiderTurns() {
+        var bare = Self.stick
+        bare.name = "bare"
+        bare.mirrorPairs = []
+        let small = Self.dataset(bare, perClass: 9)
+        let p = DatasetProfile(small, indices: Array(small.sequences.indices))
+        for (views, degrees) in [(TrainingConfig.Views.auto, Recipe.unturnedRotation), (.other, Recipe.unturnedRotation), (.same, 15)] {
+            var base = TrainingConfig()
+            base.views = views
+            let (c, choices) = Recipe.choose(base, explicit: ["views"], profile: p)
+            XCTAssertFalse(c.alignFacing)
+            XCTAssertEqual(c.augmentation.maxRotationDegrees, degrees, "views \(views)")
+            XCTAssertEqual(c.augmentation.rotationProbability, 0.5)
+            let size = choices.first { $0.topic == "size" }!
+            XCTAssertEqual(size.set.contains("rotation ±45°"), degrees == 45, size.set)
+        }
+        let paired = Self.dataset(perClass: 9)
+        let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(paired, indices: Array(paired.sequences.indices)))
+        XCTAssertTrue(c.alignFacing)
+        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "turned to face one way: the standard ±15°")
+        XCTAssertEqual(Recipe.unturnedRotation, 45)
+    }
+
     /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
     /// consistency within classes says whether a mirror image would change the class.
     func testLateralityMeasuresWhichSideEachClassMoves() {
