@@ -16,6 +16,8 @@ struct EventFlags {
     var clipFrames: Int?
     var strideSeconds: Double?
     var allowOverlap = false
+    var lookAhead: Double?
+    var windowEvents = false
 
     static let options: [Option<EventFlags>] = [
         Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none)."),
@@ -25,7 +27,13 @@ struct EventFlags {
         Option(
             "exit", \.exit, value: "P",
             help: "Events: and lasts while it stays at or above P, for every class (default: the model's, two thirds of each enter; 0.4 for older models; at most --enter)."),
-        Option("overlap", \.allowOverlap, help: "Events: let events of different classes overlap in time (by default one ends where the next begins)."),
+        Option("overlap", \.allowOverlap, help: "Events from windows: let events of different classes overlap in time (by default one ends where the next begins)."),
+        Option(
+            "look-ahead", \.lookAhead, value: "SECONDS",
+            help: "Events from frames: decide each frame this long after it, so an event comes at most this long after its end (default: the model's, calibrated by fit: 3/4 of its window)."),
+        Option(
+            "window-events", \.windowEvents,
+            help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.4, instead of from frames."),
         Option("min-duration", \.minDuration, value: "SECONDS", help: "Events: drop events shorter than this (default 0)."),
         Option(
             "background", \.background, value: "CLASS",
@@ -48,7 +56,15 @@ struct EventFlags {
     /// calibrated thresholds per class), then these flags (--enter and --exit for every class).
     func eventOptions(model: ActionModel) throws -> EventOptions {
         let classes = model.classes
-        var o = EventOptions.standard(for: model)
+        var o = EventOptions.standard(for: model, fromFrames: !windowEvents)
+        if let v = lookAhead {
+            guard o.frames != nil else {
+                throw CLIError.usage(
+                    windowEvents ? "--look-ahead is for events from frames; leave out --window-events" : "--look-ahead is for events from frames, which this model file does not record (format 1.4); fit it again")
+            }
+            guard v > 0 && v <= 60 else { throw CLIError.usage("--look-ahead must be more than 0 and at most 60 seconds, got \(v)") }
+            o.frames!.lookAhead = v
+        }
         if let v = smoothing { o.smoothing = v }
         if let v = enter {
             o.enter = Float(v)
@@ -76,6 +92,30 @@ struct EventFlags {
         guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
         if let n = clipFrames, n < 1 { throw CLIError.usage("--clip-frames must be at least 1, got \(n)") }
         if let s = strideSeconds, !(s > 0 && s.isFinite) { throw CLIError.usage("--stride-seconds must be a positive number of seconds") }
+        return o
+    }
+
+    /// The session options of the flags: the stride (`stride` frames, `--stride-seconds`, or a
+    /// third of the window or clip), the clip length of a whole-clip model, the reading flags,
+    /// and the frames when events come from them.
+    func sessionOptions(model: ActionModel, modelPath: String, stride given: Int?, strict: Bool, minConfidence: Double?) throws -> StreamOptions {
+        if given != nil && strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
+        let window: (frames: Int, frameRate: Double?)
+        do {
+            window = try model.streamWindow(clipFrames: clipFrames)
+        } catch let e as StreamError {
+            throw CLIError.failure("\(modelPath): \(ActionTrainCLI.describe(e))")
+        }
+        var stride = given ?? max(1, window.frames / 3)
+        if let seconds = strideSeconds {
+            guard let r = window.frameRate else {
+                throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
+            }
+            stride = max(1, Int((seconds * r).rounded()))
+        }
+        var o = StreamOptions(stride: stride, strict: strict, clipFrames: clipFrames, frames: try eventOptions(model: model).frames != nil)
+        if let c = minConfidence { o.minimumConfidence = Float(c) }
+        o.maximumJump = maxJump
         return o
     }
 
