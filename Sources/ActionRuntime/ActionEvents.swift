@@ -347,6 +347,12 @@ public struct EventStream: Sendable {
         return out
     }
 
+    /// `add(windows:frames:)` with the session's frames (`StreamSession.takeFrames()`), taken
+    /// without copying them.
+    public mutating func add(windows ws: [StreamWindow], from session: StreamSession) -> [ActionEvent] {
+        return session.withTakenFrames { add(windows: ws, frames: $0) }
+    }
+
     /// Ends the running event (the stream ended, or its track was forgotten). Call it after the
     /// session's `finish()` windows and frames went through `add`.
     public mutating func finish() -> [ActionEvent] {

@@ -25,34 +25,50 @@ public enum FrameMotion {
         frame: UnsafePointer<Float>, framePresent: UnsafePointer<UInt8>, a: UnsafePointer<Float>, aPresent: UnsafePointer<UInt8>,
         b: UnsafePointer<Float>, bPresent: UnsafePointer<UInt8>, seconds: Double, joints J: Int, dimensions D: Int, bodies: Int = 1
     ) -> Float {
-        guard seconds > 0, bodies >= 1, J % bodies == 0 else { return 0 }
+        guard seconds > 0, bodies >= 1, J % bodies == 0, D >= 1 else { return 0 }
         let Jb = J / bodies
         var best: Float = 0
         for body in 0..<bodies {
-            var low = [Float](repeating: .infinity, count: D), high = [Float](repeating: -.infinity, count: D)
-            var seen = 0
-            for j in (body * Jb)..<((body + 1) * Jb) where framePresent[j] != 0 {
-                seen += 1
-                for d in 0..<D {
-                    low[d] = min(low[d], frame[j * D + d])
-                    high[d] = max(high[d], frame[j * D + d])
+            // One pass over the body's joints: its extent on the first three axes (more: below)
+            // and the largest squared step of a joint present in a and b.
+            var seen = 0, fastest: Float = -1
+            var lo0 = Float.infinity, lo1 = Float.infinity, lo2 = Float.infinity
+            var hi0 = -Float.infinity, hi1 = -Float.infinity, hi2 = -Float.infinity
+            for j in (body * Jb)..<((body + 1) * Jb) {
+                let x = frame + j * D
+                if framePresent[j] != 0 {
+                    seen += 1
+                    lo0 = min(lo0, x[0])
+                    hi0 = max(hi0, x[0])
+                    if D > 1 {
+                        lo1 = min(lo1, x[1])
+                        hi1 = max(hi1, x[1])
+                    }
+                    if D > 2 {
+                        lo2 = min(lo2, x[2])
+                        hi2 = max(hi2, x[2])
+                    }
+                }
+                if aPresent[j] != 0 && bPresent[j] != 0 {
+                    var squared: Float = 0
+                    for d in 0..<D {
+                        let step = b[j * D + d] - a[j * D + d]
+                        squared += step * step
+                    }
+                    fastest = max(fastest, squared)
                 }
             }
-            guard seen >= 2 else { continue }
-            var size: Float = 0
-            for d in 0..<D { size = max(size, high[d] - low[d]) }
-            guard size > 0 && size.isFinite else { continue }
-            var fastest: Float = -1
-            for j in (body * Jb)..<((body + 1) * Jb) where aPresent[j] != 0 && bPresent[j] != 0 {
-                var squared: Float = 0
-                for d in 0..<D {
-                    let step = b[j * D + d] - a[j * D + d]
-                    squared += step * step
+            var size = max(hi0 - lo0, D > 1 ? hi1 - lo1 : 0, D > 2 ? hi2 - lo2 : 0)
+            for d in min(D, 3)..<D {  // axes beyond the third, if any
+                var low = Float.infinity, high = -Float.infinity
+                for j in (body * Jb)..<((body + 1) * Jb) where framePresent[j] != 0 {
+                    low = min(low, frame[j * D + d])
+                    high = max(high, frame[j * D + d])
                 }
-                fastest = max(fastest, squared.squareRoot())
+                size = max(size, high - low)
             }
-            guard fastest >= 0 else { continue }
-            let speed = fastest / Float(seconds) / size
+            guard seen >= 2 && size > 0 && size.isFinite && fastest >= 0 else { continue }
+            let speed = fastest.squareRoot() / Float(seconds) / size
             if speed.isFinite { best = max(best, speed) }
         }
         return best

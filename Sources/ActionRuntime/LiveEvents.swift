@@ -46,12 +46,12 @@ public enum LiveEvents {
             let time = sequence.timestamps?[f] ?? Double(f) / frameRate!
             let made = try session.push(joints: points, time: time)
             windows += made
-            for e in detector.add(windows: made, frames: session.takeFrames()) { emitted.append(Emitted(event: e, emitted: time)) }
+            for e in detector.add(windows: made, from: session) { emitted.append(Emitted(event: e, emitted: time)) }
             last = time
         }
         let end = session.finish()
         windows += end
-        for e in detector.add(windows: end, frames: session.takeFrames()) + detector.finish() { emitted.append(Emitted(event: e, emitted: last)) }
+        for e in detector.add(windows: end, from: session) + detector.finish() { emitted.append(Emitted(event: e, emitted: last)) }
         return Played(windows: windows, events: emitted, statistics: session.statistics)
     }
 }

@@ -164,7 +164,9 @@ public final class StreamSession {
     /// k mod (2·lag + 1)) for their motion, and the frames not taken yet.
     private let lag: Int
     private let recent: Frames?
+    private let recentCoordinates: UnsafeMutablePointer<Float>?, recentPresent: UnsafeMutablePointer<UInt8>?
     private var recentTimes: [Double]
+    private let bodies: Int
     private var taken: [StreamFrame] = []
     /// At most this many frames wait for `takeFrames()`; older ones are dropped.
     public static let maximumUntakenFrames = 1 << 16
@@ -211,7 +213,9 @@ public final class StreamSession {
         probabilities = .allocate(capacity: model.classes.count)
         lag = FrameMotion.lag(frameRate: stream.frameRate)
         recent = options.frames ? Frames(2 * lag + 1, joints: J, dimensions: D) : nil
+        (recentCoordinates, recentPresent) = (recent?.coordinates, recent?.present)
         recentTimes = [Double](repeating: 0, count: options.frames ? 2 * lag + 1 : 0)
+        bodies = model.bodies
     }
 
     deinit { probabilities.deallocate() }
@@ -344,7 +348,7 @@ public final class StreamSession {
         } else if (made - W) % options.stride != 0 {
             if let w = predict(start: made - W) { out.append(w) }
         }
-        if recent != nil {  // the last frames' motion, to the last frame
+        if recentCoordinates != nil {  // the last frames' motion, to the last frame
             for f in max(0, made - lag)..<made { recordMotion(of: f, until: made - 1) }
         }
         reset()
@@ -355,20 +359,26 @@ public final class StreamSession {
     /// (`StreamOptions.frames`; empty without it). A frame's motion needs the frames `lag` after
     /// it, so a push returns frames up to `lag` behind its windows, and `finish()` the rest.
     public func takeFrames() -> [StreamFrame] {
-        defer { taken.removeAll(keepingCapacity: true) }
+        guard !taken.isEmpty else { return [] }
+        defer { taken = [] }
         return taken
+    }
+
+    /// Gives the frames `takeFrames()` would return to `body` without copying them, then
+    /// forgets them (keeping the buffer for the next push).
+    func withTakenFrames<T>(_ body: ([StreamFrame]) -> T) -> T {
+        defer { taken.removeAll(keepingCapacity: true) }
+        return body(taken)
     }
 
     /// Records frame `f`'s motion between frames f − lag and `last` (f + lag, or the segment's
     /// last frame), which are in `recent`.
     private func recordMotion(of f: Int, until last: Int) {
-        guard let recent else { return }
-        let n = 2 * lag + 1, a = max(0, f - lag), b = max(f, last)
-        func c(_ k: Int) -> UnsafeMutablePointer<Float> { recent.coordinates + (k % n) * J * D }
-        func p(_ k: Int) -> UnsafeMutablePointer<UInt8> { recent.present + (k % n) * J }
+        guard let c = recentCoordinates, let p = recentPresent else { return }
+        let n = 2 * lag + 1, a = max(0, f - lag), b = max(f, last), JD = J * D
         let motion = FrameMotion.motion(
-            frame: c(f), framePresent: p(f), a: c(a), aPresent: p(a), b: c(b), bPresent: p(b),
-            seconds: recentTimes[b % n] - recentTimes[a % n], joints: J, dimensions: D, bodies: model.bodies)
+            frame: c + (f % n) * JD, framePresent: p + (f % n) * J, a: c + (a % n) * JD, aPresent: p + (a % n) * J, b: c + (b % n) * JD,
+            bPresent: p + (b % n) * J, seconds: recentTimes[b % n] - recentTimes[a % n], joints: J, dimensions: D, bodies: bodies)
         if taken.count >= Self.maximumUntakenFrames { taken.removeFirst(taken.count / 2) }
         taken.append(StreamFrame(index: f, time: recentTimes[f % n], motion: motion, now: recentTimes[b % n], segment: segment))
     }
@@ -470,10 +480,10 @@ public final class StreamSession {
     }
 
     private func completed(into out: inout [StreamWindow]) {
-        if let recent {  // this frame, for motion; the one `lag` before it now has its motion
+        if let c = recentCoordinates, let p = recentPresent {  // this frame, for motion; the one `lag` before it now has its motion
             let k = made - 1, slot = ringCount - 1, n = 2 * lag + 1
-            (recent.coordinates + (k % n) * J * D).update(from: ring.coordinates + slot * J * D, count: J * D)
-            (recent.present + (k % n) * J).update(from: ring.present + slot * J, count: J)
+            (c + (k % n) * J * D).update(from: ring.coordinates + slot * J * D, count: J * D)
+            (p + (k % n) * J).update(from: ring.present + slot * J, count: J)
             recentTimes[k % n] = ringTimes[slot]
             if k >= lag { recordMotion(of: k - lag, until: k) }
         }

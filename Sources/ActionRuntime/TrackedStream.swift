@@ -143,7 +143,7 @@ public final class TrackedStream {
             if byLastSeen.count > 2 * tracks.count + 32 { byLastSeen = MinHeap(tracks.map { ($0.value.lastSeen, $0.key) }) }
         }
         var result = Output(track: track, windows: windows)
-        result.events = tracks[track]!.detector.add(windows: windows, frames: session.takeFrames())
+        result.events = tracks[track]!.detector.add(windows: windows, from: session)
         if !windows.isEmpty || !result.events.isEmpty { out.append(result) }
         return out
     }
@@ -206,7 +206,7 @@ public final class TrackedStream {
             windows = try session.push(people: frame.people, time: frame.time)
         }
         var result = Output(track: session.people.first.flatMap { $0 } ?? frame.people.first?.id ?? 0, windows: windows, people: session.people)
-        result.events = scene!.detector.add(windows: windows, frames: session.takeFrames())
+        result.events = scene!.detector.add(windows: windows, from: session)
         if !windows.isEmpty || !result.events.isEmpty { out.append(result) }
         return out
     }
@@ -219,7 +219,7 @@ public final class TrackedStream {
         let before = s.session.statistics
         defer { statistics.add(from: before, to: s.session.statistics) }
         var result = Output(track: people.first.flatMap { $0 } ?? 0, windows: s.session.finish(), people: people)
-        result.events = s.detector.add(windows: result.windows, frames: s.session.takeFrames()) + s.detector.finish()
+        result.events = s.detector.add(windows: result.windows, from: s.session) + s.detector.finish()
         return result.windows.isEmpty && result.events.isEmpty ? [] : [result]
     }
 
@@ -255,7 +255,7 @@ public final class TrackedStream {
             let before = t.session.statistics
             defer { statistics.add(from: before, to: t.session.statistics) }
             var result = Output(track: id, windows: t.session.finish())
-            result.events = t.detector.add(windows: result.windows, frames: t.session.takeFrames()) + t.detector.finish()
+            result.events = t.detector.add(windows: result.windows, from: t.session) + t.detector.finish()
             if !result.windows.isEmpty || !result.events.isEmpty { out.append(result) }
         }
         return out
