@@ -73,14 +73,15 @@ public enum Evaluation {
     }
 
     /// Events against labelled segments (`eval --events`): each sequence of the split that has
-    /// segments (`PoseSequence.segments`) played as one live stream (`LiveEvents.play`, with
-    /// `stream` and `events`), at its timestamps or the dataset's frame rate. The report's
+    /// segments (`PoseSequence.segments`) played as one person's live stream (`LiveEvents.play`,
+    /// with `stream` and `events`, forgotten after pauses of more than `forgetAfter` seconds as
+    /// `TrackedStream` forgets a track), at its timestamps or the dataset's frame rate. The report's
     /// window level scores the stream's windows against the segment at each window's middle
     /// (windows between segments are left out); its `events` are `EventMetrics` of every event
     /// against every segment, a segment spanning its first frame's time to its last's.
     public static func events(
         model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, split requested: String?, stream: StreamOptions,
-        events options: EventOptions, settings: EvalSettings
+        events options: EventOptions, forgetAfter: Double? = 2, settings: EvalSettings
     ) throws -> EvalReport {
         try checkCompatible(model, dataset, dataPath: dataPath)
         let splits = Set(dataset.sequences.compactMap(\.split))
@@ -102,7 +103,7 @@ public enum Evaluation {
             truth += segments
             let played: LiveEvents.Played
             do {
-                played = try LiveEvents.play(s, frameRate: dataset.frameRate, model: model, options: stream, events: options)
+                played = try LiveEvents.play(s, frameRate: dataset.frameRate, model: model, options: stream, events: options, forgetAfter: forgetAfter)
             } catch let e as StreamError {
                 throw EvaluationError.stream(dataPath: dataPath, sequence: s.id, reason: "\(e)")
             }

@@ -100,7 +100,7 @@ enum EvalCommand: ParsableCommand {
                 model: model, modelPath: options.model, stride: options.stride, strict: options.reading.strict, minConfidence: options.reading.minConfidence)
             report = try Evaluation.events(
                 model: model, modelPath: options.model, dataset: dataset, dataPath: options.data, split: options.split, stream: stream,
-                events: try flags.eventOptions(model: model), settings: settings)
+                events: try flags.eventOptions(model: model), forgetAfter: flags.forgetAfter, settings: settings)
         } else {
             report = try Evaluation.run(
                 model: model, modelPath: options.model, dataset: dataset, dataPath: options.data,

@@ -110,7 +110,9 @@ struct StreamPrinter {
         guard s.timestamps != nil || frameRate != nil else {
             throw CLIError.failure("sequence '\(s.id)' has no timestamps and the dataset declares no frame rate: events need seconds")
         }
-        let played = try LiveEvents.play(s, frameRate: frameRate, model: model, options: sessionOptions(options), events: options.eventing.eventOptions(model: model))
+        let played = try LiveEvents.play(
+            s, frameRate: frameRate, model: model, options: sessionOptions(options), events: options.eventing.eventOptions(model: model),
+            forgetAfter: options.eventing.forgetAfter)
         write(windows: played.windows, events: played.events.map(\.event), who: ("\"sequence\": \(PredictCommand.json(s.id))", s.id), out: &out)
         let session = played.statistics
         for w in session.firstWarnings { out.note("warning: sequence '\(s.id)': \(session.count(w.kind)) x \(w)\n") }

@@ -80,23 +80,31 @@ final class FrameStreamTests: XCTestCase {
             let model = try Self.model(conv: conv)
             let events = EventOptions.standard(for: model)
             XCTAssertNotNil(events.frames)
-            let people: [(id: PersonID, frames: [StreamFixtures.Frame])] = [
-                (1, Self.recording(frames: 300, seed: 11)), ("b", Self.recording(frames: 140, seed: 12, offset: 3.1)),
-            ]
+            // Person b pauses for 1.5 s after frame 70 (longer than `forgetAfter`: forgotten, then a new track).
+            var b = Self.recording(frames: 140, seed: 12, offset: 3.1)
+            for f in 70..<b.count { b[f].time += 1.5 }
+            let people: [(id: PersonID, frames: [StreamFixtures.Frame])] = [(1, Self.recording(frames: 300, seed: 11)), ("b", b)]
             // Live: every person's frames on one clock, one push per frame.
             let stream = try TrackedStream(model: model, options: .standard(for: model), events: events, forgetAfter: 1)
-            var live: [PersonID: [ActionEvent]] = [:]
+            var live: [PersonID: [ActionEvent]] = [:], liveWindows: [PersonID: [StreamWindow]] = [:]
             let pushes = people.flatMap { p in p.frames.map { (p.id, $0) } }.sorted { $0.1.time < $1.1.time }
             for (id, f) in pushes {
-                for o in try stream.push(track: id, points: f.points, time: f.time) { live[o.track, default: []] += o.events }
+                for o in try stream.push(track: id, points: f.points, time: f.time) {
+                    live[o.track, default: []] += o.events
+                    liveWindows[o.track, default: []] += o.windows
+                }
             }
-            for o in stream.finish() { live[o.track, default: []] += o.events }
+            for o in stream.finish() {
+                live[o.track, default: []] += o.events
+                liveWindows[o.track, default: []] += o.windows
+            }
             // Offline: each person's recording as a whole sequence.
             var total = 0
             for p in people {
                 let played = try LiveEvents.play(
-                    StreamFixtures.sequence(p.frames), frameRate: nil, model: model, options: .standard(for: model), events: events)
+                    StreamFixtures.sequence(p.frames), frameRate: nil, model: model, options: .standard(for: model), events: events, forgetAfter: 1)
                 XCTAssertEqual(played.events.map(\.event), live[p.id] ?? [], "person \(p.id), conv \(conv)")
+                XCTAssertEqual(played.windows, liveWindows[p.id] ?? [], "person \(p.id), conv \(conv): the windows, b's restarting after its pause")
                 total += played.events.count
                 for e in played.events {
                     XCTAssertGreaterThanOrEqual(e.emitted, e.event.end - 1e-9, "an event is emitted after its end")
