@@ -94,6 +94,8 @@ public enum FrameMotion {
 ///    - otherwise, with no event running, the top class c starts one when its score reaches
 ///      `enter[c]`, from the first moving frame after the last rest minus `leadIn[c]` when that
 ///      is at most `lookAhead` seconds back, else from the frame; never before the previous event's end;
+///    - a frame no window scored yet (a look-ahead shorter than the windows' stride) changes
+///      nothing;
 ///    - a running event of class c ends when its score drops below `exit[c]`, when the top class is
 ///      a background class or under `floor` (abstain), or when another class c' reaches
 ///      `enter[c']`, the boundary then being the frame where c' took the top; an event cut
@@ -345,16 +347,15 @@ public struct FrameSegmenter: Sendable {
         }
         if stretch == nil { stretch = t }
         let w = weights[s]
+        guard w > 0 else { return }  // no window scored the frame (a look-ahead under the stride): nothing changes
         var top = -1, best: Float = -1  // the top class, background classes included
-        if w > 0 {
-            for c in 0..<K where sums[s * K + c] / w > best {
-                best = sums[s * K + c] / w
-                top = c
-            }
+        for c in 0..<K where sums[s * K + c] / w > best {
+            best = sums[s * K + c] / w
+            top = c
         }
-        let abstains = top < 0 || settings.background[top] || best < settings.floor
+        let abstains = settings.background[top] || best < settings.floor
         if var o = open {
-            let own = w > 0 ? sums[s * K + o.label] / w : 0
+            let own = sums[s * K + o.label] / w
             if abstains {
                 close(at: t, into: &out)
             } else if top != o.label {

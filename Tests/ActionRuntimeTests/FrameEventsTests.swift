@@ -86,6 +86,17 @@ final class FrameEventsTests: XCTestCase {
         XCTAssertTrue(play(settings(minimumDuration: 2), count: 60, moving: { (10..<20).contains($0) }, probabilities: { _ in self.a }).isEmpty)
     }
 
+    func testAFrameNoWindowScoredChangesNothing() {
+        // A look-ahead of 0.2 s under the windows' stride (0.5 s): only the frames in the last
+        // 0.2 s of a window are scored (frames 12-14 by the window ending at 1.4 s, ...); the
+        // others (10, 11, 15, 16, ...) keep the running event instead of ending it, so there is
+        // one event, from the first moving frame (frame 12 is 0.2 s after it).
+        let got = play(settings(lookAhead: 0.2), count: 60, moving: { (10..<30).contains($0) }, probabilities: { _ in self.a })
+        XCTAssertEqual(got.count, 1)
+        XCTAssertEqual(got.first?.event.start ?? -1, 1.0, accuracy: 1e-12)
+        XCTAssertEqual(got.first?.event.end ?? -1, 2.95, accuracy: 1e-12)
+    }
+
     func testBackgroundAndFloorAbstain() {
         // The top class is background: no event.
         XCTAssertTrue(play(settings(background: [true, false]), count: 60, moving: { (10..<30).contains($0) }, probabilities: { _ in self.a }).isEmpty)
