@@ -150,7 +150,7 @@ enum StreamBench {
                                 let windows = try! streams[s].push(data[s][k].points, time: data[s][k].time)
                                 events.found += events.streams[s].add(windows: windows, from: streams[s]).count
                             }
-                            if recordFrames { counts.1 = events.found } else { counts.0 = events.found }
+                            if rule.frames != nil { counts.1 = events.found } else if !recordFrames { counts.0 = events.found }
                             figures.append(f.framesPerCPUSecond)
                         }
                         before.append(figures[0])
