@@ -132,7 +132,7 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
         case .report(let path, let split, let e): return "\(path) (split \(split ?? "all")): \(e)"
         case .noSegments(let path, let split):
             return
-                "\(path) (split \(split ?? "all")): no sequence has labelled segments (\"segments\", docs/datasets.md); scripts/stream-events makes such streams from clips, and 'actiontrain import utkinect --recordings' from UTKinect's recordings"
+                "\(path) (split \(split ?? "all")): no sequence has labelled segments (\"segments\", docs/datasets.md); scripts/stream-events makes such streams from a dataset's clips, and the UTKinect importer its recordings whole (docs/datasets.md, \"Segments\")"
         case .stream(let path, let sequence, let why): return "\(path): sequence '\(sequence)': \(why)"
         }
     }
