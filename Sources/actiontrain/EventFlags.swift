@@ -39,7 +39,9 @@ struct EventFlags {
             "background", \.background, value: "CLASS",
             help: "Events: a class that never makes an event; may be repeated (default: the model's classes named other, background, none, idle or null)."),
         Option("floor", \.floor, value: "P", help: "Events: a window whose best smoothed probability is under P abstains and ends the running event (default 0: off)."),
-        Option("forget-after", \.forgetAfter, value: "SECONDS", help: "--stream: forget a person unseen for this long, ending their event (default 2)."),
+        Option(
+            "forget-after", \.forgetAfter, value: "SECONDS",
+            help: "--stream: forget a person unseen for this long, ending their event; --events on a file, eval --events: a sequence paused this long starts afresh, as live (default 2)."),
         Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); a line of one more is skipped with a warning."),
         Option(
             "max-jump", \.maxJump, value: "SECONDS",
