@@ -16,6 +16,10 @@ side or the representation):
 | utk2d | UTKinect projected to 640x480 pixels through a Kinect v1 camera (f = 525 px), a 2D skeleton | 2D pose from a camera |
 | utkview | UTKinect with every sequence turned about the vertical axis by a random angle in +-60 degrees | views that vary |
 | natops2d | NATOPS's x and y only (pixels at 200 per unit), a 2D skeleton | 2D arm gestures |
+| utkrot45, utkrot90, natopsrot45, natopsrot90 | the test split turned 45 / 90 degrees about the vertical axis (the training split as recorded) | a deployment camera at another azimuth |
+| utk2drot45, utk2drot90 | utk2d whose test split is projected from a camera 45 / 90 degrees around | 2D pose from another viewpoint |
+| utkanonrot90 | utkanon whose test split is turned 90 degrees about the vertical axis | an unknown 3D skeleton seen from another side |
+| utkcams | every training sequence as seen by cameras at -30 and +30 degrees (two copies), every test sequence by a third at +90 | a multi-view set tested on an unseen camera |
 | utkpairs2d | two people in 2D: each utk2d sequence beside another subject's sequence of the same class, 300 px to the right, started at a random offset | two-person 2D data |
 
 Penn Action and UTKinect stay outside the repository (their terms): the default output folder
@@ -186,6 +190,59 @@ if wanted("utkview"):
             return k, [round(o[0] + c * x + sn * z, 6), v[1], round(o[2] - sn * x + c * z, 6)] + v[3:]
         out += map_points([seq], turn)
     write("utkview", h, out)
+
+
+def turn_about_vertical(seq, degrees, centre_joint):
+    """`seq` turned by `degrees` about the vertical (y) axis through its first `centre_joint`
+    (the mean of its first pose when the skeleton has none), so the body stays in view: what a
+    camera at another azimuth sees of the same motion."""
+    a = math.radians(degrees)
+    c, sn = math.cos(a), math.sin(a)
+    first = next((fr["pose"][centre_joint] for fr in seq["frames"] if centre_joint in fr["pose"]), None)
+    if first is None:
+        pts = [v for fr in seq["frames"] for v in fr["pose"].values()][:64] or [[0, 0, 0]]
+        first = [sum(v[d] for v in pts) / len(pts) for d in range(3)]
+
+    def turn(k, v, o=first):
+        x, z = v[0] - o[0], v[2] - o[2]
+        return k, [round(o[0] + c * x + sn * z, 6), v[1], round(o[2] - sn * x + c * z, 6)] + v[3:]
+    return map_points([seq], turn)[0]
+
+
+# Cross-view sets (issue 36): the training split as recorded, the test split seen from another
+# azimuth; and "train on some views, test on another", as multi-view sets are evaluated.
+CROSS = {"utk": "hipCenter", "natops": None}
+for base, centre in CROSS.items():
+    for degrees in (45, 90):
+        name = f"{base}rot{degrees}"
+        if not (wanted(name) or (base == "utk" and wanted(f"utk2drot{degrees}"))):
+            continue
+        h, s = src[base]
+        turned = [turn_about_vertical(q, degrees, centre) if q.get("split") == "test" else q for q in s]
+        if wanted(name):
+            write(name, h, turned)
+        if base == "utk" and wanted(f"utk2drot{degrees}"):
+            h2 = dict(h, skeleton=dict(KINECT, name="kinect-v1-20-2d", dimensions=2, units="pixels"), imageSize=[640, 480])
+            write(f"utk2drot{degrees}", h2, map_points(turned, lambda k, v: (k, project(v))))
+if wanted("utkanonrot90"):
+    # An unknown skeleton (no names, so no left/right pairs to turn it by) seen from a camera 90° around.
+    h, s = read(os.path.join(args.out, "utkanon.jsonl")) if os.path.exists(os.path.join(args.out, "utkanon.jsonl")) else (None, None)
+    if h is None:
+        sys.exit("devsets: utkanonrot90 needs utkanon first (--only utkanon,utkanonrot90)")
+    write("utkanonrot90", h, [turn_about_vertical(q, 90, "j0") if q.get("split") == "test" else q for q in s])
+if wanted("utkcams"):
+    # Three cameras around the performer: every training sequence seen by the cameras at -30 and
+    # +30 degrees (two copies, as a multi-view recording gives), every test sequence by the third
+    # camera at +90 degrees (60 degrees beyond the nearest training view).
+    h, s = src["utk"]
+    out = []
+    for q in s:
+        if q.get("split") == "test":
+            out.append(dict(turn_about_vertical(q, 90, "hipCenter"), id=q["id"] + "@cam3" if "id" in q else None))
+        else:
+            for cam, degrees in (("cam1", -30), ("cam2", 30)):
+                out.append(dict(turn_about_vertical(q, degrees, "hipCenter"), id=q["id"] + "@" + cam if "id" in q else None))
+    write("utkcams", h, [{k: v for k, v in q.items() if v is not None} for q in out])
 if wanted("natops2d"):
     h, s = src["natops"]
     sk = {"name": "natops-8-2d", "dimensions": 2, "units": "pixels",

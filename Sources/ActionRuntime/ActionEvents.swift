@@ -42,7 +42,7 @@ public struct EventOptions: Equatable, Sendable {
     public var allowOverlap = false
     /// Events from frames (`FrameSegmenter`, `EventStream`) with these numbers, the thresholds
     /// then applying to frame scores; nil: events from windows (`EventDetector`), the rule of
-    /// model files before format 1.4. `smoothing` and `allowOverlap` are the window rule's only.
+    /// model files before format 1.5. `smoothing` and `allowOverlap` are the window rule's only.
     public var frames: FrameOptions?
 
     public init(
@@ -73,7 +73,7 @@ public struct EventOptions: Equatable, Sendable {
     }
 
     /// The defaults for a model: `standard(classes:)` with what its file records
-    /// (`ModelHeader.Streaming`, calibrated by `fit`): since format 1.4 events from frames with
+    /// (`ModelHeader.Streaming`, calibrated by `fit`): since format 1.5 events from frames with
     /// the file's numbers (`frames`) and its frame thresholds per class; with `fromFrames` false,
     /// or for a file without them, events from windows with its window thresholds per class (none
     /// in files before format 1.3, which keep `enter` 0.6 and `exit` 0.4).
@@ -261,13 +261,16 @@ public struct EventDetector: Sendable {
 
     /// Takes a stream's next window. A window of another segment than the last one (the
     /// session restarted: a confirmed time jump) first ends the running event and the
-    /// smoothing, as `finish()`. Returns the events ended, in order (at most two).
+    /// smoothing, as `finish()`. A window where nobody is seen (`StreamWindow.seen` false: an
+    /// empty scene) makes no event and ends the running one and the smoothing, as `finish()`.
+    /// Returns the events ended, in order (at most two).
     public mutating func add(_ w: StreamWindow) -> [ActionEvent] {
         var ended: [ActionEvent] = []
         if w.segment != segment {
             if let e = finish() { ended.append(e) }
             segment = w.segment
         }
+        guard w.seen else { return ended + (finish().map { [$0] } ?? []) }
         if let e = add(probabilities: w.probabilities, start: w.startTime, end: w.endTime) { ended.append(e) }
         return ended
     }

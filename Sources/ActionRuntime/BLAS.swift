@@ -205,6 +205,28 @@ public enum BLAS {
         return String(cString: p)
     }
 
+    /// Pivoted Cholesky factorisation of a symmetric positive semi-definite `a [n, n]`
+    /// (LAPACK's `dpstrf`, which OpenBLAS carries): `Pᵀ·A·P = L·Lᵀ`, stopped at the rank r where
+    /// the largest pivot left is at most `tolerance`. Returns the pivots (0-based: row k of L
+    /// belongs to row `pivots[k]` of A), r, and L's first r columns `[n, r]` row-major; nil when
+    /// LAPACK reports an argument error. O(n³/3); runs on the calling thread.
+    public static func pivotedCholesky(_ a: [Double], n: Int, tolerance: Double) -> (pivots: [Int], rank: Int, factor: [Double])? {
+        precondition(a.count == n * n && n > 0)
+        _ = ThreadCount.shared
+        var m = a  // symmetric: its row-major layout is the column-major one
+        var piv = [Int32](repeating: 0, count: n), rank: Int32 = 0, info: Int32 = 0
+        var work = [Double](repeating: 0, count: 2 * n)
+        var size = Int32(n), tol = tolerance
+        "L".withCString { uplo in dpstrf_(uplo, &size, &m, &size, &piv, &rank, &tol, &work, &info, 1) }
+        guard info >= 0 else { return nil }  // info 1: rank deficient, which is what it is for
+        let r = Int(rank)
+        var factor = [Double](repeating: 0, count: n * r)
+        for i in 0..<n {
+            for j in 0..<min(i + 1, r) { factor[i * r + j] = m[i + j * n] }  // L(i, j), column-major
+        }
+        return (piv.map { Int($0) - 1 }, r, factor)
+    }
+
     /// Triple-loop reference of `gemm`, in Double accumulation, for tests.
     public static func gemmReference(
         transposeA: Bool = false, transposeB: Bool = false,

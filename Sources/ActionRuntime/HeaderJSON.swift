@@ -461,7 +461,17 @@ enum HeaderJSON {
             layers: try array(try o.required("layers")).map(layer),
             tensors: try array(try o.required("tensors")).map(tensor),
             provenance: try provenance(try o.required("provenance")),
-            streaming: try o.optional("streaming").map(streaming))
+            streaming: try o.optional("streaming").map(streaming),
+            poseStatistics: try o.optional("poseStatistics").map(poseStatistics))
+    }
+
+    static func poseStatistics(_ v: Value) throws -> ModelHeader.PoseStatistics {
+        let o = try Object(v)
+        func doubles(_ key: String) throws -> [Double] { try array(try o.required(key)).map(double) }
+        return ModelHeader.PoseStatistics(
+            windows: try int(try o.required("windows")), centreMean: try doubles("centreMean"), centreSpread: try doubles("centreSpread"),
+            offsetMean: try doubles("offsetMean"), offsetSpread: try doubles("offsetSpread"), present: try doubles("present"),
+            confidence: try doubles("confidence"), motion: try doubles("motion"))
     }
 
     static func streaming(_ v: Value) throws -> ModelHeader.Streaming {

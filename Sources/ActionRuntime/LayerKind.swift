@@ -49,7 +49,7 @@ public enum LayerKinds {
     public static let all: [any LayerKind.Type] = [
         LinearKind.self, ReLUKind.self, GELUKind.self, DropoutKind.self, LayerNormKind.self, Conv1dKind.self,
         FlattenKind.self, GlobalAveragePoolKind.self, GlobalMaxPoolKind.self, ResidualKind.self,
-        SelectChannelsKind.self, AverageProbabilitiesKind.self, FlipAverageKind.self, GraphConvKind.self,
+        SelectChannelsKind.self, AverageProbabilitiesKind.self, AverageLogProbabilitiesKind.self, FlipAverageKind.self, GraphConvKind.self,
         TemporalPyramidPoolKind.self, FourierPyramidKind.self, StandardizeKind.self,
     ]
 

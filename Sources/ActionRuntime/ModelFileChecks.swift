@@ -156,7 +156,7 @@ extension ModelFile {
     /// The `streaming` field (docs/format.md 3.4): a clip length only for `fit` windows, at
     /// most `Limits.inputTime` frames whose poses fit in the activation budget twice (a
     /// session keeps two clips), a frame rate in the window's range, and thresholds per class
-    /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`; frame-level numbers (1.4) with a value per class,
+    /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`; frame-level numbers (1.5) with a value per class,
     /// thresholds so, durations of 0 to 3600 s, a look-ahead of 0 to 60 s.
     static func checkStreaming(_ st: ModelHeader.Streaming, classes K: Int, input: InputSpec) throws {
         func bad(_ why: String) -> ModelFileError { .badHeader("streaming: \(why)") }
@@ -195,6 +195,29 @@ extension ModelFile {
                 where !(v >= 0 && v <= 3600) {
                     throw frames("class \(k): \(name) \(v) must be 0 to 3600 seconds")
                 }
+            }
+        }
+    }
+
+    /// The `poseStatistics` field (docs/format.md 3.5): one value per dimension, per joint and
+    /// dimension, or per joint; every value finite, spreads, motion and confidences at least 0,
+    /// shares of frames 0 to 1, at least one window.
+    static func checkPoseStatistics(_ p: ModelHeader.PoseStatistics, skeleton: Skeleton) throws {
+        func bad(_ why: String) -> ModelFileError { .badHeader("poseStatistics: \(why)") }
+        let J = skeleton.jointCount, D = skeleton.dimensions
+        guard p.windows >= 1 else { throw bad("windows must be at least 1, got \(p.windows)") }
+        let arrays: [(String, [Double], Int, ClosedRange<Double>)] = [
+            ("centreMean", p.centreMean, D, -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude),
+            ("centreSpread", p.centreSpread, D, 0...Double.greatestFiniteMagnitude),
+            ("offsetMean", p.offsetMean, J * D, -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude),
+            ("offsetSpread", p.offsetSpread, J * D, 0...Double.greatestFiniteMagnitude),
+            ("present", p.present, J, 0...1), ("confidence", p.confidence, J, 0...Double.greatestFiniteMagnitude),
+            ("motion", p.motion, J, 0...Double.greatestFiniteMagnitude),
+        ]
+        for (name, values, count, range) in arrays {
+            guard values.count == count else { throw bad("\(name) needs \(count) values (\(J) joints, \(D)D), got \(values.count)") }
+            if let i = values.firstIndex(where: { !range.contains($0) }) {
+                throw bad("\(name)[\(i)] is \(values[i]); it must be finite\(range.lowerBound == 0 ? " and at least 0" : "")\(range.upperBound == 1 ? " and at most 1" : "")")
             }
         }
     }
@@ -243,6 +266,7 @@ extension ModelFile {
                 "trainingFrameRate \(r) must be \(WindowSpec.frameRates.lowerBound) to \(Int(WindowSpec.frameRates.upperBound)) frames per second")
         }
         if let st = h.streaming { try checkStreaming(st, classes: h.classes.count, input: h.input) }
+        if let p = h.poseStatistics { try checkPoseStatistics(p, skeleton: h.input.skeleton) }
         for (name, value) in h.provenance.metrics where !value.isFinite {
             throw ModelFileError.badHeader("provenance: metric '\(name)' is \(value); metrics must be finite")
         }

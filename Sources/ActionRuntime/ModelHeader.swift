@@ -82,7 +82,7 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         public var exit: [Double]?
         /// Which windows the thresholds were calibrated on: `validation` or `training`.
         public var calibration: String?
-        /// Frame-level events (format 1.4, docs/format.md 3.4): the numbers of the rule of
+        /// Frame-level events (format 1.5, docs/format.md 3.4): the numbers of the rule of
         /// `FrameSegmenter`, calibrated by `fit`. Nil: events from windows (`EventDetector`).
         public var frames: Frames?
 
@@ -137,6 +137,43 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         }
     }
 
+    /// What the raw poses of the training windows look like (docs/format.md 3.5), written by
+    /// `fit` since format 1.4 so that a checker can make windows like the ones the model will
+    /// see (`actiontrain export`'s parity check) without the data. Never changes what the model
+    /// computes. Per frame of a window (resampled and cut, before any step), the centre is the
+    /// mean of the present joints; a joint's offset is its position minus that centre.
+    public struct PoseStatistics: Codable, Hashable, Sendable {
+        /// How many windows the statistics come from.
+        public var windows: Int
+        /// Mean and standard deviation of the centre, `[D]`, over frames with a present joint.
+        public var centreMean: [Double]
+        public var centreSpread: [Double]
+        /// Mean and standard deviation of each joint's offset, `[J · D]` (joint-major), over the
+        /// frames where it is present (0 for a joint never present).
+        public var offsetMean: [Double]
+        public var offsetSpread: [Double]
+        /// Per joint `[J]`: the share of frames where it is present; the mean confidence of
+        /// those frames (1 for data without confidences); the root mean square of its change
+        /// per coordinate from one frame to the next, over pairs of frames that both have it.
+        public var present: [Double]
+        public var confidence: [Double]
+        public var motion: [Double]
+
+        public init(
+            windows: Int, centreMean: [Double], centreSpread: [Double], offsetMean: [Double], offsetSpread: [Double], present: [Double],
+            confidence: [Double], motion: [Double]
+        ) {
+            self.windows = windows
+            self.centreMean = centreMean
+            self.centreSpread = centreSpread
+            self.offsetMean = offsetMean
+            self.offsetSpread = offsetSpread
+            self.present = present
+            self.confidence = confidence
+            self.motion = motion
+        }
+    }
+
     /// Always `actiontrain.model`.
     public var format: String
     /// Ordered class labels: logit `i` is `classes[i]`.
@@ -154,6 +191,9 @@ public struct ModelHeader: Codable, Hashable, Sendable {
     public var provenance: Provenance
     /// Streams and events (3.4); nil in files written before format 1.3 and by callers that give none.
     public var streaming: Streaming? = nil
+    /// The training windows' poses (3.5); nil in files written before format 1.4, by a fit
+    /// from shards and by callers that give none.
+    public var poseStatistics: PoseStatistics? = nil
 }
 
 public enum ActionRuntimeInfo {

@@ -235,6 +235,13 @@ public final class Network {
         return last.forwardMembers(memberPrefix.forward(x, batch: batch, mode: &mode), batch: batch, mode: &mode)
     }
 
+    /// The network's logits `[batch, classes]` from its members' `[M, batch, classes]` (as
+    /// `forwardMembers` gives them): their combination, as `forward` makes it.
+    public func combineMembers(_ logits: UnsafePointer<Float>, batch: Int) -> UnsafePointer<Float> {
+        guard let last = layers.last as? AverageProbabilities else { preconditionFailure("combineMembers: not a multi-stream network") }
+        return last.combine(logits, batch: batch)
+    }
+
     /// Back-propagates the members' logit gradients `[M, batch, classes]` of the last
     /// `forwardMembers`, accumulating into `gradients`.
     public func backwardMembers(_ dz: UnsafePointer<Float>, batch: Int) {

@@ -34,6 +34,11 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         /// More than `StreamOptions.maximumGap` seconds since the previous frame: the frames
         /// between are interpolated. Push empty poses while the person is not seen.
         case gap
+        /// The same timestamp as the previous frame's: used, as offline (at a frame rate the
+        /// later of the two is what a model frame at that time samples; without one, each pushed
+        /// frame is a frame), but no time passed: a source that repeats its clock (or writes
+        /// none) would make windows and events of no duration.
+        case sameTime
         /// The model's output for a window this frame completed is NaN or infinite: an extreme
         /// input (the model passed `ActionModel.checkOutputs`), e.g. a torso of almost no
         /// length that scaling turns into huge values. The frame is used, the window dropped.
@@ -70,6 +75,7 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         case .timeJump:
             what = "the timestamp jumps \(detail) (frame ignored; a next frame at most the jump limit after it restarts the stream there); timestamps must be seconds"
         case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
+        case .sameTime: what = "the same timestamp as the previous frame (\(detail)); timestamps must advance with the frames"
         case .nonFiniteOutput: what = "the model's output is \(detail), not finite (window dropped); an extreme or degenerate pose?"
         case .unpairedPerson:
             what = "person \(detail) waits for a body: the model takes a fixed number of people and every body is taken by someone still in view (used without them)"

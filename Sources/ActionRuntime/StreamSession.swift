@@ -56,7 +56,7 @@ public struct StreamOptions: Equatable, Sendable {
         }
         if let r = frameRate, maximumJump * r > Double(PoseSequence.maxResampledFrames) {
             throw StreamError.invalidOptions(
-                "a jump limit of \(maximumJump) s would let one frame make \(Int(maximumJump * r)) frames at \(r) fps (at most \(PoseSequence.maxResampledFrames))")
+                "a jump limit of \(maximumJump) s would let one frame make \(maximumJump * r) frames at \(r) fps (at most \(PoseSequence.maxResampledFrames))")
         }
     }
 
@@ -103,6 +103,9 @@ public struct StreamWindow: Equatable, Sendable {
     /// more after each restart (a confirmed time jump, or `finish()`). An `EventDetector` ends
     /// its running event where the segment changes (`add(_:)`).
     public var segment = 0
+    /// False when no joint is present in any of the window's frames: nobody was in view (an
+    /// empty scene), and an `EventDetector` makes no event of it (`add(_:)`).
+    public var seen = true
 }
 
 /// One person's (or animal's) stream of poses, one frame at a time: the session resamples
@@ -316,6 +319,9 @@ public final class StreamSession {
         if verdict == .accept && pushed > 0 && time - previousTime > options.maximumGap {
             problems.append(StreamWarning(kind: .gap, frame: frame, time: time, detail: "\(time - previousTime) s"))
         }
+        if verdict == .accept && pushed > 0 && time == previousTime {
+            problems.append(StreamWarning(kind: .sameTime, frame: frame, time: time, detail: "\(time) s"))
+        }
         if options.strict, let first = problems.first { throw StreamError.rejected(first) }
         if problems.contains(where: { $0.kind.ignoresFrame }) {  // only why it was ignored
             for p in problems where p.kind.ignoresFrame { statistics.note(p) }
@@ -508,7 +514,8 @@ public final class StreamSession {
         } else {
             model.extractor.extract(coordinates: c, present: p, confidence: k, into: context.window.pointer, workspace: context.workspace)
         }
-        return prediction(start: start, end: made, startTime: ringTimes[base], endTime: ringTimes[ringCount - 1])
+        let seen = UnsafeBufferPointer(start: p, count: W * J).contains { $0 != 0 }
+        return prediction(start: start, end: made, startTime: ringTimes[base], endTime: ringTimes[ringCount - 1], seen: seen)
     }
 
     /// The one window of a stream shorter than a window: its frames then the model's padding
@@ -523,12 +530,12 @@ public final class StreamSession {
             confidence: Array(UnsafeBufferPointer(start: ring.confidence, count: n * J)))
         let window = model.input.window.window(of: seq, start: 0)
         model.extractor.extract(window, into: context.window.pointer, workspace: context.workspace)
-        return prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1])
+        return prediction(start: 0, end: n, startTime: ringTimes[0], endTime: ringTimes[n - 1], seen: seq.present.contains { $0 != 0 })
     }
 
     /// Runs the network on `context.window` and packs the result; a non-finite output (an
     /// extreme input: `checkOutputs` passed) is no window but a `nonFiniteOutput` warning.
-    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double) -> StreamWindow? {
+    private func prediction(start: Int, end: Int, startTime: Double, endTime: Double, seen: Bool) -> StreamWindow? {
         let K = model.classes.count
         context.logits(context.window.pointer, count: 1, into: probabilities)
         if let k = (0..<K).first(where: { !probabilities[$0].isFinite }) {
@@ -545,6 +552,6 @@ public final class StreamSession {
         statistics.windows += 1
         return StreamWindow(
             start: start, end: end, startTime: startTime, endTime: endTime, classIndex: best,
-            probabilities: Array(UnsafeBufferPointer(start: probabilities, count: K)), segment: segment)
+            probabilities: Array(UnsafeBufferPointer(start: probabilities, count: K)), segment: segment, seen: seen)
     }
 }

@@ -42,6 +42,9 @@ public final class TrackedStream {
     /// Seconds (of stream time) after which a track that got no frame is forgotten.
     public let forgetAfter: Double
     public let maximumTracks: Int
+    /// The largest `maximumTracks`: each track holds a session and its buffers, so a stream's
+    /// memory is bounded by this many sessions.
+    public static let maximumTracksLimit = 1024
 
     private struct Track {
         let session: StreamSession
@@ -74,6 +77,9 @@ public final class TrackedStream {
         try model.checkOutputs()
         guard forgetAfter > 0 && !forgetAfter.isNaN else {
             throw StreamError.invalidOptions("tracks must be forgotten after a positive number of seconds, got \(forgetAfter)")
+        }
+        guard maximumTracks <= Self.maximumTracksLimit else {
+            throw StreamError.invalidOptions("at most \(Self.maximumTracksLimit) tracks may be followed at once, got \(maximumTracks)")
         }
         self.model = model
         var options = options

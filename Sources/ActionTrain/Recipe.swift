@@ -62,9 +62,20 @@ public enum Recipe {
             _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)
             note("windows", "\(Int((p.eventShare * 100).rounded()))% of the training sequences have labeled events")
         } else if p.frames.median <= clipFrames {
-            _ = set("windowMode", \.windowMode, WindowSpec.Mode.fit)
+            let fit = set("windowMode", \.windowMode, WindowSpec.Mode.fit)
             _ = set("windowFrames", \.windowFrames, fitFrames(p.frames.median))
-            note("windows", "\(length): clips, one label each (at most \(Int(clipSeconds)) s)")
+            var seen = "\(length): clips, one label each (at most \(Int(clipSeconds)) s)"
+            // A window length or frame rate given without a window mode reads like consecutive
+            // frames; say what it means for whole clips.
+            let given = ["windowFrames", "frameRate"].filter(explicit.contains)
+            if fit && !given.isEmpty {
+                let at = c.frameRate.map { " at \(format($0)) fps" } ?? ""
+                seen +=
+                    "; with the \(given.joined(separator: " and ")) you gave, each whole clip\(at) is resampled to \(c.windowFrames) frames: "
+                    + "the model takes a whole clip (the training clips' median: \(format(Double(p.frames.median) / rate)) s), not the last \(c.windowFrames) frames of a stream "
+                    + "(windowMode sliding for that)"
+            }
+            note("windows", seen)
         } else {
             let frames = min(64, max(16, Int((2 * rate).rounded())))
             _ = set("windowMode", \.windowMode, WindowSpec.Mode.sliding)
@@ -105,12 +116,14 @@ public enum Recipe {
             scaleText += "; the axes spread \(spreads.map { format($0) }.joined(separator: ", ")): different units? axisDivisors converts them"
         }
         var facing = ""
-        if D == 3 && hasFacingPairs(sk), let spread = p.facingSpread {
-            let varies = spread >= facingSpreadToAlign
-            _ = set("alignFacing", \.alignFacing, varies)
-            facing =
-                ", the direction bodies face varies by \(Int(spread.rounded()))° between sequences"
-                + (varies ? " (≥ \(Int(facingSpreadToAlign))°: views differ)" : " (< \(Int(facingSpreadToAlign))°: one view)")
+        if D == 3 && hasFacingPairs(sk) {
+            // A camera elsewhere sees the bodies turned: each window is turned to face one way,
+            // unless the user says the cameras stay where they were (docs/benchmarks.md,
+            // "Views the training set never showed").
+            let align = c.views != .same
+            _ = set("alignFacing", \.alignFacing, align)
+            let spread = p.facingSpread.map { ", the direction bodies face varies by \(Int($0.rounded()))° between sequences" } ?? ""
+            facing = spread + (align ? "; views \(c.views.rawValue): a camera elsewhere sees them turned" : "; views same: kept as recorded")
         }
         note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
 
@@ -134,7 +147,8 @@ public enum Recipe {
         if !explicit.contains("architecture") && !explicit.contains("streams"),
             set("members", \.members, [.init(architecture: c.architecture, channels: c.channels), .init(architecture: .ftp, channels: [.relativePositions])])
         {
-            seen.append("two members, probabilities averaged: \(c.architecture.rawValue) over \(show(c.channels)), and ftp over the relative positions of the joint pairs")
+            let average = c.memberAverage == .logProbabilities ? "log-probabilities averaged (a geometric mean)" : "probabilities averaged"
+            seen.append("two members, \(average): \(c.architecture.rawValue) over \(show(c.channels)), and ftp over the relative positions of the joint pairs (a logistic regression solved before training)")
         }
         // The relational blocks of a large skeleton read its key joints' pairs; a pyramid reads
         // filled gaps.
@@ -230,12 +244,6 @@ public enum Recipe {
         return spreads.map { Double(Float($0)) }
     }
 
-    /// The spread of the facing direction between training sequences (degrees, circular
-    /// standard deviation; `DatasetProfile.facingSpread`) from which 3D windows are turned to
-    /// face one way (`alignFacing`). Below it the bodies face one camera and turning each window
-    /// by its own noisy hip and shoulder line only adds noise.
-    public static let facingSpreadToAlign = 35.0
-
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500
 
@@ -249,10 +257,12 @@ public enum Recipe {
     /// The `fit` window length for clips whose median length is `median` frames.
     static func fitFrames(_ median: Int) -> Int { 32 }
 
+    /// Whether windows of `sk` can be turned to face one way (`alignFacing`): it has left/right
+    /// joint pairs (`Skeleton.sideJoints`: the hips and shoulders when it names them, else
+    /// every mirror pair, such as NATOPS's hands, wrists and elbows).
     static func hasFacingPairs(_ sk: Skeleton) -> Bool {
         let (left, right) = sk.sideJoints
         return !left.isEmpty && !right.isEmpty
-            && (left.contains { $0.lowercased().contains("hip") || $0.lowercased().contains("shoulder") })
     }
 
     static func units(_ sk: Skeleton) -> String {

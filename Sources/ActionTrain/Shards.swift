@@ -1,3 +1,4 @@
+import ActionRuntime
 import Foundation
 import PoseCore
 
@@ -71,6 +72,14 @@ public struct ShardManifest: Codable, Equatable, Sendable {
     /// The calibration stream's description (absent in manifests of earlier versions, whose
     /// models then get no thresholds or clip length).
     public var streams: Streams?
+    /// The cross-validation folds a solved linear head chooses its penalty on: each fold's
+    /// held-out training sequences, by their index in the dataset (the `groups` of the
+    /// windows). Absent in manifests of earlier versions and when the config needs none; a
+    /// head then takes the fallback penalty.
+    public var folds: [[Int]]?
+    /// The training windows' raw poses, for the model file (docs/format.md 3.5; absent in
+    /// manifests of earlier versions, whose models then keep none).
+    public var poseStatistics: ModelHeader.PoseStatistics?
 
     /// How many shards and windows a role has.
     public struct Count: Codable, Equatable, Sendable {
@@ -136,6 +145,13 @@ public struct ShardManifest: Codable, Equatable, Sendable {
         guard m.format == formatName, m.version == formatVersion else {
             throw ShardError.corrupt(file: path, reason: "format '\(m.format)' version \(m.version); this build reads \(formatName) version \(formatVersion)")
         }
+        // Before any training: a class listed twice would be refused only when the model file
+        // is written, at the end.
+        var seen = Set<String>()
+        if let twice = m.classes.first(where: { !seen.insert($0).inserted }) {
+            throw ShardError.corrupt(file: path, reason: "the class '\(twice)' is listed twice; the classes must be distinct")
+        }
+        guard !m.classes.isEmpty else { throw ShardError.corrupt(file: path, reason: "the manifest lists no class") }
         return m
     }
 
@@ -304,6 +320,8 @@ final class ShardReader {
     let path: String
     let header: ShardFile.Header
     let labels: [Int32]
+    /// Each window's source sequence (its index in the dataset).
+    let groups: [Int32]
     private let fd: Int32
     private let dataOffset: Int
     private let values: Int
@@ -346,9 +364,11 @@ final class ShardReader {
             try Self.checkCRC(fd, path: path, length: length, stored: entry.crc32) { start, bytes in
                 try Self.checkValues(bytes, at: start, header: header, dataOffset: dataOffset, path: path)
             }
-            var labels = [Int32](repeating: 0, count: header.windows)
+            var labels = [Int32](repeating: 0, count: header.windows), groups = labels
             let labelsAt = dataOffset + 4 * header.frames * header.channels * header.windows
             try labels.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt, path: path) }
+            try groups.withUnsafeMutableBytes { try Self.read(fd, $0.baseAddress!, $0.count, at: labelsAt + 4 * header.windows, path: path) }
+            self.groups = groups
             for (i, y) in labels.enumerated() where !(0..<manifest.classes.count).contains(Int(y)) {
                 throw ShardError.corrupt(file: path, reason: "window \(i) has label \(y) for \(manifest.classes.count) classes")
             }
@@ -463,6 +483,8 @@ public final class ShardBatches: BatchSource {
     /// `starts[s]`: the index of shard s's first window.
     private let starts: [Int]
     public let labels: [Int32]
+    /// Each window's source sequence (its index in the dataset).
+    public let sequences: [Int]
     public let valuesPerWindow: Int
     /// The first read that failed after opening (a shard changed under the run); the windows
     /// it should have filled are zeros. `ShardRun` stops training on it and throws it.
@@ -473,13 +495,15 @@ public final class ShardBatches: BatchSource {
         shards = try manifest.shards.filter { $0.role == role }.map {
             try ShardReader(path: "\(directory)/\($0.file)", entry: $0, manifest: manifest)
         }
-        var starts: [Int] = [], labels: [Int32] = []
+        var starts: [Int] = [], labels: [Int32] = [], sequences: [Int] = []
         for s in shards {
             starts.append(labels.count)
             labels += s.labels
+            sequences += s.groups.map(Int.init)
         }
         self.starts = starts
         self.labels = labels
+        self.sequences = sequences
         valuesPerWindow = manifest.frames * manifest.channels
     }
 

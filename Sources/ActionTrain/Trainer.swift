@@ -143,6 +143,12 @@ public final class Trainer {
     public private(set) var timings = PhaseTimings()
     /// The ranks this trainer shares its steps with (`SingleProcess` alone).
     public let group: Collective
+    /// Parameter ranges training leaves as they are (linear heads solved before training,
+    /// `LinearHeads`): their gradients are zeroed before every update, and with a weight decay
+    /// their values are put back after it. When they cover every parameter, `fit` takes no
+    /// step: it records one epoch of the network's scores on the training and validation
+    /// windows and finishes.
+    public var fixedParameters: [Range<Int>] = []
 
     /// `classWeights` are the resolved per-class weights (see
     /// `TrainingConfig.ClassWeights.weights(labels:classes:)`), or nil for none.
@@ -214,6 +220,9 @@ public final class Trainer {
                 "the training windows have \(train.valuesPerWindow) values, the network takes \(network.inputShape.count)")
         }
         let hasValidation = (validation?.count ?? 0) > 0
+        if fixedParameters.reduce(0, { $0 + $1.count }) >= network.parameterCount {
+            return try scoreFixed(train: train, validation: hasValidation ? validation : nil, onEpoch: onEpoch)
+        }
         if config.patience > 0 && !hasValidation {
             throw TrainingError.needsValidation(
                 "early stopping (patience \(config.patience)) needs validation windows; set validationFraction > 0 or give a validation split")
@@ -325,9 +334,12 @@ public final class Trainer {
                     correct = one.correct
                 }
                 guard l.isFinite else { throw TrainingError.diverged(epoch: epoch, batch: progress.batch + 1, loss: l) }
+                for r in fixedParameters { (network.gradients + r.lowerBound).update(repeating: 0, count: r.count) }
                 if clip > 0 { GradientClipping.clip(network.gradients, count: P, maxNorm: clip, threads: config.threads) }
                 optimizer.learningRate = schedule.rate(step: progress.globalStep)
+                let fixed = config.weightDecay != 0 ? fixedParameters.map { Array(UnsafeBufferPointer(start: network.parameters + $0.lowerBound, count: $0.count)) } : []
                 optimizer.update(parameters: network.parameters, gradients: network.gradients, count: P)
+                for (r, values) in zip(fixedParameters, fixed) { (network.parameters + r.lowerBound).update(from: values, count: r.count) }
                 if averaging > 0 { updateAverage(decay: averaging) }
                 lap(\.optimizer)
                 timings.steps += 1
@@ -388,6 +400,26 @@ public final class Trainer {
         return progress.stoppedEarly ? .stoppedEarly(epoch: progress.epoch - 1) : .finished
     }
 
+    /// `fit` of a network whose parameters are all fixed: one epoch record of its plain loss and
+    /// accuracy on the training windows (as cut, in inference mode) and the validation ones,
+    /// and the run finished.
+    private func scoreFixed(train: BatchSource, validation: TensorSet?, onEpoch: (EpochRecord) throws -> Void) throws -> TrainingOutcome {
+        guard !isFinished else { return .finished }
+        let V = train.valuesPerWindow, N = train.count
+        var features = [Float](repeating: 0, count: N * V)
+        features.withUnsafeMutableBufferPointer { train.plainFeatures(0..<N, into: $0.baseAddress!) }
+        let scores = Self.evaluate(network, TensorSet(features: features, labels: (0..<N).map { train.label(at: $0) }, valuesPerWindow: V))
+        var record = EpochRecord(
+            epoch: 1, trainLoss: scores.loss, trainAccuracy: scores.accuracy, validationLoss: nil, validationAccuracy: nil, seconds: 0,
+            windowsPerSecond: 0, learningRate: nil)
+        if let validation { (record.validationLoss, record.validationAccuracy) = evaluate(validation) }
+        progress.records.append(record)
+        progress.bestEpoch = validation == nil ? nil : 1
+        progress.epoch = config.epochs + 1
+        try onEpoch(record)
+        return .finished
+    }
+
     /// `avg ← avg + (1 − β)(θ − avg)`, elementwise over the parameter arena; the first step
     /// starts the average at θ.
     private func updateAverage(decay beta: Double) {
@@ -417,7 +449,8 @@ public final class Trainer {
     /// in inference mode.
     /// The loss of a batch's logits `[M, B, K]` (M = 1: a plain network): the mean over the
     /// members of each member's loss, its gradient in `dlogits` (each member's own, over M);
-    /// `correct` counts the windows whose mean member probability peaks at the label.
+    /// `correct` counts the windows whose combined prediction (`Network.combineMembers`) is the
+    /// label.
     func memberLosses(
         _ logits: UnsafePointer<Float>, labels: UnsafePointer<Int32>, batch n: Int, classes K: Int, members M: Int,
         dlogits: UnsafeMutablePointer<Float>, totalWeight: Double?, correct: inout Int
@@ -426,16 +459,14 @@ public final class Trainer {
             for b in 0..<n where argmax(UnsafeBufferPointer(start: logits + b * K, count: K)) == Int(labels[b]) { correct += 1 }
             return loss.lossAndGradient(logits: logits, labels: labels, batch: n, classes: K, dlogits: dlogits, totalWeight: totalWeight)
         }
-        var total: Float = 0, mean = [Float](repeating: 0, count: n * K)
+        var total: Float = 0
         for m in 0..<M {
             let z = logits + m * n * K, d = dlogits + m * n * K
             total += loss.lossAndGradient(logits: z, labels: labels, batch: n, classes: K, dlogits: d, totalWeight: totalWeight) / Float(M)
             for i in 0..<(n * K) { d[i] /= Float(M) }
-            var p = Array(UnsafeBufferPointer(start: z, count: n * K))
-            p.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: n, classes: K) }
-            for i in 0..<(n * K) { mean[i] += p[i] }
         }
-        for b in 0..<n where argmax(mean[(b * K)..<((b + 1) * K)]) == Int(labels[b]) { correct += 1 }
+        let combined = network.combineMembers(logits, batch: n)
+        for b in 0..<n where argmax(UnsafeBufferPointer(start: combined + b * K, count: K)) == Int(labels[b]) { correct += 1 }
         return total
     }
 

@@ -22,6 +22,20 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         case ftp
     }
 
+    /// How the members of a `members` or `streams` model are combined (`memberAverage`).
+    public enum MemberAverage: String, Codable, Hashable, Sendable, CaseIterable {
+        /// The mean of their probabilities (`averageProbabilities`).
+        case probabilities
+        /// The mean of their log-probabilities, renormalised: a geometric mean
+        /// (`averageLogProbabilities` with equal weights).
+        case logProbabilities
+    }
+
+    /// How a linear head over fixed features is fitted (`linearHead`).
+    public enum LinearHead: String, Codable, Hashable, Sendable, CaseIterable {
+        case solve, train
+    }
+
     /// One member of a model of mixed members (`members`): an architecture over its own channel
     /// blocks. JSON: `{"architecture": "ftp", "channels": ["relativePositions"]}` (both keys,
     /// no others: every other key is the run's).
@@ -63,6 +77,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     public enum Activation: String, Codable, Hashable, Sendable, CaseIterable { case relu, gelu }
     /// Whether `fit` chooses the keys the user did not set from the data (`Recipe`).
     public enum RecipeMode: String, Codable, Hashable, Sendable, CaseIterable { case auto, none }
+    /// Where the cameras the model will see stand, as far as the recipe needs to know
+    /// (`views`): `auto` (anywhere: the recipe assumes a new camera may see the bodies from
+    /// another side), `same` (where the training cameras stood: bodies are kept turned as
+    /// recorded), `other` (elsewhere: also augment with wider turns where the data cannot be
+    /// turned to face one way).
+    public enum Views: String, Codable, Hashable, Sendable, CaseIterable { case auto, same, other }
     public enum Normalization: String, Codable, Hashable, Sendable, CaseIterable { case none, layerNorm }
     public enum OptimizerKind: String, Codable, Hashable, Sendable, CaseIterable { case sgd, adam, adamw }
     /// The validation metric that picks the best epoch and drives early stopping.
@@ -124,6 +144,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// `auto`: keys not given in the config file or as flags are chosen from the data by
     /// `Recipe` (docs/training.md, "The recipe"); `none`: the defaults below are used as they are.
     public var recipe: RecipeMode = .auto
+    /// Where the deployment cameras stand relative to the training ones (`Views`); read by the
+    /// recipe only (docs/training.md, "The recipe").
+    public var views: Views = .auto
 
     // Model
     public var architecture: Architecture = .tcn
@@ -148,6 +171,16 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// Frequencies per segment of the `ftp` architecture's Fourier temporal pyramid (DC
     /// included), 1 to 64.
     public var ftpCoefficients: Int = 4
+    /// How a network or member whose only parameters are its last `linear` (an `ftp` network,
+    /// an MLP without hidden layers) is fitted: `solve`d to its optimum as an L2-regularised
+    /// multinomial logistic regression over its fixed features (`SoftmaxRegression`, the
+    /// penalty `linearPenalty` or chosen by cross-validation on the training split), or
+    /// `train`ed by the optimiser with the rest, as every other layer is.
+    public var linearHead: LinearHead = .solve
+    /// The L2 penalty λ of a solved linear head (`linearHead solve`), per unit of the mean
+    /// training loss; nil: chosen by group-aware cross-validation on the training windows
+    /// among `LinearHeads.penalties`.
+    public var linearPenalty: Double? = nil
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -170,6 +203,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// `channels`, and `architecture` is not used. One member is that architecture over its
     /// blocks. Empty: one network (or `streams`); not together with `streams`.
     public var members: [Member] = []
+    /// How the members of `members` and `streams` are combined: the mean of their
+    /// log-probabilities (a geometric mean of their probabilities, renormalised: a class one
+    /// member finds unlikely stays unlikely) or of their probabilities. Separately trained
+    /// `ensemble` members are always averaged by their probabilities.
+    public var memberAverage: MemberAverage = .logProbabilities
     /// Test-time flip averaging: the model written averages its probabilities on each window
     /// and on its mirror image (`flipAverage`; left/right joints swapped, x negated). Needs a
     /// skeleton with mirrorPairs and centred coordinates. Training is unchanged.
@@ -285,6 +323,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             if let v = try c.decodeIfPresent(T.self, forKey: key) { value = v }
         }
         try read(.recipe, &recipe)
+        try read(.views, &views)
         try read(.architecture, &architecture)
         try read(.hidden, &hidden)
         try read(.widths, &widths)
@@ -293,6 +332,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.pairs, &pairs)
         try read(.pyramid, &pyramid)
         try read(.ftpCoefficients, &ftpCoefficients)
+        try read(.linearHead, &linearHead)
+        try read(.linearPenalty, &linearPenalty)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
@@ -300,6 +341,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.dropout, &dropout)
         try read(.streams, &streams)
         try read(.members, &members)
+        try read(.memberAverage, &memberAverage)
         try read(.testTimeFlip, &testTimeFlip)
         try read(.ensemble, &ensemble)
         try read(.windowFrames, &windowFrames)
@@ -346,28 +388,53 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     }
 
     /// Checks ranges; the message says which field to fix and what is allowed.
+    /// The upper bounds of the count keys (docs/training.md), checked by `validate` before any
+    /// work: a count beyond them is a typed error naming the key and the bound, never an
+    /// allocation or a thread count the machine cannot give.
+    public enum Limits {
+        public static let threads = 256
+        public static let epochs = 100_000
+        public static let batchSize = 65_536
+        /// `windowFrames` and `windowStride` (frames), and `kernel`: a model file's bound.
+        public static let frames = InputSpec.maxFrames
+        /// Hidden widths (`hidden`) and TCN block widths (`widths`), each.
+        public static let width = 65_536
+        /// Hidden layers (`hidden`) and TCN blocks (`widths`).
+        public static let layers = 64
+        /// `stepEpochs` and `patience`.
+        public static let epochCount = 100_000
+    }
+
     public func validate() throws {
         func bad(_ field: String, _ why: String) -> TrainingError { .invalidConfig(field: field, reason: why) }
-        func positive(_ field: String, _ v: Int) throws { guard v > 0 else { throw bad(field, "must be positive, got \(v)") } }
+        func positive(_ field: String, _ v: Int, most: Int) throws {
+            guard v > 0 else { throw bad(field, "must be positive, got \(v)") }
+            guard v <= most else { throw bad(field, "must be at most \(most), got \(v)") }
+        }
         func rate<T: BinaryFloatingPoint>(_ field: String, _ v: T, _ range: String, _ ok: Bool) throws {
             guard ok, v.isFinite else { throw bad(field, "must be in \(range), got \(v)") }
         }
-        try positive("windowFrames", windowFrames)
-        try positive("windowStride", windowStride)
-        try positive("epochs", epochs)
-        try positive("batchSize", batchSize)
+        try positive("windowFrames", windowFrames, most: Limits.frames)
+        try positive("windowStride", windowStride, most: Limits.frames)
+        try positive("epochs", epochs, most: Limits.epochs)
+        try positive("batchSize", batchSize, most: Limits.batchSize)
         if let accumulate {
             guard (1...batchSize).contains(accumulate) else {
                 throw bad("accumulate", "must be in [1, batchSize] = [1, \(batchSize)], got \(accumulate)")
             }
         }
-        try positive("threads", threads)
-        try positive("kernel", kernel)
-        try positive("dilationBase", dilationBase)
-        try positive("stepEpochs", stepEpochs)
+        try positive("threads", threads, most: Limits.threads)
+        try positive("kernel", kernel, most: Limits.frames)
+        try positive("dilationBase", dilationBase, most: 1 << 16)
+        try positive("stepEpochs", stepEpochs, most: Limits.epochCount)
+        guard patience <= Limits.epochCount else { throw bad("patience", "must be at most \(Limits.epochCount), got \(patience)") }
         guard hidden.allSatisfy({ $0 > 0 }) else { throw bad("hidden", "widths must be positive, got \(hidden)") }
         guard !widths.isEmpty, widths.allSatisfy({ $0 > 0 }) else {
             throw bad("widths", "needs at least one positive width, got \(widths)")
+        }
+        for (key, list) in [("hidden", hidden), ("widths", widths)] {
+            guard list.count <= Limits.layers else { throw bad(key, "may list at most \(Limits.layers) widths, got \(list.count)") }
+            if let w = list.first(where: { $0 > Limits.width }) { throw bad(key, "widths must be at most \(Limits.width), got \(w)") }
         }
         if architecture != .mlp {
             guard kernel % 2 == 1 else { throw bad("kernel", "must be odd so that padding keeps the window length, got \(kernel)") }
@@ -402,7 +469,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         guard patience >= 0 else { throw bad("patience", "must be 0 (off) or positive, got \(patience)") }
         guard minDelta >= 0 && minDelta.isFinite else { throw bad("minDelta", "must be ≥ 0, got \(minDelta)") }
-        if let frameRate { guard frameRate > 0 && frameRate.isFinite else { throw bad("frameRate", "must be positive, got \(frameRate)") } }
+        if let frameRate {
+            // A model file's bound (format.md 2.1), checked here rather than as the window's.
+            guard frameRate >= 0.01 && frameRate <= 10_000 else { throw bad("frameRate", "must be 0.01 to 10000 frames per second, got \(frameRate)") }
+        }
         guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
         }
@@ -431,6 +501,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         if usesArchitecture(.ftp) && pyramid.isEmpty && windowFrames < 4 {
             throw bad("windowFrames", "must be at least 4 for the ftp architecture's pyramid levels 1, 2, 4 (or give pyramid), got \(windowFrames)")
         }
+        if let linearPenalty {
+            guard linearPenalty > 0 && linearPenalty.isFinite else { throw bad("linearPenalty", "must be a positive number, got \(linearPenalty)") }
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
@@ -458,6 +531,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// (`members tcn:coordinates+mask, ftp:relativePositions`).
     public var modelName: String {
         members.isEmpty ? architecture.rawValue : "members " + members.map(\.description).joined(separator: ", ")
+    }
+
+    /// Whether the network has a linear head over fixed features (`linearHead`): an `ftp`
+    /// network or member, or an MLP (network or member) without hidden layers.
+    public var hasLinearHead: Bool {
+        let architectures = members.isEmpty ? [architecture] : members.map(\.architecture)
+        return architectures.contains { $0 == .ftp || ($0 == .mlp && hidden.isEmpty) }
     }
 
     /// Whether the network has `architecture` (at the top, or as a member's).
@@ -535,7 +615,15 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             let picked = blocks.flatMap { offsets[$0].map(Array.init) ?? [] }
             return [.selectChannels(picked)] + (try layers(input: Shape(time: T, channels: picked.count), classes: classes))
         }
-        return [.averageProbabilities(members)]
+        return [combined(members)]
+    }
+
+    /// `members` combined as `memberAverage` says (equal weights).
+    func combined(_ members: [[LayerSpec]]) -> LayerSpec {
+        switch memberAverage {
+        case .probabilities: return .averageProbabilities(members)
+        case .logProbabilities: return .averageLogProbabilities(members, weights: [Float](repeating: 1 / Float(members.count), count: members.count))
+        }
     }
 
     /// `layers(for:classes:)` with `members`.
@@ -563,7 +651,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             let layers = try c.layers(input: Shape(time: input.window.frames, channels: picked.count), classes: classes)
             return picked == all ? layers : [.selectChannels(picked)] + layers
         }
-        return specs.count == 1 ? specs[0] : [.averageProbabilities(specs)]
+        return specs.count == 1 ? specs[0] : [combined(specs)]
     }
 
     /// The `stgcn` network for `input`: `selectChannels` puts each joint's values of the

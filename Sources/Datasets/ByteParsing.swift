@@ -484,6 +484,17 @@ struct JSONScanner {
         throw fail("a closing '\"' before the end of the line")
     }
 
+    /// A string value whose bytes are well-formed UTF-8 (escapes resolved), or nil when they
+    /// are not: `string()` would repair them, so that two different ill-formed strings become
+    /// one. The cursor must be at the opening quote, and is after the closing one either way.
+    mutating func wellFormedString() throws -> String? {
+        skipSpace()
+        let open = i
+        let value = try string()
+        let raw = UnsafeBufferPointer(start: p + open + 1, count: i - open - 2)
+        return String(decoding: raw, as: UTF8.self).utf8.elementsEqual(raw) ? value : nil
+    }
+
     /// A string value as a Swift String. The cursor must be at the opening quote.
     mutating func string() throws -> String {
         let r = try rawString()

@@ -90,12 +90,19 @@ public enum CreateMLFolder {
         try readReporting(dir, options: options).dataset
     }
 
-    /// `read` with its warnings: label folders without clips, which are left out of the classes.
+    /// `read` with its warnings: label folders without clips, which are left out of the classes,
+    /// and hidden ones (a name starting with `.`: a label folder, or a `.json`/`.csv` clip), which
+    /// are skipped (other hidden files, such as `.DS_Store`, are skipped without a word).
     /// Symbolic links are not followed (a link could lead out of the folder, or around in a
     /// loop): a linked label folder or clip is an error naming it.
     public static func readReporting(_ dir: String, options: Options = Options()) throws -> ReadReport {
         let names = try contents(dir)
         var labels: [String] = []
+        var hidden: [(path: String, what: String)] = []
+        for name in try hiddenNames(dir) {
+            let path = (dir as NSString).appendingPathComponent(name)
+            if (try? kind(path)) == .directory { hidden.append((path, "a label folder")) }
+        }
         for name in names {
             let path = (dir as NSString).appendingPathComponent(name)
             switch try kind(path) {
@@ -111,6 +118,9 @@ public enum CreateMLFolder {
         for label in labels {
             let folder = (dir as NSString).appendingPathComponent(label)
             let before = sequences.count
+            for name in try hiddenNames(folder) where ["json", "csv"].contains((name as NSString).pathExtension.lowercased()) {
+                hidden.append(((folder as NSString).appendingPathComponent(name), "a clip"))
+            }
             for name in try contents(folder) {
                 let path = (folder as NSString).appendingPathComponent(name)
                 let ext = (name as NSString).pathExtension.lowercased()
@@ -145,11 +155,16 @@ public enum CreateMLFolder {
         let dataset = Dataset(
             name: URL(fileURLWithPath: dir).lastPathComponent, skeleton: .visionBody2D, sequences: sequences,
             classes: labels.filter { !empty.contains($0) }, frameRate: frameRate, imageSize: imageSize)
-        let warnings = empty.map {
-            DatasetWarning(
-                SourceLocation(file: (dir as NSString).appendingPathComponent($0)),
-                "the label folder holds no .json or .csv clip; it is not a class (add its clips, or remove the folder)")
-        }
+        let warnings =
+            empty.map {
+                DatasetWarning(
+                    SourceLocation(file: (dir as NSString).appendingPathComponent($0)),
+                    "the label folder holds no .json or .csv clip; it is not a class (add its clips, or remove the folder)")
+            }
+            + hidden.map {
+                DatasetWarning(
+                    SourceLocation(file: $0.path), "\($0.what) whose name starts with '.' (hidden) is skipped; rename it to read it")
+            }
         return ReadReport(dataset: dataset, warnings: warnings)
     }
 
@@ -173,8 +188,17 @@ public enum CreateMLFolder {
     }
 
     static func contents(_ dir: String) throws -> [String] {
+        try allNames(dir).filter { !$0.hasPrefix(".") }
+    }
+
+    /// The names in `dir` that start with `.`, sorted.
+    static func hiddenNames(_ dir: String) throws -> [String] {
+        try allNames(dir).filter { $0.hasPrefix(".") }
+    }
+
+    static func allNames(_ dir: String) throws -> [String] {
         do {
-            return try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.sorted()
+            return try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         } catch {
             throw DatasetError.cannotRead(file: dir, reason: "not a readable folder")
         }

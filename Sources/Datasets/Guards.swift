@@ -78,13 +78,13 @@ public enum Guards {
                 SourceLocation(file: dataset.name), problem: "the data has no frame rate or timestamps, so \(seconds) s is no number of frames",
                 fix: "give the frame rate (the header's frameRate, or the frameRate config key) or the window in frames (windowFrames)")
         }
-        let frames = Int((seconds * rate).rounded())
-        guard frames >= 1, frames <= InputSpec.maxFrames else {
+        let frames = (seconds * rate).rounded()  // compared as a Double: an Int may not hold it
+        guard frames >= 1, frames <= Double(InputSpec.maxFrames) else {
             throw DatasetError.invalidValue(
-                SourceLocation(file: dataset.name), problem: "\(seconds) s at \(rate) fps is \(frames) frames",
+                SourceLocation(file: dataset.name), problem: "\(seconds) s at \(rate) fps is \(frames < 1e15 ? "\(Int(frames))" : "\(frames)") frames",
                 fix: "give a window of 1 to \(InputSpec.maxFrames) frames")
         }
-        return frames
+        return Int(frames)
     }
 
     /// When a command that takes `MODEL DATA` got a dataset as MODEL and a model file as DATA:

@@ -121,10 +121,8 @@ public enum NativeFormat {
             }
             out += "]}\n"
         }
-        do {
-            try out.write(toFile: path, atomically: true, encoding: .utf8)
-        } catch {
-            throw DatasetError.cannotRead(file: path, reason: "cannot write: \(error.localizedDescription)")
+        do { try AtomicWrite.write(Array(out.utf8), to: path) } catch let e as AtomicWrite.WriteError {
+            throw DatasetError.cannotRead(file: path, reason: "cannot write: \(e.reason)")
         }
     }
 
@@ -589,7 +587,8 @@ struct NativeReader {
     }
 
     /// `[{"track": "a", "pose": {...}}, ...]`: each person into its track's frame. A person
-    /// without `"track"` is track `"<position in the list>"`.
+    /// without `"track"` is track `"<position in the list>"`. An integer track and the string of
+    /// its digits are one track (`7` and `"7"`), as a live stream's `PersonID(parsing:)` has it.
     private mutating func parsePeople(
         _ s: inout JSONScanner, table: JointTable, J: Int, D: Int, base: Int, jbase: Int, anyConfidence: inout Bool,
         _ number: Int
@@ -608,10 +607,13 @@ struct NativeReader {
                     try s.expect(UInt8(ascii: ":"), "':' after the key")
                     let name = key.decoded ?? String(decoding: UnsafeBufferPointer(start: s.p + key.start, count: key.count), as: UTF8.self)
                     switch name {
-                    case "track":
+                    case "track", "person":  // a live stream line's spelling too
+                        guard track == nil else {
+                            throw JSONSyntaxError(offset: key.start, expected: "one \"track\" (or \"person\") per person")
+                        }
                         s.skipSpace()
                         if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
-                            track = try s.string()
+                            track = try s.string()  // well-formed: the reader checks the file's UTF-8 first
                         } else {
                             let v = try s.number("a track id string or integer")
                             guard v.rounded() == v, abs(v) < 1e15 else { throw JSONSyntaxError(offset: s.i, expected: "an integer track id") }

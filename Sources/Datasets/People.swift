@@ -20,14 +20,17 @@ public enum PeoplePolicy: Sendable, Equatable, CustomStringConvertible {
             self = .split
         } else if let c = PersonChoice(rawValue: argument) {
             self = .pick(c)
-        } else if argument.hasPrefix("bodies="), let m = Int(argument.dropFirst(7)), m >= 1, m <= 8 {
+        } else if argument.hasPrefix("bodies="), let m = Int(argument.dropFirst(7)), m >= 1, m <= Self.maximumBodies {
             self = .bodies(m)
         } else {
             return nil
         }
     }
 
-    public static let choices = "split, largest, central, longest, confident or bodies=M"
+    /// The most bodies an interaction model takes (`bodies=M`).
+    public static let maximumBodies = 8
+
+    public static let choices = "split, largest, central, longest, confident or bodies=M (M from 1 to \(maximumBodies))"
 
     /// The policy a reader applies to data of `skeleton`: `policy`, except that `bodies=M` on
     /// data that already holds M bodies (a skeleton of M copies, `p1.<joint>` ... `pM.<joint>`,

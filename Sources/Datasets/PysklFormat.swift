@@ -80,6 +80,9 @@ public enum PysklFormat {
         var labels = Set<Int>()
         /// Annotations with frames whose keypoints are all NaN: no joint was ever seen.
         var allNaN: [String] = []
+        /// Annotations with no frames or no people (a keypoint of shape [0, T, V, C] or
+        /// [M, 0, V, C]): sequences of no frames, which give no window.
+        var empty: [String] = []
         for (n, a) in annotations.enumerated() {
             guard case .dict = a else { throw fail("annotation \(n) is \(a.kind), not a dict", "each annotation is a dict with frame_dir, label, keypoint") }
             guard let id = a["frame_dir"]?.string ?? a["frame_dir"]?.integer.map(String.init) else {
@@ -127,6 +130,7 @@ public enum PysklFormat {
             if let shape = a["img_shape"]?.items, shape.count == 2, let h = shape[0].number, let w = shape[1].number, h > 0, w > 0 {
                 imageSize = [w, h]
             }
+            if M == 0 || T == 0 { empty.append(id) }
             var tracks: [(id: String, sequence: PoseSequence)] = []
             var sawNaN = false, sawPoint = false
             // With no frames the array holds nothing whatever M says (M × 0 × V × C values).
@@ -199,6 +203,15 @@ public enum PysklFormat {
                     "\(allNaN.count) annotation\(allNaN.count == 1 ? "" : "s") (\(names)) \(allNaN.count == 1 ? "holds" : "hold") only NaN keypoints: no joint is seen in any frame "
                         + "(NaN marks a joint as not seen), so \(allNaN.count == 1 ? "it is a sequence" : "they are sequences") of empty frames; "
                         + "check how the keypoints were saved, or leave \(allNaN.count == 1 ? "it" : "them") out"))
+        }
+        if !empty.isEmpty {
+            let names = empty.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (empty.count > 5 ? ", ..." : "")
+            warnings.append(
+                DatasetWarning(
+                    SourceLocation(file: file),
+                    "\(empty.count) annotation\(empty.count == 1 ? "" : "s") (\(names)) \(empty.count == 1 ? "has" : "have") a keypoint array of no frames or no people "
+                        + "(shape [M, T, V, C] with M or T 0), so \(empty.count == 1 ? "it is a sequence" : "they are sequences") of no frames, which give no window; "
+                        + "leave \(empty.count == 1 ? "it" : "them") out, or check how the keypoints were saved"))
         }
         return ReadReport(dataset: out, warnings: warnings)
     }

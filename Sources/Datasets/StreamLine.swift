@@ -97,14 +97,29 @@ public struct LineReader {
 ///     {"t": 1.033, "person": 2, "pose": {"leftWrist": [412.5, 300.1, 0.92], "root": [398.0, 420.2]}}
 ///
 /// `t` is the time in seconds (required), `person` the track id (an integer or a string; absent
-/// or null: 0),
+/// or null: 0; `"track"`, the dataset file's spelling, is read the same; `PersonID(parsing:)`
+/// makes `"7"` and `7` one person, and a string id must be well-formed UTF-8),
 /// `pose` the points by joint name as `[x, y]` or `[x, y, confidence]` (`[x, y, z]` or
 /// `[x, y, z, confidence]` in 3D); a null point is not seen, an absent, null or empty pose is a
-/// frame with nobody in view. Other keys are ignored. Numbers may also be `NaN`, `Infinity` or
+/// frame with nobody in view. Instead of `person` and `pose`, a line may hold a frame of several
+/// people as a dataset file's frame does: `"people": [{"track": 1, "pose": {...}}, ...]` (each
+/// with `track` or `person`, absent: its position in the list from 0; an id twice is an
+/// error). Other keys are ignored. Numbers may also be `NaN`, `Infinity` or
 /// `-Infinity`, as Python's `json` writes them: a session takes such a joint as absent and
 /// such a time as going backwards (docs/streaming.md). Names are not checked here: the session
 /// resolves them against the model's skeleton.
 public struct StreamLine: Equatable, Sendable {
+    /// One person of a `people` line.
+    public struct Person: Equatable, Sendable {
+        public var id: PersonID
+        public var points: [String: PosePoint]
+
+        public init(id: PersonID, points: [String: PosePoint]) {
+            self.id = id
+            self.points = points
+        }
+    }
+
     /// The longest line a stream reads (1 MiB, about a thousand people's poses); a longer one is
     /// skipped with a warning.
     public static let maximumBytes = 1 << 20
@@ -112,14 +127,22 @@ public struct StreamLine: Equatable, Sendable {
     public static let example = #"{"t": 1.033, "person": 2, "pose": {"leftWrist": [x, y, c], ...}}"#
 
     public var time: Double
+    /// A line of one person: the person and their points (for a `people` line, 0 and none).
     public var person: PersonID
     public var points: [String: PosePoint]
+    /// A `people` line: everyone in the frame, in the line's order (possibly nobody); nil for a
+    /// line of one person.
+    public var people: [Person]?
 
-    public init(time: Double, person: PersonID = 0, points: [String: PosePoint]) {
+    public init(time: Double, person: PersonID = 0, points: [String: PosePoint], people: [Person]? = nil) {
         self.time = time
         self.person = person
         self.points = points
+        self.people = people
     }
+
+    /// Everyone the line gives: its `people`, or its one person.
+    public var persons: [Person] { people ?? [Person(id: person, points: points)] }
 
     /// Parses one line for a skeleton of `dimensions` (2 or 3). Throws `StreamLineError` naming
     /// the column and what is wrong.
@@ -138,7 +161,7 @@ public struct StreamLine: Equatable, Sendable {
     private static func parse(_ s: inout JSONScanner, dimensions D: Int) throws -> StreamLine {
         func bad(_ at: Int, _ why: String) -> StreamLineError { StreamLineError(column: at + 1, reason: why) }
         try s.expect(UInt8(ascii: "{"), "a JSON object")
-        var time: Double?, person: PersonID?, points: [String: PosePoint]?
+        var time: Double?, person: PersonID?, points: [String: PosePoint]?, people: [Person]?
         var seen = Set<String>()
         if !s.take(UInt8(ascii: "}")) {
             repeat {
@@ -153,19 +176,16 @@ public struct StreamLine: Equatable, Sendable {
                 case "t":
                     guard let t = try number(&s) else { throw bad(at, "the time \"t\" must be a number of seconds") }
                     time = t
-                case "person":
-                    if try null(&s) { break }
-                    if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
-                        person = .name(try s.string())
-                        break
+                case "person", "track":
+                    guard !seen.contains(key == "person" ? "track" : "person") else {
+                        throw bad(keyAt, "\"person\" and \"track\" both name the person; give one of them")
                     }
-                    guard let n = try number(&s), let k = Int(exactly: n) else {
-                        throw bad(at, "\"person\" must be a track id: an integer or a string")
-                    }
-                    person = .number(k)
+                    person = try id(&s, key: key)
                 case "pose":
                     if try null(&s) { break }
                     points = try pose(&s, dimensions: D)
+                case "people":
+                    people = try self.people(&s, dimensions: D)
                 default:
                     try s.skipValue(depth: 1)
                 }
@@ -175,7 +195,72 @@ public struct StreamLine: Equatable, Sendable {
         s.skipSpace()
         guard s.i == s.end else { throw bad(s.i, "the end of the line after the object") }
         guard let time else { throw bad(0, "no time \"t\" in seconds") }
-        return StreamLine(time: time, person: person ?? 0, points: points ?? [:])
+        if people != nil, let one = ["person", "track", "pose"].first(where: seen.contains) {
+            throw bad(0, "\"people\" gives everyone in the frame, so \"\(one)\" does not go with it; give \"people\" or \"person\" and \"pose\"")
+        }
+        return StreamLine(time: time, person: person ?? 0, points: points ?? [:], people: people)
+    }
+
+    /// A person id after `key`: null (nil), an integer below `PersonID.integerLimit` in
+    /// magnitude, or a well-formed UTF-8 string (`PersonID(parsing:)`).
+    private static func id(_ s: inout JSONScanner, key: String) throws -> PersonID? {
+        s.skipSpace()
+        let at = s.i
+        if try null(&s) { return nil }
+        if s.i < s.end && s.p[s.i] == UInt8(ascii: "\"") {
+            guard let text = try s.wellFormedString() else {
+                throw StreamLineError(column: at + 1, reason: "the \"\(key)\" id is not well-formed UTF-8")
+            }
+            return PersonID(parsing: text)
+        }
+        guard let n = try number(&s), n.rounded() == n, abs(n) < Double(PersonID.integerLimit) else {
+            throw StreamLineError(column: at + 1, reason: "\"\(key)\" must be a track id: an integer (below 10^15 in magnitude) or a string")
+        }
+        return .number(Int(n))
+    }
+
+    /// `[{"track": id, "pose": {...}}, ...]` (or `"person"`); the scanner is at the `[`.
+    private static func people(_ s: inout JSONScanner, dimensions D: Int) throws -> [Person] {
+        let shape = "\"people\" must be a list of {\"track\": id, \"pose\": {...}}"
+        guard s.take(UInt8(ascii: "[")) else { throw StreamLineError(column: s.i + 1, reason: shape) }
+        var out: [Person] = [], ids = Set<PersonID>()
+        if s.take(UInt8(ascii: "]")) { return out }
+        repeat {
+            s.skipSpace()
+            let at = s.i
+            guard s.take(UInt8(ascii: "{")) else { throw StreamLineError(column: at + 1, reason: shape) }
+            var id: PersonID?, points: [String: PosePoint]?, seen = Set<String>()
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    s.skipSpace()
+                    let keyAt = s.i
+                    let key = try s.string()
+                    guard seen.insert(key).inserted else { throw StreamLineError(column: keyAt + 1, reason: "the key \"\(key)\" appears twice") }
+                    try s.expect(UInt8(ascii: ":"), "':' after the key")
+                    switch key {
+                    case "person", "track":
+                        guard !seen.contains(key == "person" ? "track" : "person") else {
+                            throw StreamLineError(column: keyAt + 1, reason: "\"person\" and \"track\" both name the person; give one of them")
+                        }
+                        id = try self.id(&s, key: key)
+                    case "pose":
+                        s.skipSpace()
+                        points = try null(&s) ? [:] : try pose(&s, dimensions: D)
+                    default:
+                        try s.skipValue(depth: 2)
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"), "',' or '}' in the person")
+            }
+            guard let points else { throw StreamLineError(column: at + 1, reason: "person \(out.count + 1) of \"people\" has no \"pose\"") }
+            let person = id ?? .number(out.count)
+            guard ids.insert(person).inserted else {
+                throw StreamLineError(column: at + 1, reason: "person \(person) appears twice in \"people\"; give each person of a frame an id of their own")
+            }
+            out.append(Person(id: person, points: points))
+        } while s.take(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "]"), "',' or ']' in \"people\"")
+        return out
     }
 
     /// `{"name": [x, y(, z)(, c)] or null, ...}`; the scanner is at the `{`.

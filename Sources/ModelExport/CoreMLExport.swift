@@ -198,7 +198,14 @@ public enum CoreMLExport {
         case .native: how = "raw \(i.skeleton.name) poses"
         case .createML: how = "Vision body poses (Create ML's action classifier input)"
         }
-        return "Action classifier trained with \(ActionRuntimeInfo.tool): \(h.classes.count) classes (\(h.classes.joined(separator: ", "))) from windows of \(i.window.frames) frames at \(rate) of \(how)."
+        let windows: String
+        if i.window.mode == .fit {
+            let clip = WindowText.clip(h).map { " (\($0))" } ?? ""
+            windows = "whole clips\(clip) each resampled to \(i.window.frames) frames"
+        } else {
+            windows = "windows of \(i.window.frames) frames at \(rate)"
+        }
+        return "Action classifier trained with \(ActionRuntimeInfo.tool): \(h.classes.count) classes (\(h.classes.joined(separator: ", "))) from \(windows) of \(how)."
     }
 
     /// The frame rate the model's windows are sampled at: the window's, else the training data's.
@@ -214,13 +221,20 @@ public enum CoreMLExport {
         var out: [(String, String)] = [
             ("classes", try json(h.classes)),
             ("windowFrames", "\(i.window.frames)"),
-            (
-                "frameRate",
-                frameRate(h).map { "\(format($0)) (frames per second of the window: sample the camera at this rate)" }
-                    ?? "unknown (the model saw frames at the rate of its training data)"
-            ),
-            ("skeleton", s.name),
+            ("windowMode", WindowText.mode(h)),
         ]
+        if i.window.mode == .fit {
+            out.append(("frameRate", frameRate(h).map { "\(format($0)) (frames per second the clip is taken at, before it is resampled to the window)" } ?? "unknown"))
+            out += WindowText.clipKeys(h).map { ($0.key, $0.plain) }
+        } else {
+            out.append(
+                (
+                    "frameRate",
+                    frameRate(h).map { "\(format($0)) (frames per second of the window: sample the camera at this rate)" }
+                        ?? "unknown (the model saw frames at the rate of its training data)"
+                ))
+        }
+        out.append(("skeleton", s.name))
         switch interface {
         case .native:
             out += [

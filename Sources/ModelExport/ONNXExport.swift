@@ -46,6 +46,9 @@ public enum ONNXExport {
         ]
         if let r = h.trainingFrameRate { out.append(("actiontrain.trainingFrameRate", "\(r)")) }
         if let m = h.input.bodies { out.append(("actiontrain.bodies", "\(m)")) }
+        out.append(("actiontrain.windowMode", h.input.window.mode.rawValue))
+        if h.input.window.mode == .fit { out += WindowText.clipKeys(h).map { ("actiontrain." + $0.key, $0.value) } }
+        if let st = h.streaming { out.append(("actiontrain.streaming", try json(st))) }
         return out
     }
 

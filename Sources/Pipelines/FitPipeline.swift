@@ -126,6 +126,11 @@ public struct TrainingData {
     public let paddedShare: Double
     /// Nil when `validationIndices` is empty.
     public let validation: TensorSet?
+    /// The cross-validation fold of each training window (its sequence's, in group-aware,
+    /// stratified k-fold folds of the training sequences, k = min(5, groups), seeded by the
+    /// config's seed), for the penalty of solved linear heads (`LinearHeads`); nil when the
+    /// config has no head to cross-validate, or the sequences are fewer than 2 groups.
+    public let folds: [Int]?
 
     /// Throws `FitError.noTrainingWindows` when the training sequences give no window, and
     /// `TrainingError` when validation sequences give none or the data's frame rate is one a
@@ -150,6 +155,7 @@ public struct TrainingData {
         } else {
             self.train = TensorSet(features: try windows.features(), labels: windows.labels, valuesPerWindow: input.valuesPerWindow)
         }
+        folds = try Self.folds(dataset, train, config: config).flatMap { Self.windowFolds($0, sequences: windows.sources.map(\.sequence)) }
         self.validation =
             try validation.isEmpty
             ? nil : Self.tensors(dataset, validation, input: input, stride: config.windowStride, useEvents: config.useEvents)
@@ -161,7 +167,9 @@ public struct TrainingData {
 
     /// Data made elsewhere (e.g. read from shards, `TrainingData(shards:manifest:)`): no
     /// sequence indices, no augmentation.
-    public init(input: InputSpec, classes: [String], train: any BatchSource, trainLabels: [Int32], validation: TensorSet?) {
+    public init(
+        input: InputSpec, classes: [String], train: any BatchSource, trainLabels: [Int32], validation: TensorSet?, folds: [Int]? = nil
+    ) {
         self.input = input
         self.classes = classes
         trainIndices = []
@@ -171,6 +179,27 @@ public struct TrainingData {
         isAugmented = false
         paddedShare = 0
         self.validation = validation
+        self.folds = folds
+    }
+
+    /// Folds at most `LinearHeads` cross-validates over.
+    public static let maxFolds = 5
+
+    /// The held-out training sequences of each fold `folds` is made from (nil when the config
+    /// cross-validates no linear head, or `train` is fewer than 2 groups).
+    static func folds(_ d: Dataset, _ train: [Int], config: TrainingConfig) throws -> [[Int]]? {
+        guard config.linearHead == .solve && config.linearPenalty == nil && config.hasLinearHead else { return nil }
+        let groups = Set(train.map { d.sequences[$0].group ?? "#\($0)" }).count
+        guard groups >= 2 else { return nil }
+        return try Splits.kFold(d, indices: train, k: min(maxFolds, groups), seed: config.seed).folds.map(\.test)
+    }
+
+    /// The fold of each window from its source sequence; nil when a sequence is in no fold.
+    static func windowFolds(_ parts: [[Int]], sequences: [Int]) -> [Int]? {
+        var fold = [Int: Int]()
+        for (f, part) in parts.enumerated() { for i in part { fold[i] = f } }
+        let folds = sequences.compactMap { fold[$0] }
+        return folds.count == sequences.count ? folds : nil
     }
 
     /// Features and labels of every window of the sequences at `indices`.
@@ -188,19 +217,29 @@ public final class Training {
     public let data: TrainingData
     public let network: Network
     public let trainer: Trainer
+    /// The linear heads solved before training (`LinearHeads`; `linearHead solve`), which the
+    /// trainer leaves as they are.
+    public let linearHeads: [LinearHeads.Solution]
 
     /// Builds the network for `data` (its `standardize` layers calibrated on the training
-    /// windows) with parameters initialised from `config.seed`, the
-    /// class weights from the training labels, and the trainer, which shares its steps with
-    /// `group` (docs/distributed.md). Sets `BLAS.threads`.
+    /// windows) with parameters initialised from `config.seed`, its linear heads over fixed
+    /// features solved (`LinearHeads`, unless `linearHead` is `train`), the class weights from
+    /// the training labels, and the trainer, which shares its steps with `group`
+    /// (docs/distributed.md) and leaves the solved heads alone. Sets `BLAS.threads`.
     public init(config: TrainingConfig, data: TrainingData, group: Collective = SingleProcess()) throws {
         BLAS.threads = config.threads
         self.config = config
         self.data = data
-        network = try FitPipeline.network(config, input: data.input, classes: data.classes.count, calibration: data.train)
+        let network = try FitPipeline.network(config, input: data.input, classes: data.classes.count, calibration: data.train)
         network.initialize(seed: config.seed)
+        self.network = network
         let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
+        let heads = config.linearHead == .solve ? LinearHeads.find(network) : []
+        linearHeads = try heads.map {
+            try LinearHeads.solve($0, network: network, data: data, folds: data.folds, classWeights: weights, penalty: config.linearPenalty)
+        }
         trainer = Trainer(network: network, config: config, classWeights: weights, group: group)
+        trainer.fixedParameters = heads.map { $0.offset..<($0.offset + $0.classes * ($0.features + 1)) }
     }
 
     /// Trains until the config's epochs are done, early stopping ends the run, or

@@ -276,14 +276,16 @@ public final class FitRun {
     /// Encodes the model (with its provenance: dataset and config hashes, seed, epochs and
     /// validation metrics, all deterministic, so identical runs give identical files), writes
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
-    /// model read back from those bytes, writing report.json and report.txt.
+    /// model read back from those bytes, writing report.json and report.txt (without validation
+    /// sequences, the training sequences', labelled so).
     public func finish() throws -> FitResult {
         let streams = StreamCalibration.Source(
             dataset: dataset, train: data.trainIndices, validation: data.validationIndices, config: config, input: data.input)
+        let poses = try ModelHeader.PoseStatistics.training(dataset, train: data.trainIndices, input: data.input)
         func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
             try Self.encodeModel(
                 members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate,
-                streams: streams)
+                streams: streams, poseStatistics: poses)
         }
         let (bytes, metrics) = try encode(members)
         let folder = writer
@@ -312,22 +314,25 @@ public final class FitRun {
         {
             result.warnings.append(.chanceLevel(warning))
         }
-        guard !data.validationIndices.isEmpty else { return result }
+        // Without validation sequences the report scores the training sequences (unaugmented),
+        // labelled as such: how well the model fits what it saw, not how it does on new data.
+        let validated = !data.validationIndices.isEmpty
+        guard validated || !data.trainIndices.isEmpty else { return result }
         // Anything failing from here moves the written model aside and says so.
         func report() throws {
             do {
                 let report = try Evaluation.evaluate(
                     model: try ActionModel(bytes: bytes), modelPath: folder?.modelPath ?? "(not written)", dataset: dataset,
-                    dataPath: dataPath, indices: data.validationIndices, split: "validation", stride: config.windowStride,
-                    useEvents: config.useEvents, settings: EvalSettings())
+                    dataPath: dataPath, indices: validated ? data.validationIndices : data.trainIndices, split: validated ? "validation" : "training",
+                    stride: config.windowStride, useEvents: config.useEvents, settings: EvalSettings())
                 if let folder {
                     try AtomicFile.write(try ReportJSON.encode(report), to: folder.reportJSONPath)
-                    try AtomicFile.write(Data(TextReport.render(report).utf8), to: folder.reportTextPath)
+                    try AtomicFile.write(Data(((validated ? "" : Self.trainingReportNote + "\n\n") + TextReport.render(report)).utf8), to: folder.reportTextPath)
                 }
-                result.validationReport = report
+                if validated { result.validationReport = report } else { result.trainingReport = report }
             } catch let e as EvaluationError {
-                // The model is written; a validation set the report cannot score (e.g. one class)
-                // only costs the report.
+                // The model is written; a set the report cannot score (e.g. one class) only costs
+                // the report.
                 result.warnings.append(.noValidationReport(e.description))
             }
         }
@@ -335,13 +340,21 @@ public final class FitRun {
         return result
     }
 
+    /// What a report on the training sequences is (the first lines of its report.txt).
+    public static let trainingReportNote = """
+        training report: this run had no validation sequences, so this report scores the sequences it was trained on
+        (without augmentation). It shows how well the model fits them, not how it does on new data: evaluate a held-out
+        split with 'actiontrain eval'.
+        """
+
     /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
     /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
     /// the epochs trained over all members and validation metrics), those metrics, and what
-    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`).
+    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`)
+    /// and the training windows' `poseStatistics` (docs/format.md 3.5).
     static func encodeModel(
         _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?,
-        streams: StreamCalibration.Source?
+        streams: StreamCalibration.Source?, poseStatistics: ModelHeader.PoseStatistics? = nil
     ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
         var metrics: [String: Double] = [:]
         let epochs = members.compactMap { $0.records.last?.epoch }
@@ -360,7 +373,7 @@ public final class FitRun {
         let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
         let bytes = try ModelFile.encode(
             classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
-            streaming: streaming)
+            streaming: streaming, poseStatistics: poseStatistics)
         return (bytes, metrics)
     }
 
@@ -390,6 +403,9 @@ public struct FitResult {
     public var modelPath: String?
     /// The validation report, when there were validation sequences and they could be scored.
     public var validationReport: EvalReport?
+    /// Without validation sequences: the report on the training sequences (split `training`),
+    /// when they could be scored (also written as report.txt and report.json).
+    public var trainingReport: EvalReport?
     public var warnings: [FitWarning] = []
     /// The written model's accuracy on the validation windows (nil without validation data, and
     /// on ranks other than 0).

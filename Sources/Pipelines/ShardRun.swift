@@ -42,6 +42,8 @@ public enum Shards {
         // What streams need: the clip, and the calibration stream's windows (`StreamCalibration`).
         let streams = StreamCalibration.Source(dataset: dataset, train: split.train, validation: split.validation, config: config, input: input)
         manifest.streams = .init(clipFrames: streams.clip?.frames, clipFrameRate: streams.clip?.frameRate, sequences: streams.sequences, frames: streams.frames)
+        manifest.folds = try TrainingData.folds(dataset, split.train, config: config)
+        manifest.poseStatistics = try ModelHeader.PoseStatistics.training(dataset, train: split.train, input: input)
         func write(_ role: ShardManifest.Role, _ pending: inout (features: [Float], labels: [Int32], groups: [Int32]), upTo n: Int) throws {
             let header = ShardFile.Header(
                 role: role, windows: n, frames: input.window.frames, channels: input.channelsPerFrame, datasetHash: dataset.contentHash)
@@ -104,7 +106,9 @@ extension TrainingData {
         let validation = try ShardBatches(directory: directory, manifest: manifest, role: .validation)
         let windows = validation.count == 0 ? nil : validation.tensors()
         if let e = validation.readError { throw e }
-        self.init(input: manifest.input, classes: manifest.classes, train: train, trainLabels: train.labels, validation: windows)
+        self.init(
+            input: manifest.input, classes: manifest.classes, train: train, trainLabels: train.labels, validation: windows,
+            folds: manifest.folds.flatMap { Self.windowFolds($0, sequences: train.sequences) })
     }
 }
 
@@ -168,7 +172,7 @@ public final class ShardRun {
         }
         return try FitRun.encodeModel(
             [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,
-            frameRate: manifest.frameRate, streams: streams
+            frameRate: manifest.frameRate, streams: streams, poseStatistics: manifest.poseStatistics
         ).bytes
     }
 }

@@ -43,7 +43,7 @@ public enum StreamCalibration {
         public var windows: TensorSet?
         /// `validation` or `training`: which sequences made the stream.
         public var sequences: String
-        /// Frame-level events (format 1.4): nil leaves the model to make events from windows.
+        /// Frame-level events (format 1.5): nil leaves the model to make events from windows.
         public var frames: FrameCalibrationInput?
 
         public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String, frames: FrameCalibrationInput? = nil) {

@@ -66,7 +66,16 @@ public struct TuneRun {
         let groups = Set(indices.map { dataset.sequences[$0].group ?? "#\($0)" }).count
         let k = min(options.folds, groups)
         guard k >= 2 else { throw TuneError.tooFewGroups(dataset: dataset.name, groups: groups) }
-        return try Splits.kFold(dataset, indices: indices, k: k, seed: seed).folds
+        let folds = try Splits.kFold(dataset, indices: indices, k: k, seed: seed).folds
+        // A fold that holds out one class only cannot be scored (its metrics need two): say so
+        // before any training, naming the fold count, rather than after the fold's training.
+        for (n, fold) in folds.enumerated() {
+            let labels = Set(fold.test.compactMap { dataset.sequences[$0].label })
+            guard labels.count >= 2 else {
+                throw TuneError.foldOfOneClass(dataset: dataset.name, fold: n + 1, folds: k, heldOut: fold.test.count, label: labels.first)
+            }
+        }
+        return folds
     }
 
     /// Scores the candidates by cross-validation.
@@ -125,9 +134,15 @@ public enum TuneError: Error, Equatable, CustomStringConvertible {
     case noTrialLog(String)
     /// The trial log was written for other data.
     case trialLogOfOtherData(String, hash: String, dataset: String)
+    /// A fold holds out the sequences of one class only (too many folds for the data).
+    case foldOfOneClass(dataset: String, fold: Int, folds: Int, heldOut: Int, label: String?)
 
     public var description: String {
         switch self {
+        case .foldOfOneClass(let d, let fold, let folds, let heldOut, let label):
+            let what = label.map { "all of class '\($0)'" } ?? "none labeled"
+            return "\(d): with \(folds) folds, fold \(fold) holds out \(heldOut) sequence\(heldOut == 1 ? "" : "s"), \(what); "
+                + "a fold needs two classes to be scored: give fewer folds"
         case .noTrialLog(let path):
             return "\(path): no trial log of an earlier tune run to resume"
         case .trialLogOfOtherData(let path, let hash, let dataset):
@@ -234,7 +249,7 @@ public final class TuneTrialLog {
         guard let h = FileHandle(forWritingAtPath: path) else { throw WriteError(path: path, reason: "cannot open the trial log") }
         h.seekToEndOfFile()
         let log = TuneTrialLog(path: path, handle: h)
-        if data.last != UInt8(ascii: "\n") { log.handle.write(Data("\n".utf8)) }
+        if !data.isEmpty && data.last != UInt8(ascii: "\n") { try log.write(Data("\n".utf8)) }
         return (log, known)
     }
 
@@ -243,11 +258,19 @@ public final class TuneTrialLog {
         self.handle = handle
     }
 
-    /// Appends one trial.
-    public func append(key: String, score: Double) {
+    /// Appends one trial (a score JSON cannot hold, NaN, is not logged: that trial runs again).
+    public func append(key: String, score: Double) throws {
         guard let line = try? JSONSerialization.data(withJSONObject: ["key": key, "score": score], options: [.sortedKeys]) else { return }
-        handle.write(line + Data("\n".utf8))
-        try? handle.synchronize()
+        try write(line + Data("\n".utf8))
+    }
+
+    private func write(_ data: Data) throws {
+        do {
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+        } catch {
+            throw WriteError(path: path, reason: error.localizedDescription)
+        }
     }
 
     deinit { try? handle.close() }

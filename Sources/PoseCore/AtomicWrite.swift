@@ -15,6 +15,11 @@
 /// process left (fit does on resume, holding the run folder's `FolderLock`). Earlier versions
 /// used `.<name>.tmp`, and Foundation's atomic writes `.dat.nosync<hex>.<6 characters>`; those
 /// are cleared too. POSIX calls only (no Foundation), so every module can use it.
+///
+/// Only regular files are replaced (`target`): a path through a link writes the file the link
+/// names and keeps the link; a FIFO or a character device (`/dev/null`, `/dev/stdout` on a
+/// terminal) is written into as a stream, never replaced; a folder, a block device or a socket
+/// is refused. So `--json /dev/null` run as root leaves the system's `/dev/null` in place.
 public enum AtomicWrite {
     /// Why a write failed: the file and the system's reason.
     public struct WriteError: Error, Equatable, CustomStringConvertible {
@@ -49,8 +54,81 @@ public enum AtomicWrite {
         return "\(getpid())-\(String(repeating: "0", count: 8 - random.count))\(random)"
     }
 
-    /// Writes `bytes` to `path` atomically (see the type's comment).
+    /// What a path names, for a writer (links followed).
+    public enum Target: Equatable, Sendable {
+        /// Nothing yet: the file is created.
+        case absent
+        /// A regular file: replaced whole, atomically (through a link: the file it names).
+        case regularFile
+        /// A FIFO or a character device (`/dev/null`, a terminal): written into as a stream,
+        /// never replaced. The associated text says which.
+        case stream(String)
+        /// A folder: refused.
+        case folder
+        /// A block device or a socket: refused, as a writer writes regular files only.
+        case refused(String)
+    }
+
+    /// What `path` names now (`stat`, following links).
+    public static func target(_ path: String) -> Target {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return .absent }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return .regularFile
+        case S_IFDIR: return .folder
+        case S_IFIFO: return .stream("a FIFO")
+        case S_IFCHR: return .stream("a character device")
+        case S_IFBLK: return .refused("a block device")
+        case S_IFSOCK: return .refused("a socket")
+        default: return .refused("not a regular file")
+        }
+    }
+
+    /// Writes `bytes` to `path`: a regular file (or a new one) atomically, as the type's comment
+    /// says; a link to a regular file writes the file it names, the link kept; a FIFO or a
+    /// character device as a stream, never replaced (a FIFO must have a reader: none is an
+    /// error, not a wait). A folder, a block device, a socket and an empty path are refused.
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws {
+        guard !path.isEmpty else { throw WriteError(path: "\"\"", reason: "the path is empty; give a file name") }
+        switch target(path) {
+        case .absent:
+            guard !path.hasSuffix("/") else { throw WriteError(path: path, reason: "the path ends with '/'; give a file name") }
+            try replace(bytes, at: path)
+        case .regularFile:
+            var link = stat()
+            if lstat(path, &link) == 0 && (link.st_mode & S_IFMT) == S_IFLNK, let real = realpath(path, nil) {
+                defer { free(real) }
+                try replace(bytes, at: String(cString: real))
+            } else {
+                try replace(bytes, at: path)
+            }
+        case .stream(let kind): try stream(bytes, into: path, kind)
+        case .folder: throw WriteError(path: path, reason: "it is a folder; give a file path")
+        case .refused(let kind):
+            throw WriteError(path: path, reason: "it is \(kind); actiontrain writes regular files (or streams into a FIFO or a character device), never replaces a special file")
+        }
+    }
+
+    /// Streams `bytes` into a FIFO or character device at `path`, as `cat > path` would.
+    static func stream(_ bytes: UnsafeRawBufferPointer, into path: String, _ kind: String) throws {
+        let fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = errno == ENXIO ? "it is \(kind) that no process is reading; start the reader first" : "cannot open \(kind): \(errnoText())"
+            throw WriteError(path: path, reason: reason)
+        }
+        defer { close(fd) }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        var done = 0
+        while done < bytes.count {
+            let n = posixWrite(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw WriteError(path: path, reason: "write into \(kind) failed: \(n < 0 ? errnoText() : "no progress")") }
+            done += n
+        }
+    }
+
+    /// The atomic replacement of a regular file (or the creation of a new one).
+    private static func replace(_ bytes: UnsafeRawBufferPointer, at path: String) throws {
         var temp = temporaryPath(for: path, tag: uniqueTag())
         var fd = open(temp, O_WRONLY | O_CREAT | O_EXCL, 0o644)
         while fd < 0 && errno == EEXIST {

@@ -65,7 +65,8 @@ public final class FolderLock: @unchecked Sendable {  // immutable after init; t
         }
         var host = [CChar](repeating: 0, count: 256)
         _ = gethostname(&host, host.count - 1)
-        let text = "pid \(getpid()) on \(String(cString: host)), actiontrain \(command), since \(Self.utc(time(nil)))\n"
+        let name = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let text = "pid \(getpid()) on \(name), actiontrain \(command), since \(Self.utc(time(nil)))\n"
         _ = ftruncate(fd, 0)
         _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
         (self.fd, isHeld) = (fd, true)

@@ -10,6 +10,17 @@ public enum PersonID: Hashable, Sendable, Comparable, CustomStringConvertible, E
     public init(integerLiteral value: Int) { self = .number(value) }
     public init(stringLiteral value: String) { self = .name(value) }
 
+    /// Integer ids are below this in magnitude (as readers take a track id, in a float64).
+    public static let integerLimit = 1_000_000_000_000_000
+
+    /// The one rule for an id given as a string, live and offline: a string that spells an
+    /// integer id as JSON writes it (`"7"`, `"-3"`; not `"07"`, `"+7"` or `"7.0"`) is that
+    /// integer, so that `"person": "7"` and `"person": 7` (and a file's `"track": "7"` and
+    /// `"track": 7`) are one person; any other string is a name.
+    public init(parsing text: String) {
+        if let n = Int(text), abs(n) < Self.integerLimit, String(n) == text { self = .number(n) } else { self = .name(text) }
+    }
+
     public var description: String {
         switch self {
         case .number(let n): return String(n)

@@ -117,7 +117,7 @@ enum StreamBench {
     }
 
     /// A session and its events per person, as `TrackedStream` runs them: events from windows
-    /// (`EventDetector`, the rule before format 1.4, the session recording no frames) against
+    /// (`EventDetector`, the rule before format 1.5, the session recording no frames) against
     /// events from frames (the session recording frames and their motion, `FrameSegmenter`
     /// with a look-ahead of 3/4 of the 1.5 s window); both reference models, stride 15 and 1,
     /// 1 and 64 sessions on one thread; `reps` interleaved runs each, frames per CPU-second and

@@ -31,13 +31,53 @@ struct Command {
 }
 
 /// Where commands print: stdout and stderr, replaceable in tests.
+///
+/// A write to stdout that fails ends the process through `StandardStream.failed`: a closed pipe
+/// (EPIPE, when SIGPIPE is ignored) quietly with 141, as SIGPIPE would have; any other error
+/// (a full disk, `> /dev/full`) with one line on stderr and exit 1. A failed write to stderr is
+/// ignored: there is nowhere left to say it.
 struct Output {
-    var write: (String) -> Void = { FileHandle.standardOutput.write(Data($0.utf8)) }
-    var note: (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    var write: (String) -> Void = { text in
+        if let error = StandardStream.write(text, to: STDOUT_FILENO) { StandardStream.failed(error) }
+    }
+    var note: (String) -> Void = { _ = StandardStream.write($0, to: STDERR_FILENO) }
     /// True when stdout is a terminal (progress bars) rather than a pipe or file.
     var isTerminal: Bool = isatty(STDOUT_FILENO) != 0
 
     func line(_ s: String) { write(s + "\n") }
+}
+
+/// Writes to stdout and stderr with `write(2)`: Foundation's `FileHandle.write(_:)` stops the
+/// process (`try!`) when a write fails.
+enum StandardStream {
+    /// Writes all of `text` to `fd`; returns `errno` of a write that failed, nil when all went.
+    static func write(_ text: String, to fd: Int32) -> Int32? {
+        var text = text
+        return text.withUTF8 { bytes -> Int32? in
+            var done = 0
+            while done < bytes.count {
+                let n = Foundation.write(fd, bytes.baseAddress! + done, bytes.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return n < 0 ? errno : EIO }
+                done += n
+            }
+            return nil
+        }
+    }
+
+    /// What a failed write to stdout means for the process: `exit(141)` on a closed pipe,
+    /// otherwise an error line and exit 1 (both through `Job.end`, so that an MPI job ends too).
+    static func failed(_ error: Int32) -> Never {
+        Job.end(code: exitCode(afterWriteError: error, note: { _ = write($0, to: STDERR_FILENO) }))
+    }
+
+    /// The exit code after a failed write to stdout with `error`, having said why with `note`
+    /// (nothing for a closed pipe: the reader left, as `head` does).
+    static func exitCode(afterWriteError error: Int32, note: (String) -> Void) -> Int32 {
+        if error == EPIPE { return 141 }
+        note("error: cannot write to standard output: \(String(cString: strerror(error)))\n")
+        return 1
+    }
 }
 
 @main

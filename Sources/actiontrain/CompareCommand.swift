@@ -10,7 +10,9 @@ enum CompareCommand: ParsableCommand {
         var force = false
 
         func validate() throws {
-            guard bootstrap >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
+            guard bootstrap >= 0 && bootstrap <= EvalCommand.Options.maximumBootstrap else {
+                throw CLIError.usage("--bootstrap must be 0 to \(EvalCommand.Options.maximumBootstrap), got \(bootstrap)")
+            }
         }
     }
 
@@ -22,7 +24,7 @@ enum CompareCommand: ParsableCommand {
             Positional("CANDIDATE", \.candidate, help: "The new report.json, on the same data."),
         ],
         options: GateFlags.options.map { $0.within(\.gate) } + [
-            Option("bootstrap", \.bootstrap, value: "N", help: "Paired bootstrap resamples for the intervals of the change (default 1000)."),
+            Option("bootstrap", \.bootstrap, value: "N", help: "Paired bootstrap resamples for the intervals of the change (default 1000, at most 100000)."),
             Option("seed", \.seed, value: "N", help: "Seed of the paired bootstrap (default: the candidate report's seed)."),
             Option("force", \.force, help: "Replace --junit / --markdown files that actiontrain did not write."),
         ],

@@ -31,7 +31,25 @@ extension ConfigOptions {
             dict = try fileValues(data, source: file)
         }
         let config = try resolve(base: TrainingConfig(), values: dict, flags: flags)
-        return (config, Set(dict.keys).union(flags.values.keys))
+        return (config, Set(dict.keys).subtracting([peopleKey]).union(flags.values.keys))
+    }
+
+    /// The one key a config file may hold besides the training keys: how to read several
+    /// people per frame (`--people`, which overrides it). `sweep` writes it into chosen.json so
+    /// that `fit --config chosen.json` reads the data as the sweep did; it is not a key of
+    /// `TrainingConfig` (a run's config.json does not hold it).
+    static let peopleKey = "people"
+
+    /// The `people` of the config file `file` (nil without a file or the key).
+    static func people(file: String?) throws -> PeoplePolicy? {
+        guard let file, let data = FileManager.default.contents(atPath: file) else { return nil }
+        return people(try fileValues(data, source: file))
+    }
+
+    /// The `people` of checked config values.
+    static func people(_ values: [String: JSONValue]) -> PeoplePolicy? {
+        guard case .string(let s)? = values[peopleKey] else { return nil }
+        return PeoplePolicy(argument: s)
     }
 
     /// `base` with `values` (already checked) and then the flags applied.
@@ -57,15 +75,32 @@ extension ConfigOptions {
         return config
     }
 
-    /// The keys of a config file, each checked against the table.
+    /// The keys of a config file, each checked against the table. Read by `JSONDocument`: a
+    /// key given twice is refused (a decoder would keep one of them silently), and so is `8.0`
+    /// for an integer key.
     static func fileValues(_ data: Data, source: String) throws -> [String: JSONValue] {
-        let object: [String: JSONValue]
+        let document: JSONDocument.Value
         do {
-            object = try JSONDecoder().decode([String: JSONValue].self, from: data)
-        } catch {
-            throw CLIError.failure("\(source): not a JSON object of config keys (\(jsonProblem(error)))")
+            document = try JSONDocument.parse(Array(data))
+        } catch let e as JSONDocument.SyntaxError {
+            throw CLIError.failure("\(source): not a JSON object of config keys (\(e))")
         }
+        guard case .object(let members) = document else {
+            throw CLIError.failure("\(source): not a JSON object of config keys (the file holds \(JSONValue(document)))")
+        }
+        return try fileValues(members, source: source)
+    }
+
+    /// The keys of a config object (already parsed: its keys distinct), each checked against the table.
+    static func fileValues(_ members: [JSONDocument.Member], source: String) throws -> [String: JSONValue] {
+        let object = Dictionary(members.map { ($0.key, JSONValue($0.value)) }, uniquingKeysWith: { a, _ in a })
         for (k, v) in object.sorted(by: { $0.key < $1.key }) {
+            if k == peopleKey {
+                guard case .string(let policy) = v, PeoplePolicy(argument: policy) != nil else {
+                    throw CLIError.failure("\(source): config key 'people' expects \(PeoplePolicy.choices) (as --people), got \(v)")
+                }
+                continue
+            }
             guard let e = entries.first(where: { $0.key == k }) else {
                 let hint = ArgumentParser.suggestion(for: k, among: entries.map(\.key)).map { "; did you mean '\($0)'?" } ?? ""
                 throw CLIError.failure("\(source): unknown config key '\(k)'\(hint)")
@@ -210,12 +245,5 @@ extension ConfigOptions {
         }
         if let why = check(value, e) { throw bad(why) }
         return value
-    }
-
-    private static func jsonProblem(_ error: Error) -> String {
-        if case DecodingError.dataCorrupted(let ctx) = error {
-            return (ctx.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? ctx.debugDescription
-        }
-        return "\(error)"
     }
 }

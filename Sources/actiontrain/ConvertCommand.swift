@@ -37,7 +37,7 @@ enum ConvertCommand: ParsableCommand {
             Option("skeleton", \.skeleton, value: "NAME|FILE", help: "Skeleton for inputs that do not name one (.csv, .npz, .npy, .ts)."),
             Option("force", \.force, help: "Overwrite OUT if it exists."),
             Option("to", \.to, value: "FORMAT", help: "native (default, OUT is a .jsonl file), createml (OUT is a folder per label of clip .json files, for Create ML) or shards (OUT is a folder of pre-windowed shard files that fit trains from, docs/datasets.md)."),
-            Option("shard-windows", \.shardWindows, value: "N", help: "Windows per shard file with --to shards (default \(Shards.defaultWindowsPerShard))."),
+            Option("shard-windows", \.shardWindows, value: "N", help: "Windows per shard file with --to shards (default \(Shards.defaultWindowsPerShard), at most 1048576)."),
             Option("config", \.configFile, value: "FILE", help: "With --to shards: the JSON training config whose windows to write; flags override its keys."),
             Option("from-normalized", \.fromNormalized, help: "The 2D points are fractions of the image (Vision, MediaPipe): multiply by the image size."),
             Option("origin", \.origin, value: "ORIGIN", help: "top-left (default) or bottom-left (Vision: y up); bottom-left flips y to the image convention."),
@@ -60,8 +60,10 @@ enum ConvertCommand: ParsableCommand {
         let outPath = options.out
         let inputs = options.inputs
         guard !inputs.isEmpty else { throw CLIError.usage("give at least one INPUT file. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
+        if options.to == .createml || options.to == .shards {
+            if FileManager.default.fileExists(atPath: outPath) && !options.force { throw CLIError.failure("\(outPath) exists; pass --force to overwrite it") }
+        } else {
+            try OutputGuard.checkOutput(outPath, force: options.force, inputs: inputs, exists: "\(outPath) exists; pass --force to overwrite it")
         }
         var renames: [String: String] = [:]
         for pair in (options.labels ?? "").split(separator: ",") {
@@ -143,7 +145,7 @@ extension ConvertCommand {
     static func writeShards(_ dataset: Dataset, _ options: Options, out: inout Output) throws {
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
         let windows = options.shardWindows ?? Shards.defaultWindowsPerShard
-        guard windows > 0 else { throw CLIError.usage("--shard-windows must be positive, got \(windows)") }
+        guard windows > 0 && windows <= 1 << 20 else { throw CLIError.usage("--shard-windows must be 1 to \(1 << 20), got \(windows)") }
         if FileManager.default.fileExists(atPath: options.out) && !ShardManifest.isShardDirectory(options.out) {
             // --force replaces shards only, never another kind of folder.
             throw CLIError.failure("\(options.out) exists and is not a shard directory; choose another OUT")

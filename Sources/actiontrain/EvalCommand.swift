@@ -23,10 +23,16 @@ enum EvalCommand: ParsableCommand {
         var reading = DataFlags()
         var events = false
         var eventing = EventFlags()
+        /// The most bootstrap resamples (each resamples every sequence).
+        static let maximumBootstrap = 100_000
 
         func validate() throws {
-            guard bootstrap >= 0 else { throw CLIError.usage("--bootstrap must be 0 or more") }
-            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            guard bootstrap >= 0 && bootstrap <= Self.maximumBootstrap else {
+                throw CLIError.usage("--bootstrap must be 0 to \(Self.maximumBootstrap), got \(bootstrap)")
+            }
+            if let stride, !(1...PredictCommand.Options.maximumStride).contains(stride) {
+                throw CLIError.usage("--stride must be 1 to \(PredictCommand.Options.maximumStride) frames, got \(stride)")
+            }
             if baseline == nil {
                 if gate.junit != nil { throw CLIError.usage("--junit writes the gate's result and needs --baseline FILE") }
                 if gate.markdown != nil { throw CLIError.usage("--markdown writes the gate's result and needs --baseline FILE") }
@@ -43,12 +49,12 @@ enum EvalCommand: ParsableCommand {
         ],
         options: [
             Option("split", \.split, value: "NAME", help: "Evaluate the sequences of this split (default: test when the data has one, else all)."),
-            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("report", \.report, value: "DIR", help: "Write report.txt, .json, .md, .html, confusion.svg and CSV files to DIR."),
             Option("json", \.json, value: "FILE", help: "Also write the JSON report (with per-sample predictions) to FILE."),
             Option("use-events", \.useEvents, help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
             Option("force", \.force, help: "Replace output files that actiontrain did not write."),
-            Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000; 0 turns them off)."),
+            Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000, at most 100000; 0 turns them off)."),
             Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
             Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
             Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
@@ -73,6 +79,13 @@ enum EvalCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         // Everything that can be refused is checked before the model runs.
+        if !options.events, let flag = options.eventing.given.sorted().first {
+            throw CLIError.usage("--\(flag) is an option of --events; add it, or leave it out")
+        }
+        if let flag = options.eventing.given.intersection(EventFlags.streamOnly).sorted().first {
+            throw CLIError.usage("--\(flag) follows the people of a live stream (predict --stream); eval --events plays each sequence as one person")
+        }
+        if options.events && options.useEvents { throw CLIError.usage("--use-events cuts one window per labeled event; it does not go with --events") }
         var settings = EvalSettings()
         settings.bootstrapResamples = options.bootstrap
         settings.seed = options.seed
@@ -94,10 +107,8 @@ enum EvalCommand: ParsableCommand {
         var warnings: [String] = []
         let report: EvalReport
         if options.events {
-            if options.useEvents { throw CLIError.usage("--use-events cuts one window per labeled event; it does not go with --events") }
             let flags = options.eventing
-            let stream = try flags.sessionOptions(
-                model: model, modelPath: options.model, stride: options.stride, strict: options.reading.strict, minConfidence: options.reading.minConfidence)
+            let stream = try flags.sessionOptions(model: model, modelPath: options.model, stride: options.stride, reading: options.reading)
             report = try Evaluation.events(
                 model: model, modelPath: options.model, dataset: dataset, dataPath: options.data, split: options.split, stream: stream,
                 events: try flags.eventOptions(model: model), forgetAfter: flags.forgetAfter, settings: settings)

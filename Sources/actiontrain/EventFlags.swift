@@ -18,9 +18,25 @@ struct EventFlags {
     var allowOverlap = false
     var lookAhead: Double?
     var windowEvents = false
+    /// The flags given (without dashes), so that flags the command would not use are refused.
+    var given: Set<String> = []
+    /// The flags that only --stream reads (the others also serve --events on a file, where a
+    /// sequence is one person's stream, forgotten after --forget-after as live).
+    static let streamOnly: Set<String> = ["max-tracks"]
 
-    static let options: [Option<EventFlags>] = [
-        Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none)."),
+    /// The most windows --smoothing averages.
+    static let maximumSmoothing = 1000
+
+    /// Each flag, also noting that it was given (`given`).
+    static let options: [Option<EventFlags>] = declared.map { o in
+        Option(name: o.name, value: o.value, help: o.help, repeatable: o.repeatable, sample: o.sample) { v, raw in
+            try o.apply(&v, raw)
+            v.given.insert(o.name)
+        }
+    }
+
+    private static let declared: [Option<EventFlags>] = [
+        Option("smoothing", \.smoothing, value: "N", help: "Events: average the last N window predictions (default 3; 1 = none; at most 1000)."),
         Option(
             "enter", \.enter, value: "P",
             help: "Events: an event starts when its class's smoothed probability reaches P, for every class (default: the model's thresholds per class, calibrated by fit; 0.6 for older models)."),
@@ -33,7 +49,7 @@ struct EventFlags {
             help: "Events from frames: decide each frame this long after it, so an event comes at most this long after its end (default: the model's, calibrated by fit: 3/4 of its window)."),
         Option(
             "window-events", \.windowEvents,
-            help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.4, instead of from frames."),
+            help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.5, instead of from frames."),
         Option("min-duration", \.minDuration, value: "SECONDS", help: "Events: drop events shorter than this (default 0)."),
         Option(
             "background", \.background, value: "CLASS",
@@ -42,7 +58,7 @@ struct EventFlags {
         Option(
             "forget-after", \.forgetAfter, value: "SECONDS",
             help: "--stream: forget a person unseen for this long, ending their event; --events on a file, eval --events: a sequence paused this long starts afresh, as live (default 2)."),
-        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32); a line of one more is skipped with a warning."),
+        Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32, at most 1024); a line of one more is skipped with a warning."),
         Option(
             "max-jump", \.maxJump, value: "SECONDS",
             help: "--stream, --events: a frame more than this after the previous one is ignored unless the next frame confirms the jump, which restarts the stream (default 10)."),
@@ -62,7 +78,7 @@ struct EventFlags {
         if let v = lookAhead {
             guard o.frames != nil else {
                 throw CLIError.usage(
-                    windowEvents ? "--look-ahead is for events from frames; leave out --window-events" : "--look-ahead is for events from frames, which this model file does not record (format 1.4); fit it again")
+                    windowEvents ? "--look-ahead is for events from frames; leave out --window-events" : "--look-ahead is for events from frames, which this model file does not record (format 1.5); fit it again")
             }
             guard v > 0 && v <= 60 else { throw CLIError.usage("--look-ahead must be more than 0 and at most 60 seconds, got \(v)") }
             o.frames!.lookAhead = v
@@ -90,7 +106,12 @@ struct EventFlags {
             throw CLIError.usage(e.description)
         }
         guard forgetAfter > 0 && forgetAfter.isFinite else { throw CLIError.usage("--forget-after must be a positive number of seconds") }
-        guard maxTracks >= 1 else { throw CLIError.usage("--max-tracks must be at least 1") }
+        guard maxTracks >= 1 && maxTracks <= TrackedStream.maximumTracksLimit else {
+            throw CLIError.usage("--max-tracks must be 1 to \(TrackedStream.maximumTracksLimit), got \(maxTracks)")
+        }
+        if let n = smoothing, !(1...Self.maximumSmoothing).contains(n) {
+            throw CLIError.usage("--smoothing must be 1 to \(Self.maximumSmoothing) windows, got \(n)")
+        }
         guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
         if let n = clipFrames, n < 1 { throw CLIError.usage("--clip-frames must be at least 1, got \(n)") }
         if let s = strideSeconds, !(s > 0 && s.isFinite) { throw CLIError.usage("--stride-seconds must be a positive number of seconds") }
@@ -100,7 +121,7 @@ struct EventFlags {
     /// The session options of the flags: the stride (`stride` frames, `--stride-seconds`, or a
     /// third of the window or clip), the clip length of a whole-clip model, the reading flags,
     /// and the frames when events come from them.
-    func sessionOptions(model: ActionModel, modelPath: String, stride given: Int?, strict: Bool, minConfidence: Double?) throws -> StreamOptions {
+    func sessionOptions(model: ActionModel, modelPath: String, stride given: Int?, reading: DataFlags) throws -> StreamOptions {
         if given != nil && strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
         let window: (frames: Int, frameRate: Double?)
         do {
@@ -113,10 +134,14 @@ struct EventFlags {
             guard let r = window.frameRate else {
                 throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
             }
-            stride = max(1, Int((seconds * r).rounded()))
+            let frames = (seconds * r).rounded()  // compared as a Double: an Int may not hold it
+            guard frames <= Double(PredictCommand.Options.maximumStride) else {
+                throw CLIError.usage("--stride-seconds \(seconds) is \(frames) frames at the model's \(r) fps; the stride is at most \(PredictCommand.Options.maximumStride) frames")
+            }
+            stride = max(1, Int(frames))
         }
-        var o = StreamOptions(stride: stride, strict: strict, clipFrames: clipFrames, frames: try eventOptions(model: model).frames != nil)
-        if let c = minConfidence { o.minimumConfidence = Float(c) }
+        var o = StreamOptions(stride: stride, strict: reading.strict, clipFrames: clipFrames, frames: try eventOptions(model: model).frames != nil)
+        if let c = try reading.readOptions().minConfidence { o.minimumConfidence = c }  // checked as the readers check it
         o.maximumJump = maxJump
         return o
     }

@@ -1,4 +1,5 @@
 import ActionRuntime
+import Datasets
 import Foundation
 import ModelExport
 import Pipelines
@@ -14,6 +15,8 @@ enum ExportCommand: ParsableCommand {
         var out: String?
         var force = false
         var parityWindows = 64
+        var data: String?
+        var reading = DataFlags()
         var rawPoses = false
         // Core ML
         var interface: Interface?
@@ -26,8 +29,17 @@ enum ExportCommand: ParsableCommand {
         var description: String?
         var modelVersion: String?
 
+        /// The most random windows the parity check draws (each a whole window of inputs).
+        static let maximumParityWindows = 4096
+
         func validate() throws {
-            guard parityWindows >= 0 else { throw CLIError.usage("--parity-windows must be 0 or more") }
+            guard parityWindows >= 0 && parityWindows <= Self.maximumParityWindows else {
+                throw CLIError.usage("--parity-windows must be 0 to \(Self.maximumParityWindows), got \(parityWindows)")
+            }
+            if data == nil, let flag = [("min-confidence", reading.minConfidence != nil), ("people", reading.people != nil), ("strict", reading.strict)].first(where: \.1) {
+                throw CLIError.usage("--\(flag.0) is for reading --data FILE, the parity check's windows: add --data")
+            }
+            if data != nil && parityWindows == 0 { throw CLIError.usage("--data gives the parity check its windows; --parity-windows 0 skips the check") }
         }
 
         /// Options that belong to another format or interface than the one chosen.
@@ -47,6 +59,21 @@ enum ExportCommand: ParsableCommand {
                 where given && format == .coreml {
                     throw CLIError.usage("--\(flag) describes Create ML's input: add --interface createml")
                 }
+            }
+        }
+
+        /// An output name whose extension says another format than the one written.
+        func checkOutputName() throws {
+            guard let out else { return }
+            let ext = URL(fileURLWithPath: out).pathExtension.lowercased()
+            if ext == "mlpackage" {
+                throw CLIError.usage(
+                    "--out \(out): an ML Program package (.mlpackage) is not written by this version; --format coreml writes a neural network model, one .mlmodel file (iOS 13+) that Xcode takes as it is: give a name ending in .mlmodel"
+                )
+            }
+            if format == .coreml && ext == "onnx" { throw CLIError.usage("--out \(out): --format coreml writes a .mlmodel; give a name ending in .mlmodel") }
+            if format != .coreml && ext == "mlmodel" {
+                throw CLIError.usage("--out \(out): this writes ONNX (the default format); add --format coreml for a Core ML model, or give a name ending in .onnx")
             }
         }
 
@@ -101,18 +128,25 @@ enum ExportCommand: ParsableCommand {
             Option("format", \.format, value: "FORMAT", help: "Output format: onnx (the default) or coreml (a .mlmodel neural network classifier with the preprocessing, iOS 13+; docs/coreml.md)."),
             Option("out", \.out, value: "FILE", help: "Output file (default: MODEL with the extension .onnx or .mlmodel). Not overwritten unless --force."),
             Option("force", \.force, help: "Overwrite the output file if it exists."),
-            Option("parity-windows", \.parityWindows, value: "N", help: "Random windows for the parity check (default 64; 0 skips it)."),
+            Option("parity-windows", \.parityWindows, value: "N", help: "Windows for the parity check (default 64, at most 4096; 0 skips it)."),
+            Option(
+                "data", \.data, value: "FILE",
+                help: "Check parity on windows of this data file (the windows the model will see; any format fit reads) instead of windows from the model file's pose statistics."),
             Option("raw-poses", \.rawPoses, help: "Include the preprocessing: the graph takes raw poses [batch, frames, joints, dims + 1] (coordinates and a confidence, 0 for absent joints) instead of network inputs."),
             Option("interface", \.interface, value: "NAME", help: "coreml: native (poses [frames, joints, dims + 1] on the model's skeleton, the default) or createml (poses [frames, 3, 18] as Create ML's action classifiers take it: a drop-in for Apple's Action & Vision app)."),
             Option("aspect-ratio", \.aspectRatio, value: "W:H", help: "createml: the app's frame width:height (16:9, 9:16, 4:3 or a number); recorded in the metadata."),
             Option("image-size", \.imageSize, value: "WxH", help: "createml: the app's frame size in pixels (needed when the preprocessing has no scaleByTorso step)."),
             Option("keypoint-order", \.keypointOrder, value: "LIST", help: "createml: the 18 joints of keypointsMultiArray() in order, comma-separated (default: Create ML's documented order, docs/coreml.md)."),
-            Option("root", \.root, value: "RULE", help: "createml: what the skeleton's root joint becomes: absent (trained on Create ML keypoints) or hips (the hips' midpoint, for models trained on Vision poses with a root)."),
+            Option(
+                "root", \.root, value: "RULE",
+                help:
+                    "createml: what the skeleton's root joint becomes: absent (trained on Create ML keypoints) or hips (the hips' midpoint with the mean of their confidences, absent unless both hips are seen; for models trained on Vision poses with a root)."
+            ),
             Option("author", \.author, value: "TEXT", help: "coreml: the author Xcode shows."),
             Option("license", \.license, value: "TEXT", help: "coreml: the licence Xcode shows."),
             Option("description", \.description, value: "TEXT", help: "coreml: the short description (default: classes, window and frame rate)."),
             Option("model-version", \.modelVersion, value: "TEXT", help: "coreml: the version string Xcode shows."),
-        ],
+        ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             The ONNX graph (opset 17) takes the network input float32 [batch, frames, channels] and
             gives logits and probabilities [batch, classes]. Its metadata_props hold the classes and
@@ -120,28 +154,38 @@ enum ExportCommand: ParsableCommand {
             JSON under actiontrain.* keys (docs/format.md section 7). With --raw-poses the graph
             also centres, scales, aligns and builds the channels itself: a runtime feeds cut windows
             of raw joints, poses [batch, frames, joints, dims + 1], the last value a confidence
-            above 0 for present joints (1 without one) and 0 for absent ones. When python3 can import
-            onnxruntime, the export is run on seeded random inputs and the largest absolute logit
-            difference to this runtime is printed; above 1e-4 the command fails.
+            above 0 for present joints (1 without one) and 0 for absent ones.
 
             --format coreml writes a Core ML NeuralNetworkClassifier (.mlmodel, specification 4,
             iOS 13+) with the input conversion, the preprocessing and the network in the graph:
             input poses, outputs label and labelProbabilities, the classes, window, frame rate,
-            skeleton and joint order in the metadata (docs/coreml.md). When python3 can import
-            numpy and coremltools, tools/python/coreml_eval.py loads and validates it and
-            evaluates it on seeded random windows; above 1e-5 in any probability the command
-            fails.
+            skeleton and joint order in the metadata (docs/coreml.md).
+
+            The parity check (docs/format.md 7.3) runs the export on windows of poses (of --data,
+            else made from the pose statistics the model file keeps, else random) with onnxruntime
+            (python3 with numpy and onnxruntime) or with tools/python/coreml_eval.py (numpy and
+            coremltools, which also load and validate the model), compares the logits with this
+            runtime's and fails above a tolerance set by the model's own float32 error: 16 times
+            the difference between NumPy runs of the exported graph in float32 and in float64. The
+            output file is written only when the check passes (or cannot run).
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
         let modelPath = options.model
         let ext = options.format == .coreml ? ".mlmodel" : ".onnx"
-        let outPath = options.out ?? (URL(fileURLWithPath: modelPath).deletingPathExtension().path + ext)
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it or choose another --out")
-        }
+        let outPath = options.out ?? ((modelPath as NSString).deletingPathExtension + ext)  // relative stays relative
+        try OutputGuard.checkOutput(
+            outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
         try options.checkCombination()
+        try options.checkOutputName()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
+        do {
+            // A model eval and predict refuse (outputs not finite on a plain pose) exports to
+            // nothing usable: refused here too, before any file or parity run.
+            try ActionModel(contentsOf: modelPath).checkOutputs()
+        } catch let e as ModelError {
+            throw CLIError.failure("\(modelPath): \(e)")
+        }
         if options.format == .coreml {
             try exportCoreML(options, header: header, network: network, to: outPath, out: &out)
         } else {
@@ -149,30 +193,66 @@ enum ExportCommand: ParsableCommand {
         }
     }
 
+    /// The parity check's windows: of --data, else made from the model file's pose statistics,
+    /// else random (seeded).
+    static func parityPoses(_ options: Options, header: ModelHeader, out: inout Output) throws -> PoseWindows {
+        let count = options.parityWindows
+        guard let path = options.data else {
+            if let p = header.poseStatistics { return .statistics(p, input: header.input, count: count, seed: 1) }
+            return .random(input: header.input, count: count, seed: 1)
+        }
+        let m = header.input.bodies ?? 1
+        switch options.reading.people {
+        case .bodies(let k)? where k != m:
+            throw CLIError.usage("the model takes \(m) \(m == 1 ? "person" : "people") per frame: give --people bodies=\(m), or leave --people out")
+        case .split?, .pick?:
+            if m > 1 { throw CLIError.usage("the model takes \(m) people per frame: give --people bodies=\(m), or leave --people out") }
+        default: break
+        }
+        let dataset = try options.reading.load(path, people: PeoplePolicy(modelInput: header.input), out: &out)
+        if let why = header.input.skeleton.mismatch(data: dataset.skeleton) { throw CLIError.failure("\(path): \(why)") }
+        let poses = try PoseWindows.data(dataset, name: path, input: header.input, count: count)
+        guard poses.count > 0 else { throw CLIError.failure("\(path): no window to check the export on (no sequence has a frame)") }
+        return poses
+    }
+
+    /// Writes `bytes` to `outPath` (whole or not at all) and says so; `what` describes them.
+    static func write(_ bytes: [UInt8], to outPath: String, _ what: String, out: inout Output) throws {
+        try AtomicFile.write(Data(bytes), to: outPath)
+        out.line("export: wrote \(outPath) (\(bytes.count) bytes, \(what))")
+    }
+
+    /// The failure of a check: nothing was written.
+    static func notWritten(_ outPath: String, _ why: String) -> CLIError {
+        .failure("\(outPath) not written: \(why); the export is wrong, please report it (docs/format.md 7.3)")
+    }
+
     static func exportONNX(_ options: Options, header: ModelHeader, network: Network, to outPath: String, out: inout Output) throws {
-        let windows = options.parityWindows
         let onnx = try ONNXExport.export(header: header, network: network, rawPoses: options.rawPoses)
-        try AtomicFile.write(Data(onnx), to: outPath)
         let s = header.input.skeleton
         let input =
             options.rawPoses
             ? "poses [batch, \(header.inputShape.time), \(s.jointCount), \(s.dimensions + 1)] with the preprocessing"
             : "input [batch, \(header.inputShape.time), \(header.inputShape.channels)]"
-        out.line("export: wrote \(outPath) (\(onnx.count) bytes, ONNX opset \(ONNXExport.opset), \(input), \(header.classes.count) classes)")
-        guard windows > 0 else { return }
+        let what = "ONNX opset \(ONNXExport.opset), \(input), \(header.classes.count) classes"
+        guard options.parityWindows > 0 else { return try write(onnx, to: outPath, what, out: &out) }
+        let poses = try parityPoses(options, header: header, out: &out)
         let result =
             options.rawPoses
-            ? try ONNXParity.checkRaw(onnx: onnx, header: header, network: network, windows: windows)
-            : try ONNXParity.check(onnx: onnx, network: network, windows: windows)
+            ? try ONNXParity.compare([ONNXParity.rawCase(onnx: onnx, header: header, network: network, poses: poses)], windows: poses.count)?.first
+            : try ONNXParity.check(onnx: onnx, header: header, network: network, poses: poses)
         guard let r = result else {
-            out.line("parity: not checked (\(ONNXParity.python) cannot import numpy and onnxruntime; pip install numpy onnxruntime)")
-            return
+            try write(onnx, to: outPath, what, out: &out)
+            let missing = ONNXParity.evaluator == nil ? "tools/python/onnx_eval.py not found; set ACTIONTRAIN_TOOLS to the tools/python folder" : "\(ONNXParity.python) cannot import numpy and onnxruntime; pip install numpy onnxruntime"
+            return out.line("parity: not checked (\(missing))")
         }
-        let figure = String(format: "%.3g", r.maxAbsDifference)
-        out.line("parity: max |logit difference| vs the Swift runtime over \(r.windows) random \(options.rawPoses ? "raw " : "")windows: \(figure) (onnxruntime \(r.onnxruntimeVersion))")
-        guard r.maxAbsDifference <= 1e-4 else {
-            throw CLIError.failure("\(outPath): onnxruntime's logits differ from the runtime's by \(figure) (more than 1e-4); the export is wrong, please report it")
+        let line = "parity: max |logit difference| vs the Swift runtime over \(r.windows) \(poses.source): \(r.figures.summary); onnxruntime \(r.onnxruntimeVersion))"
+        guard r.passed else {
+            out.line(line)
+            throw notWritten(outPath, "onnxruntime's logits differ from the runtime's by \(ParityFigures.format(r.figures.difference)), more than the tolerance \(ParityFigures.format(r.figures.tolerance))")
         }
+        try write(onnx, to: outPath, what, out: &out)
+        out.line(line)
     }
 
     static func exportCoreML(_ options: Options, header: ModelHeader, network: Network, to outPath: String, out: inout Output) throws {
@@ -187,29 +267,29 @@ enum ExportCommand: ParsableCommand {
             throw CLIError.usage(
                 "--interface createml: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH")
         }
-        try AtomicFile.write(Data(coreml), to: outPath)
         let shape = CoreMLExport.inputShape(header.input, interface: interface).map(String.init).joined(separator: ", ")
         let layout = options.interface == .createml ? "Create ML's keypoints" : "raw \(header.input.skeleton.name) poses"
-        out.line(
-            "export: wrote \(outPath) (\(coreml.count) bytes, Core ML neural network classifier, specification \(CoreMLExport.specificationVersion) (iOS 13+), input poses [\(shape)] of \(layout), \(header.classes.count) classes)"
-        )
-        guard options.parityWindows > 0 else { return }
+        let what =
+            "Core ML neural network classifier, specification \(CoreMLExport.specificationVersion) (iOS 13+), input poses [\(shape)] of \(layout), \(header.classes.count) classes"
+        guard options.parityWindows > 0 else { return try write(coreml, to: outPath, what, out: &out) }
         guard let script = CoreMLParity.script() else {
-            out.line("parity: not checked (tools/python/coreml_eval.py not found; set ACTIONTRAIN_TOOLS to the tools/python folder)")
-            return
+            try write(coreml, to: outPath, what, out: &out)
+            return out.line("parity: not checked (tools/python/coreml_eval.py not found; set ACTIONTRAIN_TOOLS to the tools/python folder)")
         }
-        guard let r = try CoreMLParity.check(mlmodel: coreml, header: header, network: network, interface: interface, windows: options.parityWindows, script: script) else {
-            out.line("parity: not checked (\(CoreMLParity.python) cannot import numpy and coremltools; pip install numpy coremltools)")
-            return
+        let poses = try parityPoses(options, header: header, out: &out)
+        guard let r = try CoreMLParity.check(mlmodel: coreml, header: header, network: network, interface: interface, poses: poses, script: script) else {
+            try write(coreml, to: outPath, what, out: &out)
+            return out.line("parity: not checked (\(CoreMLParity.python) cannot import numpy and coremltools; pip install numpy coremltools)")
         }
-        let figure = String(format: "%.3g", r.maxAbsDifference)
         let version = (r.model["coremltools"] as? [String: Any])?["version"] as? String ?? "?"
-        out.line(
-            "parity: coremltools \(version) loads and validates it; max |probability difference| of tools/python/coreml_eval.py vs the Swift runtime over \(r.windows) random windows: \(figure)"
-        )
-        guard r.maxAbsDifference <= 1e-5 else {
-            throw CLIError.failure("\(outPath): the Core ML model's probabilities differ from the runtime's by \(figure) (more than 1e-5); the export is wrong, please report it")
+        let line =
+            "parity: coremltools \(version) loads and validates it; max |logit difference| of tools/python/coreml_eval.py vs the Swift runtime over \(r.windows) \(poses.source): \(r.figures.summary))"
+        guard r.passed else {
+            out.line(line)
+            throw notWritten(outPath, "the Core ML model's logits differ from the runtime's by \(ParityFigures.format(r.figures.difference)), more than the tolerance \(ParityFigures.format(r.figures.tolerance))")
         }
+        try write(coreml, to: outPath, what, out: &out)
+        out.line(line)
     }
 }
 

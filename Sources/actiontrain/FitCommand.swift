@@ -37,7 +37,8 @@ enum FitCommand: ParsableCommand {
             split; "test" sequences are never used). Validation uses the "validation" split when there
             is one, otherwise a seeded stratified share of the training sequences (group-aware).
             The run folder gets config.json, log.jsonl, curves.svg and checkpoint.atc after every
-            epoch, then model.atm and report.txt / report.json (the validation report). Ctrl-C saves
+            epoch, then model.atm and report.txt / report.json (the validation report; without
+            validation sequences, a report on the training sequences, labelled so). Ctrl-C saves
             a checkpoint and tells how to resume. Every option is described in docs/training.md.
             """)
 
@@ -52,7 +53,8 @@ enum FitCommand: ParsableCommand {
                 }
                 if ShardManifest.isShardDirectory(dataPath) { return try fitShards(dataPath, options, out: &out) }
                 var (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-                let dataset = try options.reading.load(dataPath, lintFollows: true, out: &out)
+                let dataset = try options.reading.load(
+                    dataPath, people: try ConfigOptions.people(file: options.configFile), lintFollows: true, out: &out)
                 if let seconds = options.windowSeconds {
                     guard !given.contains("windowFrames") else { throw CLIError.usage("give --window-frames or --window-seconds, not both") }
                     config.windowFrames = try Guards.windowFrames(seconds: seconds, dataset: dataset, resampleRate: config.frameRate)
@@ -112,6 +114,19 @@ enum FitCommand: ParsableCommand {
                 + (config.ensemble > 1 ? " per member, \(config.ensemble) members trained in turn" : "") + ", \(config.optimizer.rawValue), "
                 + "OpenBLAS \(BLAS.coreName) x\(config.threads)"
                 + (run.group.size > 1 ? ", \(run.group.size) ranks (accumulate \(config.microBatches))" : config.microBatches > 1 ? ", accumulate \(config.microBatches)" : ""))
+        for head in run.training.linearHeads { out.line(linearHeadLine(head)) }
+    }
+
+    /// A solved linear head in one line: which, its penalty and how it was chosen.
+    static func linearHeadLine(_ h: LinearHeads.Solution) -> String {
+        let which = h.member.map { "member \($0 + 1)'s linear head" } ?? "the linear head"
+        var text = "fit: \(which) solved (logistic regression over \(h.features) fixed features of \(h.windows) windows): L2 penalty "
+        text += String(format: "%g", h.penalty) + ", \(h.chosenBy)" + (h.temperature == 1 ? "" : String(format: ", temperature %.3g", h.temperature))
+        if let best = h.scores.first(where: { $0.penalty == h.penalty }) {
+            text += String(format: " (held-out log loss %.3f, accuracy %.3f; penalty: log loss/accuracy ", best.logLoss, best.accuracy)
+            text += h.scores.map { String(format: "%g: %.3f/%.3f", $0.penalty, $0.logLoss, $0.accuracy) }.joined(separator: ", ") + ")"
+        }
+        return text + String(format: ", %d iterations, %.1f s", h.iterations, h.seconds)
     }
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.
@@ -166,6 +181,7 @@ enum FitCommand: ParsableCommand {
             out.line("fit: validation window accuracy: " + scores.joined(separator: ", ") + String(format: "; ensemble %.3f", ensemble))
         }
         if let report = result.validationReport { out.write("\nvalidation report\n" + TextReport.render(report)) }
+        if let report = result.trainingReport { out.write("\n" + FitRun.trainingReportNote + "\n" + TextReport.render(report)) }
         let t = run.training.trainer.timings
         if t.exchange > 0 && t.steps > 0 {
             out.line(String(format: "fit: summing and exchanging gradients took %.3f ms per step, %.1f%% of the steps' time", 1000 * t.exchange / Double(t.steps), 100 * t.exchange / t.total))

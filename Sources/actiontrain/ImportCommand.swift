@@ -65,9 +65,7 @@ enum ImportCommand: ParsableCommand {
             throw CLIError.usage("unknown KIND '\(kind)'; use one of \(kinds.joined(separator: ", ")).\(hint)")
         }
         guard let outPath = options.out else { throw CLIError.usage("give --out FILE.jsonl. Usage: \(spec.usage)") }
-        if FileManager.default.fileExists(atPath: outPath) && !options.force {
-            throw CLIError.failure("\(outPath) exists; pass --force to overwrite it")
-        }
+        try OutputGuard.checkOutput(outPath, force: options.force, inputs: [src], exists: "\(outPath) exists; pass --force to overwrite it")
         guard FileManager.default.fileExists(atPath: src) else { throw CLIError.failure("\(src): no such file or folder") }
         let skeleton = try options.skeleton.map { try SkeletonFile.resolve($0) }
         var read = try options.reading.readOptions(skeleton: skeleton)

@@ -10,7 +10,18 @@ enum InspectModel {
     /// parsing it as data.
     static func isModelFile(path: String) -> Bool { ModelFile.looksLikeModelFile(path: path) }
 
+    /// Describes the file, then refuses (exit 1) one that loads but whose outputs are not
+    /// finite on a plain pose (weights that overflow float32), as eval, predict and export do.
     static func run(path: String, json: Bool, out: inout Output) throws {
+        try describe(path: path, json: json, out: &out)
+        do {
+            try ActionModel(contentsOf: path).checkOutputs()
+        } catch let e as ModelError {
+            throw CLIError.failure("\(path): \(e); eval, predict and export refuse this model")
+        }
+    }
+
+    static func describe(path: String, json: Bool, out: inout Output) throws {
         let (header, network) = try ModelFile.load(contentsOf: path)
         if json {
             let encoder = JSONEncoder()
@@ -50,6 +61,9 @@ enum InspectModel {
             out.line("  pairs        \(pairs.count) joint pairs (b − a): " + shown + (pairs.count > 12 ? ", ..." : ""))
         }
         out.line("  network input [\(header.inputShape.time), \(header.inputShape.channels)] per window (frames, channels), float32")
+        if let ps = header.poseStatistics {
+            out.line("  poses        statistics of \(ps.windows) training windows' raw poses, for export's parity check (docs/format.md 3.5)")
+        }
         out.line("")
         out.line("streams: how predict --stream and --events cut and decide (docs/streaming.md)")
         let st = header.streaming

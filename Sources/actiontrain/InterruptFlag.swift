@@ -1,6 +1,6 @@
 import Foundation
 
-/// Set from a signal handler (Ctrl-C's SIGINT, and for a live stream SIGTERM too), read by the
+/// Set from a signal handler (Ctrl-C's SIGINT, and for a live stream SIGTERM, SIGHUP and SIGQUIT too), read by the
 /// training loop between batches and by `predict --stream` between lines.
 ///
 /// The handler is a plain C signal handler that only counts (async-signal-safe: a store to a

@@ -1,6 +1,9 @@
 import Foundation
+import PoseCore
 
 /// A JSON value that keeps integers exact (seeds are 64-bit) and tells booleans from numbers.
+/// Files people write (configs, grids) are read by `JSONDocument`, which refuses a key given
+/// twice and keeps `8.0` a number that is not an integer (`init(_:)`).
 enum JSONValue: Codable, Equatable, CustomStringConvertible {
     case null
     case bool(Bool)
@@ -10,6 +13,20 @@ enum JSONValue: Codable, Equatable, CustomStringConvertible {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+
+    /// A document's value (an object's keys are distinct there).
+    init(_ v: JSONDocument.Value) {
+        switch v {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .int(let n): self = .int(n)
+        case .uint(let n): self = .uint(n)
+        case .double(let d): self = .double(d)
+        case .string(let s): self = .string(s)
+        case .array(let a): self = .array(a.map(JSONValue.init))
+        case .object(let members): self = .object(Dictionary(members.map { ($0.key, JSONValue($0.value)) }, uniquingKeysWith: { a, _ in a }))
+        }
+    }
 
     init(from decoder: Decoder) throws {
         let c = try decoder.singleValueContainer()

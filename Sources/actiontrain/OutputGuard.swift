@@ -11,13 +11,21 @@ import PoseCore
 /// record may be replaced when it carries the report marker near its top (written by an earlier
 /// version), is the classification report of earlier versions, or is empty; anything else
 /// needs --force.
+///
+/// Only regular files are ever replaced (PoseCore's `AtomicWrite.target`): a FIFO or a character
+/// device (`--json /dev/null`, `/dev/stdout` on a terminal) is written into as a stream, needs
+/// no --force and gets no record; a block device or a socket is refused, with or without
+/// --force.
 enum OutputGuard {
     static let recordName = ".actiontrain-outputs.json"
 
     static func check(_ path: String, force: Bool) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return }
-        guard !isDirectory.boolValue else { throw CLIError.failure("\(path) is a folder; pass a file path") }
+        switch AtomicWrite.target(path) {
+        case .absent, .stream: return
+        case .folder: throw CLIError.failure("\(path) is a folder; pass a file path")
+        case .refused(let kind): throw CLIError.failure("\(path) is \(kind); actiontrain writes regular files only (or streams into a FIFO or a character device)")
+        case .regularFile: break
+        }
         if force || isEmpty(path) { return }
         switch unchangedSinceWritten(path) {
         case true?: return
@@ -30,10 +38,17 @@ enum OutputGuard {
     }
 
     /// Writes each file (atomically) into `folder` and records their hashes.
+    /// A FIFO or character device among them is streamed into and not recorded.
     static func write(_ files: [(name: String, data: Data)], in folder: String) throws {
-        for f in files { try AtomicFile.write(f.data, to: "\(folder)/\(f.name)") }
+        var recorded: [(name: String, data: Data)] = []
+        for f in files {
+            let path = "\(folder)/\(f.name)"
+            if case .stream = AtomicWrite.target(path) {} else { recorded.append(f) }
+            try AtomicFile.write(f.data, to: path)
+        }
+        guard !recorded.isEmpty else { return }
         var record = read(folder)
-        for f in files { record[f.name] = FNV1a64.text(of: f.data) }
+        for f in recorded { record[f.name] = FNV1a64.text(of: f.data) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         try AtomicFile.write(try encoder.encode(record), to: "\(folder)/\(recordName)")
@@ -43,6 +58,32 @@ enum OutputGuard {
     static func write(_ data: Data, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         try write([(url.lastPathComponent, data)], in: url.deletingLastPathComponent().path)
+    }
+
+    /// The checks of a command that writes one named file (export, convert, import): a FIFO or
+    /// character device is streamed into; a folder, a block device or a socket is refused; an
+    /// existing regular file needs --force (`exists` says so); and the output may never be one
+    /// of `inputs` (the same file, also through links or another name), with --force neither.
+    static func checkOutput(_ path: String, force: Bool, inputs: [String], exists: String) throws {
+        guard !path.isEmpty else { throw CLIError.usage("the output path is empty; give a file name") }
+        switch AtomicWrite.target(path) {
+        case .absent: return
+        case .stream: break
+        case .folder: throw CLIError.failure("\(path) is a folder; give a file path")
+        case .refused(let kind): throw CLIError.failure("\(path) is \(kind); actiontrain writes regular files only (or streams into a FIFO or a character device)")
+        case .regularFile:
+            if let input = inputs.first(where: { sameFile($0, path) }) {
+                throw CLIError.failure("\(path) is the input \(input) (the same file); choose another output path, the input is never overwritten")
+            }
+            if !force { throw CLIError.failure(exists) }
+        }
+    }
+
+    /// True when both paths name one existing file (device and inode, links followed).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
     }
 
     /// True when the file's content has the hash its folder's record gives it, false when it

@@ -18,15 +18,48 @@ enum PredictCommand: ParsableCommand {
         var reading = DataFlags()
         var eventing = EventFlags()
 
+        /// The largest --stride (and --stride-seconds in frames): the longest window a model takes.
+        static let maximumStride = InputSpec.maxFrames
+
         func validate() throws {
-            if let stride, stride <= 0 { throw CLIError.usage("--stride must be positive") }
+            if let stride, !(1...Self.maximumStride).contains(stride) {
+                throw CLIError.usage("--stride must be 1 to \(Self.maximumStride) frames, got \(stride)")
+            }
         }
 
         /// The checks across options (run, not `validate`: the options test sets every one at once).
+        /// No flag is taken and then ignored: the event and track flags need --events or
+        /// --stream, the track flags --stream, and a stream has no splits and follows people by
+        /// their ids (`checkStream(model:)`).
         func checkStreaming() throws {
             if stream && data != "-" { throw CLIError.usage("--stream reads frames from stdin: give - as DATA") }
             if events && !stream && data == "-" { throw CLIError.usage("--events reads a file, or frames from stdin with --stream") }
             if useEvents && (stream || events) { throw CLIError.usage("--use-events cuts whole sequences; it does not go with --stream or --events") }
+            if !stream && !events, let flag = eventing.given.sorted().first {
+                throw CLIError.usage("--\(flag) is an option of --events and --stream; add one of them, or leave it out")
+            }
+            if !stream, let flag = eventing.given.intersection(EventFlags.streamOnly).sorted().first {
+                throw CLIError.usage("--\(flag) follows the people of a live stream: it needs --stream")
+            }
+            if stream && split != nil {
+                throw CLIError.usage("--split chooses the sequences of a file; a live stream has no splits: leave it out")
+            }
+        }
+
+        /// What a stream cannot do with the flags for `model`: --people other than the model's
+        /// own bodies=M (a stream follows each person by their id, and pairs an interaction
+        /// model's people into its bodies itself), and --clip-frames for a model that slides
+        /// its windows (only a whole-clip model has a clip).
+        func checkStream(model: ActionModel) throws {
+            if stream, let people = reading.people, people != PeoplePolicy(modelInput: model.input) {
+                let own = model.bodies > 1 ? "; this model's bodies=\(model.bodies) is what the stream does" : ""
+                throw CLIError.usage(
+                    "--people \(people) chooses people in a file; a live stream follows each person by their \"person\" id (at most --max-tracks)\(own): leave --people out")
+            }
+            if let n = eventing.clipFrames, model.input.window.mode != .fit {
+                throw CLIError.usage(
+                    "--clip-frames \(n) is for a whole-clip (fit window) model; this model slides windows of \(model.input.window.frames) frames: leave it out")
+            }
         }
     }
 
@@ -40,7 +73,7 @@ enum PredictCommand: ParsableCommand {
                 help: DataFlags.formats + " Or - to read native JSON Lines from stdin: the header line, then one sequence per line, each predicted as soon as it arrives."),
         ],
         options: [
-            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window)."),
+            Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
             Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
             Option("use-events", \.useEvents, help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
@@ -91,6 +124,7 @@ enum PredictCommand: ParsableCommand {
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
         printer.useEvents = options.useEvents
         if options.stream || options.events {
+            try options.checkStream(model: model)
             _ = try options.eventing.eventOptions(model: model)  // usage errors first
         }
         if options.stream {
@@ -102,6 +136,11 @@ enum PredictCommand: ParsableCommand {
         } else {
             try options.reading.checkPeople(for: model)
             let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
+            if let split = options.split, !dataset.sequences.contains(where: { $0.split == split }) {
+                // As eval: a split the data does not have is a mistake, not an empty result.
+                let present = Set(dataset.sequences.compactMap(\.split)).sorted()
+                throw CLIError.failure(EvaluationError.noSequences(dataPath: dataPath, split: split, present: present).description)
+            }
             try printer.check(dataset, name: dataPath, out: &out)
             if options.events {
                 var streamer = StreamPrinter(model: model, format: format, eventsOnly: true)

@@ -34,19 +34,22 @@ struct StreamPrinter {
     }
 
     /// Frames from stdin, one JSON object per line (`StreamLine`: `{"t": 1.033, "person": 2,
-    /// "pose": {"leftWrist": [x, y, c], ...}}`). A line that cannot be used (not that format,
+    /// "pose": {"leftWrist": [x, y, c], ...}}`, or a frame of several people as a dataset file
+    /// writes it, `{"t": 1.033, "people": [{"track": 2, "pose": {...}}, ...]}`). A line that cannot be used (not that format,
     /// over `StreamLine.maximumBytes`, one person too many) is a counted warning naming it, and
     /// the stream goes on; with --strict the first problem stops it. Whatever ends the stream
-    /// (the end of input, --strict, Ctrl-C or SIGTERM, an error) first finishes every person's
-    /// session and writes their last windows and events.
+    /// (the end of input, --strict, Ctrl-C, SIGTERM, SIGHUP or SIGQUIT, an error) first finishes
+    /// every person's session and writes their last windows and events.
     mutating func stream(_ options: PredictCommand.Options, stdin: StandardInput, out: inout Output) throws {
         let file = "<stdin>", strict = options.reading.strict, D = model.input.skeleton.dimensions
         let tracks = try TrackedStream(
             model: model, options: try sessionOptions(options), events: options.eventing.eventOptions(model: model),
             forgetAfter: options.eventing.forgetAfter, maximumTracks: options.eventing.maxTracks)
         let interrupt = InterruptFlag()
+        // Every signal that asks a process to end: Ctrl-C, SIGTERM, a closed terminal's SIGHUP
+        // and Ctrl-\'s SIGQUIT (which would otherwise end the stream without its last events).
         let signals = interrupt.watch(
-            [SIGINT, SIGTERM], restartCalls: false, first: "\nactiontrain: stopping; writing every person's last windows and events...\n",
+            [SIGINT, SIGTERM, SIGHUP, SIGQUIT], restartCalls: false, first: "\nactiontrain: stopping; writing every person's last windows and events...\n",
             second: "\nactiontrain: second signal, exiting at once\n")
         defer { InterruptFlag.stopWatching(signals) }
         var lines = stdin.lines(maximumLength: StreamLine.maximumBytes)
@@ -78,19 +81,25 @@ struct StreamPrinter {
                     try skipped.note("badLine", at: place, "\(e)\(ended); expected \(StreamLine.example)", strict: strict, out: &out)
                     continue
                 }
-                let outputs: [TrackedStream.Output]
-                do {
-                    outputs = try tracks.push(track: frame.person, points: frame.points, time: frame.time)
-                } catch let e as StreamError {
-                    if case .tooManyTracks = e {
-                        try skipped.note("tooManyTracks", at: place, "\(e)", strict: strict, out: &out)
-                        continue
+                // Everyone the line gives (a "people" line: each in turn; nobody in view of an
+                // interaction model: its empty scene, as `TrackedStream.push(people:)` pushes it).
+                var persons = frame.persons
+                if persons.isEmpty && model.bodies > 1 { persons = [.init(id: 0, points: [:])] }
+                for person in persons {
+                    let outputs: [TrackedStream.Output]
+                    do {
+                        outputs = try tracks.push(track: person.id, points: person.points, time: frame.time)
+                    } catch let e as StreamError {
+                        if case .tooManyTracks = e {
+                            try skipped.note("tooManyTracks", at: place, "\(e)", strict: strict, out: &out)
+                            continue
+                        }
+                        throw CLIError.failure("\(place): \(e)")
                     }
-                    throw CLIError.failure("\(place): \(e)")
-                }
-                for o in outputs { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
-                for w in tracks.statistics.firstWarnings where noted.insert(w.kind).inserted {
-                    out.note("warning: \(place): person \(frame.person): \(w)\n")
+                    for o in outputs { write(windows: o.windows, events: o.events, who: who(o), out: &out) }
+                    for w in tracks.statistics.firstWarnings where noted.insert(w.kind).inserted {
+                        out.note("warning: \(place): person \(person.id): \(w)\n")
+                    }
                 }
             }
         } catch {
@@ -120,8 +129,7 @@ struct StreamPrinter {
 
     /// The session options of the flags (`EventFlags.sessionOptions`).
     func sessionOptions(_ options: PredictCommand.Options) throws -> StreamOptions {
-        try options.eventing.sessionOptions(
-            model: model, modelPath: options.model, stride: options.stride, strict: options.reading.strict, minConfidence: options.reading.minConfidence)
+        try options.eventing.sessionOptions(model: model, modelPath: options.model, stride: options.stride, reading: options.reading)
     }
 
     func summary(_ s: StreamStatistics, of what: String) -> String {

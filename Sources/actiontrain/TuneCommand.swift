@@ -14,11 +14,17 @@ enum TuneCommand: ParsableCommand {
         var minutes = 10.0
         var folds = 5
         var overrides = ConfigFlags()
+        /// The longest --minutes: a year.
+        static let maximumMinutes = 525_600.0
         var reading = DataFlags()
 
         func validate() throws {
-            guard minutes > 0, minutes.isFinite else { throw CLIError.usage("--minutes must be a positive number") }
-            guard folds >= 2 else { throw CLIError.usage("--folds must be at least 2") }
+            guard minutes > 0, minutes <= Self.maximumMinutes else {
+                throw CLIError.usage("--minutes must be a positive number of minutes, at most \(Int(Self.maximumMinutes)) (a year), got \(minutes)")
+            }
+            guard folds >= 2 && folds <= SweepGrid.maximumFolds else {
+                throw CLIError.usage("--folds must be 2 to \(SweepGrid.maximumFolds), got \(folds)")
+            }
         }
     }
 
@@ -31,8 +37,8 @@ enum TuneCommand: ParsableCommand {
             Option("out", \.out, value: "DIR", help: "Run folder for the chosen model (default runs/<dataset>-tune). It must not exist unless --force."),
             Option("force", \.force, help: "Replace the files of an existing run folder."),
             Option("resume", \.resume, help: "Continue an interrupted tune run in --out: trials already run (tune-trials.jsonl) are not run again."),
-            Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10); the final training comes after it."),
-            Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5)."),
+            Option("minutes", \.minutes, value: "M", help: "Time for the search (default 10, at most 525600: a year); the final training comes after it."),
+            Option("folds", \.folds, value: "K", help: "Cross-validation folds, by group (subject) when the data has groups (default 5, at most 100)."),
         ] + DataFlags.options.map { $0.within(\.reading) } + ConfigOptions.options.map { $0.within(\.overrides) },
         discussion: """
             tune starts from the recipe fit would choose and scores it and each change around it
@@ -54,7 +60,7 @@ enum TuneCommand: ParsableCommand {
         // Not in `validate`: every option parses on its own (OptionsTests sets them all).
         guard !(options.resume && options.force) else { throw CLIError.usage("--resume continues a run folder and --force replaces one: give one of them") }
         let (config, given) = try ConfigOptions.resolveGiven(file: options.configFile, flags: options.overrides)
-        let dataset = try options.reading.load(options.data, out: &out)
+        let dataset = try options.reading.load(options.data, people: try ConfigOptions.people(file: options.configFile), out: &out)
         let path = options.out ?? "runs/\(dataset.name)-tune"
         let folder: RunFolder
         let log: TuneTrialLog
@@ -83,11 +89,17 @@ enum TuneCommand: ParsableCommand {
         let folds = try tune.folds(seed: config.seed)
         out.line("tune: \(dataset.name): \(tune.trainingIndices.count) training sequences in \(folds.count) folds (\(folds.map { "\($0.test.count)" }.joined(separator: "/")) held out); up to \(format(options.minutes)) minutes")
         let search: TuneRun.Search
+        var logFailed = false
         do {
             search = try tune.search(
                 known: known, shouldStop: { interrupt.isRaised },
                 onEvent: { event in
-                    if case .trial(_, _, _, _, let score, _, let key, let cached) = event, !cached { log.append(key: key, score: score) }
+                    if case .trial(_, _, _, _, let score, _, let key, let cached) = event, !cached {
+                        do { try log.append(key: key, score: score) } catch {
+                            if !logFailed { out.note("warning: \(error); a --resume would run such trials again\n") }
+                            logFailed = true
+                        }
+                    }
                     if case .candidate(let r) = event {
                         let folds = r.foldScores.map { $0.map { String(format: "%.3f", $0) } ?? "-" }.joined(separator: " ")
                         let name = r.candidate.name + (r.confirmation ? " (other folds)" : "")
@@ -100,6 +112,10 @@ enum TuneCommand: ParsableCommand {
         if !search.recipe.isEmpty { out.write(FitCommand.recipeBlock(search.recipe)) }
         if interrupt.isRaised {
             throw CLIError.interrupted("tune: interrupted during the search; nothing was trained (tune --resume --out \(path) DATA continues it)")
+        }
+        guard !search.outcome.results.isEmpty else {
+            throw CLIError.failure(
+                "tune: --minutes \(format(options.minutes)) ran out before the first trial (the recipe's first rung) could start; nothing was scored or trained: give more minutes")
         }
         if search.outcome.stoppedByBudget { out.line("tune: the time ran out; candidates not scored are left out of the table") }
         out.write("\n" + search.markdown() + "\n")

@@ -130,6 +130,42 @@ final class CoreMLExportTests: XCTestCase {
         XCTAssertEqual(ct["author"] as? String, "A. Author")
     }
 
+    /// Issue 37: a whole-clip (`fit` window) model's metadata names the clip in frames, frames
+    /// per second and seconds, and how to sample a clip into the window, in Core ML's words and
+    /// in the ONNX keys; a sliding model's says it takes consecutive frames.
+    func testWholeClipModelsNameTheClipAndHowToSampleIt() throws {
+        let golden = try golden().header
+        var h = golden
+        h.input.window.mode = .fit
+        h.streaming = .init(clipFrames: 51, clipFrameRate: 20)
+        let user = Dictionary(uniqueKeysWithValues: try CoreMLExport.metadata(h, interface: .native).map { ($0.key, $0.value) })
+        XCTAssertTrue(user["windowMode"]?.hasPrefix("fit: each prediction takes one whole clip") ?? false, "\(user)")
+        XCTAssertTrue(user["windowMode"]?.contains("not the last 6 camera frames") ?? false)
+        XCTAssertTrue(user["clipFrames"]?.hasPrefix("51 (the training clips' median length") ?? false, "\(user)")
+        XCTAssertTrue(user["clipFrameRate"]?.hasPrefix("20 (") ?? false, "\(user)")
+        XCTAssertTrue(user["clipSeconds"]?.hasPrefix("2.5 (") ?? false, "\(user)")
+        XCTAssertTrue(user["windowSampling"]?.hasPrefix("window frame i (0 ... 5) is the clip of n frames at position p = i · (n − 1) / 5") ?? false, "\(user)")
+        XCTAssertTrue(user["frameRate"]?.contains("before it is resampled to the window") ?? false, "\(user)")
+        XCTAssertTrue(CoreMLExport.defaultDescription(h, .native).contains("from whole clips (51 frames at 20 fps, 2.5 s) each resampled to 6 frames"))
+        let onnx = Dictionary(uniqueKeysWithValues: try ONNXExport.metadata(h).map { ($0.key, $0.value) })
+        XCTAssertEqual(onnx["actiontrain.windowMode"], "fit")
+        XCTAssertEqual(onnx["actiontrain.clipFrames"], "51")
+        XCTAssertEqual(onnx["actiontrain.clipFrameRate"], "20")
+        XCTAssertEqual(onnx["actiontrain.clipSeconds"], "2.5")
+        XCTAssertEqual(onnx["actiontrain.windowSampling"], user["windowSampling"])
+        XCTAssertEqual(try JSONDecoder().decode(ModelHeader.Streaming.self, from: Data(try XCTUnwrap(onnx["actiontrain.streaming"]).utf8)), h.streaming)
+        // A file before format 1.3 does not record the clip: said so, not guessed.
+        h.streaming = nil
+        let old = Dictionary(uniqueKeysWithValues: try CoreMLExport.metadata(h, interface: .native).map { ($0.key, $0.value) })
+        XCTAssertTrue(old["clipFrames"]?.hasPrefix("unknown (the model file predates format 1.3") ?? false, "\(old)")
+        XCTAssertNil(old["clipSeconds"])
+        // The golden model slides: consecutive frames, no clip.
+        let sliding = Dictionary(uniqueKeysWithValues: try CoreMLExport.metadata(golden, interface: .native).map { ($0.key, $0.value) })
+        XCTAssertTrue(sliding["windowMode"]?.hasPrefix("sliding: each prediction takes 6 consecutive frames") ?? false, "\(sliding)")
+        XCTAssertNil(sliding["clipFrames"])
+        XCTAssertNil(sliding["windowSampling"])
+    }
+
     // MARK: - Random models
 
     /// Random models (any steps, fillGaps in a third of them, alignFacing on 3D skeletons, any

@@ -7,7 +7,7 @@ import XCTest
 /// as `predict FILE --events` and `eval --events` play it) gives a live tracked stream's
 /// events, event by event.
 final class FrameStreamTests: XCTestCase {
-    /// The stream fixture's model with frame-level numbers in its file (format 1.4); `other` is
+    /// The stream fixture's model with frame-level numbers in its file (format 1.5); `other` is
     /// its background class.
     static func model(lookAhead: Double = 0.6, stillBelow: Double = 0.05, conv: Bool = true) throws -> ActionModel {
         let plain = try StreamFixtures.model(conv: conv)
@@ -116,7 +116,7 @@ final class FrameStreamTests: XCTestCase {
     }
 
     func testOldModelFilesKeepEventsFromWindows() throws {
-        let old = try StreamFixtures.model()  // no `streaming`: as files before format 1.4
+        let old = try StreamFixtures.model()  // no `streaming`: as files before format 1.5
         XCTAssertNil(EventOptions.standard(for: old).frames)
         XCTAssertFalse(StreamOptions.standard(for: old).frames)
         let model = try Self.model()

@@ -500,7 +500,7 @@ final class ModelFileTests: XCTestCase {
         }
     }
 
-    /// `streaming.frames` (format 1.4, 3.4): frame-level event numbers, read alike by both
+    /// `streaming.frames` (format 1.5, 3.4): frame-level event numbers, read alike by both
     /// decoders, ignored as a whole by a reader that does not know it, every value checked.
     func testTheFrameLevelEventNumbersAreReadAndChecked() throws {
         func header(_ frames: String) -> String {
@@ -529,7 +529,7 @@ final class ModelFileTests: XCTestCase {
         let written = try ModelFile.encode(
             classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), streaming: loaded.streaming)
         XCTAssertEqual(try ModelFile.load(written).header.streaming, loaded.streaming)
-        XCTAssertEqual(Array(written[8..<12]), [1, 0, 4, 0], "version 1.4")
+        XCTAssertEqual(Array(written[8..<12]), [1, 0, 5, 0], "version 1.5")
         for (field, fragment) in [
             (frames { $0["hold"] = "[0.2]" }, "frames: hold needs one value per class (2), got 1"),
             (frames { $0["enter"] = "[0.4,1.5]" }, "frames: class 1: the thresholds need"),
@@ -542,6 +542,38 @@ final class ModelFileTests: XCTestCase {
             assertRejects(header: header(field), [fragment], badHeader)
         }
         assertRejects(header: header(frames { $0["hold"] = nil }), ["hold"], badHeader)
+    }
+
+    /// The optional `poseStatistics` field (3.5, format 1.4): read by both decoders, absent in
+    /// older files, a value of the wrong count or outside its bound refused, naming it.
+    func testThePoseStatisticsFieldIsReadAndChecked() throws {
+        func header(_ statistics: String) -> String {
+            Self.headerJSON().replacingOccurrences(of: #""provenance":"#, with: #""poseStatistics":\#(statistics),"provenance":"#)
+        }
+        func field(_ replacing: String = "", with: String = "") -> String {
+            let good =
+                #"{"centreMean":[320.5,240],"centreSpread":[12,3.5],"confidence":[0.9],"motion":[1.25],"offsetMean":[0,0],"offsetSpread":[0,0],"present":[0.75],"windows":7}"#
+            return replacing.isEmpty ? good : good.replacingOccurrences(of: replacing, with: with)
+        }
+        let loaded = try ModelFile.load(HandMade(header: header(field()), data: Self.data).bytes).header
+        XCTAssertEqual(
+            loaded.poseStatistics,
+            ModelHeader.PoseStatistics(
+                windows: 7, centreMean: [320.5, 240], centreSpread: [12, 3.5], offsetMean: [0, 0], offsetSpread: [0, 0], present: [0.75],
+                confidence: [0.9], motion: [1.25]))
+        let bytes = Array(header(field()).utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNil(try ModelFile.load(Self.good().bytes).header.poseStatistics)
+        for (edit, fragments) in [
+            ((#""windows":7"#, #""windows":0"#), ["poseStatistics: windows must be at least 1, got 0"]),
+            ((#""centreMean":[320.5,240]"#, #""centreMean":[320.5]"#), ["poseStatistics: centreMean needs 2 values (1 joints, 2D), got 1"]),
+            ((#""offsetMean":[0,0]"#, #""offsetMean":[0,0,0]"#), ["offsetMean needs 2 values"]),
+            ((#""present":[0.75]"#, #""present":[1.5]"#), ["poseStatistics: present[0] is 1.5; it must be finite and at least 0 and at most 1"]),
+            ((#""centreSpread":[12,3.5]"#, #""centreSpread":[12,-1]"#), ["centreSpread[1] is -1.0; it must be finite and at least 0"]),
+            ((#""motion":[1.25]"#, #""motion":[1e400]"#), ["the number 1e400 is beyond the range of a double"]),
+        ] {
+            assertRejects(header: header(field(edit.0, with: edit.1)), fragments, badHeader)
+        }
     }
 
     /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
@@ -787,7 +819,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 4, 0, 0, 0, 0, 0])  // major 1, minor 4, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 5, 0, 0, 0, 0, 0])  // major 1, minor 5, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

@@ -44,8 +44,9 @@ final class ONNXExportTests: XCTestCase {
             meta.map(\.key),
             [
                 "actiontrain.format", "actiontrain.classes", "actiontrain.input", "actiontrain.inputShape", "actiontrain.inputLayout",
-                "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate",
+                "actiontrain.coordinateSystem", "actiontrain.provenance", "actiontrain.trainingFrameRate", "actiontrain.windowMode",
             ])
+        XCTAssertEqual(meta.last?.value, "sliding")
         for (k, v) in meta { XCTAssertTrue(text.contains(k) && text.contains(v), "metadata \(k) missing") }
         // The input description round-trips through the metadata JSON.
         let input = try JSONDecoder().decode(InputSpec.self, from: Data(meta[2].value.utf8))

@@ -21,6 +21,10 @@ final class TrainingConfigTests: XCTestCase {
         c.pairs = [["a", "c"]]
         c.pyramid = [1, 2]
         c.dilationBase = 3
+        c.linearHead = .train
+        c.views = .same
+        c.memberAverage = .probabilities
+        c.linearPenalty = 0.5
         c.residual = false
         c.activation = .gelu
         c.normalization = .none
@@ -204,7 +208,7 @@ final class TrainingConfigTests: XCTestCase {
         let input = try c.inputSpec(for: Self.skeleton, imageSize: nil)
         XCTAssertEqual(input.channels, [.relativePositions, .mask])
         let specs = try c.layers(for: input, classes: 3)
-        let members = try XCTUnwrap(specs.first?.kind as? AverageProbabilitiesKind).members
+        let members = try XCTUnwrap(specs.first?.kind as? any MemberCombinationKind).members
         XCTAssertEqual(specs.count, 1)
         XCTAssertEqual(members[0], [.selectChannels(Array(0..<6)), .fourierPyramid(levels: [1, 2, 4], coefficients: 4), .standardize(), .linear(inputs: 168, outputs: 3)])
         var tcn = c
@@ -216,7 +220,7 @@ final class TrainingConfigTests: XCTestCase {
         c.members = [.init(architecture: .ftp, channels: [.relativePositions]), .init(architecture: .stgcn, channels: [.mask, .coordinates])]
         let mixed = try c.inputSpec(for: Self.skeleton, imageSize: nil)
         XCTAssertEqual(mixed.channels, [.relativePositions, .mask, .coordinates])
-        let stgcn = try XCTUnwrap(try c.layers(for: mixed, classes: 3).first?.kind as? AverageProbabilitiesKind).members[1]
+        let stgcn = try XCTUnwrap(try c.layers(for: mixed, classes: 3).first?.kind as? any MemberCombinationKind).members[1]
         // relativePositions 0..<6, mask 6..<9, coordinates 9..<15: per joint its mask, then x, y.
         XCTAssertEqual(stgcn.first, .selectChannels([6, 9, 10, 7, 11, 12, 8, 13, 14]))
         c.members = [.init(architecture: .ftp, channels: [.relativePositions])]

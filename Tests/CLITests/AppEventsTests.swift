@@ -12,7 +12,7 @@ final class AppEventsTests: XCTestCase {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// A vision-body-2d convnet of 12-frame windows at 30 fps with frame-level event numbers
-    /// (format 1.4).
+    /// (format 1.5).
     func model() throws -> ActionModel {
         let skeleton = Skeleton.visionBody2D
         let input = InputSpec(

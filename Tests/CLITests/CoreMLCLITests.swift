@@ -24,7 +24,7 @@ final class CoreMLCLITests: XCTestCase {
     }
 
     /// A model as `fit` builds it for `config` on vision-body-2d, random weights, 3 classes.
-    func model(_ config: TrainingConfig, seed: UInt64) throws -> (ModelHeader, Network) {
+    static func model(_ config: TrainingConfig, seed: UInt64) throws -> (ModelHeader, Network) {
         let input = try config.inputSpec(for: .visionBody2D, imageSize: nil)
         let shape = Shape(time: input.window.frames, channels: input.channelsPerFrame)
         // An ftp network's standardize, calibrated as training does, on seeded random windows.
@@ -87,7 +87,7 @@ final class CoreMLCLITests: XCTestCase {
         var cases: [(String, CoreMLParity.Case)] = []
         var kinds = Set<String>()
         for (i, (name, config)) in configs.enumerated() {
-            let (header, network) = try model(config, seed: UInt64(20 + i))
+            let (header, network) = try Self.model(config, seed: UInt64(20 + i))
             func collect(_ specs: [LayerSpec]) {
                 for spec in specs {
                     kinds.insert(spec.typeName)
@@ -116,7 +116,7 @@ final class CoreMLCLITests: XCTestCase {
     func writeModel(_ dir: URL) throws -> String {
         var c = TrainingConfig()
         (c.windowFrames, c.frameRate, c.architecture, c.widths, c.kernel) = (5, 30, .tcn, [6], 3)
-        let (header, network) = try model(c, seed: 3)
+        let (header, network) = try Self.model(c, seed: 3)
         let path = dir.appendingPathComponent("model.atm").path
         try Data(try ModelFile.encode(classes: header.classes, input: header.input, network: network, provenance: header.provenance)).write(to: URL(fileURLWithPath: path))
         return path
@@ -135,7 +135,7 @@ final class CoreMLCLITests: XCTestCase {
         XCTAssertEqual(r.code, 0, r.err)
         XCTAssertTrue(r.out.contains("input poses [5, 3, 18] of Create ML's keypoints, 3 classes"), r.out)
         if CoreMLParity.isAvailable() {
-            XCTAssertTrue(r.out.contains("loads and validates it; max |probability difference|"), r.out)
+            XCTAssertTrue(r.out.contains("loads and validates it; max |logit difference| of tools/python/coreml_eval.py vs the Swift runtime over 8 random windows: "), r.out)
         } else {
             _ = try requireCoreMLTools()
         }
@@ -166,6 +166,20 @@ final class CoreMLCLITests: XCTestCase {
             let r = runCLI(["export", model, "--parity-windows", "0", "--out", dir.appendingPathComponent("x.mlmodel").path] + extra)
             XCTAssertEqual(r.code, 2, "\(extra): \(r.err)")
             XCTAssertTrue(r.err.contains(message), "\(extra): \(r.err)")
+        }
+        // Issue 37: an output name of another format is refused, never written under it (an
+        // ML Program package is not written by this version).
+        for (name, extra, message) in [
+            ("x.mlpackage", ["--format", "coreml"], "an ML Program package (.mlpackage) is not written by this version"),
+            ("x.mlpackage", [], "an ML Program package (.mlpackage) is not written by this version"),
+            ("x.onnx", ["--format", "coreml"], "--format coreml writes a .mlmodel"),
+            ("x.mlmodel", [], "this writes ONNX (the default format); add --format coreml"),
+        ] {
+            let out = dir.appendingPathComponent(name).path
+            let r = runCLI(["export", model, "--parity-windows", "0", "--out", out] + extra)
+            XCTAssertEqual(r.code, 2, "\(name): \(r.err)")
+            XCTAssertTrue(r.err.contains(message), "\(name): \(r.err)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out), name)
         }
     }
 }

@@ -30,7 +30,7 @@ final class FitCLITests: XCTestCase {
 
     func testTheTableHasEveryConfigKeyAndNothingElse() throws {
         var c = TrainingConfig()
-        (c.frameRate, c.scaleDivisor, c.accumulate) = (30, 1, 2)  // optional keys are only encoded when set
+        (c.frameRate, c.scaleDivisor, c.accumulate, c.linearPenalty) = (30, 1, 2, 0.5)  // optional keys are only encoded when set
         let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
         XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
         XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)
@@ -175,6 +175,17 @@ final class FitCLITests: XCTestCase {
         XCTAssertFalse(kept.out.contains("windowMode"), kept.out)
         let plain = run(["fit", Self.fixture, "--out", "\(dir)/n"] + Self.quick + ["--epochs", "1"])
         XCTAssertFalse(plain.out.contains("recipe"), "recipe none: " + plain.out)
+        // Issue 37: a window length and frame rate without a window mode, on clips: the recipe
+        // says they apply to whole clips, and what that means for a stream.
+        let given = run(
+            ["fit", Self.fixture, "--out", "\(dir)/g", "--window-frames", "8", "--frame-rate", "20", "--epochs", "1", "--threads", "1", "--architecture", "mlp"])
+        XCTAssertEqual(given.code, 0, given.err)
+        XCTAssertTrue(
+            given.out.contains(
+                "clips, one label each (at most 10 s); with the windowFrames and frameRate you gave, each whole clip at 20 fps is resampled to 8 frames: "
+                    + "the model takes a whole clip (the training clips' median: 1 s), not the last 8 frames of a stream (windowMode sliding for that) → windowMode fit"),
+            given.out)
+        // The model's Core ML metadata then names the clip and how to sample it (CoreMLExportTests).
     }
 
     /// tune prints every candidate and the table, then trains the chosen config into the run

@@ -8,8 +8,9 @@ import XCTest
 /// the package builds as a package of its own that depends on this checkout by path (so only
 /// the products' public API is reachable), and each example runs and does what the CLI does:
 /// `train` writes `actiontrain fit`'s model byte for byte, `cancel-and-resume` the same model
-/// again, `evaluate` eval's report.json, `export` export's ONNX file, and `stream` gives the
-/// windows `ActionModel.predict` cuts from the same recording and the events of `predict --events`.
+/// again, `evaluate` eval's report.json, `export` export's ONNX file, `export-coreml` the
+/// `.mlmodel` of export --format coreml, and `stream` gives the windows `ActionModel.predict`
+/// cuts from the same recording and the events of `predict --events`.
 ///
 /// The package builds in `.build/library-examples` of the checkout, kept between runs (an
 /// incremental build when nothing changed). Debug, as `swift test` builds this package: the
@@ -66,8 +67,8 @@ final class LibraryExamplesTests: XCTestCase {
     /// Runs a program to its end: exit code, stdout and stderr (through files in `logs`).
     func run(_ executable: String, _ args: [String], logs: String) throws -> (code: Int32, out: String, err: String) {
         let tag = UUID().uuidString, outPath = "\(logs)/\(tag).out", errPath = "\(logs)/\(tag).err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = args
@@ -133,6 +134,15 @@ final class LibraryExamplesTests: XCTestCase {
         let cliExport = runCLI(["export", model, "--out", dir + "/cli.onnx", "--parity-windows", "0"])
         XCTAssertEqual(cliExport.code, 0, cliExport.err)
         XCTAssertEqual(try bytes(dir + "/model.onnx"), try bytes(dir + "/cli.onnx"))
+        // Export to Core ML: export --format coreml's file.
+        let coreml = try run(bin, ["export-coreml", model, dir + "/Model.mlmodel"])
+        XCTAssertEqual(coreml.code, 0, coreml.err)
+        XCTAssertTrue(coreml.out.hasPrefix("wrote \(dir)/Model.mlmodel: "), coreml.out)
+        let cliCoreML = runCLI([
+            "export", model, "--format", "coreml", "--author", "Example", "--license", "CC0", "--out", dir + "/cli.mlmodel", "--parity-windows", "0",
+        ])
+        XCTAssertEqual(cliCoreML.code, 0, cliCoreML.err)
+        XCTAssertEqual(try bytes(dir + "/Model.mlmodel"), try bytes(dir + "/cli.mlmodel"))
 
         // Stream: the windows the runtime cuts from the first sequence offline, the same classes
         // and probabilities.

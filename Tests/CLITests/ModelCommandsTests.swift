@@ -126,6 +126,13 @@ final class ModelCommandsTests: XCTestCase {
         let events = run(["predict", Self.golden, data, "--events", "--split", "test"])
         XCTAssertEqual(events.code, 0, events.err)
         XCTAssertTrue(events.err.hasSuffix(" events from 2 sequences\n"), events.err)
+        // A split the data does not have is an error, as in eval (issue 37), with or without --events.
+        for extra in [[], ["--events"]] {
+            let none = run(["predict", Self.golden, data, "--split", "nosuch"] + extra)
+            XCTAssertEqual(none.code, 1, none.err)
+            XCTAssertEqual(none.err, "error: \(data): no sequences in split 'nosuch'; splits present: [\"test\", \"train\"]\n")
+            XCTAssertEqual(none.out, "")
+        }
     }
 
     func testPredictRejectsAnotherSkeletonAndBadOptions() throws {
@@ -207,7 +214,7 @@ final class ModelCommandsTests: XCTestCase {
             XCTAssertFalse(prerequisitesRequired, "onnxruntime is required under CI: \(lines[1])")
             XCTAssertTrue(lines[1].contains("pip install numpy onnxruntime"))
         } else {
-            // "parity: max |logit difference| vs the Swift runtime over 8 random windows: 3.1e-07 (onnxruntime 1.x)"
+            // "parity: max |logit difference| vs the Swift runtime over 8 random windows: 3.1e-07 (tolerance ...; onnxruntime 1.x)"
             XCTAssertTrue(lines[1].hasPrefix("parity: max |logit difference| vs the Swift runtime over 8 random windows: "), lines[1])
             let figure = lines[1].split(separator: ":")[2].split(separator: " ")[0]
             XCTAssertLessThan(try XCTUnwrap(Double(figure)), 1e-4)
@@ -234,7 +241,7 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.4,",
+            "\(Self.golden): actiontrain model file 1.5,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
             "joints       0 head, 1 neck, 2 root, 3 hand",

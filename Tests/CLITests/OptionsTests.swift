@@ -71,7 +71,7 @@ final class OptionsTests: XCTestCase {
         XCTAssertEqual(table.format, .table)
         let cases: [([String], String)] = [
             (["--stride", "x"], "--stride expects an integer, got 'x'"),
-            (["--stride", "0"], "--stride must be positive"),
+            (["--stride", "0"], "--stride must be 1 to 100000 frames, got 0"),
             (["--format", "xml"], "--format must be jsonl or table, got 'xml'"),
             (["--split", "a", "--split", "b"], "--split is given twice"),
             (["--stride"], "--stride needs a value <N>"),

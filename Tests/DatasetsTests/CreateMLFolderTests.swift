@@ -93,4 +93,25 @@ final class CreateMLFolderTests: XCTestCase {
             try FileManager.default.removeItem(atPath: link)
         }
     }
+
+    func testHiddenLabelFoldersAndClipsAreSkippedWithAWarning() throws {
+        // Issue 38 finding 15: a label folder (or clip) whose name starts with '.' was skipped
+        // without a word; a .DS_Store stays quiet.
+        let dir = try temporaryDirectory().path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let data = "\(dir)/data"
+        try FileManager.default.copyItem(atPath: folder, toPath: data)
+        try FileManager.default.copyItem(atPath: folder + "/wave", toPath: "\(data)/.jump")
+        try FileManager.default.copyItem(atPath: folder + "/wave/clip-1.json", toPath: "\(data)/wave/.clip-3.json")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: "\(data)/.DS_Store"))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: "\(data)/wave/.DS_Store"))
+        let report = try CreateMLFolder.readReporting(data, options: .init(imageSize: [400, 200]))
+        XCTAssertEqual(report.dataset.classes, ["clap", "wave"])
+        XCTAssertEqual(
+            report.warnings.map(\.description),
+            [
+                "warning: \(data)/.jump: a label folder whose name starts with '.' (hidden) is skipped; rename it to read it",
+                "warning: \(data)/wave/.clip-3.json: a clip whose name starts with '.' (hidden) is skipped; rename it to read it",
+            ])
+    }
 }

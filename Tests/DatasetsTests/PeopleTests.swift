@@ -118,3 +118,42 @@ final class PeopleTests: XCTestCase {
         }
     }
 }
+
+/// Issue 38 finding 12 offline: a person is one person on both paths (`PersonID(parsing:)`):
+/// tracks `7` and `"7"` are one track, live as in a file, `"07"` another; a track id of
+/// ill-formed UTF-8 is refused, never repaired into another id; `"person"` (a stream line's
+/// spelling) is read as `"track"`.
+final class TrackIdentityTests: XCTestCase {
+    func read(_ lines: [String]) throws -> Dataset {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("d.jsonl").path
+        let header = #"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 30, "classes": ["x"]}"#
+        try Data(([header] + lines).joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: path))
+        var o = ReadOptions()
+        o.people = .split
+        return try DatasetLoader.read(path, options: o).dataset
+    }
+
+    func testTracksSevenAndQuotedSevenAreOnePersonAndZeroSevenAnother() throws {
+        let d = try read([
+            #"{"id": "s", "frames": [{"people": [{"track": 7, "pose": {"nose": [1, 2]}}, {"person": "07", "pose": {"nose": [5, 6]}}]}, {"people": [{"track": "7", "pose": {"nose": [3, 4]}}]}]}"#
+        ])
+        XCTAssertEqual(d.sequences.map(\.id), ["s#7", "s#07"])
+        XCTAssertEqual(d.sequences[0].present.filter { $0 != 0 }.count, 2, "the nose of both frames: one track")
+        XCTAssertEqual(d.sequences.map { PersonID(parsing: String($0.id.dropFirst(2))) }, [.number(7), .name("07")], "the live stream's ids of the same tracks")
+    }
+
+    func testIllFormedTrackIdsAreRefusedAndTrackWithPersonToo() throws {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("bad.jsonl").path
+        let header = #"{"actiontrain": "poses", "version": 1, "skeleton": "coco-17", "frameRate": 30, "classes": ["x"]}"#
+        let before = Array((header + "\n" + #"{"id": "s", "frames": [{"people": [{"track": ""#).utf8)
+        try Data(before + [0xFF] + Array(#"", "pose": {}}, {"track": ""#.utf8) + [0xFE] + Array(#"", "pose": {}}]}]}"#.utf8)).write(to: URL(fileURLWithPath: path))
+        assertThrows(["bad.jsonl:2:47: the text is not valid UTF-8 (byte 0xFF)"]) { _ = try DatasetLoader.read(path, options: ReadOptions()) }
+        assertThrows(["one \"track\" (or \"person\") per person"]) {
+            _ = try self.read([#"{"id": "s", "frames": [{"people": [{"track": 1, "person": 2, "pose": {}}]}]}"#])
+        }
+    }
+}

@@ -217,4 +217,24 @@ final class PysklFormatTests: XCTestCase {
         }
         XCTAssertEqual(try PysklFormat.parseReporting(bytes.prefix(4) + annotation("fine", good) + [0x65, 0x2E], file: "ok.pkl").warnings, [])
     }
+
+    func testAnnotationsOfNoFramesOrNoPeopleAreAWarning() throws {
+        // Issue 38 finding 15: a keypoint of shape (0, 0, 17, 2) was a sequence of no frames,
+        // without a word.
+        let good = withUnsafeBytes(of: Float(100).bitPattern.littleEndian, Array.init)
+        func annotation(_ id: String, _ shape: [Int]) -> [UInt8] {
+            [0x7D, 0x28] + P.string("frame_dir") + P.string(id) + P.string("keypoint")
+                + P.array(Array(repeating: good, count: shape.reduce(1, *)).flatMap { $0 }, dtype: "f4", shape: shape) + [0x75]
+        }
+        let bytes =
+            [0x80, 2, 0x5D, 0x28] + annotation("none", [0, 0, 17, 2]) + annotation("fine", [1, 2, 17, 2]) + annotation("nobody", [0, 5, 17, 2])
+            + annotation("still", [1, 0, 17, 2]) + [0x65, 0x2E]
+        let report = try PysklFormat.parseReporting(bytes, file: "empty.pkl")
+        XCTAssertEqual(report.dataset.sequences.map(\.frameCount), [0, 2, 0, 0])
+        XCTAssertEqual(report.warnings.map(\.description).filter { $0.contains("no frames or no people") }.count, 1, "\(report.warnings)")
+        let text = report.warnings.first?.description ?? ""
+        for fragment in ["empty.pkl:", "3 annotations ('none', 'nobody', 'still') have a keypoint array of no frames or no people", "which give no window"] {
+            XCTAssertTrue(text.contains(fragment), text)
+        }
+    }
 }

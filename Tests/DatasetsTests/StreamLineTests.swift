@@ -19,7 +19,7 @@ final class StreamLineTests: XCTestCase {
         XCTAssertEqual(f.time, 1.033)
         XCTAssertEqual(f.person, 2)
         XCTAssertEqual(try parse(#"{"t": 1, "person": "left \u0031"}"#).person, .name("left 1"))
-        XCTAssertEqual(try parse(#"{"t": 1, "person": "2"}"#).person, .name("2"))
+        XCTAssertEqual(try parse(#"{"t": 1, "person": "2"}"#).person, .number(2), "issue 38 finding 12: one person on both paths")
         XCTAssertEqual(try parse(#"{"t": 1, "person": -4}"#).person, .number(-4))
         XCTAssertEqual(f.points, ["leftWrist": PosePoint(x: 412.5, y: 300.1, confidence: 0.92), "root": PosePoint(x: 398, y: 420)])
         XCTAssertEqual(try parse(#"{"t": 0}"#), StreamLine(time: 0, points: [:]))
@@ -46,7 +46,7 @@ final class StreamLineTests: XCTestCase {
         assertRefused(#"{"pose": {}}"#, #"no time "t" in seconds"#, column: 1)
         assertRefused(#"{"t": "1"}"#, #"the time "t" must be a number of seconds"#, column: 7)
         assertRefused(#"{"t": true}"#, #"the time "t" must be a number"#)
-        assertRefused(#"{"t": 1, "person": 1.5}"#, #""person" must be a track id: an integer or a string"#, column: 20)
+        assertRefused(#"{"t": 1, "person": 1.5}"#, #""person" must be a track id: an integer (below 10^15 in magnitude) or a string"#, column: 20)
         assertRefused(#"{"t": 1, "person": 1e300}"#, #""person" must be a track id"#)
         assertRefused(#"{"t": 1, "person": ["a"]}"#, #""person" must be a track id"#)
         assertRefused(#"{"t": 1, "pose": [1, 2]}"#, #""pose" must be an object of joint name to [x, y] or [x, y, confidence]"#, column: 18)
@@ -66,6 +66,46 @@ final class StreamLineTests: XCTestCase {
         assertRefused(#"{"t": 1, "x": "#, "expected a value", column: 15)
         // Deep nesting in an ignored key is bounded by the JSON reader's depth limit.
         assertRefused(#"{"t": 1, "x": "# + String(repeating: "[", count: 100_000), "less deeply nested data")
+    }
+
+    func testTheDatasetsSpellingAndAFrameOfSeveralPeopleAreRead() throws {
+        // Issue 38 finding 6: "track" (the dataset file's key) and a "people" list were other
+        // keys, ignored, so every such line was person 0's.
+        XCTAssertEqual(try parse(#"{"t": 1, "track": 5, "pose": {"a": [1, 2]}}"#), StreamLine(time: 1, person: 5, points: ["a": PosePoint(x: 1, y: 2)]))
+        let frame = try parse(#"{"t": 2, "people": [{"track": "b", "pose": {"a": [1, 2]}}, {"person": 7, "pose": null}, {"pose": {}, "x": [1]}]}"#)
+        XCTAssertEqual(frame.time, 2)
+        XCTAssertEqual(
+            frame.people,
+            [.init(id: "b", points: ["a": PosePoint(x: 1, y: 2)]), .init(id: 7, points: [:]), .init(id: 2, points: [:])], "absent id: the position")
+        XCTAssertEqual(frame.persons, frame.people)
+        XCTAssertEqual(try parse(#"{"t": 2, "people": []}"#).persons, [], "nobody in view")
+        XCTAssertEqual(try parse(#"{"t": 2, "person": 3}"#).persons, [.init(id: 3, points: [:])])
+        assertRefused(#"{"t": 1, "track": 5, "person": 5}"#, #""person" and "track" both name the person; give one of them"#, column: 22)
+        assertRefused(#"{"t": 1, "people": [], "pose": {}}"#, #""people" gives everyone in the frame, so "pose" does not go with it"#)
+        assertRefused(#"{"t": 1, "person": 2, "people": []}"#, #"so "person" does not go with it"#)
+        assertRefused(#"{"t": 1, "people": [{"track": 1, "pose": {}}, {"track": "1", "pose": {}}]}"#, #"person 1 appears twice in "people""#, column: 47)
+        assertRefused(#"{"t": 1, "people": [{"track": 1}]}"#, #"person 1 of "people" has no "pose""#)
+        assertRefused(#"{"t": 1, "people": {"track": 1}}"#, #""people" must be a list of {"track": id, "pose": {...}}"#, column: 20)
+        assertRefused(#"{"t": 1, "people": [null]}"#, #""people" must be a list"#, column: 21)
+        assertRefused(#"{"t": 1, "people": [{"track": 1, "pose": {"a": [1]}}]}"#, "joint 'a' must be [x, y]")
+    }
+
+    func testAPersonIsOnePersonOnBothPathsAndIllFormedIdsAreRefused() throws {
+        // Issue 38 finding 12: three different ill-formed UTF-8 ids became one person "\u{FFFD}";
+        // tracks 7 and "7" were one person in a file and two live.
+        XCTAssertEqual(PersonID(parsing: "7"), .number(7))
+        XCTAssertEqual(PersonID(parsing: "-3"), .number(-3))
+        for name in ["07", "+7", "7.0", " 7", "1000000000000000", "a"] { XCTAssertEqual(PersonID(parsing: name), .name(name)) }
+        XCTAssertEqual(try parse(#"{"t": 1, "person": "7"}"#).person, try parse(#"{"t": 1, "person": 7}"#).person)
+        XCTAssertEqual(try parse(#"{"t": 1, "person": 7.0}"#).person, .number(7))
+        XCTAssertEqual(try parse(#"{"t": 1, "person": "\u00e9"}"#).person, .name("\u{e9}"))
+        for bad: [UInt8] in [[0xFF], [0xFE], [0xC3], [0xED, 0xA0, 0x80]] {
+            let line = Array(#"{"t": 1, "person": ""#.utf8) + bad + Array(#""}"#.utf8)
+            XCTAssertThrowsError(try StreamLine.parse(line, dimensions: 2)) {
+                XCTAssertEqual("\($0)", #"column 20: the "person" id is not well-formed UTF-8"#)
+            }
+        }
+        assertRefused(#"{"t": 1, "person": 1e15}"#, #""person" must be a track id"#)
     }
 
     /// A reader over `text` that returns at most `chunk` bytes per read.

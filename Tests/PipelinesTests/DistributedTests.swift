@@ -253,8 +253,8 @@ final class DistributedTests: XCTestCase {
             let outcome = try result.get()
             XCTAssertEqual(outcome.trials.map(\.accuracy), single.trials.map(\.accuracy))
             XCTAssertEqual(outcome.trials.map(\.rank), [0, 1, 0, 1, 0, 1, 0, 1])
-            XCTAssertEqual(outcome.search.outcome.chosen, single.search.outcome.chosen)
-            XCTAssertEqual(outcome.search.markdown().split(separator: "|").count, single.search.markdown().split(separator: "|").count)
+            XCTAssertEqual(outcome.search?.outcome.chosen, single.search?.outcome.chosen)
+            XCTAssertEqual(outcome.search?.markdown().split(separator: "|").count, single.search?.markdown().split(separator: "|").count)
         }
         // A trial's score is TuneRun's score of its config (seed + its seed index) on its fold.
         let trial = single.trials[7]
@@ -263,9 +263,10 @@ final class DistributedTests: XCTestCase {
         config.seed += 1
         XCTAssertEqual(trial.accuracy, try sweep.tune.score(config, try sweep.tune.folds(seed: 5)[1]))
         // The table's fold score is the mean over the seeds, and the best mean is chosen.
-        let row = single.search.outcome.results[1]
-        XCTAssertEqual(row.foldScores[1]!, (single.trials[6].accuracy + single.trials[7].accuracy) / 2, accuracy: 1e-12)
-        let means = single.search.outcome.results.map { $0.score! }
-        XCTAssertEqual(single.search.outcome.chosen, means[1] > means[0] ? 1 : 0)
+        let search = try XCTUnwrap(single.search)
+        let row = search.outcome.results[1]
+        XCTAssertEqual(row.foldScores[1]!, (single.trials[6].accuracy! + single.trials[7].accuracy!) / 2, accuracy: 1e-12)
+        let means = search.outcome.results.map { $0.score! }
+        XCTAssertEqual(search.outcome.chosen, means[1] > means[0] ? 1 : 0)
     }
 }

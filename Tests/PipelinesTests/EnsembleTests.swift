@@ -37,6 +37,7 @@ final class EnsembleTests: XCTestCase {
         mixed.streams = []
         mixed.members = [.init(architecture: .tcn, channels: [.coordinates]), .init(architecture: .ftp, channels: [.relativePositions, .mask])]
         mixed.fillGaps = true
+        mixed.linearPenalty = 10  // a soft ftp head: on this easy fixture a cross-validated one saturates every probability
         for single in [FitRunTests.quick, flipped, mixed] {
             var config = single
             config.ensemble = 2
@@ -60,7 +61,7 @@ final class EnsembleTests: XCTestCase {
             let ensemble = try XCTUnwrap(body.first?.kind as? AverageProbabilitiesKind)
             XCTAssertEqual(ensemble.members.count, 2)
             if !single.streams.isEmpty || !single.members.isEmpty {
-                XCTAssertEqual((ensemble.members[1].first?.kind as? AverageProbabilitiesKind)?.members.count, 2, "a member's streams")
+                XCTAssertEqual((ensemble.members[1].first?.kind as? any MemberCombinationKind)?.members.count, 2, "a member's streams")
             }
 
             let validation = try XCTUnwrap(run.data.validation)

@@ -15,7 +15,7 @@ final class EvaluationTests: XCTestCase {
     func trained() throws -> (ActionModel, Dataset) {
         let d = try DatasetLoader.load(FitRunTests.fixture)
         let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: FitRunTests.quick, folder: nil, split: .init(train: Array(0..<18), validation: []))
-        try run.train()
+        XCTAssertEqual(try run.train(), .finished)
         return (try ActionModel(bytes: try run.finish().modelBytes), d)
     }
 

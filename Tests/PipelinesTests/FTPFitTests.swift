@@ -52,7 +52,7 @@ final class FTPFitTests: XCTestCase {
         let model = try ActionModel(bytes: result.modelBytes)
         XCTAssertEqual(model.header.input.steps.first, .fillGaps)
         XCTAssertEqual(model.header.input.channels, [.coordinates, .mask, .relativePositions])
-        let members = try XCTUnwrap(model.header.layers.first?.kind as? AverageProbabilitiesKind).members
+        let members = try XCTUnwrap(model.header.layers.first?.kind as? any MemberCombinationKind).members
         XCTAssertEqual(members.count, 2)
         let ftp = members[1]
         let standardize = try XCTUnwrap(ftp[2].kind as? StandardizeKind)

@@ -57,6 +57,7 @@ final class FitRunTests: XCTestCase {
         c.streams = [[.coordinates], [.motion, .mask], [.coordinates]]
         c.testTimeFlip = true
         c.centring = .mean
+        c.memberAverage = .probabilities
         let (run, result) = try fit(c, dataset: try dataset())
         let model = try ActionModel(bytes: result.modelBytes)
         XCTAssertEqual(model.input.channels, [.coordinates, .motion, .mask])
@@ -92,6 +93,43 @@ final class FitRunTests: XCTestCase {
             }
         }
         assertClose(try model.probabilities(features: x, count: n), expected, absolute: 1e-5, relative: 1e-4)
+    }
+
+    /// By default members are combined by their log-probabilities: the model's probabilities are
+    /// the normalised geometric mean of the members' (each a network of its own), not their mean.
+    func testMembersAreCombinedByTheGeometricMeanOfTheirProbabilities() throws {
+        var c = Self.quick
+        c.architecture = .tcn
+        c.widths = [6]
+        c.kernel = 3
+        c.streams = [[.coordinates], [.motion, .mask]]
+        c.centring = .mean
+        let (run, result) = try fit(c, dataset: try dataset())
+        let model = try ActionModel(bytes: result.modelBytes)
+        let streams = try XCTUnwrap(model.header.layers.first?.kind as? AverageLogProbabilitiesKind)
+        XCTAssertEqual(streams.weights, [0.5, 0.5])
+        let trained = run.training.network, shape = trained.inputShape
+        let nets = try (0..<2).map { m -> Network in
+            let tensors = trained.tensors.filter { $0.name.hasPrefix("layers.0.members.\(m).") }
+            let net = try Network(layers: streams.members[m], input: shape)
+            net.load(parameters: UnsafeBufferPointer(start: trained.parameters + tensors[0].offset, count: net.parameterCount))
+            return net
+        }
+        let validation = try XCTUnwrap(run.data.validation)
+        let n = min(validation.count, 6), K = model.classes.count
+        let x = Array(validation.features[0..<(n * shape.count)])
+        let p = nets.map { Inference.probabilities($0, features: x, count: n) }
+        var geometric = [Float](repeating: 0, count: n * K), arithmetic = geometric
+        for i in 0..<n {
+            let g = (0..<K).map { k in (p[0][i * K + k] * p[1][i * K + k]).squareRoot() }, total = g.reduce(0, +)
+            for k in 0..<K {
+                geometric[i * K + k] = g[k] / total
+                arithmetic[i * K + k] = (p[0][i * K + k] + p[1][i * K + k]) / 2
+            }
+        }
+        let got = try model.probabilities(features: x, count: n)
+        assertClose(got, geometric, absolute: 1e-5, relative: 1e-4)
+        XCTAssertGreaterThan(zip(got, arithmetic).map { abs($0 - $1) }.max()!, 1e-4, "not the mean of the probabilities")
     }
 
     /// `stgcn` end to end on the fixture (natops-8: two arms, not connected): training lowers the
@@ -165,6 +203,27 @@ final class FitRunTests: XCTestCase {
             }
         }
         withExtendedLifetime(kept) {}
+    }
+
+    /// Issue 37: without validation sequences, fit still writes report.txt and report.json, on
+    /// the training sequences, labelled as such.
+    func testWithoutValidationTheReportScoresTheTrainingSequencesLabelledSo() throws {
+        let d = try dataset()
+        var config = Self.quick
+        config.validationFraction = 0
+        let dir = try folder() + "/run"
+        let run = try FitRun.start(dataPath: Self.fixture, dataset: d, config: config, folder: try RunFolder.create(dir, replacing: false))
+        XCTAssertEqual(try run.train(), .finished)
+        let result = try run.finish()
+        XCTAssertEqual(run.data.trainIndices.count, 24)
+        XCTAssertNil(result.validationReport)
+        let report = try XCTUnwrap(result.trainingReport)
+        XCTAssertEqual(report.data.split, "training")
+        XCTAssertEqual(report.sequence?.samples, 24)
+        XCTAssertEqual(try ReportJSON.read("\(dir)/report.json").data.split, "training")
+        let text = try String(contentsOfFile: "\(dir)/report.txt", encoding: .utf8)
+        XCTAssertTrue(text.hasPrefix(FitRun.trainingReportNote + "\n\nactiontrain evaluation report"), text)
+        XCTAssertTrue(text.contains("not how it does on new data"))
     }
 
     func testACancelledRunStopsSavesItsStateAndResumesToTheSameModel() throws {

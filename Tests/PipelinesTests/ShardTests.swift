@@ -94,7 +94,7 @@ final class ShardTests: XCTestCase {
         var config = FitRunTests.quick
         config.accumulate = 2
         let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
-        try run.train()
+        XCTAssertEqual(try run.train(), .finished)
         let memory = try run.finish().modelBytes
         let results = ThreadGroup.run(2) { group in
             let shards = try ShardRun(directory: dir, group: group) { c in
@@ -335,4 +335,19 @@ final class LockedValue<T>: @unchecked Sendable {  // every access holds `lock`
     init(_ value: T) { self.value = value }
     func set(_ v: T) { lock.withLock { value = v } }
     func get() -> T { lock.withLock { value } }
+}
+
+extension ShardTests {
+    func testAClassListedTwiceInAManifestIsRefusedBeforeTraining() throws {
+        // Issue 38 finding 15: it failed only when the model file was written, after training.
+        let (dir, manifest) = try convert()
+        var twice = manifest
+        twice.classes[1] = twice.classes[0]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try encoder.encode(twice).write(to: URL(fileURLWithPath: "\(dir)/manifest.json"))
+        XCTAssertThrowsError(try ShardRun(directory: dir)) {
+            XCTAssertEqual($0 as? ShardError, .corrupt(file: "\(dir)/manifest.json", reason: "the class '\(manifest.classes[0])' is listed twice; the classes must be distinct"))
+        }
+    }
 }

@@ -151,7 +151,7 @@ final class StreamCalibrationTests: XCTestCase {
         c.validationFraction = 0
         let d = try DatasetLoader.load(FitRunTests.fixture)
         let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: c, folder: nil)
-        try run.train()
+        XCTAssertEqual(try run.train(), .finished)
         let model = try ActionModel(bytes: try run.finish().modelBytes)
         let streaming = try XCTUnwrap(model.header.streaming)
         let lengths = run.data.trainIndices.map { d.sequences[$0].frameCount }.sorted()
@@ -179,7 +179,7 @@ final class StreamCalibrationTests: XCTestCase {
         // With validation sequences the stream is theirs.
         c.validationFraction = 0.3
         let validated = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: c, folder: nil)
-        try validated.train()
+        XCTAssertEqual(try validated.train(), .finished)
         XCTAssertEqual(try ActionModel(bytes: try validated.finish().modelBytes).header.streaming?.calibration, "validation")
     }
 }

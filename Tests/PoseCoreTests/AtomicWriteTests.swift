@@ -116,3 +116,88 @@ final class LockedList: @unchecked Sendable {  // every access holds `lock`
     func append(_ s: String) { lock.withLock { list.append(s) } }
     var items: [String] { lock.withLock { list } }
 }
+
+/// Issue 38 finding 1: writers replaced a FIFO or a device node (anything of size 0, or with
+/// --force); run as root, `--json /dev/null` would have replaced the system's /dev/null. Only a
+/// regular file is replaced; a FIFO or character device is written into as a stream.
+final class WriteTargetTests: XCTestCase {
+    func folder() throws -> String {
+        let dir = try temporaryDirectory()
+        addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
+        return dir.path
+    }
+
+    func kind(_ path: String, link: Bool = false) -> mode_t {
+        var st = stat()
+        guard (link ? lstat(path, &st) : stat(path, &st)) == 0 else { return 0 }
+        return st.st_mode & S_IFMT
+    }
+
+    func testAFIFOIsWrittenIntoAsAStreamAndKept() throws {
+        let dir = try folder()
+        let fifo = "\(dir)/fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertEqual(AtomicWrite.target(fifo), .stream("a FIFO"))
+        // No reader: an error at once (not a wait), naming what is missing.
+        XCTAssertThrowsError(try AtomicWrite.write([1, 2, 3], to: fifo)) {
+            XCTAssertEqual("\($0)", "\(fifo): cannot write: it is a FIFO that no process is reading; start the reader first")
+        }
+        // With a reader: the bytes arrive through it, and it stays a FIFO.
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        try AtomicWrite.write([1, 2, 3], to: fifo)
+        var got = [UInt8](repeating: 0, count: 16)
+        XCTAssertEqual(read(reader, &got, 16), 3)
+        XCTAssertEqual(Array(got.prefix(3)), [1, 2, 3])
+        XCTAssertEqual(kind(fifo), S_IFIFO)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["fifo"], "no temporary file left")
+    }
+
+    func testADeviceBehindALinkIsKeptAndSoIsTheLink() throws {
+        let dir = try folder()
+        // A link to /dev/null (the old writer renamed its temporary file over the link; over
+        // /dev/null itself, as root, it would have replaced the system's).
+        let null = "\(dir)/null"
+        XCTAssertEqual(symlink("/dev/null", null), 0)
+        XCTAssertEqual(AtomicWrite.target(null), .stream("a character device"))
+        try AtomicWrite.write([UInt8](repeating: 7, count: 100_000), to: null)
+        XCTAssertEqual(kind(null, link: true), S_IFLNK)
+        XCTAssertEqual(kind("/dev/null"), S_IFCHR)
+        // A link to a regular file: the file it names gets the bytes, the link stays a link.
+        let real = "\(dir)/real.json", link = "\(dir)/link.json"
+        try Data([9]).write(to: URL(fileURLWithPath: real))
+        XCTAssertEqual(symlink(real, link), 0)
+        try AtomicWrite.write([4, 5], to: link)
+        XCTAssertEqual(kind(link, link: true), S_IFLNK)
+        XCTAssertEqual(FileManager.default.contents(atPath: real), Data([4, 5]))
+    }
+
+    func testFoldersBlockDevicesSocketsAndEmptyPathsAreRefused() throws {
+        let dir = try folder()
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: dir)) { XCTAssertEqual("\($0)", "\(dir): cannot write: it is a folder; give a file path") }
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: "")) { XCTAssertEqual("\($0)", "\"\": cannot write: the path is empty; give a file name") }
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: "\(dir)/new/")) {
+            XCTAssertEqual("\($0)", "\(dir)/new/: cannot write: the path ends with '/'; give a file name")
+        }
+        // A socket (bound in the folder).
+        let socketPath = "\(dir)/s"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (k, b) in socketPath.utf8.enumerated() where k < raw.count - 1 { raw[k] = b }
+        }
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(AtomicWrite.target(socketPath), .refused("a socket"))
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: socketPath)) { XCTAssertTrue("\($0)".contains("it is a socket; actiontrain writes regular files"), "\($0)") }
+        XCTAssertEqual(kind(socketPath), S_IFSOCK)
+        // A block device (a node of one, where this process may make it).
+        let block = "\(dir)/block"
+        guard mknod(block, S_IFBLK | 0o600, dev_t(7 << 8)) == 0 else { return }
+        XCTAssertThrowsError(try AtomicWrite.write([1], to: block)) { XCTAssertTrue("\($0)".contains("it is a block device"), "\($0)") }
+        XCTAssertEqual(kind(block), S_IFBLK)
+    }
+}

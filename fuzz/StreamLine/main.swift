@@ -45,7 +45,9 @@ public func fuzzStreamLine(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             guard let bytes = line.bytes else { continue }
             _ = try? StreamLine.parse(bytes, dimensions: 3)
             guard let frame = try? StreamLine.parse(bytes, dimensions: 2) else { continue }
-            check((try? stream.push(track: frame.person, points: frame.points, time: frame.time)) ?? [])
+            for person in frame.persons {  // one, or a "people" line's each
+                check((try? stream.push(track: person.id, points: person.points, time: frame.time)) ?? [])
+            }
         }
         check(stream.finish())
     }

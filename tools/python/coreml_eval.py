@@ -4,12 +4,15 @@
 Independent of the Swift exporter: the meaning of each layer comes from Apple's published
 specification (coremltools' mlmodel/format/NeuralNetwork.proto, Model.proto,
 FeatureTypes.proto); the file is parsed with coremltools' generated protobuf classes, and
-coremltools (which cannot run a model off macOS) must load it too. All arithmetic is float32.
+coremltools (which cannot run a model off macOS) must load it too. All arithmetic is float32,
+as Core ML's on the CPU, or on request float64 (the reference that measures float32 rounding).
 
     python3 coreml_eval.py MODEL.mlmodel                      # validate; print the description
     python3 coreml_eval.py MODEL.mlmodel --inputs X.f32 --count N
         # X: N windows of the input's shape, float32 little-endian; prints JSON with the
         # probabilities, labels and the `logits` blob (when the model has one) per window
+    python3 coreml_eval.py MODEL.mlmodel --inputs X.f32 --count N --reference float64
+        # also `logits64` and `probabilities64`: the same graph evaluated in float64
     python3 coreml_eval.py M1 [--inputs X1 --count N1] M2 [...] ...
         # several models in one process (coremltools takes seconds to import): a JSON list
 
@@ -20,7 +23,10 @@ import sys
 
 import numpy as np
 
-F32 = np.float32
+# The working float type: float32 (what Core ML computes), or float64 for the reference run
+# (`evaluate(..., dtype=np.float64)`), which evaluates the same graph with the same float32
+# weights and inputs in binary64.
+FLOAT = np.float32
 
 
 class Invalid(Exception):
@@ -76,7 +82,7 @@ def unknown_fields(msg, path="Model"):
     return found
 
 
-ARRAY_TYPES = {65568: F32, 65600: np.float64, 131104: np.int32}
+ARRAY_TYPES = {65568: np.float32, 65600: np.float64, 131104: np.int32}
 
 
 def network_of(m):
@@ -179,16 +185,16 @@ def validate(m):
 def weights(w, shape=None):
     if w.float16Value or w.rawValue or w.HasField("quantization"):
         raise Invalid("only float32 weights (floatValue) are implemented")
-    v = np.array(w.floatValue, dtype=F32)
+    v = np.array(w.floatValue, dtype=FLOAT)
     return v if shape is None else v.reshape(shape)
 
 
-def f32(x):
-    return np.asarray(x, dtype=F32)
+def as_float(x):
+    return np.asarray(x, dtype=FLOAT)
 
 
 def broadcastable(op):
-    return lambda p, xs: [f32(op(xs[0], xs[1]))]
+    return lambda p, xs: [as_float(op(xs[0], xs[1]))]
 
 
 def load_constant_nd(p, xs):
@@ -196,46 +202,46 @@ def load_constant_nd(p, xs):
 
 
 def greater_than(p, xs):
-    other = xs[1] if len(xs) == 2 else F32(p.alpha)
-    return [f32(xs[0] > other)]
+    other = xs[1] if len(xs) == 2 else FLOAT(p.alpha)
+    return [as_float(xs[0] > other)]
 
 
 def logical_and(p, xs):
-    return [f32((xs[0] != 0) & (xs[1] != 0))]
+    return [as_float((xs[0] != 0) & (xs[1] != 0))]
 
 
 def where(p, xs):
-    return [f32(np.where(xs[0] != 0, xs[1], xs[2]))]
+    return [as_float(np.where(xs[0] != 0, xs[1], xs[2]))]
 
 
 def unary(p, xs):
     # x <- scale · x + shift (scale 0 means 1), then the function.
-    scale = F32(p.scale if p.scale != 0 else 1)
-    eps = F32(p.epsilon if p.epsilon != 0 else 1e-6)
-    x = f32(xs[0] * scale + F32(p.shift))
+    scale = FLOAT(p.scale if p.scale != 0 else 1)
+    eps = FLOAT(p.epsilon if p.epsilon != 0 else 1e-6)
+    x = as_float(xs[0] * scale + FLOAT(p.shift))
     ops = {
         0: lambda: np.sqrt(x),
-        1: lambda: F32(1) / np.sqrt(x + eps),
-        2: lambda: F32(1) / (x + eps),
-        3: lambda: np.power(x, F32(p.alpha)),
+        1: lambda: FLOAT(1) / np.sqrt(x + eps),
+        2: lambda: FLOAT(1) / (x + eps),
+        3: lambda: np.power(x, FLOAT(p.alpha)),
         4: lambda: np.exp(x),
         5: lambda: np.log(x),
         6: lambda: np.abs(x),
-        7: lambda: np.maximum(x, F32(p.alpha)),
+        7: lambda: np.maximum(x, FLOAT(p.alpha)),
     }
-    return [f32(ops[p.type]())]
+    return [as_float(ops[p.type]())]
 
 
 def activation(p, xs):
     x, t = xs[0], p.WhichOneof("NonlinearityType")
     if t == "ReLU":
-        return [f32(np.maximum(x, F32(0)))]
+        return [as_float(np.maximum(x, FLOAT(0)))]
     if t == "tanh":
-        return [f32(np.tanh(x))]
+        return [as_float(np.tanh(x))]
     if t == "sigmoid":
-        return [f32(F32(1) / (F32(1) + np.exp(-x)))]
+        return [as_float(FLOAT(1) / (FLOAT(1) + np.exp(-x)))]
     if t == "linear":
-        return [f32(F32(p.linear.alpha) * x + F32(p.linear.beta))]
+        return [as_float(FLOAT(p.linear.alpha) * x + FLOAT(p.linear.beta))]
     raise Invalid(f"activation {t} is not implemented")
 
 
@@ -294,7 +300,7 @@ def reducer(fn):
         y = fn(x, axes)
         if p.keepDims:
             y = np.expand_dims(y, axes)
-        y = f32(y)
+        y = as_float(y)
         return [y.reshape(1) if y.ndim == 0 else y]
 
     return run
@@ -302,14 +308,14 @@ def reducer(fn):
 
 def log_sum_exp(x, axes):
     m = np.max(x, axis=axes, keepdims=True)
-    m = np.where(np.isfinite(m), m, F32(0))
+    m = np.where(np.isfinite(m), m, FLOAT(0))
     return np.squeeze(np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m, axis=axes)
 
 
 def softmax_nd(p, xs):
     x = xs[0]
     e = np.exp(x - np.max(x, axis=p.axis, keepdims=True))
-    return [f32(e / np.sum(e, axis=p.axis, keepdims=True))]
+    return [as_float(e / np.sum(e, axis=p.axis, keepdims=True))]
 
 
 def layer_normalization(p, xs):
@@ -320,8 +326,8 @@ def layer_normalization(p, xs):
         raise Invalid(f"layerNormalization: normalizedShape {shape} is not the end of {list(x.shape)}")
     mean = np.mean(x, axis=axes, keepdims=True)
     var = np.mean(np.square(x - mean), axis=axes, keepdims=True)
-    y = (x - mean) / np.sqrt(var + F32(p.eps))
-    return [f32(y * weights(p.gamma, shape) + weights(p.beta, shape))]
+    y = (x - mean) / np.sqrt(var + FLOAT(p.eps))
+    return [as_float(y * weights(p.gamma, shape) + weights(p.beta, shape))]
 
 
 def batched_matmul(p, xs):
@@ -332,13 +338,13 @@ def batched_matmul(p, xs):
         y = np.matmul(xs[0], w)
         if p.hasBias:
             y = y + weights(p.bias, [X2])
-        return [f32(y)]
+        return [as_float(y)]
     a, b = xs
     if p.transposeA:
         a = np.swapaxes(a, -1, -2)
     if p.transposeB:
         b = np.swapaxes(b, -1, -2)
-    return [f32(np.matmul(a, b))]
+    return [as_float(np.matmul(a, b))]
 
 
 def convolution(p, xs):
@@ -374,14 +380,14 @@ def convolution(p, xs):
     oW = (W + pads[2] + pads[3] - eW) // sW + 1
     if oH < 1 or oW < 1:
         raise Invalid("convolution: the kernel is larger than the padded input")
-    y = np.zeros((x.shape[0], O, oH, oW), dtype=F32)
+    y = np.zeros((x.shape[0], O, oH, oW), dtype=FLOAT)
     per = O // groups
     for g in range(groups):
         xg, wg = xp[:, g * kC : (g + 1) * kC], w[g * per : (g + 1) * per]
         for i in range(kH):
             for j in range(kW):
                 patch = xg[:, :, i * dH : i * dH + sH * (oH - 1) + 1 : sH, j * dW : j * dW + sW * (oW - 1) + 1 : sW]
-                y[:, g * per : (g + 1) * per] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j], dtype=F32)
+                y[:, g * per : (g + 1) * per] += np.einsum("nchw,oc->nohw", patch, wg[:, :, i, j], dtype=FLOAT)
     if p.hasBias:
         y += weights(p.bias, [O]).reshape(1, O, 1, 1)
     return [y.reshape(lead + (O, oH, oW))]
@@ -414,15 +420,15 @@ def top_k(p, xs):
     axis = p.axis % x.ndim
     order = np.argsort(x if p.useBottomK else -x, axis=axis, kind="stable")
     idx = np.take(order, np.arange(p.K), axis=axis)
-    return [f32(np.take_along_axis(x, idx, axis=axis)), f32(idx)]
+    return [as_float(np.take_along_axis(x, idx, axis=axis)), as_float(idx)]
 
 
 def floor(p, xs):
-    return [f32(np.floor(xs[0]))]
+    return [as_float(np.floor(xs[0]))]
 
 
 def tanh(p, xs):
-    return [f32(np.tanh(xs[0]))]
+    return [as_float(np.tanh(xs[0]))]
 
 
 LAYERS = {
@@ -460,9 +466,19 @@ LAYERS = {
 }
 
 
-def evaluate(m, feeds):
-    """Runs the network on `feeds` (input name -> array of the declared shape); returns all
-    blobs, and for a classifier the probabilities (float64, as Core ML's dictionary) and label."""
+def evaluate(m, feeds, dtype=np.float32):
+    """Runs the network on `feeds` (input name -> array of the declared shape) with every value
+    of type `dtype` (float32 as Core ML; float64 for the reference run); returns all blobs, and
+    for a classifier the probabilities (float64, as Core ML's dictionary) and label."""
+    global FLOAT
+    saved, FLOAT = FLOAT, dtype
+    try:
+        return evaluate_network(m, feeds)
+    finally:
+        FLOAT = saved
+
+
+def evaluate_network(m, feeds):
     kind, nn = network_of(m)
     blobs = {}
     for f in m.description.input:
@@ -470,7 +486,7 @@ def evaluate(m, feeds):
         x = np.asarray(feeds[f.name])
         if list(x.shape) != list(a.shape):
             raise Invalid(f"input {f.name!r} has shape {list(x.shape)}, the model declares {list(a.shape)}")
-        blobs[f.name] = f32(x)
+        blobs[f.name] = as_float(x)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for i, layer in enumerate(nn.layers):
             t = layer.WhichOneof("layer")
@@ -513,6 +529,15 @@ def run(path, opts):
         result["labels"] = [r["label"] for r in runs]
         if "logits" in runs[0]["blobs"]:
             result["logits"] = [[float(v) for v in r["blobs"]["logits"].reshape(-1)] for r in runs]
+        if opts.get("--reference") == "float64":
+            # The same graph, weights and inputs in binary64: how far float32 rounding moves
+            # this model's outputs on these windows.
+            runs = [evaluate(m, {name: x[i]}, dtype=np.float64) for i in range(n)]
+            result["probabilities64"] = [r["probabilities"] for r in runs]
+            if "logits" in runs[0]["blobs"]:
+                result["logits64"] = [[float(v) for v in r["blobs"]["logits"].reshape(-1)] for r in runs]
+        elif "--reference" in opts:
+            raise Invalid(f"--reference {opts['--reference']}: the reference precision is float64")
     return result
 
 

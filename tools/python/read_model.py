@@ -132,6 +132,8 @@ LAYERS = {  # type -> f(x [B, T, C], layer JSON, tensor by parameter name, run(l
     "selectChannels": lambda x, L, t, run: x[:, :, L["channels"]],
     "averageProbabilities": lambda x, L, t, run: log_mean_exp(
         [log_softmax(run(m, x, f"members.{k}.")) for k, m in enumerate(L["members"])]),
+    "averageLogProbabilities": lambda x, L, t, run: sum(
+        np.float32(w) * log_softmax(run(m, x, f"members.{k}.")) for k, (m, w) in enumerate(zip(L["members"], L["weights"]))),
     "flipAverage": lambda x, L, t, run: log_mean_exp(
         [log_softmax(run(L["body"], x, "body.")), log_softmax(run(L["body"], mirror(x, L), "body."))]),
 }

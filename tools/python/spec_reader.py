@@ -341,13 +341,18 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
                  f"{where} (selectChannels) channels must be 1 to 2^20 indices below {C}")
             parsed.append(("selectChannels", list(ch)))
             C = len(ch)
-        elif kind in ("averageProbabilities", "flipAverage"):
+        elif kind in ("averageProbabilities", "averageLogProbabilities", "flipAverage"):
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
-            if kind == "averageProbabilities":
+            if kind in ("averageProbabilities", "averageLogProbabilities"):
                 branches = layer.get("members")
                 need(isinstance(branches, list) and branches and all(isinstance(m, list) for m in branches),
-                     f"{where} (averageProbabilities) needs a non-empty list of member lists")
+                     f"{where} ({kind}) needs a non-empty list of member lists")
                 names = [f"{where}.members.{k}" for k in range(len(branches))]
+                if kind == "averageLogProbabilities":
+                    weights = layer.get("weights")
+                    need(isinstance(weights, list) and len(weights) == len(branches)
+                         and all(is_num(w) and w > 0 and math.isfinite(w) for w in weights),
+                         f"{where} (averageLogProbabilities) weights must be {len(branches)} positive numbers")
             else:
                 ch, sg, body = layer.get("channels"), layer.get("signs"), layer.get("body")
                 need(isinstance(ch, list) and len(ch) == C and all(is_int(j) and 0 <= j < C for j in ch),
@@ -362,8 +367,12 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
                 need(out[0] == 1 and out == (outs[0] if outs else out), f"{n} gives {list(out)}; branches must give the same [1, K]")
                 outs.append(out)
                 subs.append(sub)
-            parsed.append(("averageProbabilities", subs) if kind == "averageProbabilities"
-                          else ("flipAverage", list(ch), np.array(sg, dtype=F32), subs[0]))
+            if kind == "averageProbabilities":
+                parsed.append(("averageProbabilities", subs))
+            elif kind == "averageLogProbabilities":
+                parsed.append(("averageLogProbabilities", subs, [F32(w) for w in weights]))
+            else:
+                parsed.append(("flipAverage", list(ch), np.array(sg, dtype=F32), subs[0]))
             T, C = outs[0]
         else:
             raise ModelError(f"{where}: unknown layer type '{kind}'")
@@ -450,6 +459,17 @@ def read_model(path):
                  "streaming.enter and exit need one threshold per class")
             need(all(is_num(a) and is_num(b) and 0 < a <= 1 and 0 <= b <= a for a, b in zip(enter, exit_)),
                  "streaming thresholds need 0 <= exit <= enter <= 1 and enter > 0")
+    ps = h.get("poseStatistics")  # 3.5 (1.4): optional, changes no computation; its bounds are checked (2.1)
+    if ps is not None:
+        need(isinstance(ps, dict), "poseStatistics must be an object")
+        need(is_int(ps.get("windows")) and ps["windows"] >= 1, "poseStatistics.windows must be at least 1")
+        J, D = len(inp["skeleton"]["joints"]), inp["skeleton"]["dimensions"]
+        for key, n, low, high in (("centreMean", D, None, None), ("centreSpread", D, 0, None), ("offsetMean", J * D, None, None),
+                                  ("offsetSpread", J * D, 0, None), ("present", J, 0, 1), ("confidence", J, 0, None), ("motion", J, 0, None)):
+            v = ps.get(key)
+            need(isinstance(v, list) and len(v) == n, f"poseStatistics.{key} needs {n} values")
+            need(all(is_num(x) and math.isfinite(x) and (low is None or x >= low) and (high is None or x <= high) for x in v),
+                 f"poseStatistics.{key} is out of bounds")
     prov = h.get("provenance")
     need(isinstance(prov, dict) and isinstance(prov.get("metrics"), dict), "provenance.metrics is missing")
     need(all(is_num(v) and math.isfinite(v) for v in prov["metrics"].values()), "provenance.metrics must be finite numbers")
@@ -579,6 +599,9 @@ def forward(layers, x, tensors, prefix="layers"):
             x = x[:, :, layer[1]]
         elif kind == "averageProbabilities":
             x = log_mean_exp([log_softmax(forward(m, x, tensors, f"{name}.members.{k}")) for k, m in enumerate(layer[1])])
+        elif kind == "averageLogProbabilities":
+            x = sum(np.float64(w) * log_softmax(forward(m, x, tensors, f"{name}.members.{k}"))
+                    for k, (m, w) in enumerate(zip(layer[1], layer[2]))).astype(F32)
         elif kind == "flipAverage":
             _, ch, sg, body = layer
             x = log_mean_exp([log_softmax(forward(body, x, tensors, name + ".body")),

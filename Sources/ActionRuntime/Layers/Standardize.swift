@@ -158,11 +158,11 @@ public enum StandardizeCalibration {
                 if let s = spec.kind as? StandardizeKind, !s.isCalibrated {
                     let (mean, scale) = try statistics(through: path + out, at: "\(place)\(j)")
                     out.append(.standardize(mean: mean, scale: scale))
-                } else if let a = spec.kind as? AverageProbabilitiesKind {
+                } else if let a = spec.kind as? any MemberCombinationKind {
                     let members = try a.members.enumerated().map { m, member in
                         try calibrated(member, path: path + out, at: "\(place)\(j).members.\(m).")
                     }
-                    out.append(.averageProbabilities(members))
+                    out.append(a.with(members: members))
                 } else {
                     if isNeeded([spec]) {
                         throw ModelError.invalidLayer(
