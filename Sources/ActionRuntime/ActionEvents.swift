@@ -40,11 +40,16 @@ public struct EventOptions: Equatable, Sendable {
     /// starts) is the middle of their overlap, and an event that starts later begins at the
     /// previous one's end.
     public var allowOverlap = false
+    /// Events from frames (`FrameSegmenter`, `EventStream`) with these numbers, the thresholds
+    /// then applying to frame scores; nil: events from windows (`EventDetector`), the rule of
+    /// model files before format 1.5. `smoothing` and `allowOverlap` are the window rule's only.
+    public var frames: FrameOptions?
 
     public init(
         smoothing: Int = 3, enter: Float = 0.6, exit: Float = 0.4, minimumDuration: Double = 0, background: Set<String> = [],
-        floor: Float = 0, classThresholds: [String: Thresholds] = [:], allowOverlap: Bool = false
+        floor: Float = 0, classThresholds: [String: Thresholds] = [:], allowOverlap: Bool = false, frames: FrameOptions? = nil
     ) {
+        self.frames = frames
         self.smoothing = smoothing
         self.enter = enter
         self.exit = exit
@@ -67,15 +72,34 @@ public struct EventOptions: Equatable, Sendable {
         EventOptions(background: Set(classes.filter { backgroundNames.contains($0.lowercased()) }))
     }
 
-    /// The defaults for a model: `standard(classes:)` with the thresholds per class its file
-    /// records (`ModelHeader.Streaming`, calibrated by `fit`; none in files before format 1.3,
-    /// which keep `enter` 0.6 and `exit` 0.4).
-    public static func standard(for model: ActionModel) -> EventOptions {
+    /// The defaults for a model: `standard(classes:)` with what its file records
+    /// (`ModelHeader.Streaming`, calibrated by `fit`): since format 1.5 events from frames with
+    /// the file's numbers (`frames`) and its frame thresholds per class; with `fromFrames` false,
+    /// or for a file without them, events from windows with its window thresholds per class (none
+    /// in files before format 1.3, which keep `enter` 0.6 and `exit` 0.4).
+    public static func standard(for model: ActionModel, fromFrames: Bool = true) -> EventOptions {
         var o = standard(classes: model.classes)
-        if let enter = model.header.streaming?.enter, let exit = model.header.streaming?.exit {
+        let streaming = model.header.streaming
+        if fromFrames, let f = streaming?.frames {
+            o.frames = FrameOptions(f, classes: model.classes)
+            for (k, c) in model.classes.enumerated() { o.classThresholds[c] = Thresholds(enter: Float(f.enter[k]), exit: Float(f.exit[k])) }
+        } else if let enter = streaming?.enter, let exit = streaming?.exit {
             for (k, c) in model.classes.enumerated() { o.classThresholds[c] = Thresholds(enter: Float(enter[k]), exit: Float(exit[k])) }
         }
         return o
+    }
+
+    /// The frame rule's settings for `classes` (`frames` must be set): its numbers, the
+    /// thresholds per class, `minimumDuration` as a floor of every class's, the background
+    /// classes and the floor.
+    public func segmenterSettings(classes: [String]) -> FrameSegmenter.Settings? {
+        guard let f = frames else { return nil }
+        func each(_ values: [String: Double], _ fallback: Double) -> [Double] { classes.map { values[$0] ?? fallback } }
+        return FrameSegmenter.Settings(
+            enter: classes.map { thresholds(of: $0).enter }, exit: classes.map { thresholds(of: $0).exit },
+            hold: each(f.hold, FrameOptions.defaultHold).map { min($0, f.lookAhead) }, leadIn: each(f.leadIn, 0), leadOut: each(f.leadOut, 0),
+            minimumDuration: each(f.minimumDuration, 0).map { max($0, minimumDuration) }, background: classes.map { background.contains($0) },
+            lookAhead: f.lookAhead, stillBelow: f.stillBelow, floor: floor)
     }
 
     /// Checks the ranges; throws `EventError` naming the field.
@@ -100,6 +124,56 @@ public struct EventOptions: Equatable, Sendable {
             throw EventError.invalid("background class '\(unknown)' is not among the model's classes (\(classes.joined(separator: ", ")))")
         }
         if classes.allSatisfy(background.contains) { throw EventError.invalid("every class is a background class: no event can start") }
+        if let f = frames {
+            for (name, values) in [("hold", f.hold), ("leadIn", f.leadIn), ("leadOut", f.leadOut), ("minimumDuration", f.minimumDuration)] {
+                if let unknown = values.keys.sorted().first(where: { !classes.contains($0) }) {
+                    throw EventError.invalid("\(name) for '\(unknown)', which is not among the model's classes (\(classes.joined(separator: ", ")))")
+                }
+            }
+            if let why = segmenterSettings(classes: classes)?.problem { throw EventError.invalid(why) }
+        }
+    }
+}
+
+/// The numbers of events from frames (`FrameSegmenter`), by class name where they are per
+/// class: a model file's (`ModelHeader.Streaming.Frames`, calibrated by `fit`), or a caller's.
+public struct FrameOptions: Equatable, Sendable {
+    /// Seconds after a frame at which it is decided: an event comes at most this long after its
+    /// last frame (and `hold` plus a tenth of a second after it when stillness ends it).
+    public var lookAhead: Double
+    /// Motion (`FrameMotion`, body sizes per second) at or below which a frame is still.
+    public var stillBelow: Float
+    /// Per class: seconds of stillness that end an event (at most `lookAhead`; a class
+    /// without one: `defaultHold`).
+    public var hold: [String: Double]
+    /// Per class: seconds from an event's start to its first moving frame, and from its last
+    /// moving frame to its end (0 when missing).
+    public var leadIn: [String: Double]
+    public var leadOut: [String: Double]
+    /// Per class: the shortest event, in seconds (0 when missing).
+    public var minimumDuration: [String: Double]
+
+    /// The hold of a class that has none.
+    public static let defaultHold = 0.5
+
+    public init(
+        lookAhead: Double, stillBelow: Float, hold: [String: Double] = [:], leadIn: [String: Double] = [:], leadOut: [String: Double] = [:],
+        minimumDuration: [String: Double] = [:]
+    ) {
+        self.lookAhead = lookAhead
+        self.stillBelow = stillBelow
+        self.hold = hold
+        self.leadIn = leadIn
+        self.leadOut = leadOut
+        self.minimumDuration = minimumDuration
+    }
+
+    /// A model file's numbers for its `classes`.
+    public init(_ f: ModelHeader.Streaming.Frames, classes: [String]) {
+        func named(_ v: [Double]) -> [String: Double] { Dictionary(uniqueKeysWithValues: zip(classes, v)) }
+        self.init(
+            lookAhead: f.lookAhead, stillBelow: Float(f.stillBelow), hold: named(f.hold), leadIn: named(f.leadIn), leadOut: named(f.leadOut),
+            minimumDuration: named(f.minimumDuration))
     }
 }
 
@@ -222,5 +296,76 @@ public struct EventDetector: Sendable {
         guard e.end - e.start >= options.minimumDuration else { return nil }
         lastEnd = e.end
         return e
+    }
+}
+
+/// One stream's events, from its session's windows and frames (`StreamSession.push`, then
+/// `takeFrames()`): from frames (`FrameSegmenter`) when `EventOptions.frames` is set, else from
+/// windows (`EventDetector`, which ignores the frames). Keep one per stream (`TrackedStream`
+/// keeps one per track); the same windows and frames give the same events however the pushes
+/// group them, so a recording read whole gives a live stream's events exactly.
+public struct EventStream: Sendable {
+    public let classes: [String]
+    public let options: EventOptions
+    private var windows: EventDetector
+    private var frames: FrameSegmenter?
+    private var segment = 0
+
+    /// Throws `EventError` for options out of range.
+    public init(classes: [String], options: EventOptions) throws {
+        windows = try EventDetector(classes: classes, options: options)  // checks the options
+        self.classes = classes
+        self.options = options
+        frames = options.segmenterSettings(classes: classes).map { FrameSegmenter(settings: $0) }
+    }
+
+    /// True when events come from frames: the session must record them (`StreamOptions.frames`).
+    public var needsFrames: Bool { frames != nil }
+
+    /// Takes one push's windows and frames (in their order); returns the events they end, in
+    /// order. Windows and frames of a new segment (a restart) first end the running event.
+    public mutating func add(windows ws: [StreamWindow], frames fs: [StreamFrame]) -> [ActionEvent] {
+        guard frames != nil else { return ws.flatMap { windows.add($0) } }
+        var out: [ActionEvent] = []
+        var i = 0, j = 0
+        // In the order the stream made them: a window when its last frame came, a frame's motion
+        // `lag` frames later (`now`); a window first at the same time.
+        while i < ws.count || j < fs.count {
+            let takeWindow = j == fs.count || (i < ws.count && (ws[i].segment, ws[i].endTime) <= (fs[j].segment, fs[j].now))
+            let itemSegment = takeWindow ? ws[i].segment : fs[j].segment
+            if itemSegment != segment {
+                out += finishFrames()
+                segment = itemSegment
+            }
+            if takeWindow {
+                let w = ws[i]
+                frames!.add(window: w.start, end: w.end, endTime: w.endTime, probabilities: w.probabilities)
+                i += 1
+            } else {
+                let f = fs[j]
+                out += frames!.add(frame: f.index, time: f.time, motion: f.motion, now: f.now).map(event)
+                j += 1
+            }
+        }
+        return out
+    }
+
+    /// `add(windows:frames:)` with the session's frames (`StreamSession.takeFrames()`), taken
+    /// without copying them.
+    public mutating func add(windows ws: [StreamWindow], from session: StreamSession) -> [ActionEvent] {
+        return session.withTakenFrames { add(windows: ws, frames: $0) }
+    }
+
+    /// Ends the running event (the stream ended, or its track was forgotten). Call it after the
+    /// session's `finish()` windows and frames went through `add`.
+    public mutating func finish() -> [ActionEvent] {
+        guard frames != nil else { return windows.finish().map { [$0] } ?? [] }
+        return finishFrames()
+    }
+
+    private mutating func finishFrames() -> [ActionEvent] { frames!.finish().map(event) }
+
+    private func event(_ e: FrameSegmenter.Event) -> ActionEvent {
+        ActionEvent(label: classes[e.label], start: e.start, end: e.end, peak: e.peak, mean: e.mean, windows: e.windows)
     }
 }

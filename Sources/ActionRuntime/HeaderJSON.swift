@@ -479,7 +479,16 @@ enum HeaderJSON {
         return ModelHeader.Streaming(
             clipFrames: try o.optional("clipFrames").map(int), clipFrameRate: try o.optional("clipFrameRate").map(double),
             enter: try o.optional("enter").map { try array($0).map(double) }, exit: try o.optional("exit").map { try array($0).map(double) },
-            calibration: try o.optional("calibration").map(string))
+            calibration: try o.optional("calibration").map(string), frames: try o.optional("frames").map(streamingFrames))
+    }
+
+    static func streamingFrames(_ v: Value) throws -> ModelHeader.Streaming.Frames {
+        let o = try Object(v)
+        func numbers(_ key: String) throws -> [Double] { try array(try o.required(key)).map(double) }
+        return ModelHeader.Streaming.Frames(
+            lookAhead: try double(try o.required("lookAhead")), stillBelow: try double(try o.required("stillBelow")), enter: try numbers("enter"),
+            exit: try numbers("exit"), hold: try numbers("hold"), leadIn: try numbers("leadIn"), leadOut: try numbers("leadOut"),
+            minimumDuration: try numbers("minimumDuration"))
     }
 
     static func coordinateSystem(_ v: Value) throws -> ModelHeader.CoordinateSystem {

@@ -156,7 +156,8 @@ extension ModelFile {
     /// The `streaming` field (docs/format.md 3.4): a clip length only for `fit` windows, at
     /// most `Limits.inputTime` frames whose poses fit in the activation budget twice (a
     /// session keeps two clips), a frame rate in the window's range, and thresholds per class
-    /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`.
+    /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`; frame-level numbers (1.5) with a value per class,
+    /// thresholds so, durations of 0 to 3600 s, a look-ahead of 0 to 60 s.
     static func checkStreaming(_ st: ModelHeader.Streaming, classes K: Int, input: InputSpec) throws {
         func bad(_ why: String) -> ModelFileError { .badHeader("streaming: \(why)") }
         if let n = st.clipFrames {
@@ -175,6 +176,25 @@ extension ModelFile {
             guard enter.count == K && exit.count == K else { throw bad("enter and exit need one threshold per class (\(K)), got \(enter.count) and \(exit.count)") }
             for k in 0..<K where !(enter[k] > 0 && enter[k] <= 1 && exit[k] >= 0 && exit[k] <= enter[k]) {
                 throw bad("class \(k): the thresholds need 0 <= exit <= enter <= 1 and enter > 0, got enter \(enter[k]), exit \(exit[k])")
+            }
+        }
+        if let f = st.frames {
+            func frames(_ why: String) -> ModelFileError { bad("frames: \(why)") }
+            guard f.lookAhead > 0 && f.lookAhead <= 60 else { throw frames("lookAhead \(f.lookAhead) must be more than 0 and at most 60 seconds") }
+            guard f.stillBelow >= 0 && f.stillBelow <= 1e6 else { throw frames("stillBelow \(f.stillBelow) must be 0 to 1e6") }
+            for (name, values) in [
+                ("enter", f.enter), ("exit", f.exit), ("hold", f.hold), ("leadIn", f.leadIn), ("leadOut", f.leadOut), ("minimumDuration", f.minimumDuration),
+            ] where values.count != K {
+                throw frames("\(name) needs one value per class (\(K)), got \(values.count)")
+            }
+            for k in 0..<K {
+                guard f.enter[k] > 0 && f.enter[k] <= 1 && f.exit[k] >= 0 && f.exit[k] <= f.enter[k] else {
+                    throw frames("class \(k): the thresholds need 0 <= exit <= enter <= 1 and enter > 0, got enter \(f.enter[k]), exit \(f.exit[k])")
+                }
+                for (name, v) in [("hold", f.hold[k]), ("leadIn", f.leadIn[k]), ("leadOut", f.leadOut[k]), ("minimumDuration", f.minimumDuration[k])]
+                where !(v >= 0 && v <= 3600) {
+                    throw frames("class \(k): \(name) \(v) must be 0 to 3600 seconds")
+                }
             }
         }
     }

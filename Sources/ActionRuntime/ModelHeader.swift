@@ -82,13 +82,52 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         public var exit: [Double]?
         /// Which windows the thresholds were calibrated on: `validation` or `training`.
         public var calibration: String?
+        /// Frame-level events (format 1.5, docs/format.md 3.4): the numbers of the rule of
+        /// `FrameSegmenter`, calibrated by `fit`. Nil: events from windows (`EventDetector`).
+        public var frames: Frames?
 
-        public init(clipFrames: Int? = nil, clipFrameRate: Double? = nil, enter: [Double]? = nil, exit: [Double]? = nil, calibration: String? = nil) {
+        /// The calibrated numbers of frame-level events, per class in class order.
+        public struct Frames: Codable, Hashable, Sendable {
+            /// Seconds after a frame at which it is decided (the default look-ahead).
+            public var lookAhead: Double
+            /// Motion (body sizes per second) at or below which a frame is still.
+            public var stillBelow: Double
+            /// Frame scores that start an event of the class, and that it must keep.
+            public var enter: [Double]
+            public var exit: [Double]
+            /// Seconds of stillness that end an event of the class.
+            public var hold: [Double]
+            /// Seconds from an event's start to its first moving frame, and from its last moving frame to its end.
+            public var leadIn: [Double]
+            public var leadOut: [Double]
+            /// The shortest event of the class, in seconds.
+            public var minimumDuration: [Double]
+
+            public init(
+                lookAhead: Double, stillBelow: Double, enter: [Double], exit: [Double], hold: [Double], leadIn: [Double], leadOut: [Double],
+                minimumDuration: [Double]
+            ) {
+                self.lookAhead = lookAhead
+                self.stillBelow = stillBelow
+                self.enter = enter
+                self.exit = exit
+                self.hold = hold
+                self.leadIn = leadIn
+                self.leadOut = leadOut
+                self.minimumDuration = minimumDuration
+            }
+        }
+
+        public init(
+            clipFrames: Int? = nil, clipFrameRate: Double? = nil, enter: [Double]? = nil, exit: [Double]? = nil, calibration: String? = nil,
+            frames: Frames? = nil
+        ) {
             self.clipFrames = clipFrames
             self.clipFrameRate = clipFrameRate
             self.enter = enter
             self.exit = exit
             self.calibration = calibration
+            self.frames = frames
         }
 
         /// The clip duration in seconds, `(clipFrames − 1) / clipFrameRate`, when both are known.

@@ -24,10 +24,14 @@ public struct StreamOptions: Equatable, Sendable {
     /// stream rate (`ActionModel.streamWindow`), instead of the length the model file records
     /// (`ModelHeader.Streaming.clipFrames`); needed for files written before it (format 1.3).
     public var clipFrames: Int? = nil
+    /// Record each frame at the model's rate with its motion (`StreamFrame`, `FrameMotion`) for
+    /// `StreamSession.takeFrames()`: frame-level events (`EventStream`) need them. Off: a push
+    /// costs what it did without them.
+    public var frames = false
 
     public init(
         stride: Int, strict: Bool = false, maximumGap: Double = 0.5, minimumConfidence: Float = 0, maximumJump: Double = 10,
-        clipFrames: Int? = nil
+        clipFrames: Int? = nil, frames: Bool = false
     ) {
         self.stride = stride
         self.strict = strict
@@ -35,6 +39,7 @@ public struct StreamOptions: Equatable, Sendable {
         self.minimumConfidence = minimumConfidence
         self.maximumJump = maximumJump
         self.clipFrames = clipFrames
+        self.frames = frames
     }
 
     /// Checks the ranges for a model at `frameRate` (nil: none); throws `StreamError` naming the field.
@@ -60,8 +65,24 @@ public struct StreamOptions: Equatable, Sendable {
     /// records no clip length).
     public static func standard(for model: ActionModel) -> StreamOptions {
         let frames = (try? model.streamWindow().frames) ?? model.input.window.frames
-        return StreamOptions(stride: max(1, frames / 3))
+        return StreamOptions(stride: max(1, frames / 3), frames: model.header.streaming?.frames != nil)
     }
+}
+
+/// One frame of a stream at the model's rate (the frames windows are cut from), with its
+/// motion: recorded when `StreamOptions.frames` is on, taken with `StreamSession.takeFrames()`.
+public struct StreamFrame: Equatable, Sendable {
+    /// The frame, counted from the segment's first (`StreamWindow.start` counts the same way).
+    public var index: Int
+    /// Its time in seconds.
+    public var time: Double
+    /// `FrameMotion.motion` between the frames `FrameMotion.lag` before and after it.
+    public var motion: Float
+    /// The time of the newest frame when the motion was known (`lag` frames later, or the last
+    /// frame at the end of a segment).
+    public var now: Double
+    /// The segment (`StreamWindow.segment`).
+    public var segment: Int
 }
 
 /// One window prediction of a stream.
@@ -142,6 +163,16 @@ public final class StreamSession {
     private var pairing: BodyPairing?
     private var bodyReader: FrameReader
     private var personFrames: [Frames] = []
+    /// `options.frames`: the last 2·lag + 1 frames at the model's rate (frame k in slot
+    /// k mod (2·lag + 1)) for their motion, and the frames not taken yet.
+    private let lag: Int
+    private let recent: Frames?
+    private let recentCoordinates: UnsafeMutablePointer<Float>?, recentPresent: UnsafeMutablePointer<UInt8>?
+    private var recentTimes: [Double]
+    private let bodies: Int
+    private var taken: [StreamFrame] = []
+    /// At most this many frames wait for `takeFrames()`; older ones are dropped.
+    public static let maximumUntakenFrames = 1 << 16
 
     /// Frames `coordinates [n, J, D]`, `present [n, J]`, `confidence [n, J]`.
     private final class Frames {
@@ -183,6 +214,11 @@ public final class StreamSession {
         ring = Frames(2 * W, joints: J, dimensions: D)
         ringTimes = [Double](repeating: 0, count: 2 * W)
         probabilities = .allocate(capacity: model.classes.count)
+        lag = FrameMotion.lag(frameRate: stream.frameRate)
+        recent = options.frames ? Frames(2 * lag + 1, joints: J, dimensions: D) : nil
+        (recentCoordinates, recentPresent) = (recent?.coordinates, recent?.present)
+        recentTimes = [Double](repeating: 0, count: options.frames ? 2 * lag + 1 : 0)
+        bodies = model.bodies
     }
 
     deinit { probabilities.deallocate() }
@@ -318,8 +354,39 @@ public final class StreamSession {
         } else if (made - W) % options.stride != 0 {
             if let w = predict(start: made - W) { out.append(w) }
         }
+        if recentCoordinates != nil {  // the last frames' motion, to the last frame
+            for f in max(0, made - lag)..<made { recordMotion(of: f, until: made - 1) }
+        }
         reset()
         return out
+    }
+
+    /// The frames at the model's rate made since the last call, with their motion, in order
+    /// (`StreamOptions.frames`; empty without it). A frame's motion needs the frames `lag` after
+    /// it, so a push returns frames up to `lag` behind its windows, and `finish()` the rest.
+    public func takeFrames() -> [StreamFrame] {
+        guard !taken.isEmpty else { return [] }
+        defer { taken = [] }
+        return taken
+    }
+
+    /// Gives the frames `takeFrames()` would return to `body` without copying them, then
+    /// forgets them (keeping the buffer for the next push).
+    func withTakenFrames<T>(_ body: ([StreamFrame]) -> T) -> T {
+        defer { taken.removeAll(keepingCapacity: true) }
+        return body(taken)
+    }
+
+    /// Records frame `f`'s motion between frames f − lag and `last` (f + lag, or the segment's
+    /// last frame), which are in `recent`.
+    private func recordMotion(of f: Int, until last: Int) {
+        guard let c = recentCoordinates, let p = recentPresent else { return }
+        let n = 2 * lag + 1, a = max(0, f - lag), b = max(f, last), JD = J * D
+        let motion = FrameMotion.motion(
+            frame: c + (f % n) * JD, framePresent: p + (f % n) * J, a: c + (a % n) * JD, aPresent: p + (a % n) * J, b: c + (b % n) * JD,
+            bPresent: p + (b % n) * J, seconds: recentTimes[b % n] - recentTimes[a % n], joints: J, dimensions: D, bodies: bodies)
+        if taken.count >= Self.maximumUntakenFrames { taken.removeFirst(taken.count / 2) }
+        taken.append(StreamFrame(index: f, time: recentTimes[f % n], motion: motion, now: recentTimes[b % n], segment: segment))
     }
 
     /// Forgets the frames (not the statistics): the next push starts a new stream, a new
@@ -419,6 +486,13 @@ public final class StreamSession {
     }
 
     private func completed(into out: inout [StreamWindow]) {
+        if let c = recentCoordinates, let p = recentPresent {  // this frame, for motion; the one `lag` before it now has its motion
+            let k = made - 1, slot = ringCount - 1, n = 2 * lag + 1
+            (c + (k % n) * J * D).update(from: ring.coordinates + slot * J * D, count: J * D)
+            (p + (k % n) * J).update(from: ring.present + slot * J, count: J)
+            recentTimes[k % n] = ringTimes[slot]
+            if k >= lag { recordMotion(of: k - lag, until: k) }
+        }
         if made >= W && (made - W) % options.stride == 0, let w = predict(start: made - W) { out.append(w) }
     }
 

@@ -1,6 +1,6 @@
 import PoseCore
 
-/// Several people (or animals) in one stream: one `StreamSession` and `EventDetector` per
+/// Several people (or animals) in one stream: one `StreamSession` and `EventStream` per
 /// track id, tracks unseen for `forgetAfter` seconds forgotten (their running event ended),
 /// at most `maximumTracks` followed at once. For an interaction model (`model.bodies` M > 1)
 /// the people of each frame are paired into its bodies instead, one session for the scene
@@ -48,7 +48,7 @@ public final class TrackedStream {
 
     private struct Track {
         let session: StreamSession
-        var detector: EventDetector
+        var detector: EventStream
         /// The time of the track's last frame used (or of its creation).
         var lastSeen: Double
     }
@@ -72,7 +72,7 @@ public final class TrackedStream {
     public init(
         model: ActionModel, options: StreamOptions, events: EventOptions, forgetAfter: Double = 2, maximumTracks: Int = 32
     ) throws {
-        _ = try EventDetector(classes: model.classes, options: events)  // checks the options
+        _ = try EventStream(classes: model.classes, options: events)  // checks the options
         try options.validate(frameRate: model.input.window.frameRate)
         try model.checkOutputs()
         guard forgetAfter > 0 && !forgetAfter.isNaN else {
@@ -82,6 +82,8 @@ public final class TrackedStream {
             throw StreamError.invalidOptions("at most \(Self.maximumTracksLimit) tracks may be followed at once, got \(maximumTracks)")
         }
         self.model = model
+        var options = options
+        if events.frames != nil { options.frames = true }  // events from frames need them
         self.options = options
         self.events = events
         self.forgetAfter = forgetAfter
@@ -132,7 +134,7 @@ public final class TrackedStream {
         if tracks[track] == nil {
             guard tracks.count < maximumTracks else { throw StreamError.tooManyTracks(limit: maximumTracks, track: track) }
             tracks[track] = Track(
-                session: try StreamSession(model: model, options: options), detector: try EventDetector(classes: model.classes, options: events),
+                session: try StreamSession(model: model, options: options), detector: try EventStream(classes: model.classes, options: events),
                 lastSeen: time)
             byLastSeen.insert(time, track)
         }
@@ -147,7 +149,7 @@ public final class TrackedStream {
             if byLastSeen.count > 2 * tracks.count + 32 { byLastSeen = MinHeap(tracks.map { ($0.value.lastSeen, $0.key) }) }
         }
         var result = Output(track: track, windows: windows)
-        for w in windows { result.events += tracks[track]!.detector.add(w) }
+        result.events = tracks[track]!.detector.add(windows: windows, from: session)
         if !windows.isEmpty || !result.events.isEmpty { out.append(result) }
         return out
     }
@@ -198,7 +200,7 @@ public final class TrackedStream {
         if scene == nil {
             scene = Track(
                 session: try StreamSession(model: model, options: sessionOptions),
-                detector: try EventDetector(classes: model.classes, options: events), lastSeen: frame.time)
+                detector: try EventStream(classes: model.classes, options: events), lastSeen: frame.time)
         }
         let session = scene!.session
         let before = session.statistics
@@ -210,7 +212,7 @@ public final class TrackedStream {
             windows = try session.push(people: frame.people, time: frame.time)
         }
         var result = Output(track: session.people.first.flatMap { $0 } ?? frame.people.first?.id ?? 0, windows: windows, people: session.people)
-        for w in windows { result.events += scene!.detector.add(w) }
+        result.events = scene!.detector.add(windows: windows, from: session)
         if !windows.isEmpty || !result.events.isEmpty { out.append(result) }
         return out
     }
@@ -223,8 +225,7 @@ public final class TrackedStream {
         let before = s.session.statistics
         defer { statistics.add(from: before, to: s.session.statistics) }
         var result = Output(track: people.first.flatMap { $0 } ?? 0, windows: s.session.finish(), people: people)
-        for w in result.windows { result.events += s.detector.add(w) }
-        if let e = s.detector.finish() { result.events.append(e) }
+        result.events = s.detector.add(windows: result.windows, from: s.session) + s.detector.finish()
         return result.windows.isEmpty && result.events.isEmpty ? [] : [result]
     }
 
@@ -260,8 +261,7 @@ public final class TrackedStream {
             let before = t.session.statistics
             defer { statistics.add(from: before, to: t.session.statistics) }
             var result = Output(track: id, windows: t.session.finish())
-            for w in result.windows { result.events += t.detector.add(w) }
-            if let e = t.detector.finish() { result.events.append(e) }
+            result.events = t.detector.add(windows: result.windows, from: t.session) + t.detector.finish()
             if !result.windows.isEmpty || !result.events.isEmpty { out.append(result) }
         }
         return out

@@ -30,8 +30,11 @@ public struct ShardManifest: Codable, Equatable, Sendable {
         public var clipFrameRate: Double?
         /// `validation` or `training`.
         public var sequences: String
-        public init(clipFrames: Int?, clipFrameRate: Double?, sequences: String) {
-            (self.clipFrames, self.clipFrameRate, self.sequences) = (clipFrames, clipFrameRate, sequences)
+        /// What the frame-level calibration needs besides the network (absent in manifests of
+        /// earlier versions, whose models then make events from windows).
+        public var frames: FrameCalibrationInput?
+        public init(clipFrames: Int?, clipFrameRate: Double?, sequences: String, frames: FrameCalibrationInput? = nil) {
+            (self.clipFrames, self.clipFrameRate, self.sequences, self.frames) = (clipFrames, clipFrameRate, sequences, frames)
         }
     }
 
@@ -537,5 +540,46 @@ public final class ShardBatches: BatchSource {
             if starts[mid] <= i { lo = mid } else { hi = mid - 1 }
         }
         return lo
+    }
+}
+
+/// What a model file's frame-level event numbers need besides the network (Pipelines'
+/// `StreamCalibration`, docs/format.md 3.4): those measured on the training clips' motion, and
+/// the calibration stream's windows and frames, whose scores the network then gives.
+public struct FrameCalibrationInput: Codable, Equatable, Sendable {
+    /// Seconds after a frame at which it is decided.
+    public var lookAhead: Double
+    /// The calibration stream's frames per second (frames as recorded: the data's, else 30).
+    public var frameRate: Double
+    /// Motion at or below which a frame is still, and per class (in class order) the hold, lead-in,
+    /// lead-out and minimum duration in seconds.
+    public var stillBelow: Double
+    public var hold: [Double]
+    public var leadIn: [Double]
+    public var leadOut: [Double]
+    public var minimumDuration: [Double]
+    /// Each calibration window's first frame and one past its last, in the stream's frames
+    /// (the windows of the `stream` shards, in order).
+    public var windowStarts: [Int]
+    public var windowEnds: [Int]
+    /// The stream's frames by class, run by run: `runFrames[i]` frames of class `runClasses[i]`.
+    public var runFrames: [Int]
+    public var runClasses: [Int32]
+
+    public init(
+        lookAhead: Double, frameRate: Double, stillBelow: Double, hold: [Double], leadIn: [Double], leadOut: [Double], minimumDuration: [Double],
+        windowStarts: [Int], windowEnds: [Int], runFrames: [Int], runClasses: [Int32]
+    ) {
+        self.lookAhead = lookAhead
+        self.frameRate = frameRate
+        self.stillBelow = stillBelow
+        self.hold = hold
+        self.leadIn = leadIn
+        self.leadOut = leadOut
+        self.minimumDuration = minimumDuration
+        self.windowStarts = windowStarts
+        self.windowEnds = windowEnds
+        self.runFrames = runFrames
+        self.runClasses = runClasses
     }
 }

@@ -20,7 +20,7 @@ public struct Dataset: Sendable, Equatable {
         self.name = name
         self.skeleton = skeleton
         self.sequences = sequences
-        self.classes = classes ?? Array(Set(sequences.compactMap(\.label))).sorted()
+        self.classes = classes ?? Array(Set(sequences.compactMap(\.label) + sequences.flatMap { $0.segments.map(\.label) })).sorted()
         self.frameRate = frameRate
         self.imageSize = imageSize
     }
@@ -52,6 +52,9 @@ public struct Dataset: Sendable, Equatable {
             if let l = s.label, !known.contains(l) {
                 throw DatasetError.unknownLabel(file: file, record: s.id, label: l, classes: classes)
             }
+            if let g = s.segments.first(where: { !known.contains($0.label) }) {
+                throw DatasetError.unknownLabel(file: file, record: s.id, label: g.label, classes: classes)
+            }
         }
     }
 
@@ -71,6 +74,11 @@ public struct Dataset: Sendable, Equatable {
             mix(s.split ?? "")
             for v in s.coordinates { mix(v.bitPattern) }
             for v in s.present { mix(v) }
+            for g in s.segments {  // (none: the hash of a dataset without segments is as before)
+                mix(g.label)
+                mix(Int64(g.start))
+                mix(Int64(g.end))
+            }
         }
         return h.text
     }

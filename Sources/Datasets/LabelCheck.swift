@@ -6,6 +6,7 @@ extension Dataset {
         var counts: [String: Int] = [:]
         for s in sequences where split == nil || s.split == split {
             if let label = s.label, !known.contains(label) { counts[label, default: 0] += 1 }
+            for label in Set(s.segments.map(\.label)) where !known.contains(label) { counts[label, default: 0] += 1 }
         }
         return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }

@@ -26,7 +26,7 @@ public enum NativeFormat {
     public static let splits = ["train", "validation", "test"]
 
     /// Per-sequence keys the reader knows; others are kept out of the dataset with a warning.
-    public static let sequenceKeys = ["id", "label", "group", "split", "events", "imageSize", "bodyHeight", "heightEstimation", "frames"]
+    public static let sequenceKeys = ["id", "label", "group", "split", "events", "segments", "imageSize", "bodyHeight", "heightEstimation", "frames"]
 
     public struct Options: Sendable {
         /// A point whose confidence is at or below this is absent (the one confidence rule,
@@ -93,6 +93,9 @@ public enum NativeFormat {
             if let g = s.group { out += ", \"group\": \(jsonString(g))" }
             if let sp = s.split { out += ", \"split\": \(jsonString(sp))" }
             if !s.events.isEmpty { out += ", \"events\": [\(s.events.map(String.init).joined(separator: ", "))]" }
+            if !s.segments.isEmpty {
+                out += ", \"segments\": [" + s.segments.map { "{\"label\": \(jsonString($0.label)), \"start\": \($0.start), \"end\": \($0.end)}" }.joined(separator: ", ") + "]"
+            }
             if let size = s.imageSize { out += ", \"imageSize\": [\(size.map { "\($0)" }.joined(separator: ", "))]" }
             if let h = s.bodyHeight { out += ", \"bodyHeight\": \(h)" }
             if let e = s.heightEstimation { out += ", \"heightEstimation\": \(jsonString(e))" }
@@ -395,6 +398,7 @@ struct NativeReader {
         var group: String?
         var split: String?
         var events: [Int] = []
+        var segments: [LabeledSegment] = []
         var imageSize: [Double]?
         var bodyHeight: Double?
         var heightEstimation: String?
@@ -444,6 +448,8 @@ struct NativeReader {
                         } while s.take(UInt8(ascii: ","))
                         try s.expect(UInt8(ascii: "]"), "',' or ']' in \"events\"")
                     }
+                case .segments:
+                    segments = try Self.segments(try s.value(depth: 1), invalid: invalid)
                 case .imageSize:
                     imageSize = try NativeHeader.imageSize(try s.value(depth: 1), at: location(number))
                 case .frames:
@@ -496,14 +502,22 @@ struct NativeReader {
         for e in events where e >= frameCount {
             throw invalid("event frame \(e) is outside the sequence's \(frameCount) frames", "use 0-based frame indices below \(frameCount)")
         }
+        for g in segments where g.end >= frameCount {
+            throw invalid(
+                "segment '\(g.label)' (frames \(g.start) to \(g.end)) ends outside the sequence's \(frameCount) frames", "use 0-based frame indices below \(frameCount)")
+        }
         if let label, let classes = header.classes, !classes.contains(label) {
             throw DatasetError.labelNotInClasses(location(number), label: label, classes: classes)
         }
-        let sequence = PoseSequence(
+        if let classes = header.classes, let g = segments.first(where: { !classes.contains($0.label) }) {
+            throw DatasetError.labelNotInClasses(location(number), label: g.label, classes: classes)
+        }
+        var sequence = PoseSequence(
             id: id, label: label, group: group, split: split, jointCount: J, dimensions: D, frameCount: frameCount,
             coordinates: coords.exactCopy(), present: present.exactCopy(), confidence: anyConfidence ? conf.exactCopy() : nil,
             timestamps: framesWithTime > 0 ? times.exactCopy() : nil, events: events, imageSize: imageSize,
             bodyHeight: bodyHeight, heightEstimation: heightEstimation)
+        sequence.segments = segments
         if tracks.isEmpty && people == nil {
             sequences.append(sequence)
             return
@@ -754,7 +768,31 @@ struct NativeReader {
         return try s.string()
     }
 
-    enum Key { case id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames, t, pose, people, other }
+    enum Key { case id, label, group, split, events, segments, imageSize, bodyHeight, heightEstimation, frames, t, pose, people, other }
+
+    /// `"segments": [{"label": L, "start": F, "end": F}, ...]`: 0-based frames, both included,
+    /// `start ≤ end`, in order of start.
+    static func segments(_ v: JSONValue, invalid: (String, String) -> DatasetError) throws -> [LabeledSegment] {
+        let fix = "give \"segments\": [{\"label\": \"wave\", \"start\": 12, \"end\": 57}, ...] with 0-based frames in order"
+        guard let list = v.array else { throw invalid("\"segments\" is not a list", fix) }
+        var out: [LabeledSegment] = []
+        for item in list {
+            guard let o = item.object, let label = o["label"]?.string, let a = o["start"]?.number, let b = o["end"]?.number else {
+                throw invalid("a segment is not an object with a \"label\" string and \"start\" and \"end\" frames", fix)
+            }
+            guard a.rounded() == a, b.rounded() == b, a >= 0, b >= a, b < 1e9 else {
+                throw invalid("segment '\(label)' runs from frame \(a) to \(b)", "give 0-based integer frames with start <= end")
+            }
+            if let unknown = o.keys.sorted().first(where: { !["label", "start", "end"].contains($0) }) {
+                throw invalid("segment '\(label)' has the key '\(unknown)'", fix)
+            }
+            if let last = out.last, Int(a) < last.start {
+                throw invalid("segment '\(label)' (frame \(Int(a))) starts before the one before it (frame \(last.start))", "list segments in order of start")
+            }
+            out.append(LabeledSegment(label: label, start: Int(a), end: Int(b)))
+        }
+        return out
+    }
 
     /// The key as one of the known names (no allocation).
     @inline(__always)
@@ -775,6 +813,7 @@ struct NativeReader {
             if memcmp(q, "events", 6) == 0 { return .events }
             if memcmp(q, "people", 6) == 0 { return .people }
             return .other
+        case 8: return memcmp(q, "segments", 8) == 0 ? .segments : .other
         case 9: return memcmp(q, "imageSize", 9) == 0 ? .imageSize : .other
         case 10: return memcmp(q, "bodyHeight", 10) == 0 ? .bodyHeight : .other
         case 16: return memcmp(q, "heightEstimation", 16) == 0 ? .heightEstimation : .other

@@ -119,11 +119,13 @@ public enum People {
     /// `base`'s metadata with the frames of `frames` (or `base`'s own when nil).
     static func merge(_ base: PoseSequence, _ frames: PoseSequence?) -> PoseSequence {
         guard let f = frames else { return base }
-        return PoseSequence(
+        var out = PoseSequence(
             id: base.id, label: base.label, group: base.group, split: base.split, jointCount: f.jointCount,
             dimensions: f.dimensions, frameCount: f.frameCount, coordinates: f.coordinates, present: f.present,
             confidence: f.confidence, timestamps: base.timestamps ?? f.timestamps, events: base.events, imageSize: base.imageSize,
             bodyHeight: base.bodyHeight, heightEstimation: base.heightEstimation)
+        out.segments = base.segments
+        return out
     }
 
     /// The index of the track `choice` picks (see `PersonChoice`); the first on ties.
@@ -217,6 +219,7 @@ public enum People {
         out.split = base.split
         out.timestamps = base.timestamps
         out.events = base.events
+        out.segments = base.segments
         out.imageSize = base.imageSize
         out.bodyHeight = base.bodyHeight
         out.heightEstimation = base.heightEstimation

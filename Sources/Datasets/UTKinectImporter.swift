@@ -27,6 +27,9 @@ public enum UTKinectImporter {
         public var split: Split = .crossSubject
         /// Ticks of the frame-number clock per second (see the type's notes).
         public var frameNumberRate: Double = 60
+        /// One sequence per recording (id `sSS_eEE`, no label) with its segments
+        /// (`PoseSequence.segments`, in order of start) instead of one per segment.
+        public var recordings = false
         public init(split: Split = .crossSubject) { self.split = split }
     }
 
@@ -146,6 +149,7 @@ public enum UTKinectImporter {
         var warnings: [DatasetWarning] = []
         var sequences: [PoseSequence] = []
         var recordings: [String: (numbers: [Int], coordinates: [Float])] = [:]
+        var cuts: [(recording: String, action: String, first: Int, last: Int)] = []  // rows of each segment
         let J = 20, D = 3
         for seg in segments {
             let at = SourceLocation(file: labelPath, line: seg.line, record: "\(seg.recording)-\(seg.action)", recordKind: "segment")
@@ -168,6 +172,7 @@ public enum UTKinectImporter {
                 continue
             }
             let count = last - first
+            cuts.append((seg.recording, seg.action, first, last - 1))
             let subject = String(seg.recording.prefix(3))
             var split: String? = nil
             if options.split == .crossSubject, let n = Int(subject.dropFirst()) { split = n % 2 == 1 ? "train" : "test" }
@@ -191,6 +196,23 @@ public enum UTKinectImporter {
         let labels = Set(sequences.compactMap(\.label))
         let classes = classes.filter { labels.contains($0) } + labels.subtracting(classes).sorted()
         guard !sequences.isEmpty else { throw DatasetError.empty(file: labelPath) }
+        if options.recordings {
+            // Each recording whole, its segments at the frames the segment sequences were cut from.
+            var whole: [PoseSequence] = []
+            for name in recordings.keys.sorted() {
+                let rec = recordings[name]!, n = rec.numbers.count, subject = String(name.prefix(3))
+                var split: String? = nil
+                if options.split == .crossSubject, let k = Int(subject.dropFirst()) { split = k % 2 == 1 ? "train" : "test" }
+                let t0 = Double(rec.numbers[0])
+                var s = PoseSequence(
+                    id: name, label: nil, group: subject, split: split, jointCount: J, dimensions: D, frameCount: n, coordinates: rec.coordinates,
+                    present: [UInt8](repeating: 1, count: n * J), timestamps: rec.numbers.map { (Double($0) - t0) / options.frameNumberRate })
+                s.segments = cuts.filter { $0.recording == name }.map { LabeledSegment(label: $0.action, start: $0.first, end: $0.last) }
+                    .sorted { ($0.start, $0.end) < ($1.start, $1.end) }
+                whole.append(s)
+            }
+            return (Dataset(name: "utkinect-action3d-recordings", skeleton: .kinectV1, sequences: whole, classes: classes, frameRate: 15), warnings)
+        }
         return (Dataset(name: "utkinect-action3d", skeleton: .kinectV1, sequences: sequences, classes: classes, frameRate: 15), warnings)
     }
 }

@@ -199,6 +199,8 @@ public struct EvalReport: Hashable, Sendable {
     public var window: LevelMetrics
     public var sequence: LevelMetrics?
     public var predictions: Predictions?
+    /// Events against labelled segments (`eval --events`, `EventMetrics`); nil otherwise.
+    public var events: EventMetrics?
 
     public func metrics(_ level: Level) -> LevelMetrics? { level == .window ? window : sequence }
     public var headlineMetrics: LevelMetrics { metrics(headline) ?? window }

@@ -16,11 +16,18 @@ public struct GatePolicy: Codable, Hashable, Sendable {
     public var alpha: Double = 0.05
     /// `headline` (default), `window` or `sequence`.
     public var level: String = "headline"
+    /// When both reports score events (`eval --events`): the largest allowed drop of the
+    /// event F1 at IoU 0.5, and the largest allowed rise, in seconds, of the median start and
+    /// end errors and of the median latency.
+    public var maxEventF1Drop: Double = 0.05
+    public var maxBoundaryErrorRise: Double = 0.1
+    public var maxLatencyRise: Double = 0.25
 
     public init() {}
 
     static let keys: Set<String> = [
         "maxAccuracyDrop", "maxMacroF1Drop", "maxClassRecallDrop", "classRecallDrop", "requireSignificance", "alpha", "level",
+        "maxEventF1Drop", "maxBoundaryErrorRise", "maxLatencyRise",
     ]
 
     /// Reads a policy file. Missing keys keep their defaults.
@@ -38,6 +45,7 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         struct Partial: Decodable {
             var maxAccuracyDrop: Double?, maxMacroF1Drop: Double?, maxClassRecallDrop: Double?
             var classRecallDrop: [String: Double]?, requireSignificance: Bool?, alpha: Double?, level: String?
+            var maxEventF1Drop: Double?, maxBoundaryErrorRise: Double?, maxLatencyRise: Double?
         }
         let p: Partial
         do {
@@ -53,6 +61,9 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         if let v = p.requireSignificance { policy.requireSignificance = v }
         if let v = p.alpha { policy.alpha = v }
         if let v = p.level { policy.level = v }
+        if let v = p.maxEventF1Drop { policy.maxEventF1Drop = v }
+        if let v = p.maxBoundaryErrorRise { policy.maxBoundaryErrorRise = v }
+        if let v = p.maxLatencyRise { policy.maxLatencyRise = v }
         do { try policy.validate() } catch let e as EvalError {
             if case .badPolicy(_, let why) = e { throw EvalError.badPolicy(file: path, reason: why) }
             throw e
@@ -66,6 +77,10 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         for (name, v) in [("maxAccuracyDrop", maxAccuracyDrop), ("maxMacroF1Drop", maxMacroF1Drop), ("maxClassRecallDrop", maxClassRecallDrop)]
         where !(v >= 0 && v <= 1) {
             throw bad("\(name) must be between 0 and 1, got \(v)")
+        }
+        if !(maxEventF1Drop >= 0 && maxEventF1Drop <= 1) { throw bad("maxEventF1Drop must be between 0 and 1, got \(maxEventF1Drop)") }
+        for (name, v) in [("maxBoundaryErrorRise", maxBoundaryErrorRise), ("maxLatencyRise", maxLatencyRise)] where !(v >= 0 && v <= 3600) {
+            throw bad("\(name) must be 0 to 3600 seconds, got \(v)")
         }
         for (label, v) in classRecallDrop where !(v >= 0 && v <= 1) {
             throw bad("classRecallDrop for '\(label)' must be between 0 and 1, got \(v)")
@@ -98,7 +113,8 @@ public struct GateCheck: Hashable, Sendable {
     public var name: String
     public var baseline: Double
     public var candidate: Double
-    /// `baseline − candidate` (positive: the candidate is worse).
+    /// `baseline − candidate` (positive: the candidate is worse); for seconds (errors, latency)
+    /// `candidate − baseline`.
     public var drop: Double
     public var threshold: Double
     /// The significance evidence, e.g. `McNemar exact binomial p = 0.0120`.
@@ -180,6 +196,42 @@ public enum Gate {
                     evidence: "McNemar on the class's \(a.classes[k].support) samples, \(t.method.rawValue) \(Text.p(t.pValue)), α/\(tested.count) = \(Text.fixed(classAlpha, 4))",
                     significant: t.pValue < classAlpha && t.baselineOnly > t.candidateOnly))
         }
+        if let ea = c.baseline.events, let eb = c.candidate.events { checks += eventChecks(ea, eb, policy: policy) }
         return GateResult(policy: policy, level: c.level, checks: checks)
+    }
+
+    /// The events' checks: F1 at IoU 0.5 may drop by `maxEventF1Drop`, the median start and
+    /// end errors may rise by `maxBoundaryErrorRise` seconds and the median latency by
+    /// `maxLatencyRise` (no paired test: the events of two models do not pair one to one).
+    static func eventChecks(_ a: EventMetrics, _ b: EventMetrics, policy: GatePolicy) -> [GateCheck] {
+        var checks: [GateCheck] = []
+        let evidence = "no significance test for events"
+        if let fa = a.f1(at: 0.5), let fb = b.f1(at: 0.5) {
+            let drop = fa - fb, passed = !(drop > policy.maxEventF1Drop + 1e-12)
+            let change = "\(Text.fixed(fa)) → \(Text.fixed(fb)) (\(Text.signed(-drop)))"
+            checks.append(
+                GateCheck(
+                    name: "event F1 (IoU 0.5)", baseline: fa, candidate: fb, drop: drop, threshold: policy.maxEventF1Drop, evidence: evidence,
+                    significant: nil, passed: passed,
+                    message: passed
+                        ? "event F1 (IoU 0.5) \(change): within the allowed drop of \(Text.fixed(policy.maxEventF1Drop))"
+                        : "event F1 (IoU 0.5) \(change): drops more than the allowed \(Text.fixed(policy.maxEventF1Drop))"))
+        }
+        for (name, sa, sb, limit) in [
+            ("median start error", a.startError, b.startError, policy.maxBoundaryErrorRise), ("median end error", a.endError, b.endError, policy.maxBoundaryErrorRise),
+            ("median latency", a.latency, b.latency, policy.maxLatencyRise),
+        ] {
+            guard let sa, let sb else { continue }
+            let rise = sb.median - sa.median, passed = !(rise > limit + 1e-12)
+            let change = "\(Text.fixed(sa.median)) s → \(Text.fixed(sb.median)) s (\(Text.signed(rise)))"
+            checks.append(
+                GateCheck(
+                    name: name, baseline: sa.median, candidate: sb.median, drop: rise, threshold: limit, evidence: evidence, significant: nil,
+                    passed: passed,
+                    message: passed
+                        ? "\(name) \(change): within the allowed rise of \(Text.fixed(limit)) s"
+                        : "\(name) \(change): rises more than the allowed \(Text.fixed(limit)) s"))
+        }
+        return checks
     }
 }

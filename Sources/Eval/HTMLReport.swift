@@ -34,8 +34,26 @@ public enum HTMLReport {
         out += "\(h(r.headlineReason)).</p>\n"
         out += summary(r)
         for m in r.levels { out += level(m, r) }
+        if let e = r.events { out += events(e) }
         out += "<p class=\"note\">\(h(TextReport.footnote(r.settings))) ECE uses \(r.settings.calibrationBins) equal-width confidence bins.</p>\n"
         out += "</body></html>\n"
+        return out
+    }
+
+    static func events(_ e: EventMetrics) -> String {
+        var out = "<h2>Events: \(e.events) events against \(e.segments) true segments in \(e.sequences) stream\(e.sequences == 1 ? "" : "s")</h2>\n"
+        out += "<table><tr><th>IoU</th><th>precision</th><th>recall</th><th>F1</th></tr>\n"
+        for a in e.atIoU {
+            out += "<tr><td>≥ \(a.iou)</td><td class=\"n\">\(Text.fixed(a.precision))</td><td class=\"n\">\(Text.fixed(a.recall))</td><td class=\"n\">\(Text.fixed(a.f1))</td></tr>\n"
+        }
+        out += "</table>\n<table><tr><th>seconds</th><th>median</th><th>p90</th><th>mean</th></tr>\n"
+        for (name, s) in [("start error", e.startError), ("end error", e.endError), ("latency", e.latency)] {
+            guard let s else { continue }
+            out += "<tr><td>\(name)</td><td class=\"n\">\(Text.fixed(s.median))</td><td class=\"n\">\(Text.fixed(s.p90))</td><td class=\"n\">\(Text.fixed(s.mean))</td></tr>\n"
+        }
+        out += "</table>\n<p>\(e.matched) of \(e.segments) segments matched (mean IoU \(Text.fixed(e.meanIoU))), \(e.missed) missed; "
+        out += "\(e.extra) extra events (\(Text.fixed(e.extraPerDozen, 2)) per dozen segments).</p>\n"
+        out += "<p class=\"note\">\(Text.html(EventMetrics.definition))</p>\n"
         return out
     }
 

@@ -33,7 +33,22 @@ public enum MarkdownReport {
             if i > 0 { out += "\n</details>\n" }
             out += "\n"
         }
-        out += "_" + TextReport.footnote(r.settings) + "_\n"
+        if let e = r.events { out += events(e) + "\n" }
+        out += "_" + TextReport.footnote(r.settings) + (r.events == nil ? "" : " " + EventMetrics.definition) + "_\n"
+        return out
+    }
+
+    static func events(_ e: EventMetrics) -> String {
+        var out = "### Events (\(e.events) events, \(e.segments) true segments in \(e.sequences) stream\(e.sequences == 1 ? "" : "s"))\n\n"
+        out += "| IoU | precision | recall | F1 |\n|---|---:|---:|---:|\n"
+        for a in e.atIoU { out += "| ≥ \(a.iou) | \(Text.fixed(a.precision)) | \(Text.fixed(a.recall)) | \(Text.fixed(a.f1)) |\n" }
+        out += "\n| seconds | median | p90 | mean |\n|---|---:|---:|---:|\n"
+        for (name, s) in [("start error", e.startError), ("end error", e.endError), ("latency", e.latency)] {
+            guard let s else { continue }
+            out += "| \(name) | \(Text.fixed(s.median)) | \(Text.fixed(s.p90)) | \(Text.fixed(s.mean)) |\n"
+        }
+        out += "\n\(e.matched) of \(e.segments) segments matched (mean IoU \(Text.fixed(e.meanIoU))), \(e.missed) missed; "
+        out += "\(e.extra) extra events (\(Text.fixed(e.extraPerDozen, 2)) per dozen segments).\n"
         return out
     }
 

@@ -19,7 +19,7 @@ struct PredictionRow: Codable {
 extension EvalReport: Codable {
     enum CodingKeys: String, CodingKey {
         case schema, schemaVersion, tool, model, data, classes, settings, headline, headlineReason, window, sequence
-        case predictions
+        case predictions, events
     }
 
     enum PredictionKeys: String, CodingKey { case window, sequence }
@@ -37,6 +37,7 @@ extension EvalReport: Codable {
         headlineReason = try c.decode(String.self, forKey: .headlineReason)
         window = try c.decode(LevelMetrics.self, forKey: .window)
         sequence = try c.decodeIfPresent(LevelMetrics.self, forKey: .sequence)
+        events = try c.decodeIfPresent(EventMetrics.self, forKey: .events)
         if c.contains(.predictions) {
             let p = try c.nestedContainer(keyedBy: PredictionKeys.self, forKey: .predictions)
             let w = try Self.table(try p.decode([PredictionRow].self, forKey: .window), classes: classes, level: .window)
@@ -83,6 +84,7 @@ extension EvalReport: Codable {
         try c.encode(headlineReason, forKey: .headlineReason)
         try c.encode(window, forKey: .window)
         try c.encodeIfPresent(sequence, forKey: .sequence)
+        try c.encodeIfPresent(events, forKey: .events)
         if let predictions {
             var p = c.nestedContainer(keyedBy: PredictionKeys.self, forKey: .predictions)
             try p.encode(Self.rows(predictions.window, classes: classes), forKey: .window)

@@ -15,8 +15,13 @@ public enum TextReport {
             out += "\nconfusion matrix normalised over true labels (each row sums to 1; the diagonal is the recall)\n"
             out += Text.matrix(cm, normalized: .overTrue)
         }
-        out += "\n" + footnote(r.settings) + "\n"
+        if let e = r.events { out += "\n" + eventSection(e) + "\n" + e.textLines(digits: digits) }
+        out += "\n" + footnote(r.settings) + (r.events == nil ? "" : " " + EventMetrics.definition) + "\n"
         return out
+    }
+
+    static func eventSection(_ e: EventMetrics) -> String {
+        "== events: \(e.events) events against \(e.segments) true segments in \(e.sequences) stream\(e.sequences == 1 ? "" : "s") =="
     }
 
     static func keyValues(_ pairs: [(key: String, value: String)]) -> String {

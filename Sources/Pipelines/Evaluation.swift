@@ -72,6 +72,67 @@ public enum Evaluation {
         }
     }
 
+    /// Events against labelled segments (`eval --events`): each sequence of the split that has
+    /// segments (`PoseSequence.segments`) played as one person's live stream (`LiveEvents.play`,
+    /// with `stream` and `events`, forgotten after pauses of more than `forgetAfter` seconds as
+    /// `TrackedStream` forgets a track), at its timestamps or the dataset's frame rate. The report's
+    /// window level scores the stream's windows against the segment at each window's middle
+    /// (windows between segments are left out); its `events` are `EventMetrics` of every event
+    /// against every segment, a segment spanning its first frame's time to its last's.
+    public static func events(
+        model: ActionModel, modelPath: String, dataset: Dataset, dataPath: String, split requested: String?, stream: StreamOptions,
+        events options: EventOptions, forgetAfter: Double? = 2, settings: EvalSettings
+    ) throws -> EvalReport {
+        try checkCompatible(model, dataset, dataPath: dataPath)
+        let splits = Set(dataset.sequences.compactMap(\.split))
+        let split = requested ?? (splits.contains("test") ? "test" : nil)
+        let indices = dataset.sequences.indices.filter {
+            (split == nil || dataset.sequences[$0].split == split) && !dataset.sequences[$0].segments.isEmpty
+        }
+        guard !indices.isEmpty else { throw EvaluationError.noSegments(dataPath: dataPath, split: split) }
+        let ids = sequenceIDs(dataset, indices)
+        var truth: [TrueSegment] = [], found: [StreamEvent] = []
+        var rows: (sequence: [String], start: [Int], truth: [Int32], probabilities: [Float]) = ([], [], [], [])
+        for i in indices {
+            let s = dataset.sequences[i], id = ids[i]!
+            guard s.timestamps != nil || dataset.frameRate != nil else {
+                throw EvaluationError.stream(dataPath: dataPath, sequence: s.id, reason: "no timestamps and the dataset declares no frame rate: events need seconds")
+            }
+            func time(_ f: Int) -> Double { s.timestamps?[f] ?? Double(f) / dataset.frameRate! }
+            let segments = s.segments.map { TrueSegment(sequence: id, label: $0.label, start: time($0.start), end: time($0.end)) }
+            truth += segments
+            let played: LiveEvents.Played
+            do {
+                played = try LiveEvents.play(s, frameRate: dataset.frameRate, model: model, options: stream, events: options, forgetAfter: forgetAfter)
+            } catch let e as StreamError {
+                throw EvaluationError.stream(dataPath: dataPath, sequence: s.id, reason: "\(e)")
+            }
+            found += played.events.map { StreamEvent(sequence: id, label: $0.event.label, start: $0.event.start, end: $0.event.end, emitted: $0.emitted) }
+            for w in played.windows {
+                let middle = (w.startTime + w.endTime) / 2
+                guard let g = segments.first(where: { $0.start <= middle && middle <= $0.end }), let c = model.classes.firstIndex(of: g.label) else { continue }
+                rows.sequence.append(id)
+                rows.start.append(w.start)
+                rows.truth.append(Int32(c))
+                rows.probabilities += w.probabilities
+            }
+        }
+        let data = DataInfo(
+            name: dataset.name, path: dataPath, hash: dataset.contentHash, split: split, windowFrames: try model.streamWindow(clipFrames: stream.clipFrames).frames,
+            stride: stream.stride)
+        do {
+            let table = try PredictionTable(
+                sequence: rows.sequence, start: rows.start, truth: rows.truth, probabilities: rows.probabilities, classes: model.classes.count)
+            var report = try EvalReport.evaluate(
+                classes: model.classes, windows: table, model: modelInfo(model.header, path: modelPath), data: data, settings: settings,
+                tool: ActionRuntimeInfo.tool)
+            report.events = EventMetrics(truth: truth, events: found)
+            return report
+        } catch let e as EvalError {
+            throw EvaluationError.report(dataPath: dataPath, split: split, e)
+        }
+    }
+
     /// Sequence ids as given by the data; an id used twice gets `#index` appended.
     public static func sequenceIDs(_ d: Dataset, _ indices: [Int]) -> [Int: String] {
         var count: [String: Int] = [:]

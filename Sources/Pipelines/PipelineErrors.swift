@@ -117,6 +117,10 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
     case noSequences(dataPath: String, split: String?, present: [String])
     /// Eval refused the predictions (e.g. an empty evaluation set).
     case report(dataPath: String, split: String?, EvalError)
+    /// `eval --events`: no sequence of the split has labelled segments.
+    case noSegments(dataPath: String, split: String?)
+    /// `eval --events`: a sequence could not be played as a stream (`reason` says why).
+    case stream(dataPath: String, sequence: String, reason: String)
 
     public var description: String {
         switch self {
@@ -126,6 +130,10 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
         case .noSequences(let path, let split, let present):
             return "\(path): no sequences in split '\(split ?? "")'; splits present: \(present)"
         case .report(let path, let split, let e): return "\(path) (split \(split ?? "all")): \(e)"
+        case .noSegments(let path, let split):
+            return
+                "\(path) (split \(split ?? "all")): no sequence has labelled segments (\"segments\", docs/datasets.md); scripts/stream-events makes such streams from a dataset's clips, and the UTKinect importer its recordings whole (docs/datasets.md, \"Segments\")"
+        case .stream(let path, let sequence, let why): return "\(path): sequence '\(sequence)': \(why)"
         }
     }
 }

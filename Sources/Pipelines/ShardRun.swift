@@ -41,7 +41,7 @@ public enum Shards {
             input: input, config: config, windowKeys: windowKeys)
         // What streams need: the clip, and the calibration stream's windows (`StreamCalibration`).
         let streams = StreamCalibration.Source(dataset: dataset, train: split.train, validation: split.validation, config: config, input: input)
-        manifest.streams = .init(clipFrames: streams.clip?.frames, clipFrameRate: streams.clip?.frameRate, sequences: streams.sequences)
+        manifest.streams = .init(clipFrames: streams.clip?.frames, clipFrameRate: streams.clip?.frameRate, sequences: streams.sequences, frames: streams.frames)
         manifest.folds = try TrainingData.folds(dataset, split.train, config: config)
         manifest.poseStatistics = try ModelHeader.PoseStatistics.training(dataset, train: split.train, input: input)
         func write(_ role: ShardManifest.Role, _ pending: inout (features: [Float], labels: [Int32], groups: [Int32]), upTo n: Int) throws {
@@ -168,7 +168,7 @@ public final class ShardRun {
             let windows = shards.count == 0 ? nil : shards.tensors()
             if let e = shards.readError { throw e }
             streams = StreamCalibration.Source(
-                clip: s.clipFrames.map { ($0, s.clipFrameRate) }, windows: windows, sequences: s.sequences)
+                clip: s.clipFrames.map { ($0, s.clipFrameRate) }, windows: windows, sequences: s.sequences, frames: s.frames)
         }
         return try FitRun.encodeModel(
             [training], configData: configData, datasetHash: manifest.datasetHash, datasetName: manifest.dataset,

@@ -35,36 +35,70 @@ public enum StreamCalibration {
     public static let maximumSequences = 1000
     public static let maximumFrames = 200_000
 
-    /// What the calibration needs besides the network: the clip length, and the windows of the
-    /// calibration stream (features in stream order, labels = each window's truth).
+    /// What the calibration needs besides the network: the clip length, the windows of the
+    /// calibration stream (features in stream order, labels = each window's truth), and for
+    /// frame-level events the training clips' motion numbers and the stream's windows and frames.
     public struct Source: Sendable {
         public var clip: (frames: Int, frameRate: Double?)?
         public var windows: TensorSet?
         /// `validation` or `training`: which sequences made the stream.
         public var sequences: String
+        /// Frame-level events (format 1.5): nil leaves the model to make events from windows.
+        public var frames: FrameCalibrationInput?
 
-        public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String) {
+        public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String, frames: FrameCalibrationInput? = nil) {
             self.clip = clip
             self.windows = windows
             self.sequences = sequences
+            self.frames = frames
         }
 
         /// The source of a run: the clip of its training sequences (whole-clip inputs), the
         /// stream of its validation sequences, else its training ones (none for `useEvents`,
-        /// whose sequence labels do not hold over whole sequences).
+        /// whose sequence labels do not hold over whole sequences), and the motion of its
+        /// training sequences.
         public init(dataset: Dataset, train: [Int], validation: [Int], config: TrainingConfig, input: InputSpec) {
             let clip = StreamCalibration.clip(dataset, indices: train, input: input)
             let onValidation = validation.contains { dataset.sequences[$0].label != nil }
             sequences = onValidation ? "validation" : "training"
             self.clip = clip
             // A stream that cannot be cut (e.g. timestamps resampling cannot handle) costs the
-            // thresholds only: the model then keeps the defaults.
-            windows =
+            // thresholds only: the model then keeps the defaults (and events from windows).
+            let stream =
                 config.useEvents
                 ? nil
-                : try? StreamCalibration.windows(dataset, indices: onValidation ? validation : train, input: input, clip: clip, seed: config.seed)
+                : try? StreamCalibration.stream(dataset, indices: onValidation ? validation : train, input: input, clip: clip, seed: config.seed)
+            windows = stream?.windows
+            frames = stream.flatMap { s in
+                (try? StreamCalibration.motion(dataset, indices: train, input: input, clip: clip)).map { m in
+                    FrameCalibrationInput(
+                        lookAhead: s.lookAhead, frameRate: s.frameRate, stillBelow: m.stillBelow, hold: m.hold.map { min($0, s.lookAhead) },
+                        leadIn: m.leadIn, leadOut: m.leadOut, minimumDuration: m.minimumDuration, windowStarts: s.starts, windowEnds: s.ends,
+                        runFrames: s.runFrames, runClasses: s.runClasses)
+                }
+            }
         }
     }
+
+    /// The calibration stream: its windows' features and truths, each window's frames, the
+    /// frames' classes run by run, the stream's frame rate and the look-ahead.
+    public struct Stream: Sendable {
+        public var windows: TensorSet
+        public var starts: [Int], ends: [Int]
+        public var runFrames: [Int], runClasses: [Int32]
+        public var frameRate: Double
+        public var lookAhead: Double
+    }
+
+    /// The look-ahead of frame-level events: this share of the stream window's duration.
+    public static let lookAheadShare = 0.75
+    /// The share of a class's training clips (their motion) above which `hold` lies: the
+    /// stillness that ends an event lasts longer than this share of the clips' longest pause.
+    public static let holdQuantile = 0.9
+    /// Motion at or below this quantile of the training frames' is still.
+    public static let stillQuantile = 0.1
+    /// The shortest hold, in seconds.
+    public static let shortestHold = 0.2
 
     /// The clip a stream slides for a whole-clip input (nil for sliding windows): the median
     /// frame count of the labeled sequences at `indices` once resampled to the clip rate (the
@@ -101,6 +135,14 @@ public enum StreamCalibration {
     /// sequence playing at its middle. Nil when no labeled sequence has a frame.
     public static func windows(_ d: Dataset, indices: [Int], input: InputSpec, clip: (frames: Int, frameRate: Double?)?, seed: UInt64) throws
         -> TensorSet?
+    {
+        try stream(d, indices: indices, input: input, clip: clip, seed: seed)?.windows
+    }
+
+    /// `windows`, with each window's frames and the stream's frames by class (the class of the
+    /// sequence playing at a frame's time; frames as recorded: the sequence it comes from).
+    public static func stream(_ d: Dataset, indices: [Int], input: InputSpec, clip: (frames: Int, frameRate: Double?)?, seed: UInt64) throws
+        -> Stream?
     {
         var order = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil && d.sequences[$0].frameCount > 0 }
         var generator = SeededGenerator(seed: seed ^ 0x5354_5245_414D)  // "STREAM"
@@ -140,22 +182,169 @@ public enum StreamCalibration {
         let extractor = try FeatureExtractor(input)
         let workspace = extractor.makeWorkspace()
         let V = input.valuesPerWindow
+        /// The class playing at frame position `x` of the stream (seconds from its rate, or as a frame index).
+        func label(at x: Double) -> Int32 {
+            let span: Int?
+            if let r = rate {
+                span = spans.firstIndex { $0.end >= times[0] + x / r }
+            } else {
+                span = spans.firstIndex { Double($0.frames) > x }
+            }
+            return spans[span ?? spans.count - 1].label
+        }
         var features = [Float](repeating: 0, count: cut.count * V), labels = [Int32](repeating: 0, count: cut.count)
         features.withUnsafeMutableBufferPointer { out in
             for (k, w) in cut.enumerated() {
                 extractor.extract(w.window, into: out.baseAddress! + k * V, workspace: workspace)
-                // The middle of the window, in seconds (resampled frames) or as a frame index.
-                let middle = Double(w.start + w.end - 1) / 2
-                let span: Int?
-                if let r = rate {
-                    span = spans.firstIndex { $0.end >= times[0] + middle / r }
-                } else {
-                    span = spans.firstIndex { Double($0.frames) > middle }
-                }
-                labels[k] = spans[span ?? spans.count - 1].label
+                labels[k] = label(at: Double(w.start + w.end - 1) / 2)  // the window's middle
             }
         }
-        return TensorSet(features: features, labels: labels, valuesPerWindow: V)
+        // The stream's frames (as the session makes them) by class.
+        let frameCount = rate.map { Int(((times[times.count - 1] - times[0]) * $0 + 1e-6).rounded(.down)) + 1 } ?? times.count
+        var runFrames: [Int] = [], runClasses: [Int32] = []
+        for f in 0..<frameCount {
+            let c = label(at: Double(f))
+            if runClasses.last == c { runFrames[runFrames.count - 1] += 1 } else { (runFrames, runClasses) = (runFrames + [1], runClasses + [c]) }
+        }
+        let frameRate = rate ?? d.frameRate ?? 30
+        return Stream(
+            windows: TensorSet(features: features, labels: labels, valuesPerWindow: V), starts: cut.map(\.start), ends: cut.map(\.end),
+            runFrames: runFrames, runClasses: runClasses, frameRate: frameRate,
+            lookAhead: (lookAheadShare * Double(window.frames - 1) / frameRate * 1000).rounded() / 1000)
+    }
+
+    /// The motion numbers of frame-level events, from the labelled sequences at `indices` (at
+    /// most `maximumSequences`), each resampled as a stream resamples it (`FrameMotion` per
+    /// frame, `FrameMotion.lag` each way within the sequence): `stillBelow` the
+    /// `stillQuantile` of every frame's motion (those `lag` from either end left out), a frame at
+    /// or below it being still; per class
+    /// (nil for a class without sequences: the defaults), `hold` the `holdQuantile` of each
+    /// sequence's longest run of still frames inside it (touching neither end), at least
+    /// `shortestHold`; `leadIn` and `leadOut` the medians of the seconds before the first moving
+    /// frame and after the last one; `minimumDuration` half the 5th percentile of the durations.
+    /// All rounded to 0.001. Throws when a sequence cannot be resampled.
+    public static func motion(_ d: Dataset, indices: [Int], input: InputSpec, clip: (frames: Int, frameRate: Double?)?) throws
+        -> (stillBelow: Double, hold: [Double], leadIn: [Double], leadOut: [Double], minimumDuration: [Double])
+    {
+        let window = clip ?? (input.window.frames, input.window.frameRate)
+        let rate = input.window.mode == .fit ? window.frameRate : input.window.frameRate
+        let slide = WindowSpec(frames: window.frames, mode: .sliding, padding: input.window.padding, frameRate: rate)
+        let lag = FrameMotion.lag(frameRate: rate)
+        let J = input.skeleton.jointCount, D = input.skeleton.dimensions, M = input.bodies ?? 1
+        let labelled = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil }.prefix(maximumSequences)
+        var all: [Float] = []
+        var clips: [(label: Int, times: [Double], motion: [Float])] = []
+        for i in labelled {
+            let s = try slide.retimed(d.sequences[i], sourceFrameRate: d.frameRate)
+            let n = s.frameCount
+            guard n > 0 else { continue }
+            let times: [Double]
+            if let r = rate {
+                times = (0..<n).map { Double($0) / r }
+            } else if let t = s.timestamps {
+                times = t
+            } else {
+                let r = d.frameRate ?? 30
+                times = (0..<n).map { Double($0) / r }
+            }
+            var motion = [Float](repeating: 0, count: n)
+            s.coordinates.withUnsafeBufferPointer { c in
+                s.present.withUnsafeBufferPointer { p in
+                    for f in 0..<n {
+                        let a = max(0, f - lag), b = min(n - 1, f + lag)
+                        motion[f] = FrameMotion.motion(
+                            frame: c.baseAddress! + f * J * D, framePresent: p.baseAddress! + f * J, a: c.baseAddress! + a * J * D,
+                            aPresent: p.baseAddress! + a * J, b: c.baseAddress! + b * J * D, bPresent: p.baseAddress! + b * J,
+                            seconds: times[b] - times[a], joints: J, dimensions: D, bodies: M)
+                    }
+                }
+            }
+            if n > 2 * lag { all += motion[lag..<(n - lag)] }
+            clips.append((d.classes.firstIndex(of: d.sequences[i].label!)!, times, motion))
+        }
+        func quantile(_ v: [Double], _ q: Double) -> Double? {
+            guard !v.isEmpty else { return nil }
+            let sorted = v.sorted(), x = q * Double(sorted.count - 1), lo = Int(x.rounded(.down)), hi = min(lo + 1, sorted.count - 1)
+            return sorted[lo] + (sorted[hi] - sorted[lo]) * (x - Double(lo))
+        }
+        func rounded(_ v: Double) -> Double { (v * 1000).rounded() / 1000 }
+        let still = quantile(all.map(Double.init), stillQuantile) ?? 0
+        var hold: [Double] = [], leadIn: [Double] = [], leadOut: [Double] = [], minimum: [Double] = []
+        for k in d.classes.indices {
+            var longest: [Double] = [], first: [Double] = [], last: [Double] = [], durations: [Double] = []
+            for c in clips where c.label == k {
+                let n = c.motion.count, isStill = c.motion.map { Double($0) <= still }
+                var best = 0.0, f = 0
+                while f < n {
+                    guard isStill[f] else {
+                        f += 1
+                        continue
+                    }
+                    var g = f
+                    while g + 1 < n && isStill[g + 1] { g += 1 }
+                    if f > 0 && g < n - 1 { best = max(best, c.times[g] - c.times[f]) }
+                    f = g + 1
+                }
+                longest.append(best)
+                if let m = isStill.firstIndex(of: false) { first.append(c.times[m] - c.times[0]) }
+                if let m = isStill.lastIndex(of: false) { last.append(c.times[n - 1] - c.times[m]) }
+                durations.append(c.times[n - 1] - c.times[0])
+            }
+            hold.append(rounded(max(shortestHold, quantile(longest, holdQuantile) ?? FrameOptions.defaultHold)))
+            leadIn.append(rounded(quantile(first, 0.5) ?? 0))
+            leadOut.append(rounded(quantile(last, 0.5) ?? 0))
+            minimum.append(rounded((quantile(durations, 0.05) ?? 0) / 2))
+        }
+        return (rounded(still), hold, leadIn, leadOut, minimum)
+    }
+
+    /// Frame-level thresholds per class (`enter`, and `exit` two thirds of it) from the
+    /// probabilities `[N, K]` of the calibration windows: each frame's scores as
+    /// `FrameSegmenter` makes them (windows weighted by position, only those ending at most
+    /// `lookAhead` after the frame), and per class the threshold of `grid` that maximises the F1
+    /// score of "the frame's score is at or above it" against "the frame is the class's" (the
+    /// middle of the best run on ties); a class without frames keeps `fallback`. Rounded to 0.001.
+    public static func frameThresholds(probabilities p: [Float], input f: FrameCalibrationInput, classes K: Int) -> (enter: [Double], exit: [Double]) {
+        let N = f.windowStarts.count, frames = f.runFrames.reduce(0, +)
+        precondition(p.count == N * K, "probabilities [windows, classes]")
+        let ahead = Int((f.lookAhead * f.frameRate + 1e-6).rounded(.down))
+        var sums = [Double](repeating: 0, count: frames * K), weights = [Double](repeating: 0, count: frames)
+        for n in 0..<N {
+            let s = f.windowStarts[n], e = min(f.windowEnds[n], frames)
+            guard e > s else { continue }
+            for k in max(s, e - 1 - ahead)..<e {  // frames the window ends at most `lookAhead` after
+                let w = Double(min(k - s + 1, f.windowEnds[n] - k))
+                for c in 0..<K { sums[k * K + c] += w * Double(p[n * K + c]) }
+                weights[k] += w
+            }
+        }
+        var truth = [Int32](repeating: -1, count: frames), at = 0
+        for (count, c) in zip(f.runFrames, f.runClasses) {
+            for k in at..<(at + count) { truth[k] = c }
+            at += count
+        }
+        var enter: [Double] = [], exit: [Double] = []
+        for c in 0..<K {
+            let scores = grid.map { g -> Double in
+                var tp = 0, fp = 0, fn = 0
+                for k in 0..<frames {
+                    let positive = weights[k] > 0 && sums[k * K + c] / weights[k] >= g, isClass = truth[k] == Int32(c)
+                    if positive && isClass { tp += 1 } else if positive { fp += 1 } else if isClass { fn += 1 }
+                }
+                return Double(2 * tp) / Double(max(1, 2 * tp + fp + fn))
+            }
+            let best = scores.max() ?? 0
+            guard best > 0 else {
+                enter.append(fallback.enter)
+                exit.append(fallback.exit)
+                continue
+            }
+            let tied = scores.indices.filter { scores[$0] >= best - 1e-12 }
+            let g = grid[tied[tied.count / 2]]
+            enter.append((g * 1000).rounded() / 1000)
+            exit.append((g * 2 / 3 * 1000).rounded() / 1000)
+        }
+        return (enter, exit)
     }
 
     /// Thresholds per class from the probabilities `[N, K]` of the calibration windows in
@@ -204,6 +393,12 @@ public enum StreamCalibration {
             let p = Inference.probabilities(network, features: w.features, count: w.count)
             (out.enter, out.exit) = thresholds(probabilities: p, truth: w.labels, classes: K)
             out.calibration = source.sequences
+            if let f = source.frames, f.windowStarts.count == w.count, f.hold.count == K {
+                let (enter, exit) = frameThresholds(probabilities: p, input: f, classes: K)
+                out.frames = ModelHeader.Streaming.Frames(
+                    lookAhead: f.lookAhead, stillBelow: f.stillBelow, enter: enter, exit: exit, hold: f.hold, leadIn: f.leadIn, leadOut: f.leadOut,
+                    minimumDuration: f.minimumDuration)
+            }
         }
         return out == ModelHeader.Streaming() ? nil : out
     }

@@ -57,6 +57,9 @@ public struct PoseSequence: Sendable, Equatable {
     public var timestamps: [Double]?
     /// Labeled event frames (e.g. the release frame of a throw), for centred windows.
     public var events: [Int]
+    /// Labelled stretches of a recording (the actions of a stream, for `eval --events`), in
+    /// order of start; empty for a clip whose `label` covers it all.
+    public var segments: [LabeledSegment] = []
     /// Image size `[width, height]` in pixels of this sequence's video, when it differs per
     /// sequence (Penn Action); nil means the dataset's `imageSize`, if any.
     public var imageSize: [Double]?
@@ -163,7 +166,7 @@ public struct PoseSequence: Sendable, Equatable {
     public func slice(_ start: Int, count: Int) -> PoseSequence {
         precondition(start >= 0 && count >= 0 && start + count <= frameCount, "slice out of range")
         let jd = jointCount * dimensions
-        return PoseSequence(
+        let sliced = PoseSequence(
             id: id, label: label, group: group, split: split,
             jointCount: jointCount, dimensions: dimensions, frameCount: count,
             coordinates: Array(coordinates[start * jd..<(start + count) * jd]),
@@ -172,5 +175,25 @@ public struct PoseSequence: Sendable, Equatable {
             timestamps: timestamps.map { Array($0[start..<start + count]) },
             events: events.filter { $0 >= start && $0 < start + count }.map { $0 - start },
             imageSize: imageSize, bodyHeight: bodyHeight, heightEstimation: heightEstimation)
+        var out = sliced
+        out.segments = segments.compactMap { g in
+            let a = max(g.start, start), b = min(g.end, start + count - 1)
+            return a <= b ? LabeledSegment(label: g.label, start: a - start, end: b - start) : nil
+        }
+        return out
+    }
+}
+
+/// A labelled stretch of a recording: frames `start ... end` (0-based, both included) show the
+/// action `label` (docs/datasets.md, "Segments").
+public struct LabeledSegment: Hashable, Sendable, Codable {
+    public var label: String
+    public var start: Int
+    public var end: Int
+
+    public init(label: String, start: Int, end: Int) {
+        self.label = label
+        self.start = start
+        self.end = end
     }
 }

@@ -13,6 +13,7 @@ import PoseCore
 /// same streams run one at a time.
 ///
 ///     actiontrain-bench stream [--seconds S] [--load]
+///     actiontrain-bench stream --events [--seconds S] [--reps N] [--strides 15,1]   (events from windows vs from frames)
 ///
 /// Frames are pushed by joint name, camera timing jittered by up to ±3 ms (so every model
 /// frame is interpolated). Threads: 1 session on 2 threads runs the model's own 2-thread
@@ -82,6 +83,10 @@ enum StreamBench {
     static func run(_ args: [String]) throws {
         if args.contains("--load") { return try load() }
         let seconds = args.firstIndex(of: "--seconds").map { Double(args[$0 + 1])! } ?? 20
+        if args.contains("--events") {
+            let strides = args.firstIndex(of: "--strides").map { args[$0 + 1].split(separator: ",").map { Int($0)! } } ?? [15, 1]
+            return try events(seconds: seconds, reps: args.firstIndex(of: "--reps").map { Int(args[$0 + 1])! } ?? 5, strides: strides)
+        }
         print("stream: frames/s pushed (all sessions), per-push latency p50 / p99 µs; baseline = build each window, probabilities(window:)")
         for r in InferenceBench.references {
             let model = try model(r)
@@ -106,6 +111,57 @@ enum StreamBench {
                             + "\(format(live.framesPerSecond, 0)) frames/s (\(format(live.framesPerCPUSecond, 0)) per CPU-s), p50 \(format(live.p50)) p99 \(format(live.p99)) µs "
                             + "(a 30 fps person: \(format(share, 3))% of a core); baseline \(format(baseline.framesPerSecond, 0)) frames/s "
                             + "(\(format(baseline.framesPerCPUSecond, 0)) per CPU-s), p50 \(format(baseline.p50)) p99 \(format(baseline.p99)) µs")
+                }
+            }
+        }
+    }
+
+    /// A session and its events per person, as `TrackedStream` runs them: events from windows
+    /// (`EventDetector`, the rule before format 1.5, the session recording no frames) against
+    /// events from frames (the session recording frames and their motion, `FrameSegmenter`
+    /// with a look-ahead of 3/4 of the 1.5 s window); both reference models, stride 15 and 1,
+    /// 1 and 64 sessions on one thread; `reps` interleaved runs each, frames per CPU-second and
+    /// the median of the runs' ratios (frames over windows: above 1 is faster), and the ratio of
+    /// a session that records frames whose events still come from windows (what recording costs).
+    ///
+    ///     actiontrain-bench stream --events [--seconds S] [--reps N] [--strides 15,1]
+    static func events(seconds: Double, reps: Int, strides: [Int]) throws {
+        print("stream --events: frames per CPU-s of a session and its events, from windows (before) and from frames (after); median of \(reps) interleaved runs")
+        for r in InferenceBench.references {
+            let model = try model(r)
+            let windowRule = EventOptions.standard(classes: model.classes)
+            var frameRule = windowRule
+            frameRule.frames = FrameOptions(lookAhead: 1.1, stillBelow: 0.05)
+            for stride in strides {
+                for sessions in [1, 64] {
+                    let perSession = max(60, Int(seconds * 30) / (sessions == 1 ? 1 : 8))
+                    let data = (0..<sessions).map { frames(perSession, seed: UInt64($0)) }
+                    var before: [Double] = [], after: [Double] = [], ratios: [Double] = [], recording: [Double] = [], counts = (0, 0)
+                    for _ in 0..<reps {
+                        var figures: [Double] = []
+                        for (rule, recordFrames) in [(windowRule, false), (frameRule, true), (windowRule, true)] {
+                            let options = StreamOptions(stride: stride, frames: recordFrames)
+                            let streams = try (0..<sessions).map { _ in try StreamSession(model: model, options: options) }
+                            // One event stream per person, each touched by the one pushing thread.
+                            final class Events: @unchecked Sendable { var streams: [EventStream] = []; var found = 0 }
+                            let events = Events()
+                            events.streams = try (0..<sessions).map { _ in try EventStream(classes: model.classes, options: rule) }
+                            let f = measure(sessions: sessions, threads: 1, perSession: perSession) { s, k in
+                                let windows = try! streams[s].push(data[s][k].points, time: data[s][k].time)
+                                events.found += events.streams[s].add(windows: windows, from: streams[s]).count
+                            }
+                            if rule.frames != nil { counts.1 = events.found } else if !recordFrames { counts.0 = events.found }
+                            figures.append(f.framesPerCPUSecond)
+                        }
+                        before.append(figures[0])
+                        after.append(figures[1])
+                        ratios.append(figures[1] / figures[0])
+                        recording.append(figures[2] / figures[0])
+                    }
+                    func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+                    print(
+                        "  \(r.name) stride \(stride), \(sessions) session\(sessions == 1 ? "" : "s"): windows \(format(median(before), 0)), frames \(format(median(after), 0)) per CPU-s; "
+                            + "ratio \(format(median(ratios), 3)) (runs \(ratios.map { format($0, 2) }.joined(separator: " "))); recording frames alone \(format(median(recording), 3)); events \(counts.0) / \(counts.1)")
                 }
             }
         }

@@ -21,6 +21,8 @@ enum EvalCommand: ParsableCommand {
         var baseline: String?
         var gate = GateFlags()
         var reading = DataFlags()
+        var events = false
+        var eventing = EventFlags()
         /// The most bootstrap resamples (each resamples every sequence).
         static let maximumBootstrap = 100_000
 
@@ -56,12 +58,20 @@ enum EvalCommand: ParsableCommand {
             Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
             Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
             Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
-        ] + GateFlags.options.map { $0.within(\.gate) } + DataFlags.options.map { $0.within(\.reading) },
+            Option(
+                "events", \.events,
+                help: "Play each sequence with labelled segments as a live stream and score its events against them: F1 at IoU 0.5 and 0.7, start and end errors, latency (docs/reports.md)."),
+        ] + GateFlags.options.map { $0.within(\.gate) } + DataFlags.options.map { $0.within(\.reading) }
+            + EventFlags.options.map { $0.within(\.eventing) },
         discussion: """
             Each evaluated sequence is cut into the model's windows. Metrics are reported per window
             and per sequence (a sequence's probabilities are the mean of its windows'); the sequence
             level is the headline when every sequence holds one label, as published accuracies are
             per sequence. Intervals: seeded percentile bootstrap over whole sequences.
+            With --events, each sequence that has labelled segments ("segments", docs/datasets.md) is
+            played as a live stream as 'predict --events' plays it, and its events are scored against
+            the segments; the window level then scores the stream's windows against the segment at
+            their middle. The event options are predict's.
             With --baseline the gate compares this evaluation with an earlier report (see
             'actiontrain compare --help'); --junit and --markdown need --baseline.
             Report formats and the JSON schema: docs/reports.md.
@@ -69,6 +79,13 @@ enum EvalCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         // Everything that can be refused is checked before the model runs.
+        if !options.events, let flag = options.eventing.given.sorted().first {
+            throw CLIError.usage("--\(flag) is an option of --events; add it, or leave it out")
+        }
+        if let flag = options.eventing.given.intersection(EventFlags.streamOnly).sorted().first {
+            throw CLIError.usage("--\(flag) follows the people of a live stream (predict --stream); eval --events plays each sequence as one person")
+        }
+        if options.events && options.useEvents { throw CLIError.usage("--use-events cuts one window per labeled event; it does not go with --events") }
         var settings = EvalSettings()
         settings.bootstrapResamples = options.bootstrap
         settings.seed = options.seed
@@ -88,18 +105,31 @@ enum EvalCommand: ParsableCommand {
         try options.reading.checkPeople(for: model)
         let dataset = try options.reading.load(options.data, people: PeoplePolicy(modelInput: model.input), out: &out)
         var warnings: [String] = []
-        let report = try Evaluation.run(
-            model: model, modelPath: options.model, dataset: dataset, dataPath: options.data,
-            options: .init(split: options.split, stride: options.stride, useEvents: options.useEvents, settings: settings),
-            warn: { warnings.append($0) })
+        let report: EvalReport
+        if options.events {
+            let flags = options.eventing
+            let stream = try flags.sessionOptions(model: model, modelPath: options.model, stride: options.stride, reading: options.reading)
+            report = try Evaluation.events(
+                model: model, modelPath: options.model, dataset: dataset, dataPath: options.data, split: options.split, stream: stream,
+                events: try flags.eventOptions(model: model), forgetAfter: flags.forgetAfter, settings: settings)
+        } else {
+            report = try Evaluation.run(
+                model: model, modelPath: options.model, dataset: dataset, dataPath: options.data,
+                options: .init(split: options.split, stride: options.stride, useEvents: options.useEvents, settings: settings),
+                warn: { warnings.append($0) })
+        }
         for w in warnings { out.note("warning: \(options.data): \(w)\n") }
         out.write(TextReport.render(report))
         if let path = options.json { try OutputGuard.write(try ReportJSON.encode(report), to: path) }
         if let dir = options.report { try OutputGuard.write(try Reports.files(report), in: dir) }
         let h = report.headlineMetrics
+        var events = ""
+        if let e = report.events {
+            events = "; events F1 \(String(format: "%.3f", e.f1(at: 0.5) ?? 0)) at IoU 0.5 (\(e.events) events, \(e.segments) segments)"
+        }
         out.line(
             "eval: headline accuracy \(String(format: "%.4f", h.accuracy)) at the \(h.level.rawValue) level (\(h.samples) \(h.level.rawValue)s)"
-                + (options.report.map { "; reports in \($0)" } ?? ""))
+                + events + (options.report.map { "; reports in \($0)" } ?? ""))
 
         if let baseline, let baselinePath = options.baseline {
             let comparison = try options.gate.reportingErrors(baseline: baselinePath, candidate: "this evaluation") {

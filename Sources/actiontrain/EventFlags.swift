@@ -16,10 +16,13 @@ struct EventFlags {
     var clipFrames: Int?
     var strideSeconds: Double?
     var allowOverlap = false
+    var lookAhead: Double?
+    var windowEvents = false
     /// The flags given (without dashes), so that flags the command would not use are refused.
     var given: Set<String> = []
-    /// The flags that only --stream reads (the others also serve --events on a file).
-    static let streamOnly: Set<String> = ["forget-after", "max-tracks"]
+    /// The flags that only --stream reads (the others also serve --events on a file, where a
+    /// sequence is one person's stream, forgotten after --forget-after as live).
+    static let streamOnly: Set<String> = ["max-tracks"]
 
     /// The most windows --smoothing averages.
     static let maximumSmoothing = 1000
@@ -40,13 +43,21 @@ struct EventFlags {
         Option(
             "exit", \.exit, value: "P",
             help: "Events: and lasts while it stays at or above P, for every class (default: the model's, two thirds of each enter; 0.4 for older models; at most --enter)."),
-        Option("overlap", \.allowOverlap, help: "Events: let events of different classes overlap in time (by default one ends where the next begins)."),
+        Option("overlap", \.allowOverlap, help: "Events from windows: let events of different classes overlap in time (by default one ends where the next begins)."),
+        Option(
+            "look-ahead", \.lookAhead, value: "SECONDS",
+            help: "Events from frames: decide each frame this long after it, so an event comes at most this long after its end (default: the model's, calibrated by fit: 3/4 of its window)."),
+        Option(
+            "window-events", \.windowEvents,
+            help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.5, instead of from frames."),
         Option("min-duration", \.minDuration, value: "SECONDS", help: "Events: drop events shorter than this (default 0)."),
         Option(
             "background", \.background, value: "CLASS",
             help: "Events: a class that never makes an event; may be repeated (default: the model's classes named other, background, none, idle or null)."),
         Option("floor", \.floor, value: "P", help: "Events: a window whose best smoothed probability is under P abstains and ends the running event (default 0: off)."),
-        Option("forget-after", \.forgetAfter, value: "SECONDS", help: "--stream: forget a person unseen for this long, ending their event (default 2)."),
+        Option(
+            "forget-after", \.forgetAfter, value: "SECONDS",
+            help: "--stream: forget a person unseen for this long, ending their event; --events on a file, eval --events: a sequence paused this long starts afresh, as live (default 2)."),
         Option("max-tracks", \.maxTracks, value: "N", help: "--stream: the most people followed at once (default 32, at most 1024); a line of one more is skipped with a warning."),
         Option(
             "max-jump", \.maxJump, value: "SECONDS",
@@ -63,7 +74,15 @@ struct EventFlags {
     /// calibrated thresholds per class), then these flags (--enter and --exit for every class).
     func eventOptions(model: ActionModel) throws -> EventOptions {
         let classes = model.classes
-        var o = EventOptions.standard(for: model)
+        var o = EventOptions.standard(for: model, fromFrames: !windowEvents)
+        if let v = lookAhead {
+            guard o.frames != nil else {
+                throw CLIError.usage(
+                    windowEvents ? "--look-ahead is for events from frames; leave out --window-events" : "--look-ahead is for events from frames, which this model file does not record (format 1.5); fit it again")
+            }
+            guard v > 0 && v <= 60 else { throw CLIError.usage("--look-ahead must be more than 0 and at most 60 seconds, got \(v)") }
+            o.frames!.lookAhead = v
+        }
         if let v = smoothing { o.smoothing = v }
         if let v = enter {
             o.enter = Float(v)
@@ -96,6 +115,34 @@ struct EventFlags {
         guard maxJump > 0 && maxJump.isFinite else { throw CLIError.usage("--max-jump must be a positive number of seconds") }
         if let n = clipFrames, n < 1 { throw CLIError.usage("--clip-frames must be at least 1, got \(n)") }
         if let s = strideSeconds, !(s > 0 && s.isFinite) { throw CLIError.usage("--stride-seconds must be a positive number of seconds") }
+        return o
+    }
+
+    /// The session options of the flags: the stride (`stride` frames, `--stride-seconds`, or a
+    /// third of the window or clip), the clip length of a whole-clip model, the reading flags,
+    /// and the frames when events come from them.
+    func sessionOptions(model: ActionModel, modelPath: String, stride given: Int?, reading: DataFlags) throws -> StreamOptions {
+        if given != nil && strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
+        let window: (frames: Int, frameRate: Double?)
+        do {
+            window = try model.streamWindow(clipFrames: clipFrames)
+        } catch let e as StreamError {
+            throw CLIError.failure("\(modelPath): \(ActionTrainCLI.describe(e))")
+        }
+        var stride = given ?? max(1, window.frames / 3)
+        if let seconds = strideSeconds {
+            guard let r = window.frameRate else {
+                throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
+            }
+            let frames = (seconds * r).rounded()  // compared as a Double: an Int may not hold it
+            guard frames <= Double(PredictCommand.Options.maximumStride) else {
+                throw CLIError.usage("--stride-seconds \(seconds) is \(frames) frames at the model's \(r) fps; the stride is at most \(PredictCommand.Options.maximumStride) frames")
+            }
+            stride = max(1, Int(frames))
+        }
+        var o = StreamOptions(stride: stride, strict: reading.strict, clipFrames: clipFrames, frames: try eventOptions(model: model).frames != nil)
+        if let c = try reading.readOptions().minConfidence { o.minimumConfidence = c }  // checked as the readers check it
+        o.maximumJump = maxJump
         return o
     }
 

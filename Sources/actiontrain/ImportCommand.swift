@@ -17,6 +17,7 @@ enum ImportCommand: ParsableCommand {
         var keepInvisible = false
         var split: String?
         var limit: Int?
+        var recordings = false
         var classes: String?
         var splitNames: String?
         var imageSize: String?
@@ -42,6 +43,9 @@ enum ImportCommand: ParsableCommand {
             Option("keep-invisible", \.keepInvisible, help: "penn-action: keep joints annotated invisible as present points with confidence 0.5."),
             Option("split", \.split, value: "PROTOCOL", help: "utkinect: cross-subject (odd subjects train, even test; default) or none."),
             Option("limit", \.limit, value: "N", help: "penn-action: import only the first N sequences (a quick look)."),
+            Option(
+                "recordings", \.recordings,
+                help: "utkinect: one sequence per continuous recording with its labelled segments (for eval --events), instead of one per segment."),
         ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             Examples (the datasets' SOURCE.md files describe each):
@@ -140,7 +144,9 @@ enum ImportCommand: ParsableCommand {
             case "none": split = .none
             case let other: throw CLIError.usage("--split must be cross-subject or none, not '\(other)'")
             }
-            let (d, warnings) = try UTKinectImporter.read(src, options: .init(split: split))
+            var o = UTKinectImporter.Options(split: split)
+            o.recordings = options.recordings
+            let (d, warnings) = try UTKinectImporter.read(src, options: o)
             for w in warnings { out.note("\(w)\n") }
             return d
         default:

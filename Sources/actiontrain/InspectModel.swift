@@ -76,9 +76,20 @@ enum InspectModel {
                 out.line("  clip         not recorded (a file before format 1.3): give --clip-frames N to stream it")
             }
         }
+        if let f = st?.frames {
+            let K = header.classes.indices
+            out.line("  events       from frames: each frame decided \(number(f.lookAhead)) s after it (--look-ahead), still at motion <= \(number(f.stillBelow)) body sizes/s")
+            out.line("  thresholds   frame scores enter/exit per class: " + K.map { "\(header.classes[$0]) \(number(f.enter[$0]))/\(number(f.exit[$0]))" }.joined(separator: ", "))
+            out.line(
+                "  durations    hold/lead-in/lead-out/minimum s per class: "
+                    + K.map {
+                        "\(header.classes[$0]) \(number(f.hold[$0]))/\(number(f.leadIn[$0]))/\(number(f.leadOut[$0]))/\(number(f.minimumDuration[$0]))"
+                    }.joined(separator: ", "))
+        }
         if let enter = st?.enter, let exit = st?.exit {
             let pairs = header.classes.indices.map { "\(header.classes[$0]) \(number(enter[$0]))/\(number(exit[$0]))" }
-            out.line("  thresholds   enter/exit per class, calibrated on the \(st?.calibration ?? "training") stream: " + pairs.joined(separator: ", "))
+            let which = st?.frames == nil ? "thresholds  " : "windows     "
+            out.line("  \(which) enter/exit per class\(st?.frames == nil ? "" : " of events from windows (--window-events)"), calibrated on the \(st?.calibration ?? "training") stream: " + pairs.joined(separator: ", "))
         } else {
             out.line("  thresholds   not recorded: enter 0.6, exit 0.4 for every class")
         }

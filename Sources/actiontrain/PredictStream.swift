@@ -119,51 +119,17 @@ struct StreamPrinter {
         guard s.timestamps != nil || frameRate != nil else {
             throw CLIError.failure("sequence '\(s.id)' has no timestamps and the dataset declares no frame rate: events need seconds")
         }
-        let session = try StreamSession(model: model, options: sessionOptions(options))
-        var detector = try EventDetector(classes: model.classes, options: options.eventing.eventOptions(model: model))
-        let J = s.jointCount, D = s.dimensions
-        var found: [StreamWindow] = []
-        for f in 0..<s.frameCount {
-            let points = (0..<J).map { j -> PosePoint? in
-                let i = f * J + j, c = i * D
-                guard s.present[i] != 0 else { return nil }
-                return PosePoint(x: s.coordinates[c], y: s.coordinates[c + 1], z: D == 3 ? s.coordinates[c + 2] : 0, confidence: s.confidence?[i])
-            }
-            found += try session.push(joints: points, time: s.timestamps?[f] ?? Double(f) / frameRate!)
-        }
-        found += session.finish()
-        var es = found.flatMap { detector.add($0) }
-        if let e = detector.finish() { es.append(e) }
-        write(windows: found, events: es, who: ("\"sequence\": \(PredictCommand.json(s.id))", s.id), out: &out)
-        for w in session.statistics.firstWarnings { out.note("warning: sequence '\(s.id)': \(session.statistics.count(w.kind)) x \(w)\n") }
+        let played = try LiveEvents.play(
+            s, frameRate: frameRate, model: model, options: sessionOptions(options), events: options.eventing.eventOptions(model: model),
+            forgetAfter: options.eventing.forgetAfter)
+        write(windows: played.windows, events: played.events.map(\.event), who: ("\"sequence\": \(PredictCommand.json(s.id))", s.id), out: &out)
+        let session = played.statistics
+        for w in session.firstWarnings { out.note("warning: sequence '\(s.id)': \(session.count(w.kind)) x \(w)\n") }
     }
 
-    /// The session options of the flags: the stride (`--stride` frames, `--stride-seconds`, or a
-    /// third of the window or clip), the clip length of a whole-clip model, the reading flags.
+    /// The session options of the flags (`EventFlags.sessionOptions`).
     func sessionOptions(_ options: PredictCommand.Options) throws -> StreamOptions {
-        let flags = options.eventing
-        if options.stride != nil && flags.strideSeconds != nil { throw CLIError.usage("give --stride (frames) or --stride-seconds, not both") }
-        let window: (frames: Int, frameRate: Double?)
-        do {
-            window = try model.streamWindow(clipFrames: flags.clipFrames)
-        } catch let e as StreamError {
-            throw CLIError.failure("\(options.model): \(ActionTrainCLI.describe(e))")
-        }
-        var stride = options.stride ?? max(1, window.frames / 3)
-        if let seconds = flags.strideSeconds {
-            guard let r = window.frameRate else {
-                throw CLIError.usage("--stride-seconds needs a model that resamples to a frame rate; this one takes frames as they come: give --stride in frames")
-            }
-            let frames = (seconds * r).rounded()  // compared as a Double: an Int may not hold it
-            guard frames <= Double(PredictCommand.Options.maximumStride) else {
-                throw CLIError.usage("--stride-seconds \(seconds) is \(frames) frames at the model's \(r) fps; the stride is at most \(PredictCommand.Options.maximumStride) frames")
-            }
-            stride = max(1, Int(frames))
-        }
-        var o = StreamOptions(stride: stride, strict: options.reading.strict, clipFrames: flags.clipFrames)
-        if let c = try options.reading.readOptions().minConfidence { o.minimumConfidence = c }  // checked as the readers check it
-        o.maximumJump = flags.maxJump
-        return o
+        try options.eventing.sessionOptions(model: model, modelPath: options.model, stride: options.stride, reading: options.reading)
     }
 
     func summary(_ s: StreamStatistics, of what: String) -> String {

@@ -500,6 +500,50 @@ final class ModelFileTests: XCTestCase {
         }
     }
 
+    /// `streaming.frames` (format 1.5, 3.4): frame-level event numbers, read alike by both
+    /// decoders, ignored as a whole by a reader that does not know it, every value checked.
+    func testTheFrameLevelEventNumbersAreReadAndChecked() throws {
+        func header(_ frames: String) -> String {
+            Self.headerJSON().replacingOccurrences(of: #""tensors":"#, with: #""streaming":{"frames":\#(frames)},"tensors":"#)
+        }
+        func frames(_ change: (inout [String: String]) -> Void) -> String {
+            var keys = [
+                "enter": "[0.4,0.35]", "exit": "[0.267,0.233]", "hold": "[0.2,0.45]", "leadIn": "[0,0.05]", "leadOut": "[0.1,0]", "lookAhead": "1.875",
+                "minimumDuration": "[1.25,0.5]", "stillBelow": "0.195",
+            ]
+            change(&keys)
+            return "{" + keys.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+        }
+        let good = header(frames { _ in })
+        let loaded = try ModelFile.load(HandMade(header: good, data: Self.data).bytes).header
+        XCTAssertEqual(
+            loaded.streaming?.frames,
+            ModelHeader.Streaming.Frames(
+                lookAhead: 1.875, stillBelow: 0.195, enter: [0.4, 0.35], exit: [0.267, 0.233], hold: [0.2, 0.45], leadIn: [0, 0.05], leadOut: [0.1, 0],
+                minimumDuration: [1.25, 0.5]))
+        let bytes = Array(good.utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNotNil(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, "the fast reader takes it")
+        // Written and read back.
+        let network = try Network(layers: [.flatten, .linear(inputs: 4, outputs: 2)], input: Shape(time: 2, channels: 2))
+        let written = try ModelFile.encode(
+            classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), streaming: loaded.streaming)
+        XCTAssertEqual(try ModelFile.load(written).header.streaming, loaded.streaming)
+        XCTAssertEqual(Array(written[8..<12]), [1, 0, 5, 0], "version 1.5")
+        for (field, fragment) in [
+            (frames { $0["hold"] = "[0.2]" }, "frames: hold needs one value per class (2), got 1"),
+            (frames { $0["enter"] = "[0.4,1.5]" }, "frames: class 1: the thresholds need"),
+            (frames { $0["exit"] = "[0.5,0.2]" }, "frames: class 0: the thresholds need"),
+            (frames { $0["leadOut"] = "[-0.1,0]" }, "frames: class 0: leadOut -0.1 must be 0 to 3600 seconds"),
+            (frames { $0["minimumDuration"] = "[1,4000]" }, "frames: class 1: minimumDuration 4000.0 must be 0 to 3600 seconds"),
+            (frames { $0["lookAhead"] = "0" }, "frames: lookAhead 0.0 must be more than 0 and at most 60 seconds"),
+            (frames { $0["stillBelow"] = "-1" }, "frames: stillBelow -1.0 must be 0 to 1e6"),
+        ] {
+            assertRejects(header: header(field), [fragment], badHeader)
+        }
+        assertRejects(header: header(frames { $0["hold"] = nil }), ["hold"], badHeader)
+    }
+
     /// The optional `poseStatistics` field (3.5, format 1.4): read by both decoders, absent in
     /// older files, a value of the wrong count or outside its bound refused, naming it.
     func testThePoseStatisticsFieldIsReadAndChecked() throws {
@@ -775,7 +819,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 4, 0, 0, 0, 0, 0])  // major 1, minor 4, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 5, 0, 0, 0, 0, 0])  // major 1, minor 5, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

@@ -10,7 +10,7 @@ import XCTest
 /// `train` writes `actiontrain fit`'s model byte for byte, `cancel-and-resume` the same model
 /// again, `evaluate` eval's report.json, `export` export's ONNX file, `export-coreml` the
 /// `.mlmodel` of export --format coreml, and `stream` gives the windows `ActionModel.predict`
-/// cuts from the same recording.
+/// cuts from the same recording and the events of `predict --events`.
 ///
 /// The package builds in `.build/library-examples` of the checkout, kept between runs (an
 /// incremental build when nothing changed). Debug, as `swift test` builds this package: the
@@ -160,6 +160,21 @@ final class LibraryExamplesTests: XCTestCase {
             XCTAssertEqual(String(fields[1]), "\(w.start)-\(w.end):")
             XCTAssertEqual(String(fields[2]), loaded.classes[w.classIndex])
             XCTAssertEqual(p, w.probabilities[w.classIndex], accuracy: 1e-6, String(line))
+        }
+        // And the events `predict FILE --events` gives for the first sequence (its rule: from
+        // frames when the model file records the numbers, which fit writes).
+        XCTAssertNotNil(loaded.header.streaming?.frames)
+        let predict = runCLI(["predict", model, data, "--events"])
+        XCTAssertEqual(predict.code, 0, predict.err)
+        let cli = predict.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["sequence"] as? String == dataset.sequences[0].id }
+        let shown = stream.out.split(separator: "\n").filter { $0.hasPrefix("event: ") }
+        XCTAssertEqual(shown.count, cli.count, stream.out)
+        for (line, e) in zip(shown, cli) {
+            let fields = line.split(separator: " ")  // event: LABEL from START s to END s, ...
+            XCTAssertEqual(String(fields[1]), e["label"] as? String, String(line))
+            XCTAssertEqual(Double(fields[3]) ?? -1, e["start"] as? Double ?? -2, accuracy: 0.0005, String(line))
+            XCTAssertEqual(Double(fields[6]) ?? -1, e["end"] as? Double ?? -2, accuracy: 0.0005, String(line))
         }
     }
 }

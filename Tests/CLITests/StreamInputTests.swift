@@ -39,7 +39,7 @@ extension PeopleEventsCLITests {
             ([golden, "x.jsonl", "--enter", "0.5"], "--enter is an option of --events and --stream; add one of them, or leave it out"),
             ([golden, "x.jsonl", "--clip-frames", "20"], "--clip-frames is an option of --events and --stream"),
             ([golden, "x.jsonl", "--events", "--max-tracks", "4"], "--max-tracks follows the people of a live stream: it needs --stream"),
-            ([golden, "x.jsonl", "--events", "--forget-after", "4"], "--forget-after follows the people of a live stream: it needs --stream"),
+            ([golden, "x.jsonl", "--forget-after", "4"], "--forget-after is an option of --events and --stream"),
         ]
         for (args, message) in cases {
             let e = try refusal(args)

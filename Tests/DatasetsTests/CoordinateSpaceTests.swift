@@ -166,8 +166,8 @@ final class CoordinateSpaceTests: XCTestCase {
         XCTAssertEqual(
             warnings.map(\.description),
             [
-                "warning: k.jsonl:2: unknown sequence key \"lable\" (in 2 sequences) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
-                "warning: k.jsonl:3: unknown sequence key \"camera\" (in 1 sequence) is ignored; the keys are id, label, group, split, events, imageSize, bodyHeight, heightEstimation, frames",
+                "warning: k.jsonl:2: unknown sequence key \"lable\" (in 2 sequences) is ignored; the keys are id, label, group, split, events, segments, imageSize, bodyHeight, heightEstimation, frames",
+                "warning: k.jsonl:3: unknown sequence key \"camera\" (in 1 sequence) is ignored; the keys are id, label, group, split, events, segments, imageSize, bodyHeight, heightEstimation, frames",
             ])
     }
 

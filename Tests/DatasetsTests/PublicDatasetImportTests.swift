@@ -106,6 +106,27 @@ final class PublicDatasetImportTests: XCTestCase {
         assertClose(Double(steps) / seconds, 15, absolute: 1.5, relative: 0, "about 15 fps over the whole dataset")
     }
 
+    func testUTKinectRecordingsKeepTheirSegments() throws {
+        let root = try datasets("utkinect_action3d")
+        var options = UTKinectImporter.Options()
+        options.recordings = true
+        let (d, _) = try UTKinectImporter.read(root, options: options)
+        let (clips, _) = try UTKinectImporter.read(root)
+        XCTAssertEqual(d.sequences.count, 20)
+        XCTAssertEqual(d.sequences.reduce(0) { $0 + $1.segments.count }, 199)
+        XCTAssertEqual(d.classes, clips.classes)
+        XCTAssertEqual(d.sequences.filter { $0.split == "test" }.count, 10)
+        // Each segment's frames are its clip's, at the same times.
+        let rec = try XCTUnwrap(d.sequences.first { $0.id == "s01_e01" })
+        XCTAssertEqual(rec.segments.map(\.label), ["walk", "sitDown", "standUp", "pickUp", "carry", "throw", "pull", "push", "waveHands", "clapHands"])
+        for g in rec.segments {
+            let clip = try XCTUnwrap(clips.sequences.first { $0.id == "s01_e01-\(g.label)" })
+            XCTAssertEqual(g.end - g.start + 1, clip.frameCount, g.label)
+            XCTAssertEqual(Array(rec.coordinates[(g.start * 60)..<((g.start + 1) * 60)]), Array(clip.coordinates[0..<60]), g.label)
+            assertClose(rec.timestamps![g.end] - rec.timestamps![g.start], clip.timestamps!.last!, g.label)
+        }
+    }
+
     func testUTKinectLabelFileErrors() {
         assertThrows(["labels.txt:1:", "a recording name line"]) { _ = try UTKinectImporter.parseLabels(Array("walk: 1 2\n".utf8), file: "labels.txt") }
         assertThrows(["labels.txt:2:", "'action: start end'"]) { _ = try UTKinectImporter.parseLabels(Array("s01_e01\nwalk: 1\n".utf8), file: "labels.txt") }

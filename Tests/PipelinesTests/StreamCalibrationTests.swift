@@ -46,6 +46,69 @@ final class StreamCalibrationTests: XCTestCase {
         return Dataset(name: "clips", skeleton: skeleton, sequences: sequences, classes: ["a", "b"], frameRate: timestamps ? nil : 10)
     }
 
+    /// Clips of a two-joint body at 10 fps: the second joint is 100 + x pixels right of the
+    /// first, x growing by 10 at each frame not in `still`.
+    func moving(_ pattern: [(label: String, frames: Int, still: Set<Int>)]) -> Dataset {
+        let skeleton = Skeleton(name: "two", joints: ["a", "b"], dimensions: 2, units: .pixels)
+        let sequences = pattern.enumerated().map { i, p -> PoseSequence in
+            var x: Float = 0, c: [Float] = []
+            for f in 0..<p.frames {
+                if !p.still.contains(f) { x += 10 }
+                c += [0, 0, 100 + x, 0]
+            }
+            return PoseSequence(
+                id: "m\(i)", label: p.label, jointCount: 2, dimensions: 2, frameCount: p.frames, coordinates: c,
+                present: [UInt8](repeating: 1, count: p.frames * 2))
+        }
+        return Dataset(name: "moving", skeleton: skeleton, sequences: sequences, classes: ["a", "b", "c"], frameRate: 10)
+    }
+
+    func testTheMotionNumbersComeFromTheTrainingClips() throws {
+        // Two clips of a with still frames at both ends and a pause inside; b moving throughout
+        // (1 and 3 s); no clip of c.
+        let d = moving([
+            ("a", 20, Set(0...2).union(8...12).union(17...19)), ("b", 10, []), ("b", 30, []), ("a", 20, Set(0...3).union(8...13).union(16...19)),
+        ])
+        let input = InputSpec(skeleton: d.skeleton, window: WindowSpec(frames: 8, mode: .sliding, frameRate: 10), steps: [], channels: [.coordinates])
+        let m = try StreamCalibration.motion(d, indices: [0, 1, 2, 3], input: input, clip: nil)
+        // Motion over ±1 frame (0.2 s): 0 where both neighbours hold the pose, which more than a
+        // tenth of the frames do: still means no motion at all.
+        XCTAssertEqual(m.stillBelow, 0)
+        // a: the first clip still in frames 0-1 (frame 2 moves to 3), 8-11 and 17-19, the second
+        // in 0-2, 8-12 and 16-19: pauses inside of 0.3 and 0.4 s (90th percentile 0.39), first
+        // moving frames at 0.2 and 0.3 s, last at 1.6 and 1.5 s of 1.9; b: none, the shortest hold.
+        XCTAssertEqual(m.hold, [0.39, StreamCalibration.shortestHold, FrameOptions.defaultHold])
+        XCTAssertEqual(m.leadIn, [0.25, 0, 0])
+        XCTAssertEqual(m.leadOut, [0.35, 0, 0])
+        // Half the 5th percentile of the durations: a 1.9 and 1.9 s; b 0.9 and 2.9 s (0.9 + 0.05 · 2).
+        XCTAssertEqual(m.minimumDuration, [0.95, 0.5, 0])
+    }
+
+    func testFrameThresholdsMaximiseTheF1OfEachClassOnFrameScores() {
+        // 20 frames, class a then b from frame 10; windows of 4 frames every 2, p_a 0.8 for those
+        // starting before frame 8, else 0.2. With a look-ahead of 10 frames every window counts.
+        let input = FrameCalibrationInput(
+            lookAhead: 1, frameRate: 10, stillBelow: 0, hold: [0.2, 0.2, 0.2], leadIn: [0, 0, 0], leadOut: [0, 0, 0], minimumDuration: [0, 0, 0],
+            windowStarts: Array(stride(from: 0, to: 17, by: 2)), windowEnds: Array(stride(from: 4, to: 21, by: 2)), runFrames: [10, 10], runClasses: [0, 1])
+        var p: [Float] = []
+        for s in input.windowStarts { p += s < 8 ? [0.8, 0.2, 0] : [0.2, 0.8, 0] }
+        let t = StreamCalibration.frameThresholds(probabilities: p, input: input, classes: 3)
+        // Frame scores of a: 0.8 on frames 0-7; on frame 8 the windows from 6 (weight 2) and 8
+        // (weight 1) give 0.6, on frame 9 (weights 1 and 2) 0.4; 0.2 from frame 10. a's F1 is 1
+        // for thresholds in (0.2, 0.4]: 0.25 ... 0.40 on the grid, middle 0.35. b's in (0.6, 0.8]: 0.75.
+        XCTAssertEqual(t.enter[0], 0.35)
+        XCTAssertEqual(t.exit[0], 0.233)
+        XCTAssertEqual(t.enter[1], 0.75)
+        XCTAssertEqual(t.exit[1], 0.5)
+        XCTAssertEqual([t.enter[2], t.exit[2]], [0.6, 0.4], "no frame of c: the defaults")
+        // A look-ahead of 1 frame scores a frame with the windows whose last two frames it is:
+        // b's scores are 0.2 to frame 9, 0.8 from 10 (frames 0-1: none), so b's threshold is
+        // the middle of (0.2, 0.8].
+        var short = input
+        short.lookAhead = 0.1
+        XCTAssertEqual(StreamCalibration.frameThresholds(probabilities: p, input: short, classes: 3).enter[1], 0.55)
+    }
+
     func testTheClipIsTheMedianTrainingLengthAtTheClipRate() throws {
         var input = InputSpec(skeleton: clips([1]).skeleton, window: WindowSpec(frames: 8, mode: .fit), steps: [], channels: [.coordinates])
         let d = clips([5, 9, 12, 30, 7])
@@ -97,10 +160,21 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual(streaming.calibration, "training")
         XCTAssertEqual(streaming.enter?.count, model.classes.count)
         XCTAssertEqual(try model.streamWindow().frames, lengths[lengths.count / 2])
+        // Events from frames with the frame-level numbers, or from windows with the window thresholds.
+        let frames = try XCTUnwrap(streaming.frames)
+        let clipSeconds = Double(lengths[lengths.count / 2] - 1) / d.frameRate!
+        assertClose(frames.lookAhead, (0.75 * clipSeconds * 1000).rounded() / 1000)
+        XCTAssertEqual([frames.hold.count, frames.leadIn.count, frames.minimumDuration.count], [model.classes.count, model.classes.count, model.classes.count])
+        XCTAssertTrue(frames.hold.allSatisfy { $0 >= StreamCalibration.shortestHold && $0 <= frames.lookAhead }, "\(frames.hold)")
         let options = EventOptions.standard(for: model)
+        XCTAssertEqual(options.frames, FrameOptions(frames, classes: model.classes))
+        let windows = EventOptions.standard(for: model, fromFrames: false)
+        XCTAssertNil(windows.frames)
         for (k, name) in model.classes.enumerated() {
-            XCTAssertEqual(options.thresholds(of: name).enter, Float(streaming.enter![k]))
-            XCTAssertEqual(options.thresholds(of: name).exit, Float(streaming.exit![k]))
+            XCTAssertEqual(options.thresholds(of: name).enter, Float(frames.enter[k]))
+            XCTAssertEqual(options.thresholds(of: name).exit, Float(frames.exit[k]))
+            XCTAssertEqual(windows.thresholds(of: name).enter, Float(streaming.enter![k]))
+            XCTAssertEqual(windows.thresholds(of: name).exit, Float(streaming.exit![k]))
         }
         // With validation sequences the stream is theirs.
         c.validationFraction = 0.3

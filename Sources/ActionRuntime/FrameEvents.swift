@@ -1,0 +1,411 @@
+/// Frame-level events: per-frame class scores from overlapping window predictions, the
+/// body's motion, and an online segmentation with a "no action" state whose decisions come a
+/// bounded look-ahead after each frame (docs/streaming.md "Events").
+///
+/// This file uses the Swift standard library only, so that an app that runs an exported model
+/// (docs/coreml.md "Events in an app") can copy it and make the events the runtime makes.
+
+/// The motion of one frame: how fast the fastest joint of a body moves, in body sizes per
+/// second, from the frames `a` before it and `b` after it (`FrameMotion.lag` frames each way).
+///
+///     motion = max over bodies, over joints present in both a and b, of |x_b − x_a| / (t_b − t_a) / size
+///
+/// with `size` the body's largest extent (max − min over its present joints, on the widest
+/// axis) in the frame itself. A body with fewer than two present joints in the frame, or no
+/// joint present in both a and b, is not measured; a frame where no body is measured has motion
+/// 0 (nobody moving), as has a frame with `t_b ≤ t_a`.
+public enum FrameMotion {
+    /// Frames each way (`lag` before, `lag` after) at `frameRate` frames per second: a tenth of
+    /// a second, at least one frame (30 fps when the rate is unknown).
+    public static func lag(frameRate: Double?) -> Int { max(1, Int(((frameRate ?? 30) * 0.1).rounded())) }
+
+    /// The motion of `frame` (`[J, D]` coordinates and `[J]` presence each) between `a` and `b`,
+    /// for `bodies` bodies of `J / bodies` joints each.
+    public static func motion(
+        frame: UnsafePointer<Float>, framePresent: UnsafePointer<UInt8>, a: UnsafePointer<Float>, aPresent: UnsafePointer<UInt8>,
+        b: UnsafePointer<Float>, bPresent: UnsafePointer<UInt8>, seconds: Double, joints J: Int, dimensions D: Int, bodies: Int = 1
+    ) -> Float {
+        guard seconds > 0, bodies >= 1, J % bodies == 0, D >= 1 else { return 0 }
+        let Jb = J / bodies
+        var best: Float = 0
+        for body in 0..<bodies {
+            // One pass over the body's joints: its extent on the first three axes (more: below)
+            // and the largest squared step of a joint present in a and b.
+            var seen = 0, fastest: Float = -1
+            var lo0 = Float.infinity, lo1 = Float.infinity, lo2 = Float.infinity
+            var hi0 = -Float.infinity, hi1 = -Float.infinity, hi2 = -Float.infinity
+            for j in (body * Jb)..<((body + 1) * Jb) {
+                let x = frame + j * D
+                if framePresent[j] != 0 {
+                    seen += 1
+                    lo0 = min(lo0, x[0])
+                    hi0 = max(hi0, x[0])
+                    if D > 1 {
+                        lo1 = min(lo1, x[1])
+                        hi1 = max(hi1, x[1])
+                    }
+                    if D > 2 {
+                        lo2 = min(lo2, x[2])
+                        hi2 = max(hi2, x[2])
+                    }
+                }
+                if aPresent[j] != 0 && bPresent[j] != 0 {
+                    var squared: Float = 0
+                    for d in 0..<D {
+                        let step = b[j * D + d] - a[j * D + d]
+                        squared += step * step
+                    }
+                    fastest = max(fastest, squared)
+                }
+            }
+            var size = max(hi0 - lo0, D > 1 ? hi1 - lo1 : 0, D > 2 ? hi2 - lo2 : 0)
+            for d in min(D, 3)..<D {  // axes beyond the third, if any
+                var low = Float.infinity, high = -Float.infinity
+                for j in (body * Jb)..<((body + 1) * Jb) where framePresent[j] != 0 {
+                    low = min(low, frame[j * D + d])
+                    high = max(high, frame[j * D + d])
+                }
+                size = max(size, high - low)
+            }
+            guard seen >= 2 && size > 0 && size.isFinite && fastest >= 0 else { continue }
+            let speed = fastest.squareRoot() / Float(seconds) / size
+            if speed.isFinite { best = max(best, speed) }
+        }
+        return best
+    }
+}
+
+/// Turns one stream's window predictions and frame motions into events, frame by frame.
+///
+/// Inputs, in the order a stream makes them (`add(window:...)` when a window is predicted,
+/// `add(frame:...)` when a frame's motion is known, `now` being the newest frame's time then):
+///
+/// 1. **Frame scores.** Each window adds its class probabilities to the frames it covers, frame
+///    `k` of the window `[s, e)` weighted by its position, `min(k − s + 1, e − k)` (a triangle
+///    peaking in the middle), counting only windows that end at most `lookAhead` seconds after
+///    the frame. A frame's scores are the weighted mean.
+/// 2. **Rest.** A frame whose motion is at most `stillBelow` is still; a run of still frames that
+///    lasts `hold[c]` seconds (c the running event's class, the smallest `hold` without one) is
+///    rest, the "no action" state, from its first frame.
+/// 3. **Decisions**, frame by frame in order, once the frame is `lookAhead` seconds old (a
+///    frame in a rest run, and those before the run, as soon as the run is rest):
+///    - a rest frame ends the running event at the last moving frame before the run plus
+///      `leadOut[c]`;
+///    - otherwise, with no event running, the top class c starts one when its score reaches
+///      `enter[c]`, from the first moving frame after the last rest minus `leadIn[c]` when that
+///      is at most `lookAhead` seconds back, else from the frame; never before the previous event's end;
+///    - a frame no window scored yet (a look-ahead shorter than the windows' stride) changes
+///      nothing;
+///    - a running event of class c ends when its score drops below `exit[c]`, when the top class is
+///      a background class or under `floor` (abstain), or when another class c' reaches
+///      `enter[c']`, the boundary then being the frame where c' took the top; an event cut
+///      shorter than its class's `minimumDuration` there gives its start to the next one.
+/// 4. Events shorter than their class's `minimumDuration` are dropped.
+///
+/// An event is returned by the call that decides its end, so it comes at most `lookAhead`
+/// seconds after its last frame (and `hold[c]` plus the motion lag after it when rest ends it).
+/// The same inputs in the same order give the same events, however they are grouped.
+public struct FrameSegmenter: Sendable {
+    /// The rule's numbers: per class (in the model's class order) and for the stream.
+    public struct Settings: Equatable, Sendable {
+        /// Per class: the frame score that starts an event and the one it must keep.
+        public var enter: [Float]
+        public var exit: [Float]
+        /// Per class: seconds of stillness that end an event of the class.
+        public var hold: [Double]
+        /// Per class: seconds before the first moving frame an event starts, and after the last
+        /// moving frame it ends, when motion places its start or end.
+        public var leadIn: [Double]
+        public var leadOut: [Double]
+        /// Per class: the shortest event, in seconds.
+        public var minimumDuration: [Double]
+        /// Per class: true for a class that never makes events (its frames abstain).
+        public var background: [Bool]
+        /// Seconds after a frame at which it is decided: the bound on how late an event comes.
+        public var lookAhead: Double
+        /// Motion (body sizes per second, `FrameMotion`) at or below which a frame is still.
+        public var stillBelow: Float
+        /// A frame whose top score is under this abstains (0: off).
+        public var floor: Float
+
+        public init(
+            enter: [Float], exit: [Float], hold: [Double], leadIn: [Double], leadOut: [Double], minimumDuration: [Double],
+            background: [Bool], lookAhead: Double, stillBelow: Float, floor: Float = 0
+        ) {
+            self.enter = enter
+            self.exit = exit
+            self.hold = hold
+            self.leadIn = leadIn
+            self.leadOut = leadOut
+            self.minimumDuration = minimumDuration
+            self.background = background
+            self.lookAhead = lookAhead
+            self.stillBelow = stillBelow
+            self.floor = floor
+        }
+
+        public var classes: Int { enter.count }
+
+        /// Nil when the settings are usable, else what is wrong.
+        public var problem: String? {
+            let K = enter.count
+            guard K >= 1 else { return "no classes" }
+            for (name, count) in [
+                ("exit", exit.count), ("hold", hold.count), ("leadIn", leadIn.count), ("leadOut", leadOut.count),
+                ("minimumDuration", minimumDuration.count), ("background", background.count),
+            ] where count != K {
+                return "\(name) has \(count) values for \(K) classes"
+            }
+            for k in 0..<K {
+                guard enter[k] > 0 && enter[k] <= 1 && exit[k] >= 0 && exit[k] <= enter[k] else {
+                    return "class \(k): the thresholds need 0 <= exit <= enter <= 1 (enter > 0), got enter \(enter[k]), exit \(exit[k])"
+                }
+                for (name, v) in [("hold", hold[k]), ("leadIn", leadIn[k]), ("leadOut", leadOut[k]), ("minimumDuration", minimumDuration[k])]
+                where !(v >= 0 && v <= 3600) {
+                    return "class \(k): \(name) must be 0 to 3600 seconds, got \(v)"
+                }
+            }
+            guard background.contains(false) else { return "every class is a background class: no event can start" }
+            guard lookAhead > 0 && lookAhead <= 60 else { return "the look-ahead must be more than 0 and at most 60 seconds, got \(lookAhead)" }
+            guard stillBelow >= 0 && stillBelow.isFinite else { return "the stillness threshold must be 0 or more, got \(stillBelow)" }
+            guard floor >= 0 && floor <= 1 else { return "the probability floor must be in [0, 1], got \(floor)" }
+            return nil
+        }
+    }
+
+    /// One event: the class index, seconds, and the highest and mean score of the class over
+    /// its frames, with the windows that scored them.
+    public struct Event: Equatable, Sendable {
+        public var label: Int
+        public var start: Double
+        public var end: Double
+        public var peak: Float
+        public var mean: Float
+        public var windows: Int
+    }
+
+    public let settings: Settings
+    private let K: Int
+    private let holdLeast: Double
+    // Frames not decided yet, `head ..< made`, in a ring (capacity a power of two): those below
+    // `known` have their time and motion.
+    private var head = 0, known = 0, made = 0
+    private var times: [Double] = [], still: [Bool] = [], sums: [Float] = [], weights: [Float] = []
+    private var firstWindow: [Int] = [], lastWindow: [Int] = []
+    private var mask = -1
+    private var windowCount = 0
+    // Rest: the still run ending at the newest known frame, and the rest runs not yet decided
+    // past (first frame, one past the last or nil while running, time of the last moving frame
+    // before it).
+    private var run: (start: Int, time: Double)?
+    private var lastMoving: Double?
+    private var rests: [(from: Int, to: Int?, lastMoving: Double)] = []
+    // Decisions.
+    private struct Open {
+        var label: Int, start: Double, peak: Float, sum: Float, frames: Int, firstWindow: Int, lastWindow: Int
+    }
+    private var open: Open?
+    private var candidate: (label: Int, time: Double)?
+    private var stretch: Double?  // the first moving frame since the last rest
+    private var lastEnd = -Double.infinity
+    private var lastTime: Double?
+
+    public init(settings: Settings) {
+        precondition(settings.problem == nil, settings.problem ?? "")
+        self.settings = settings
+        K = settings.enter.count
+        holdLeast = zip(settings.hold, settings.background).filter { !$0.1 }.map(\.0).min() ?? 0
+    }
+
+    // MARK: - The ring of frames
+
+    private mutating func slot(_ k: Int) -> Int { k & mask }
+
+    /// Makes entries for frames up to `end` (exclusive).
+    private mutating func reach(_ end: Int) {
+        guard end > made else { return }
+        if end - head > mask + 1 { grow(to: end - head) }
+        for k in made..<end {
+            let s = slot(k)
+            times[s] = .nan
+            still[s] = false
+            weights[s] = 0
+            firstWindow[s] = -1
+            lastWindow[s] = -1
+            for c in 0..<K { sums[s * K + c] = 0 }
+        }
+        made = end
+    }
+
+    private mutating func grow(to count: Int) {
+        var capacity = max(64, mask + 1)
+        while capacity < count { capacity *= 2 }
+        var t = [Double](repeating: .nan, count: capacity), st = [Bool](repeating: false, count: capacity)
+        var su = [Float](repeating: 0, count: capacity * K), w = [Float](repeating: 0, count: capacity)
+        var fw = [Int](repeating: -1, count: capacity), lw = [Int](repeating: -1, count: capacity)
+        let newMask = capacity - 1
+        for k in head..<made {
+            let from = k & mask, to = k & newMask
+            t[to] = times[from]
+            st[to] = still[from]
+            w[to] = weights[from]
+            fw[to] = firstWindow[from]
+            lw[to] = lastWindow[from]
+            for c in 0..<K { su[to * K + c] = sums[from * K + c] }
+        }
+        (times, still, sums, weights, firstWindow, lastWindow, mask) = (t, st, su, w, fw, lw, newMask)
+    }
+
+    // MARK: - Inputs
+
+    /// A window's probabilities over frames `start ..< end` (frame indices of the stream), which
+    /// ended at `endTime` seconds. Decides nothing.
+    public mutating func add(window start: Int, end: Int, endTime: Double, probabilities p: [Float]) {
+        precondition(p.count == K, "probabilities for \(K) classes expected")
+        guard end > start else { return }
+        let id = windowCount
+        windowCount += 1
+        let from = max(start, head)
+        guard from < end else { return }
+        reach(end)
+        for k in from..<end {
+            let s = slot(k)
+            if k < known && endTime > times[s] + settings.lookAhead { continue }  // ends too late for this frame
+            let w = Float(min(k - start + 1, end - k))
+            for c in 0..<K { sums[s * K + c] += w * p[c] }
+            weights[s] += w
+            if firstWindow[s] < 0 { firstWindow[s] = id }
+            lastWindow[s] = id
+        }
+    }
+
+    /// Frame `index`'s time and motion, known at `now` seconds (the newest frame's time); frames
+    /// come in order, each once (a frame seen before is ignored; after a gap, the frames before
+    /// it are finished as by `finish()` and the segmentation starts again at `index`). Returns
+    /// the events this decides, in order.
+    public mutating func add(frame index: Int, time: Double, motion: Float, now: Double) -> [Event] {
+        guard index >= known else { return [] }  // already seen: ignored
+        var out: [Event] = []
+        if index > known {  // frames missing (dropped): what came before ends there
+            if known > 0 { out = finish() }
+            (head, known, made) = (index, index, index)
+        }
+        reach(index + 1)
+        let s = slot(index)
+        times[s] = time
+        let isStill = !(motion > settings.stillBelow)  // NaN: not measured, still
+        still[s] = isStill
+        known = index + 1
+        if isStill {
+            if run == nil { run = (index, time) }
+            if let r = run, rests.last.map({ $0.to != nil || $0.from != r.start }) ?? true, time - r.time >= holdLeast {
+                // The run may be rest: decide the frames before it first, so that the running
+                // class (whose hold applies) is known.
+                while head < r.start { decide(into: &out) }
+                let hold = open.map { settings.hold[$0.label] } ?? holdLeast
+                if time - r.time >= hold { rests.append((r.start, nil, lastMoving ?? r.time)) }
+            }
+        } else {
+            if run != nil, let last = rests.last, last.to == nil { rests[rests.count - 1].to = index }
+            run = nil
+            lastMoving = time
+        }
+        while head < known && (times[slot(head)] + settings.lookAhead <= now || isRest(head)) { decide(into: &out) }
+        return out
+    }
+
+    /// Decides every frame known so far and ends the running event at the last one (the stream
+    /// ended, or restarts: the segmenter then starts afresh).
+    public mutating func finish() -> [Event] {
+        var out: [Event] = []
+        while head < known { decide(into: &out) }
+        if let t = lastTime { close(at: t, into: &out) }
+        let settings = self.settings
+        self = FrameSegmenter(settings: settings)
+        return out
+    }
+
+    // MARK: - Decisions
+
+    private func isRest(_ k: Int) -> Bool {
+        guard let r = rests.first else { return false }
+        return k >= r.from && (r.to.map { k < $0 } ?? true)
+    }
+
+    private mutating func decide(into out: inout [Event]) {
+        let k = head, s = slot(k), t = times[s]
+        defer {
+            head += 1
+            lastTime = t
+            while let r = rests.first, let to = r.to, head >= to { rests.removeFirst() }
+        }
+        if isRest(k) {
+            if let o = open { close(at: min(max(rests[0].lastMoving + settings.leadOut[o.label], o.start), t), into: &out) }
+            stretch = nil
+            candidate = nil
+            return
+        }
+        if stretch == nil { stretch = t }
+        let w = weights[s]
+        guard w > 0 else { return }  // no window scored the frame (a look-ahead under the stride): nothing changes
+        var top = -1, best: Float = -1  // the top class, background classes included
+        for c in 0..<K where sums[s * K + c] / w > best {
+            best = sums[s * K + c] / w
+            top = c
+        }
+        let abstains = settings.background[top] || best < settings.floor
+        if var o = open {
+            let own = sums[s * K + o.label] / w
+            if abstains {
+                close(at: t, into: &out)
+            } else if top != o.label {
+                if candidate?.label != top { candidate = (top, t) }
+                if best >= settings.enter[top] {
+                    let boundary = max(candidate!.time, o.start), short = boundary - o.start < settings.minimumDuration[o.label]
+                    let start = o.start
+                    close(at: boundary, into: &out)
+                    begin(top, at: short ? max(start, lastEnd) : boundary, frame: s)
+                } else if own < settings.exit[o.label] {
+                    close(at: t, into: &out)
+                }
+            } else {
+                candidate = nil
+                if own < settings.exit[o.label] { close(at: t, into: &out) }
+            }
+            if open != nil && open!.label == o.label {  // still running: this frame is its
+                o = open!
+                o.peak = max(o.peak, own)
+                o.sum += own
+                o.frames += 1
+                if firstWindow[s] >= 0 {
+                    o.firstWindow = o.firstWindow < 0 ? firstWindow[s] : min(o.firstWindow, firstWindow[s])
+                    o.lastWindow = max(o.lastWindow, lastWindow[s])
+                }
+                open = o
+            }
+        } else if !abstains && best >= settings.enter[top] {
+            var start = t
+            if let first = stretch, t - first <= settings.lookAhead { start = first - settings.leadIn[top] }
+            begin(top, at: max(start, lastEnd), frame: s)
+        }
+    }
+
+    private mutating func begin(_ label: Int, at start: Double, frame s: Int) {
+        let w = weights[s], p = w > 0 ? sums[s * K + label] / w : 0
+        open = Open(label: label, start: start, peak: p, sum: p, frames: 1, firstWindow: firstWindow[s], lastWindow: lastWindow[s])
+        candidate = nil
+    }
+
+    /// Ends the running event at `end`; reports it if it lasts its class's minimum duration.
+    private mutating func close(at end: Double, into out: inout [Event]) {
+        guard let o = open else { return }
+        open = nil
+        candidate = nil
+        guard end - o.start >= settings.minimumDuration[o.label] && end > o.start else { return }
+        lastEnd = end
+        out.append(
+            Event(
+                label: o.label, start: o.start, end: end, peak: o.peak, mean: o.sum / Float(max(1, o.frames)),
+                windows: o.firstWindow < 0 ? 0 : o.lastWindow - o.firstWindow + 1))
+    }
+}

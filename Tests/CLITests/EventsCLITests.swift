@@ -1,0 +1,82 @@
+import ActionRuntime
+import Datasets
+import Eval
+import Foundation
+import PoseCore
+import TestSupport
+import XCTest
+
+@testable import actiontrain
+
+/// `eval --events` end to end: a model `fit` wrote (with its frame-level numbers) scored on a
+/// labelled stream made of the tiny fixture's clips, and the same frames piped live through
+/// `predict --stream --events` giving the report's events.
+final class EventsCLITests: XCTestCase {
+    static let fixture = LibraryExamplesTests.fixture
+
+    func testEvalEventsScoresALabelledStreamAndPredictStreamGivesItsEvents() throws {
+        let dir = try scratchFolder()
+        let fit = runCLI(["fit", Self.fixture, "--epochs", "3", "--window-mode", "sliding", "--window-frames", "6", "--out", dir + "/run"])
+        XCTAssertEqual(fit.code, 0, fit.err)
+        let model = dir + "/run/model.atm"
+        XCTAssertNotNil(try ActionModel(contentsOf: model).header.streaming?.frames, "fit writes the frame-level numbers")
+
+        // One stream: the fixture's clips in order, a still body (the next clip's first pose
+        // held 1.5 s) before every other clip, each clip a segment.
+        let d = try DatasetLoader.read(Self.fixture).dataset
+        let J = d.skeleton.jointCount, D = d.skeleton.dimensions
+        var coordinates: [Float] = [], present: [UInt8] = [], segments: [LabeledSegment] = []
+        for (k, s) in d.sequences.enumerated() {
+            if k % 2 == 0 {
+                for _ in 0..<15 {
+                    coordinates += s.coordinates[0..<(J * D)]
+                    present += s.present[0..<J]
+                }
+            }
+            let first = present.count / J
+            coordinates += s.coordinates
+            present += s.present
+            segments.append(LabeledSegment(label: s.label!, start: first, end: present.count / J - 1))
+        }
+        var stream = PoseSequence(
+            id: "person-1", label: nil, jointCount: J, dimensions: D, frameCount: present.count / J, coordinates: coordinates, present: present)
+        stream.segments = segments
+        let path = dir + "/stream.jsonl"
+        try NativeFormat.write(Dataset(name: "stream", skeleton: d.skeleton, sequences: [stream], classes: d.classes, frameRate: d.frameRate), to: path)
+
+        let eval = runCLI(["eval", model, path, "--events", "--json", dir + "/report.json", "--bootstrap", "0"])
+        XCTAssertEqual(eval.code, 0, eval.err)
+        XCTAssertTrue(eval.out.contains("== events: "), eval.out)
+        XCTAssertTrue(eval.out.contains("events F1 "), eval.out)
+        let report = try ReportJSON.read(dir + "/report.json")
+        let events = try XCTUnwrap(report.events)
+        XCTAssertEqual(events.segments, d.sequences.count)
+        XCTAssertEqual(events.truth.first?.start, 1.5, "the first clip starts after 15 still frames at 10 fps")
+        XCTAssertEqual(report.headline, .window, "a stream holds several labels")
+        XCTAssertGreaterThan(events.events, 0, "the test needs events")
+        for e in events.found { XCTAssertGreaterThanOrEqual(e.emitted ?? -1, e.end - 1e-9) }
+
+        // Live: the same frames, one line each.
+        var lines: [String] = []
+        for f in 0..<stream.frameCount {
+            let pose = stream.pose(at: f, skeleton: d.skeleton).points.map { "\"\($0.key)\": [\($0.value.x), \($0.value.y), \($0.value.z)]" }
+            lines.append("{\"t\": \(Double(f) / d.frameRate!), \"pose\": {\(pose.joined(separator: ", "))}}")
+        }
+        var stdout = "", stderr = ""
+        var output = Output(write: { stdout += $0 }, note: { stderr += $0 }, isTerminal: false)
+        var options = PredictCommand.Options()
+        (options.model, options.data, options.stream, options.events) = (model, "-", true, true)
+        XCTAssertNoThrow(try PredictCommand.run(options, out: &output, stdin: .lines(lines)), stderr)
+        let live = stdout.split(separator: "\n").map { line -> String in
+            let o = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            return "\(o["label"]!) \(String(format: "%.3f", o["start"] as! Double)) \(String(format: "%.3f", o["end"] as! Double))"
+        }
+        XCTAssertEqual(live, events.found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" })
+
+        // Data without segments cannot be scored as events.
+        let plain = runCLI(["eval", model, Self.fixture, "--events"])
+        XCTAssertEqual(plain.code, 1)
+        XCTAssertTrue(plain.err.contains("no sequence has labelled segments"), plain.err)
+        XCTAssertEqual(runCLI(["eval", model, path, "--events", "--use-events"]).code, 2)
+    }
+}
