@@ -135,7 +135,8 @@ enum PredictCommand: ParsableCommand {
             try printer.stream(stdin: stdin, out: &out)
         } else {
             try options.reading.checkPeople(for: model)
-            let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
+            let dataset = try options.reading.load(
+                dataPath, people: PeoplePolicy(modelInput: model.input), bodyOrder: BodyOrderRule(modelInput: model.input), out: &out)
             try printer.check(dataset, name: dataPath, out: &out)
             if options.events {
                 var streamer = StreamPrinter(model: model, format: format, eventsOnly: true)
