@@ -522,6 +522,7 @@ enum HeaderJSON {
             })
         spec.bodies = try o.optional("bodies").map(int)  // as the file says, like JSONDecoder
         spec.pairs = try o.optional("pairs").map { try array($0).map { try array($0).map(string) } }
+        spec.bodyRoles = try o.optional("bodyRoles").map { try array($0).map(string) }
         return spec
     }
 

@@ -207,7 +207,10 @@ public final class StreamSession {
         frameRate = stream.frameRate
         clip = model.input.window.mode == .fit ? (model.input.window.positions(frameCount: W, start: 0), Frames(F, joints: J, dimensions: D)) : nil
         bodyReader = FrameReader(skeleton: skeleton.oneBody)
-        pairing = model.bodies > 1 ? BodyPairing(bodies: model.bodies, forgetAfter: options.forgetAfter) : nil
+        pairing =
+            model.bodies > 1
+            ? BodyPairing(bodies: model.bodies, forgetAfter: options.forgetAfter, roles: (model.input.bodyRoles ?? []).map(PersonID.init(parsing:)))
+            : nil
         clock = StreamClock(maximumJump: options.maximumJump)
         current = Frames(1, joints: J, dimensions: D)
         previous = Frames(1, joints: J, dimensions: D)

@@ -45,6 +45,9 @@ public struct DatasetProfile: Equatable, Sendable {
     /// The joint pairs of the relational channel blocks for a large skeleton (`KeyJoints`), or
     /// nil when every pair is kept.
     public var keyPairs: [[String]]?
+    /// Data read with `bodies=M` (M > 1): the order its bodies were placed in and why
+    /// (`Dataset.bodyOrder`, decided from the whole file by its reader).
+    public var bodyOrder: BodyOrder?
 
     /// Left/right asymmetry of the movement. Per sequence `a = (L − R) / (L + R)`, with L and R
     /// the summed frame-to-frame displacements of the left and right joints of the mirror pairs.
@@ -94,6 +97,7 @@ public struct DatasetProfile: Equatable, Sendable {
         }
         absentShare = total > 0 ? Double(absent) / Double(total) : 0
         keyPairs = KeyJoints.pairs(dataset, indices: labeled)
+        bodyOrder = dataset.bodyOrder
     }
 
     /// The hip and shoulder joints of each side (`Recipe.hasFacingPairs`'s joints), as indices.

@@ -165,6 +165,10 @@ public enum Recipe {
         }
         note("model", seen.joined(separator: "; "))
 
+        // People: the body order the reader chose for the whole file (no config key; the model
+        // keeps the roles, so that eval, predict and live streams place people the same way).
+        if let order = p.bodyOrder { choices.append(peopleChoice(order)) }
+
         // Size: regularisation and the use of every sequence.
         let small = p.smallestClass < smallClass
         _ = set("validationFraction", \.validationFraction, small ? 0 : 0.1)
@@ -209,6 +213,14 @@ public enum Recipe {
         }
         note("training", "a decaying schedule ends every run well without a validation split" + steps)
         return (c, choices)
+    }
+
+    /// The "people" line of data read with `bodies=M`: the body order its reader chose for the
+    /// whole file and why (`BodyOrder`), and what the model keeps of it. Not a config key: `fit`
+    /// prints it with the recipe off too.
+    public static func peopleChoice(_ order: BodyOrder) -> Choice {
+        let kept = order.rule.roles.map { "body order \(BodyOrder.quoted($0)) (the model keeps it: input.bodyRoles)" } ?? "body order: first appearance in each sequence"
+        return Choice(topic: "people", seen: "\(order.bodies) bodies a frame; \(order)", set: kept)
     }
 
     /// The laterality consistency (`DatasetProfile.Laterality`) from which the classes are

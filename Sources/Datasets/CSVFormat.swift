@@ -24,6 +24,9 @@ public struct CSVMapping: Sendable, Equatable {
     public var trackColumn: String?
     /// What to do with sequences where several tracks appear (nil refuses them).
     public var people: PeoplePolicy?
+    /// With `bodies=M`: the body order to apply (a model's); nil decides it from the file
+    /// (`BodyOrder`). Not a mapping file field.
+    public var bodyOrder: BodyOrderRule?
     /// Every row belongs to one sequence with this id (one file per clip); no id column.
     public var fileSequenceId: String?
     public var frameColumn: String?
@@ -195,6 +198,8 @@ struct CSVReader {
     /// How header joint names other than the skeleton's own matched.
     var jointNames: [JointNameMatch] = []
     var sequences: [PoseSequence] = []
+    /// With `bodies=M`: the sequences until the end of the file decides their body order.
+    var stacker: BodyStacker?
     var seenIds: [String: Int] = [:]
     var headerDone = false
     /// Stop (throwing `LimitReached`) when a row of sequence `limit + 1` arrives.
@@ -259,13 +264,20 @@ struct CSVReader {
     mutating func finish() throws -> Dataset {
         guard headerDone else { throw DatasetError.empty(file: file) }
         try closeSequence()
+        var bodyOrder: BodyOrder?
+        if var stacker {
+            bodyOrder = stacker.finish(&sequences)
+            self.stacker = nil
+        }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
         var skeleton = self.skeleton!
         if case .bodies(let m) = mapping.people { skeleton = skeleton.bodies(m) }
-        return Dataset(
+        var d = Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: mapping.classes ?? Dataset.classesInOrderOfAppearance(sequences), frameRate: mapping.frameRate,
             imageSize: mapping.imageSize)
+        d.bodyOrder = bodyOrder
+        return d
     }
 
     // MARK: header
@@ -340,6 +352,7 @@ struct CSVReader {
         let skeleton = try mapping.skeleton ?? inferSkeleton(jointColumns.map(\.name), uses3D: jointColumns.contains { $0.axis == 2 }, at: at)
         self.skeleton = skeleton
         mapping.people = try PeoplePolicy.applied(mapping.people, to: skeleton, at: at)
+        if case .bodies(let m) = mapping.people { stacker = BodyStacker(bodies: m, skeleton: skeleton, given: mapping.bodyOrder) }
         var axesSeen = Array(repeating: Set<Int>(), count: skeleton.jointCount)
         for (name, axis, column) in jointColumns {
             guard let (j, how) = skeleton.resolveJoint(name) else {
@@ -655,9 +668,14 @@ struct CSVReader {
             id: base.id, label: base.label, group: base.group, split: base.split, jointCount: J, dimensions: D, frameCount: F,
             coordinates: Array(repeating: 0, count: F * J * D), present: Array(repeating: 0, count: F * J),
             timestamps: times.count == F && F > 0 ? times : nil)
-        sequences += try People.resolve(
-            TrackedSequence(base: frame, tracks: tracks), policy: mapping.people, skeleton: skeleton, imageSize: mapping.imageSize,
-            at: SourceLocation(file: file, line: firstLine, record: base.id))
+        let tracked = TrackedSequence(base: frame, tracks: tracks)
+        if stacker != nil {
+            sequences.append(stacker!.add(tracked))
+        } else {
+            sequences += try People.resolve(
+                tracked, policy: mapping.people, skeleton: skeleton, imageSize: mapping.imageSize,
+                at: SourceLocation(file: file, line: firstLine, record: base.id))
+        }
         trackRows.removeAll()
     }
 
@@ -804,10 +822,8 @@ struct CSVReader {
             confidence: hasConfidence ? conf.exactCopy() : nil, timestamps: times.isEmpty ? nil : times.exactCopy())
         if trackColumn != nil {
             try closeTracks(sequence)
-        } else if case .bodies = mapping.people {
-            sequences += try People.resolve(
-                TrackedSequence(base: sequence, tracks: [("0", sequence)]), policy: mapping.people, skeleton: skeleton,
-                imageSize: mapping.imageSize, at: SourceLocation(file: file, line: firstLine, record: currentIdString))
+        } else if stacker != nil {
+            sequences.append(stacker!.add(TrackedSequence(base: sequence, tracks: [("0", sequence)])))
         } else {
             sequences.append(sequence)
         }

@@ -12,6 +12,9 @@ public struct Dataset: Sendable, Equatable {
     public var frameRate: Double?
     /// Image size `[width, height]` in pixels for 2D data, if known.
     public var imageSize: [Double]?
+    /// Read with `bodies=M` (M > 1): the order the bodies were placed in and why (a model
+    /// trained on it keeps its roles, `InputSpec.bodyRoles`); nil otherwise.
+    public var bodyOrder: BodyOrder?
 
     public init(
         name: String, skeleton: Skeleton, sequences: [PoseSequence], classes: [String]? = nil,

@@ -27,6 +27,10 @@ public struct ReadOptions: Sendable {
     /// What to do with sequences where several people appear (native `"people"` frames, a CSV
     /// track column, a 5-D NumPy `X`); nil refuses them with the choices.
     public var people: PeoplePolicy?
+    /// With `bodies=M`: the body order to apply, a model's (`BodyOrderRule(modelInput:)`), so
+    /// that data is read the way the model was trained; nil decides it from the file
+    /// (`BodyOrder`, `Dataset.bodyOrder`).
+    public var bodyOrder: BodyOrderRule?
 
     public init(skeleton: Skeleton? = nil, mapping: CSVMapping? = nil, minConfidence: Float? = nil, strict: Bool = false) {
         self.skeleton = skeleton
@@ -116,7 +120,7 @@ public enum DatasetLoader {
         let report: ReadReport
         switch format {
         case .native:
-            var o = NativeFormat.Options(people: options.people)
+            var o = NativeFormat.Options(people: options.people, bodyOrder: options.bodyOrder)
             if let c = options.minConfidence { o.minConfidence = c }
             report = try NativeFormat.readReporting(path, options: o)
         case .uea: report = ReadReport(dataset: try UEAFormat.read(path, options: .init(skeleton: options.skeleton)))
@@ -125,12 +129,14 @@ public enum DatasetLoader {
             if let skeleton = options.skeleton { m.skeleton = skeleton }
             if let c = options.minConfidence { m.minConfidence = c }
             if let people = options.people { m.people = people }
+            if let order = options.bodyOrder { m.bodyOrder = order }
             if let classes = options.classes { m.classes = classes }
             report = try CSVFormat.readReporting(path, mapping: m)
         case .npz:
             var o = NumpyFormat.Options(skeleton: options.skeleton, labelsPath: options.labelsPath)
             if let c = options.minConfidence { o.minConfidence = c }
             o.people = options.people
+            o.bodyOrder = options.bodyOrder
             o.classes = options.classes
             o.splitNames = options.splitNames
             report = ReadReport(dataset: try NumpyFormat.read(path, options: o))
@@ -141,6 +147,7 @@ public enum DatasetLoader {
             o.skeleton = options.skeleton
             o.minConfidence = options.minConfidence ?? 0
             o.people = options.people
+            o.bodyOrder = options.bodyOrder
             o.classes = options.classes
             o.splitNames = options.splitNames
             report = try PysklFormat.readReporting(path, options: o)
@@ -149,7 +156,9 @@ public enum DatasetLoader {
             o.minConfidence = options.minConfidence ?? 0
             report = try CreateMLFolder.readReporting(path, options: o)
         }
-        var loaded = try checked(report.dataset, file: path, readerWarnings: report.warnings, strict: options.strict)
+        var warnings = report.warnings
+        if let w = report.dataset.bodyOrder?.warning { warnings.append(DatasetWarning(SourceLocation(file: path), w)) }
+        var loaded = try checked(report.dataset, file: path, readerWarnings: warnings, strict: options.strict)
         loaded.jointNames = report.jointNames
         return loaded
     }

@@ -35,9 +35,13 @@ public enum NativeFormat {
         /// What to do with sequences where several people appear (`"people"` frames); nil
         /// refuses them.
         public var people: PeoplePolicy?
-        public init(minConfidence: Float = 0, people: PeoplePolicy? = nil) {
+        /// With `bodies=M`: the body order to apply (a model's, `BodyOrderRule(modelInput:)`);
+        /// nil decides it from the file (`BodyOrder`).
+        public var bodyOrder: BodyOrderRule?
+        public init(minConfidence: Float = 0, people: PeoplePolicy? = nil, bodyOrder: BodyOrderRule? = nil) {
             self.minConfidence = minConfidence
             self.people = people
+            self.bodyOrder = bodyOrder
         }
     }
 
@@ -270,6 +274,8 @@ struct NativeReader {
     var joints: JointTable?
     /// The people policy for this file's skeleton (`PeoplePolicy.applied`).
     var people: PeoplePolicy?
+    /// With `bodies=M`: the sequences until the end of the file decides their body order.
+    var stacker: BodyStacker?
     var sequences: [PoseSequence] = []
     var idLines: [String: Int] = [:]
     /// A line that ended before its JSON object did; reported as truncation if it was the
@@ -359,12 +365,19 @@ struct NativeReader {
             throw DatasetError.syntax(location(pending.line), expected: "the rest of the JSON object on the same line (the line ends early)")
         }
         guard let header else { throw DatasetError.empty(file: file) }
+        var bodyOrder: BodyOrder?
+        if var stacker {
+            bodyOrder = stacker.finish(&sequences)
+            self.stacker = nil
+        }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
         var skeleton = header.skeleton
         if case .bodies(let m) = people { skeleton = skeleton.bodies(m) }
-        return Dataset(
+        var d = Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton,
             sequences: sequences, classes: header.classes, frameRate: header.frameRate, imageSize: header.imageSize)
+        d.bodyOrder = bodyOrder
+        return d
     }
 
     private mutating func parseHeader(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -376,6 +389,7 @@ struct NativeReader {
         header = h
         joints = JointTable(h.skeleton)
         people = try PeoplePolicy.applied(options.people, to: h.skeleton, at: SourceLocation(file: file, line: number))
+        if case .bodies(let m) = people { stacker = BodyStacker(bodies: m, skeleton: h.skeleton, given: options.bodyOrder) }
     }
 
     private mutating func parseSequence(_ line: UnsafeBufferPointer<UInt8>, _ number: Int) throws {
@@ -530,9 +544,12 @@ struct NativeReader {
                 confidence: anyConfidence ? t.conf : nil)
             all.append((t.id, track))
         }
-        sequences += try People.resolve(
-            TrackedSequence(base: sequence, tracks: all), policy: people, skeleton: header.skeleton,
-            imageSize: header.imageSize, at: location(number))
+        let tracked = TrackedSequence(base: sequence, tracks: all)
+        if stacker != nil {
+            sequences.append(stacker!.add(tracked))
+            return
+        }
+        sequences += try People.resolve(tracked, policy: people, skeleton: header.skeleton, imageSize: header.imageSize, at: location(number))
     }
 
     /// One `{"t": ..., "pose": {...}}` object, appended to the scratch buffers.

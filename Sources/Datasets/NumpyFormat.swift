@@ -31,6 +31,9 @@ public enum NumpyFormat {
         public var minConfidence: Float = 0
         /// What to do with rows where several people appear (a 5-D `X`); nil refuses them.
         public var people: PeoplePolicy?
+        /// With `bodies=M`: the body order to apply (a model's); nil decides it from the file
+        /// (`BodyOrder`; the tracks are X's people axis, `"0"`, `"1"`, ...).
+        public var bodyOrder: BodyOrderRule?
         /// The class order when the archive has no `label_names`: integer labels index it,
         /// string labels must be in it.
         public var classes: [String]?
@@ -89,6 +92,8 @@ public enum NumpyFormat {
         var sequences: [PoseSequence] = []
         /// Per sequence: the row of X it came from, and the suffix `#<track>` of a split track.
         var origins: [(row: Int, suffix: String)] = []
+        /// With `bodies=M`: the rows until the end of X decides their body order.
+        var stacker: BodyStacker?
         var labels: [String?] = []
         var lengths: [Int]? = nil
         var hasConfidence = false
@@ -279,6 +284,11 @@ public enum NumpyFormat {
                 let produced: [PoseSequence]
                 if M == 1 && options.people == nil {
                     produced = [bodies[0]]
+                } else if case .bodies(let m) = options.people {
+                    if stacker == nil { stacker = BodyStacker(bodies: m, skeleton: skeleton!, given: options.bodyOrder) }
+                    sequences.append(stacker!.add(TrackedSequence(base: bodies[0], tracks: bodies.enumerated().map { (String($0.offset), $0.element) })))
+                    origins.append((n, ""))
+                    return
                 } else {
                     produced = try People.resolve(
                         TrackedSequence(base: bodies[0], tracks: bodies.enumerated().map { (String($0.offset), $0.element) }),
@@ -289,6 +299,8 @@ public enum NumpyFormat {
             })
         try source.stream(xName, into: stream)
         try stream.finish()
+        var bodyOrder: BodyOrder?
+        if var st = stacker { bodyOrder = st.finish(&sequences) }
         guard !sequences.isEmpty else { throw DatasetError.empty(file: file) }
 
         // Per-sequence metadata, by the row each sequence came from (a split track keeps its
@@ -355,9 +367,11 @@ public enum NumpyFormat {
                 classes = classes!.sorted { Double($0) ?? .infinity < Double($1) ?? .infinity }
             }
         }
-        return Dataset(
+        var d = Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton!, sequences: sequences,
             classes: classes, frameRate: frameRate, imageSize: imageSize)
+        d.bodyOrder = bodyOrder
+        return d
     }
 
     /// An integral value as "12", anything else (fractions, NaN, huge) as Swift prints it.

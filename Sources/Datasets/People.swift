@@ -11,7 +11,8 @@ public enum PeoplePolicy: Sendable, Equatable, CustomStringConvertible {
     /// One track for the whole sequence (never a switch between people mid-sequence).
     case pick(PersonChoice)
     /// Interaction models: `M` bodies per frame on a skeleton of M copies (`Skeleton.bodies`),
-    /// the M longest tracks in order of first appearance; a missing body is absent (masked).
+    /// the M longest tracks, in one order for the whole file (`BodyOrderRule`: tracks named by
+    /// role keep their role's body, else first appearance); a missing body is absent (masked).
     case bodies(Int)
 
     /// Parses `split`, `largest`, `central`, `longest`, `confident` or `bodies=M`.
@@ -85,15 +86,15 @@ struct TrackedSequence {
 
 public enum People {
     /// Applies `policy` to a sequence with several tracks. A single track is the sequence; with
-    /// more and no policy the reader refuses, naming the sequence and its tracks.
+    /// more and no policy the reader refuses, naming the sequence and its tracks. `bodies=M`
+    /// needs the whole file before any sequence is stacked: readers give its sequences to a
+    /// `BodyStacker` instead.
     static func resolve(
         _ t: TrackedSequence, policy: PeoplePolicy?, skeleton: Skeleton, imageSize: [Double]?, at: SourceLocation
     ) throws -> [PoseSequence] {
         let live = t.tracks.filter { $0.sequence.present.contains { $0 != 0 } }
         let tracks = live.isEmpty ? Array(t.tracks.prefix(1)) : live
-        if case .bodies(let m) = policy {
-            return [stack(t.base, live.map(\.sequence), bodies: m, skeleton: skeleton)]
-        }
+        if case .bodies = policy { preconditionFailure("bodies=M is read through BodyStacker (one body order for the file)") }
         if tracks.count <= 1 {
             return [merge(t.base, tracks.first?.sequence)]
         }
@@ -198,19 +199,11 @@ public enum People {
         return frames == 0 ? nil : sum.map { $0 / Double(frames) }
     }
 
-    /// The M longest tracks (present in the most frames; ties: the one listed first), side by
-    /// side on `skeleton.bodies(m)` (`PoseSequence.stackingBodies`) in order of first
-    /// appearance: the first frame in which a track has a joint present, then the order the
-    /// tracks were first listed (a live stream pairs people the same way: ActionRuntime's
-    /// `BodyPairing`); missing bodies are absent.
-    static func stack(_ base: PoseSequence, _ tracks: [PoseSequence], bodies m: Int, skeleton: Skeleton) -> PoseSequence {
-        let J = skeleton.jointCount
-        let lengths = tracks.map { presentFrames($0, J: J) }
-        let firstSeen = tracks.map { s in (0..<s.frameCount).first { f in (0..<J).contains { s.present[f * J + $0] != 0 } } ?? s.frameCount }
-        let chosen = tracks.indices.sorted { lengths[$0] > lengths[$1] || (lengths[$0] == lengths[$1] && $0 < $1) }.prefix(m)
-            .sorted { firstSeen[$0] < firstSeen[$1] || (firstSeen[$0] == firstSeen[$1] && $0 < $1) }
-        var bodies: [PoseSequence?] = chosen.map { tracks[$0] }
-        bodies += Array(repeating: nil, count: m - bodies.count)
+    /// `base`'s metadata with its tracks side by side on `skeleton.bodies(M)`
+    /// (`PoseSequence.stackingBodies`): body k is `tracks[slots[k]]`, absent when nil (every
+    /// body absent: `base`'s own frames, which then hold no joint).
+    static func stack(_ base: PoseSequence, _ tracks: [PoseSequence], slots: [Int?]) -> PoseSequence {
+        var bodies: [PoseSequence?] = slots.map { $0.map { tracks[$0] } }
         if bodies.allSatisfy({ $0 == nil }) { bodies[0] = base }
         var out = PoseSequence.stackingBodies(bodies)
         out.id = base.id
@@ -224,6 +217,111 @@ public enum People {
         out.bodyHeight = base.bodyHeight
         out.heightEstimation = base.heightEstimation
         return out
+    }
+
+    /// Moves the bodies of a stacked sequence: the track in body j (`from[j]`, an index into the
+    /// sequence's chosen tracks; nil: absent) goes to the body k where `to[k]` names it.
+    static func moveBodies(_ s: inout PoseSequence, from: [Int?], to: [Int?]) {
+        let m = from.count, F = s.frameCount, J = s.jointCount / m, D = s.dimensions
+        let source = to.map { t in t.flatMap { from.firstIndex(of: $0) } }  // body k's old body
+        var coordinates = [Float](repeating: 0, count: s.coordinates.count)
+        var present = [UInt8](repeating: 0, count: s.present.count)
+        var confidence = s.confidence.map { [Float](repeating: 0, count: $0.count) }
+        for f in 0..<F {
+            for (k, j) in source.enumerated() {
+                guard let j else { continue }
+                let dst = (f * m + k) * J, src = (f * m + j) * J
+                for i in 0..<J {
+                    present[dst + i] = s.present[src + i]
+                    confidence?[dst + i] = s.confidence![src + i]
+                    for c in 0..<D { coordinates[(dst + i) * D + c] = s.coordinates[(src + i) * D + c] }
+                }
+            }
+        }
+        s.coordinates = coordinates
+        s.present = present
+        s.confidence = confidence
+    }
+
+    /// Which of a sequence's chosen tracks (`ids`, in order of first appearance) goes in each of
+    /// the `m` bodies under `rule` (nil: a free body): with `roles`, the track whose id is
+    /// `roles[k]` takes body k; the other tracks take the free bodies, lowest first, in order of
+    /// first appearance (with `appearance`, all of them: bodies 1, 2, ... in that order).
+    static func slots(_ ids: [String], rule: BodyOrderRule, bodies m: Int) -> [Int?] {
+        var slots = [Int?](repeating: nil, count: m)
+        var placed = Set<Int>()
+        if case .roles(let roles) = rule {
+            for (k, role) in roles.prefix(m).enumerated() {
+                if let i = ids.firstIndex(of: role) {
+                    slots[k] = i
+                    placed.insert(i)
+                }
+            }
+        }
+        var free = slots.indices.filter { slots[$0] == nil }.makeIterator()
+        for i in ids.indices where !placed.contains(i) {
+            guard let k = free.next() else { break }
+            slots[k] = i
+        }
+        return slots
+    }
+
+    /// Where each body of a sequence sits and how much it moves, in units that no camera or
+    /// data unit changes: its mean centre (the mean over frames of its present joints' mean)
+    /// minus the mean of the bodies' centres, divided by the bodies' mean size (the RMS distance
+    /// of a frame's present joints from their mean, averaged over frames), D values; then the
+    /// log of its mean joint speed (frame to frame, over joints present in both frames) over the
+    /// bodies' mean speed. Nil when a body is never seen or the bodies have no size.
+    static func bodyDescriptors(_ tracks: [PoseSequence], J: Int, D: Int) -> [[Double]]? {
+        var centres: [[Double]] = [], sizes: [Double] = [], speeds: [Double] = []
+        for s in tracks {
+            guard let centre = meanPoint(s, J: J, D: D) else { return nil }
+            centres.append(centre)
+            var size = 0.0, sized = 0, speed = 0.0, moved = 0
+            for f in 0..<s.frameCount {
+                var mean = [Double](repeating: 0, count: D), n = 0
+                for j in 0..<J where s.present[f * J + j] != 0 {
+                    for c in 0..<D { mean[c] += Double(s.coordinates[(f * J + j) * D + c]) }
+                    n += 1
+                }
+                if n >= 2 {
+                    var squares = 0.0
+                    for j in 0..<J where s.present[f * J + j] != 0 {
+                        for c in 0..<D {
+                            let d = Double(s.coordinates[(f * J + j) * D + c]) - mean[c] / Double(n)
+                            squares += d * d
+                        }
+                    }
+                    size += (squares / Double(n)).squareRoot()
+                    sized += 1
+                }
+                guard f > 0 else { continue }
+                var distance = 0.0, both = 0
+                for j in 0..<J where s.present[f * J + j] != 0 && s.present[(f - 1) * J + j] != 0 {
+                    var squares = 0.0
+                    for c in 0..<D {
+                        let d = Double(s.coordinates[(f * J + j) * D + c]) - Double(s.coordinates[((f - 1) * J + j) * D + c])
+                        squares += d * d
+                    }
+                    distance += squares.squareRoot()
+                    both += 1
+                }
+                if both > 0 {
+                    speed += distance / Double(both)
+                    moved += 1
+                }
+            }
+            sizes.append(sized > 0 ? size / Double(sized) : 0)
+            speeds.append(moved > 0 ? speed / Double(moved) : 0)
+        }
+        let n = Double(tracks.count)
+        let scale = sizes.reduce(0, +) / n
+        guard scale > 0, scale.isFinite else { return nil }
+        let middle = (0..<D).map { c in centres.map { $0[c] }.reduce(0, +) / n }
+        let meanSpeed = speeds.reduce(0, +) / n, floor = 1e-3 * scale
+        return tracks.indices.map { t in
+            (0..<D).map { (centres[t][$0] - middle[$0]) / scale } + [log((speeds[t] + floor) / (meanSpeed + floor))]
+        }
     }
 
     static func presentFrames(_ s: PoseSequence, J: Int) -> Int {

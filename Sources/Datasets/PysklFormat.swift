@@ -20,6 +20,9 @@ public enum PysklFormat {
         public var skeleton: Skeleton?
         public var minConfidence: Float = 0
         public var people: PeoplePolicy?
+        /// With `bodies=M`: the body order to apply (a model's); nil decides it from the file
+        /// (`BodyOrder`; the tracks are the keypoint array's people axis, `"0"`, `"1"`, ...).
+        public var bodyOrder: BodyOrderRule?
         /// Class names for the integer labels (index = label); default their numbers.
         public var classes: [String]?
         /// The `split` dictionary's keys to split names; by default a pair `<x>train`,
@@ -76,6 +79,8 @@ public enum PysklFormat {
 
         var skeleton = options.skeleton
         var sequences: [PoseSequence] = []
+        /// With `bodies=M`: the annotations until the last decides their body order.
+        var stacker: BodyStacker?
         var seen = Set<String>()
         var labels = Set<Int>()
         /// Annotations with frames whose keypoints are all NaN: no joint was ever seen.
@@ -176,17 +181,23 @@ public enum PysklFormat {
             base.imageSize = imageSize
             if M <= 1 && options.people == nil {
                 sequences.append(base)
+            } else if case .bodies(let m) = options.people {
+                if stacker == nil { stacker = BodyStacker(bodies: m, skeleton: s, given: options.bodyOrder) }
+                sequences.append(stacker!.add(TrackedSequence(base: base, tracks: tracks)))
             } else {
                 sequences += try People.resolve(
                     TrackedSequence(base: base, tracks: tracks), policy: options.people, skeleton: s, imageSize: imageSize,
                     at: SourceLocation(file: file, record: id, recordKind: "annotation"))
             }
         }
+        var bodyOrder: BodyOrder?
+        if var st = stacker { bodyOrder = st.finish(&sequences) }
         var classes = options.classes ?? labels.sorted().map(String.init)
         if options.classes == nil && labels.isEmpty { classes = [] }
         var out = Dataset(
             name: URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent, skeleton: skeleton!, sequences: sequences,
             classes: classes)
+        out.bodyOrder = bodyOrder
         // One image size for every sequence is the dataset's.
         let sizes = Set(sequences.compactMap(\.imageSize))
         if sizes.count == 1 && sequences.allSatisfy({ $0.imageSize != nil }) {

@@ -50,9 +50,12 @@ public enum FitPipeline {
         return ResolvedConfig(config: config, input: try input(config, for: dataset), choices: choices)
     }
 
-    /// The network input that `config` gives for `dataset` (skeleton, image size).
+    /// The network input that `config` gives for `dataset` (skeleton, image size, and the
+    /// roles of its bodies when its reader placed them by role: `Dataset.bodyOrder`).
     public static func input(_ config: TrainingConfig, for dataset: Dataset) throws -> InputSpec {
-        try config.inputSpec(for: dataset.skeleton, imageSize: dataset.imageSize)
+        var spec = try config.inputSpec(for: dataset.skeleton, imageSize: dataset.imageSize)
+        if spec.bodies != nil { spec.bodyRoles = dataset.bodyOrder?.rule.roles }
+        return spec
     }
 
     /// Step 2: the data's own split when it has a "validation" split; otherwise a seeded,

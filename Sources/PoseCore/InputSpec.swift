@@ -20,6 +20,12 @@ public struct InputSpec: Codable, Hashable, Sendable {
     /// (`Skeleton.bodies`, joints `p1.<joint>` ... `pM.<joint>`); nil for one body. Written to
     /// the model header only when set (docs/format.md, section 5).
     public var bodies: Int?
+    /// Interaction models whose training data named its people by role: the track ids of
+    /// bodies 1, 2, ... (at most `bodies`, distinct, non-empty), so that a runtime puts a person
+    /// whose id is `bodyRoles[k]` in body k + 1 (`BodyPairing`; offline, Datasets'
+    /// `BodyOrderRule.roles`); nil: bodies in order of first appearance. Written to the model
+    /// header only when set (docs/format.md, section 5).
+    public var bodyRoles: [String]?
 
     /// `bodies` is the skeleton's `bodyCount` (nil for one body).
     public init(skeleton: Skeleton, window: WindowSpec, steps: [PreprocessingStep], channels: [ChannelBlock]) {
@@ -191,6 +197,13 @@ public struct InputSpec: Codable, Hashable, Sendable {
         guard (bodies ?? 1) == skeleton.bodyCount, bodies != 1 else {
             throw InputSpecError.bodies(
                 "bodies is \(bodies.map(String.init) ?? "absent (one body)") but skeleton '\(skeleton.name)' holds \(skeleton.bodyCount) (joints p1.<joint> ... pM.<joint>)")
+        }
+        if let roles = bodyRoles {
+            let m = bodies ?? 1
+            guard m > 1, (1...m).contains(roles.count), !roles.contains(where: \.isEmpty), Set(roles).count == roles.count else {
+                throw InputSpecError.bodies(
+                    "bodyRoles \(roles) must be 1 to \(m) distinct, non-empty track ids, one for each of the first bodies of an interaction model")
+            }
         }
         for (i, step) in steps.enumerated() {
             for j in step.joints where skeleton.index(of: j) == nil {

@@ -43,12 +43,15 @@ struct DataFlags {
         return o
     }
 
-    /// Reads DATA with these flags (`people` when no --people was given) and prints the
-    /// reader's warnings and, unless the caller prints `Lint`'s (which include them), the
-    /// coordinate contradictions.
-    func load(_ path: String, people fallback: PeoplePolicy? = nil, lintFollows: Bool = false, out: inout Output) throws -> Dataset {
+    /// Reads DATA with these flags (`people` when no --people was given; a model's body order,
+    /// `bodyOrder`, for its bodies) and prints the reader's warnings and, unless the caller
+    /// prints `Lint`'s (which include them), the coordinate contradictions.
+    func load(
+        _ path: String, people fallback: PeoplePolicy? = nil, bodyOrder: BodyOrderRule? = nil, lintFollows: Bool = false, out: inout Output
+    ) throws -> Dataset {
         var o = try readOptions()
         if o.people == nil { o.people = fallback }
+        o.bodyOrder = bodyOrder
         let loaded = try DatasetLoader.read(path, options: o)
         DataFlags.printWarnings(lintFollows ? loaded.readerWarnings : loaded.warnings, out: &out)
         return loaded.dataset

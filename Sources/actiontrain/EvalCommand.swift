@@ -103,7 +103,8 @@ enum EvalCommand: ParsableCommand {
         if let swapped = Guards.swappedArguments(model: options.model, data: options.data) { throw CLIError.usage(swapped) }
         let model = try ActionModel(contentsOf: options.model)
         try options.reading.checkPeople(for: model)
-        let dataset = try options.reading.load(options.data, people: PeoplePolicy(modelInput: model.input), out: &out)
+        let dataset = try options.reading.load(
+            options.data, people: PeoplePolicy(modelInput: model.input), bodyOrder: BodyOrderRule(modelInput: model.input), out: &out)
         var warnings: [String] = []
         let report: EvalReport
         if options.events {

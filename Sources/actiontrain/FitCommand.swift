@@ -103,6 +103,10 @@ enum FitCommand: ParsableCommand {
     /// The recipe's choices, the run's warnings, data and network.
     static func describe(_ run: FitRun, out: inout Output) {
         if !run.recipe.isEmpty { out.write(recipeBlock(run.recipe)) }
+        if let order = run.dataset.bodyOrder, !run.recipe.contains(where: { $0.topic == "people" }) {
+            let people = Recipe.peopleChoice(order)
+            out.line("fit: people: \(people.seen) → \(people.set)")
+        }
         for w in run.warnings { out.note("warning: \(w)\n") }
         let data = run.data, config = run.config
         out.line(

@@ -73,6 +73,7 @@ enum InspectCommand: ParsableCommand {
             out.line(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
             out.write(render(report))
+            if let order = loaded.dataset.bodyOrder { out.line("body order: \(order)") }
         }
         let count = report.warnings.count + loaded.readerWarnings.count
         if options.reading.strict && count > 0 {

@@ -135,7 +135,8 @@ enum PredictCommand: ParsableCommand {
             try printer.stream(stdin: stdin, out: &out)
         } else {
             try options.reading.checkPeople(for: model)
-            let dataset = try options.reading.load(dataPath, people: PeoplePolicy(modelInput: model.input), out: &out)
+            let dataset = try options.reading.load(
+                dataPath, people: PeoplePolicy(modelInput: model.input), bodyOrder: BodyOrderRule(modelInput: model.input), out: &out)
             if let split = options.split, !dataset.sequences.contains(where: { $0.split == split }) {
                 // As eval: a split the data does not have is a mistake, not an empty result.
                 let present = Set(dataset.sequences.compactMap(\.split)).sorted()

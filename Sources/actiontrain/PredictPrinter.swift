@@ -59,7 +59,7 @@ extension PredictCommand {
                 guard let bytes = line.bytes, !line.isBlank else { continue }
                 let d: Dataset
                 do {
-                    d = try NativeFormat.parse(header + [0x0A] + bytes, file: file, options: .init(people: PeoplePolicy(modelInput: model.input)))
+                    d = try NativeFormat.parse(header + [0x0A] + bytes, file: file, options: .init(people: PeoplePolicy(modelInput: model.input), bodyOrder: BodyOrderRule(modelInput: model.input)))
                 } catch let e as DatasetError {
                     // The line was parsed as line 2 of a two-line document: name its real line.
                     throw CLIError.failure(e.description.replacingOccurrences(of: "\(file):2:", with: "\(file):\(line.number):"))

@@ -47,6 +47,32 @@ final class BodiesTests: XCTestCase {
         XCTAssertEqual(meta.filter { $0.key == "actiontrain.bodies" }.map(\.value), ["2"])
     }
 
+    /// Issue 36 item 5: the roles of a model trained on people named by role travel in the
+    /// header (both readers), only when set, and are checked against the bodies.
+    func testTheBodiesRolesAreRecordedReadByBothReadersAndChecked() throws {
+        var spec = InputSpec(skeleton: two, window: WindowSpec(frames: 6), steps: [], channels: [.coordinates, .mask])
+        XCTAssertFalse(String(decoding: try JSONEncoder().encode(spec), as: UTF8.self).contains("bodyRoles"), "absent unless set")
+        spec.bodyRoles = ["perp", "victim"]
+        try spec.validate()
+        var header = try ActionModel(contentsOf: ModelFixtures.goldenDirectory.appendingPathComponent("model.atm").path).header
+        header.input = spec
+        let enc = JSONEncoder()
+        enc.outputFormatting = [.sortedKeys]
+        let bytes = [UInt8](try enc.encode(header))
+        XCTAssertTrue(String(decoding: bytes, as: UTF8.self).contains(#""bodyRoles":["perp","victim"]"#))
+        XCTAssertEqual(ModelFileLoadTests.fast(bytes)?.input.bodyRoles, ["perp", "victim"], "the hand-written header reader reads them")
+        XCTAssertEqual(try JSONDecoder().decode(ModelHeader.self, from: Data(bytes)).input.bodyRoles, ["perp", "victim"])
+        let nulled = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: #"["perp","victim"]"#, with: "null")
+        XCTAssertNil(ModelFileLoadTests.fast(Array(nulled.utf8))?.input.bodyRoles ?? nil, "null: first appearance")
+        for bad in [["a", "b", "c"], ["a", "a"], [""], []] {
+            spec.bodyRoles = bad
+            assertThrows(["bodies: bodyRoles", "must be 1 to 2 distinct, non-empty track ids"]) { try spec.validate() }
+        }
+        var one = InputSpec(skeleton: ModelFixtures.goldenSkeleton, window: WindowSpec(frames: 6), steps: [], channels: [.mask])
+        one.bodyRoles = ["a"]
+        assertThrows(["must be 1 to 1 distinct"]) { try one.validate() }
+    }
+
     func testStackingBodies() {
         let a = PoseSequence(id: "a", label: "x", jointCount: 2, dimensions: 2, frameCount: 1, coordinates: [1, 2, 3, 4], present: [1, 0])
         let both = PoseSequence.stackingBodies([a, nil, a])

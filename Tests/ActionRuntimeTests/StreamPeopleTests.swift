@@ -40,6 +40,49 @@ final class StreamPeopleTests: XCTestCase {
         XCTAssertEqual(kept.assign([(id: 2, seen: true)], time: 50).next.people, [1, 2])
     }
 
+    /// Issue 36 item 5: a model trained on people named by role (`bodyRoles`) gives each role
+    /// its own body whoever appears first; other people take the lowest free body.
+    func testPairingGivesRolesTheirOwnBodies() {
+        var pairing = BodyPairing(bodies: 2, forgetAfter: 1, roles: ["perp", "victim"])
+        XCTAssertEqual(pairing.assign([(id: "victim", seen: true)], time: 0).bodies, [1], "the victim seen first: body 2")
+        pairing = pairing.assign([(id: "victim", seen: true)], time: 0).next
+        XCTAssertEqual(pairing.assign([(id: "perp", seen: true), (id: "victim", seen: true)], time: 0.1).bodies, [0, 1])
+        XCTAssertEqual(BodyPairing(bodies: 2, forgetAfter: 1).assign([(id: "victim", seen: true)], time: 0).bodies, [0], "without roles: body 1")
+        // Someone else takes the lowest free body; a role whose body is taken takes the next.
+        var mixed = BodyPairing(bodies: 2, forgetAfter: 1, roles: ["perp", "victim"])
+        mixed = mixed.assign([(id: 7, seen: true)], time: 0).next
+        XCTAssertEqual(mixed.people, [7, nil])
+        XCTAssertEqual(mixed.assign([(id: 7, seen: true), (id: "perp", seen: true)], time: 0.1).bodies, [0, 1])
+        // Integer roles are the stream's integer ids ("7" in a file is 7 live).
+        let numbered = BodyPairing(bodies: 2, forgetAfter: 1, roles: [PersonID(parsing: "2"), PersonID(parsing: "1")])
+        XCTAssertEqual(numbered.assign([(id: 1, seen: true), (id: 2, seen: true)], time: 0).bodies, [1, 0])
+        var reset = numbered.assign([(id: 1, seen: true)], time: 0).next
+        reset.reset()
+        XCTAssertEqual(reset.assign([(id: 1, seen: true)], time: 0).bodies, [1], "the roles outlive a reset")
+    }
+
+    /// A session of a model with roles pairs a stream as offline reading with the model's order
+    /// stacks it: "victim" listed and seen first is still body 2.
+    func testASessionWithRolesEqualsTheOfflineStackInTheirOrder() throws {
+        let plain = try Self.twoBodyModel()
+        var input = plain.input
+        input.bodyRoles = ["perp", "victim"]
+        let model = try ActionModel(bytes: ModelFile.encode(classes: plain.classes, input: input, network: plain.network, provenance: .init(seed: 7)))
+        XCTAssertEqual(model.input.bodyRoles, ["perp", "victim"])
+        let a = StreamFixtures.recording(frames: 60, seed: 61), b = StreamFixtures.recording(frames: 60, seed: 62)
+        let session = try StreamSession(model: model, options: StreamOptions(stride: 3))
+        var online: [StreamWindow] = []
+        for (fa, fb) in zip(a, b) { online += try session.push(people: [("victim", fb.points), ("perp", fa.points)], time: fa.time) }
+        XCTAssertEqual(session.people, ["perp", "victim"])
+        online += session.finish()
+        let perp = try StreamFixtures.sequence(a)
+        let victim = try StreamFixtures.sequence(zip(a, b).map { StreamFixtures.Frame(time: $0.time, points: $1.points) })
+        let offline = try model.predict(sequence: PoseSequence.stackingBodies([perp, victim]), stride: 3, sourceFrameRate: nil)
+        XCTAssertEqual(online.map(\.start), offline.map(\.start))
+        XCTAssertGreaterThan(online.count, 5)
+        for (w, p) in zip(online, offline) { assertClose(w.probabilities, p.probabilities, absolute: 1e-6, relative: 1e-6) }
+    }
+
     /// Two people, "b" seen from the start and "a" from frame 10, pushed as frames of several
     /// people: the windows of the two recordings stacked offline (b in body 1), to 1e-6, and
     /// the bits of those windows run one at a time.

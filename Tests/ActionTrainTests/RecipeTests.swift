@@ -302,6 +302,30 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(Set(pairs2.suffix(36).map { $0[0].hasPrefix("p1.") && $0[1].hasPrefix("p2.") }), [true])
     }
 
+    /// Issue 36 item 5: the body order the reader chose for two-person data is a "people" line
+    /// of the recipe, which says whether the model keeps roles; one-body data has no such line.
+    func testThePeopleLineSaysWhichBodyOrderTheReaderChose() {
+        var d = Self.dataset(perClass: 9)
+        d.skeleton = Self.stick.bodies(2)
+        d.sequences = d.sequences.map { PoseSequence.stackingBodies([$0, $0]) }
+        d.bodyOrder = BodyOrder(
+            rule: .roles(["perp", "victim"]), given: false, bodies: 2, sequences: 27, reordered: 5, recurring: ["perp", "victim"], covered: 27,
+            votes: .init(names: 4, appearance: 1))
+        let people = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices))).choices
+            .first { $0.topic == "people" }
+        XCTAssertEqual(people?.set, "body order 'perp', 'victim' (the model keeps it: input.bodyRoles)")
+        XCTAssertTrue(people?.seen.hasPrefix("2 bodies a frame; tracks 'perp', 'victim' recur") == true, people?.seen ?? "no people line")
+        XCTAssertTrue(people?.seen.contains("as the names order them in 4 and as first appearance does in 1") == true, people?.seen ?? "")
+        d.bodyOrder?.rule = .appearance
+        d.bodyOrder?.recurring = []
+        d.bodyOrder?.votes = nil
+        let first = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices))).choices
+            .first { $0.topic == "people" }
+        XCTAssertEqual(first?.set, "body order: first appearance in each sequence")
+        let one = Self.dataset(perClass: 9)
+        XCTAssertFalse(Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(one, indices: [0, 1])).choices.contains { $0.topic == "people" })
+    }
+
     /// The facing spread is the circular sd of the sequences' facing angles (printed); the
     /// recipe turns windows to face one way unless the cameras stay where they were (`views`).
     func testFacingAlignmentFollowsTheViews() {

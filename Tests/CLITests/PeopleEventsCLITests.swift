@@ -100,6 +100,52 @@ final class PeopleEventsCLITests: XCTestCase {
         XCTAssertTrue(refused.err.contains("2 people appear (tracks 'b', 'a')") && refused.err.contains("a people policy (--people POLICY)"), refused.err)
     }
 
+    /// Issue 36 item 5: a model fit on people named by role keeps the roles
+    /// (`input.bodyRoles`); fit says so, and predict on a file or a stream puts "a" in body 1
+    /// where "b" comes first, as the model learnt.
+    func testAModelFitOnRolesKeepsThemInPredictAndStreams() throws {
+        let dir = try scratchFolder()
+        let data = try InteractionCLITests.twoPersonData(URL(fileURLWithPath: dir))
+        let fit = run(["fit", data, "--people", "bodies=2", "--out", "\(dir)/run", "--window-frames", "10"] + InteractionCLITests.quick)
+        XCTAssertEqual(fit.code, 0, fit.err)
+        XCTAssertTrue(fit.out.contains("fit: people: 2 bodies a frame; tracks 'a', 'b' recur"), fit.out)
+        XCTAssertTrue(fit.out.contains("→ body order 'a', 'b' (the model keeps it: input.bodyRoles)"), fit.out)
+        let model = "\(dir)/run/model.atm"
+        XCTAssertEqual(try ActionModel(contentsOf: model).input.bodyRoles, ["a", "b"])
+        let inspected = run(["inspect", data, "--people", "bodies=2"])
+        XCTAssertTrue(inspected.out.contains("body order: tracks 'a', 'b' recur (each in more than half of the 8 sequences of two or more bodies"), inspected.out)
+        // The same clips with "b" listed first in every frame (both seen from frame 0).
+        let lines = try String(contentsOfFile: data, encoding: .utf8).split(separator: "\n").map(String.init)
+        var swapped = [lines[0]]
+        for line in lines.dropFirst() {
+            var clip = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let frames = try XCTUnwrap(clip["frames"] as? [[String: Any]])
+            clip["frames"] = frames.map { f in ["people": Array((f["people"] as! [Any]).reversed())] }
+            swapped.append(String(decoding: try JSONSerialization.data(withJSONObject: clip), as: UTF8.self))
+        }
+        let bFirst = "\(dir)/b-first.jsonl"
+        try (swapped.joined(separator: "\n") + "\n").write(toFile: bFirst, atomically: true, encoding: .utf8)
+        var o = ReadOptions()
+        o.people = .bodies(2)
+        o.bodyOrder = .appearance
+        XCTAssertNotEqual(
+            try DatasetLoader.read(bFirst, options: o).dataset.sequences, try DatasetLoader.read(data, options: o).dataset.sequences,
+            "first appearance puts b in body 1 there")
+        let asFitted = run(["predict", model, data]), reordered = run(["predict", model, bFirst])
+        XCTAssertEqual(asFitted.code, 0, asFitted.err)
+        XCTAssertEqual(reordered.code, 0, reordered.err)
+        XCTAssertEqual(reordered.out, asFitted.out, "the model's roles, not first appearance")
+        XCTAssertEqual(asFitted.out.split(separator: "\n").count, 8)
+        // Live: "b" pushed first in every frame is still body 2.
+        let pose = #""nose": [100, 100], "leftHip": [100, 200], "leftAnkle": [100, 300]"#
+        let stream = (0..<20).flatMap { f in
+            ["b", "a"].map { #"{"t": \#(Double(f) / 10), "person": "\#($0)", "pose": {\#(pose)}}"# }
+        }
+        let windows = try rows(try predict([model, "-", "--stream"], stdin: stream).out).filter { $0["type"] as? String == "window" }
+        XCTAssertFalse(windows.isEmpty)
+        XCTAssertTrue(windows.allSatisfy { ($0["people"] as? [String]) == ["a", "b"] }, "\(windows.first ?? [:])")
+    }
+
     func testAModelFitWithoutAConfigMakesEventsOnFilesAndStreams() throws {
         let dir = try scratchFolder()
         let data = FitCLITests.fixture
