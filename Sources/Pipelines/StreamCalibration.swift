@@ -323,12 +323,20 @@ public enum StreamCalibration {
             for k in at..<(at + count) { truth[k] = c }
             at += count
         }
+        return f1Thresholds(truth: truth, classes: K) { k, c in weights[k] > 0 ? sums[k * K + c] / weights[k] : nil }
+    }
+
+    /// Per class c, the threshold g of `grid` that maximises the F1 score of "score(i, c) ≥ g"
+    /// (nil: never) against "truth[i] is c" over the items i (the middle of the best run on
+    /// ties), and its exit, two thirds of it, both rounded to 0.001; a class that no threshold
+    /// finds keeps `fallback`.
+    static func f1Thresholds(truth: [Int32], classes K: Int, score: (Int, Int) -> Double?) -> (enter: [Double], exit: [Double]) {
         var enter: [Double] = [], exit: [Double] = []
         for c in 0..<K {
             let scores = grid.map { g -> Double in
                 var tp = 0, fp = 0, fn = 0
-                for k in 0..<frames {
-                    let positive = weights[k] > 0 && sums[k * K + c] / weights[k] >= g, isClass = truth[k] == Int32(c)
+                for i in truth.indices {
+                    let positive = (score(i, c) ?? -.infinity) >= g, isClass = truth[i] == Int32(c)
                     if positive && isClass { tp += 1 } else if positive { fp += 1 } else if isClass { fn += 1 }
                 }
                 return Double(2 * tp) / Double(max(1, 2 * tp + fp + fn))
@@ -361,28 +369,7 @@ public enum StreamCalibration {
                 smoothed[n * K + k] = sum / Double(n - first + 1)
             }
         }
-        var enter: [Double] = [], exit: [Double] = []
-        for k in 0..<K {
-            let scores = grid.map { g -> Double in
-                var tp = 0, fp = 0, fn = 0
-                for n in 0..<N {
-                    let positive = smoothed[n * K + k] >= g, isClass = truth[n] == Int32(k)
-                    if positive && isClass { tp += 1 } else if positive { fp += 1 } else if isClass { fn += 1 }
-                }
-                return Double(2 * tp) / Double(max(1, 2 * tp + fp + fn))
-            }
-            let best = scores.max() ?? 0
-            guard best > 0 else {
-                enter.append(fallback.enter)
-                exit.append(fallback.exit)
-                continue
-            }
-            let tied = scores.indices.filter { scores[$0] >= best - 1e-12 }
-            let g = grid[tied[tied.count / 2]]
-            enter.append((g * 1000).rounded() / 1000)
-            exit.append((g * 2 / 3 * 1000).rounded() / 1000)
-        }
-        return (enter, exit)
+        return f1Thresholds(truth: truth, classes: K) { n, k in smoothed[n * K + k] }
     }
 
     /// The `streaming` header field of `network` (the model about to be written) for `source`:
