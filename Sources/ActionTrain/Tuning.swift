@@ -327,7 +327,9 @@ public enum Tuning {
                     c.augmentation.flipProbability = 0.5
                 })
         }
-        if skeleton.dimensions == 3 && Recipe.hasFacingPairs(skeleton) {
+        // Turning the bodies back is tried only when the cameras stay where they were (`views
+        // same`): cross-validation on the training cameras cannot see what a new camera costs.
+        if skeleton.dimensions == 3 && Recipe.hasFacingPairs(skeleton) && (!base.alignFacing || base.views == .same) {
             let align = !base.alignFacing
             out.append(Change(align ? "alignFacing" : "no alignFacing", keys: ["alignFacing"]) { $0.alignFacing = align })
         }

@@ -187,4 +187,17 @@ final class TuningTests: XCTestCase {
         try XCTUnwrap(plain.first { $0.name == "+ distances" }).apply(&c)
         XCTAssertEqual(c.channels.last, .distances)
     }
+
+    /// Turned bodies are turned back only when the cameras stay where they were: folds of the
+    /// training cameras cannot measure a new camera. Unturned bodies may always be turned.
+    func testTurningBackIsSearchedOnlyWithTheSameViews() {
+        var base = TrainingConfig()
+        base.alignFacing = true
+        XCTAssertFalse(Tuning.changes(for: RecipeTests.stick, base: base).contains { $0.name.contains("alignFacing") })
+        base.views = .same
+        XCTAssertTrue(Tuning.changes(for: RecipeTests.stick, base: base).contains { $0.name == "no alignFacing" })
+        base.alignFacing = false
+        base.views = .auto
+        XCTAssertTrue(Tuning.changes(for: RecipeTests.stick, base: base).contains { $0.name == "alignFacing" })
+    }
 }
