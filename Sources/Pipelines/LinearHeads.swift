@@ -30,12 +30,11 @@ public enum LinearHeads {
     }
 
     /// What solving a head found (printed by `fit`).
-    public struct Solution: Sendable, Equatable {
+    public struct Solution: Sendable {
         public var member: Int?
         /// The penalty used, and how it was chosen.
         public var penalty: Double
         public var chosenBy: String
-        /// Mean held-out window accuracy of each penalty tried (empty when it was given).
         /// Each penalty tried with its mean held-out window accuracy and the log loss of its
         /// out-of-fold logits at their best temperature (empty when the penalty was given).
         public var scores: [(penalty: Double, accuracy: Double, logLoss: Double)]
@@ -45,13 +44,6 @@ public enum LinearHeads {
         public var windows: Int, features: Int
         public var iterations: Int
         public var seconds: Double
-
-        public static func == (a: Solution, b: Solution) -> Bool {
-            a.member == b.member && a.penalty == b.penalty && a.chosenBy == b.chosenBy && a.temperature == b.temperature && a.windows == b.windows
-                && a.features == b.features && a.iterations == b.iterations
-                && a.scores.map(\.penalty) == b.scores.map(\.penalty) && a.scores.map(\.accuracy) == b.scores.map(\.accuracy)
-                && a.scores.map(\.logLoss) == b.scores.map(\.logLoss)
-        }
     }
 
     /// The penalties cross-validation chooses from: 10^-4 to 10^3, half a decade apart (the

@@ -30,20 +30,10 @@ final class ErrorMessageTests: XCTestCase {
     }
 
     func testAModelWhoseOutputsOverflowIsRefusedByExportAndInspect() throws {
-        // An ST-GCN-like model whose adjacency holds 3e38 (finite, so the file loads): every
-        // output overflows float32, as StreamCLITests' refusal by predict.
-        let skeleton = try ActionModel(contentsOf: ModelCommandsTests.golden).input.skeleton
-        let input = InputSpec(
-            skeleton: skeleton, window: WindowSpec(frames: 6), steps: [.centre(joints: ["root"], perFrame: false)], channels: [.coordinates])
-        let J = 4, huge = (0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 3e38 : 0) }
-        let network = try Network(
-            layers: [.graphConv(joints: J, inputs: 2, outputs: 4, kernel: 1, adjacency: [huge]), .relu, .globalAveragePool, .linear(inputs: J * 4, outputs: 3)],
-            input: Shape(time: 6, channels: input.channelsPerFrame))
-        network.initialize(seed: 3)
+        // Every output overflows float32 (StreamCLITests.writeOverflowingModel).
         let dir = try scratchFolder()
         let path = "\(dir)/huge.atm"
-        try Data(try ModelFile.encode(classes: ["wave", "clap", "squat"], input: input, network: network, provenance: .init(seed: 3)))
-            .write(to: URL(fileURLWithPath: path))
+        try StreamCLITests.writeOverflowingModel(to: path)
         for format in ["onnx", "coreml"] {
             let r = runCLI(["export", path, "--format", format, "--out", "\(dir)/m.\(format)"])
             XCTAssertEqual(r.code, 1, format)

@@ -282,11 +282,10 @@ final class StreamCLITests: XCTestCase {
         }
     }
 
-    func testNonFiniteOutputsAreRefusedNamingTheModel() throws {
-        // An ST-GCN-like model whose graph adjacency holds 3e38 (finite, so the file loads):
-        // every output overflows. predict (batch, --stream, --events) refuses it as eval does,
-        // before any output (the outputs on a plain pose are checked at load).
-        let skeleton = try ActionModel(contentsOf: Self.golden).input.skeleton
+    /// An ST-GCN-like model whose graph adjacency holds 3e38 (finite, so the file loads): every
+    /// output overflows float32. Written to `path` (for the refusals of predict, export, inspect).
+    static func writeOverflowingModel(to path: String) throws {
+        let skeleton = try ActionModel(contentsOf: golden).input.skeleton
         let input = InputSpec(
             skeleton: skeleton, window: WindowSpec(frames: 6), steps: [.centre(joints: ["root"], perFrame: false)], channels: [.coordinates])
         let J = 4, huge = (0..<(J * J)).map { Float($0 % (J + 1) == 0 ? 3e38 : 0) }
@@ -294,11 +293,18 @@ final class StreamCLITests: XCTestCase {
             layers: [.graphConv(joints: J, inputs: 2, outputs: 4, kernel: 1, adjacency: [huge]), .relu, .globalAveragePool, .linear(inputs: J * 4, outputs: 3)],
             input: Shape(time: 6, channels: input.channelsPerFrame))
         network.initialize(seed: 3)
+        try Data(try ModelFile.encode(classes: ["wave", "clap", "squat"], input: input, network: network, provenance: .init(seed: 3)))
+            .write(to: URL(fileURLWithPath: path))
+    }
+
+    func testNonFiniteOutputsAreRefusedNamingTheModel() throws {
+        // An ST-GCN-like model whose graph adjacency holds 3e38 (finite, so the file loads):
+        // every output overflows. predict (batch, --stream, --events) refuses it as eval does,
+        // before any output (the outputs on a plain pose are checked at load).
         let dir = try temporaryDirectory()
         addTeardownBlock { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("huge.atm").path
-        try Data(try ModelFile.encode(classes: ["wave", "clap", "squat"], input: input, network: network, provenance: .init(seed: 3)))
-            .write(to: URL(fileURLWithPath: path))
+        try Self.writeOverflowingModel(to: path)
         let lines = (0..<20).map { line(0, $0) }
         for extra in [["--stream"], ["--stream", "--events"]] {
             let r = try runFailing([path, "-"] + extra, stdin: lines)
