@@ -64,7 +64,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "actiontrain-bench",
-            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "PoseCore"]
+            dependencies: ["ActionTrain", "ActionRuntime", "Datasets", "Eval", "Pipelines", "PoseCore"]
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PoseCoreTests", dependencies: ["PoseCore", "TestSupport"]),

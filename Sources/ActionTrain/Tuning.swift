@@ -8,18 +8,21 @@ import PoseCore
 /// Successive halving (Jamieson & Talwalkar 2016; Li et al. 2018, "Hyperband"), so that a
 /// budget of minutes screens many candidates:
 /// 1. rung 0: the base config (the recipe) and each single change from `Tuning.changes` that
-///    applies, every one trained for a short share of its epochs (`Plan.rungs[0]`, the learning-rate
+///    applies, every one trained for a share of its epochs (`Plan.rungs[0]`, the learning-rate
 ///    schedule compressed to them) on every fold;
 /// 2. the best `Plan.keep` share of the challengers by mean fold score go on to the next rung
-///    (more epochs), again on every fold, until the last rung trains the full epochs; the base
-///    config runs at every rung (the yardstick);
+///    (more epochs), again on every fold, until the last rung trains the full epochs, which the
+///    best `Plan.finalists` (two) reach; the base config runs at every rung (the yardstick);
 /// 3. at the last rung the challengers that beat the base by more than `margin` are also tried
-///    together (one candidate);
+///    together (one candidate), when the confirmation still fits in the budget after it;
 /// 4. the best challenger at the last rung must then beat the base again on `confirmationFolds`
 ///    (other folds, other seeds): a winner has to win across repeated folds, not on one split.
-/// A candidate's score is its mean sequence accuracy over the folds; ties go to the base (the
-/// simpler config). Every trial (candidate × rung × fold) is a job for `run`; results already
-/// known (a resumed search) come from `known`, so a search is deterministic and resumable.
+/// The screening leaves the time the end needs (the recipe and the two best at full length, and
+/// the confirmation, at the pace measured so far): when the budget cannot screen every
+/// candidate, the best screened so far go to full length. A candidate's score is its mean
+/// sequence accuracy over the folds; ties go to the base (the simpler config). Every trial
+/// (candidate × rung × fold) is a job for `run`; results already known (a resumed search) come
+/// from `known`, so a search is deterministic and resumable.
 public enum Tuning {
     /// One change to a config: a name for the table and the keys it sets.
     public struct Change: Sendable {
@@ -57,17 +60,25 @@ public enum Tuning {
         public var keep: Double
         /// Epochs a screening fit trains at least.
         public var minimumEpochs: Int
+        /// Challengers compared at full length (when there are so many): the screening leaves
+        /// time for them, the recipe and the confirmation.
+        public var finalists: Int
 
-        /// Three rungs, a third kept each time (η = 3): n candidates cost about n/3 full fits
-        /// per fold instead of n.
-        public static let standard = Plan(rungs: [1.0 / 9, 1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 4)
+        /// A screening at a third of the epochs, then the two best at full length: n candidates
+        /// cost about n/3 + 3 full fits per fold instead of n. A third, not a ninth: on the
+        /// development sets the ranking at a third of the epochs predicts the full-length one (rank
+        /// correlation 0.85 on NATOPS, as well as full length on other folds predicts itself), at
+        /// a ninth it does not (0.0): the network member has barely started
+        /// (docs/benchmarks.md, "Tune's screening").
+        public static let standard = Plan(rungs: [1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 4)
         /// Every candidate at full length (no screening).
         public static let exhaustive = Plan(rungs: [1], keep: 1, minimumEpochs: 1)
 
-        public init(rungs: [Double], keep: Double, minimumEpochs: Int) {
+        public init(rungs: [Double], keep: Double, minimumEpochs: Int, finalists: Int = 2) {
             self.rungs = rungs
             self.keep = keep
             self.minimumEpochs = minimumEpochs
+            self.finalists = finalists
         }
 
         /// `config` shortened for rung `r`: its epochs (and warm-up) scaled by the rung's share.
@@ -164,42 +175,48 @@ public enum Tuning {
     /// the sequence accuracy on its test indices; `known` answers trials already run (by
     /// `trialKey`). `budget` is in seconds (nil: no limit); a candidate's rung is not started
     /// when its expected time would pass it (the time per epoch measured so far), and is
-    /// listed in `skipped`.
+    /// listed in `skipped`. `clock` gives the time in seconds (tests give their own).
     public static func search(
         base: TrainingConfig, changes: [Change], explicit: Set<String>, folds: [Fold], confirmationFolds: [Fold] = [],
         plan: Plan = .standard, budget: Double?, margin: Double = 0.005, known: [String: Double] = [:],
         shouldStop: () -> Bool = { false }, onEvent: (Event) -> Void = { _ in },
+        clock: () -> Double = { Date().timeIntervalSinceReferenceDate },
         run: (TrainingConfig, Fold) throws -> Double
     ) throws -> Outcome {
-        let start = Date()
+        let start = clock()
         var results: [Result] = []
         var skipped: [Skipped] = []
         var stopped = false
+        /// The screening ended early to leave time for the full-length comparison.
+        var cut = false
         /// Seconds per epoch of a fold's fit, per candidate name (the largest seen), and overall.
         var perEpoch: [String: Double] = [:]
         var slowest = 0.0
         /// Trials run in this search: one that recurs (a config whose screening length is its full
         /// length) runs once.
         var ran: [String: Double] = [:]
-        func spent() -> Double { Date().timeIntervalSince(start) }
+        func spent() -> Double { clock() - start }
         func expected(_ c: Candidate, epochs: Int, folds n: Int) -> Double {
             (perEpoch[c.name] ?? slowest) * Double(epochs * n)
         }
 
-        /// Scores `candidate` at rung `r` on `folds`, or returns nil when out of time.
-        func evaluate(_ candidate: Candidate, rung r: Int, on folds: [Fold], confirmation: Bool = false) throws -> Result? {
+        /// Scores `candidate` at rung `r` on `folds`, or returns nil when out of time. A screening
+        /// trial (`reserve` > 0) must also leave `reserve` seconds; when it cannot, the screening
+        /// ends (`cut`) but the search goes on to its full-length comparison.
+        func evaluate(_ candidate: Candidate, rung r: Int, on folds: [Fold], confirmation: Bool = false, reserve: Double = 0) throws -> Result? {
             let config = plan.config(candidate.config, rung: r)
             let need = expected(candidate, epochs: config.epochs, folds: folds.count)
             if shouldStop() { stopped = true }
             if let budget, spent() + need > budget { stopped = true }
-            if stopped {
+            if let budget, !stopped, spent() + need + reserve > budget { cut = true }
+            if stopped || cut {
                 skipped.append(Skipped(name: candidate.name, rung: r, seconds: need))
                 return nil
             }
             var scores: [Double?] = []
-            let t0 = Date()
+            let t0 = clock()
             for (k, fold) in folds.enumerated() {
-                let t = Date()
+                let t = clock()
                 var c = config
                 c.seed = config.seed &+ UInt64(k) &+ (confirmation ? 1000 : 0)
                 let key = trialKey(c, fold: fold, confirmation: confirmation)
@@ -211,19 +228,19 @@ public enum Tuning {
                     s = try run(c, fold)
                     ran[key] = s
                     fresh = true
-                    let secs = Date().timeIntervalSince(t)
+                    let secs = clock() - t
                     perEpoch[candidate.name] = max(perEpoch[candidate.name] ?? 0, secs / Double(max(1, c.epochs)))
                     slowest = max(slowest, perEpoch[candidate.name]!)
                 }
                 scores.append(s)
                 onEvent(
                     .trial(
-                        candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: Date().timeIntervalSince(t),
+                        candidate: candidate.name, rung: r, fold: k + 1, folds: folds.count, score: s, seconds: clock() - t,
                         key: key, cached: !fresh))
             }
             let result = Result(
                 candidate: candidate, rung: r, epochs: config.epochs, confirmation: confirmation, foldScores: scores,
-                seconds: Date().timeIntervalSince(t0))
+                seconds: clock() - t0)
             results.append(result)
             onEvent(.candidate(result))
             return result
@@ -239,23 +256,52 @@ public enum Tuning {
         }
         let recipe = candidate([])
         let last = plan.rungs.count - 1
+        /// The challengers in the order they would go on: `alive` (already best first after
+        /// rung 0), those scored at the running rung first, by score.
         var alive: [(Change, Candidate)] = usable.map { ($0, candidate([$0])) }
+        /// The time the end of the search needs: the recipe and the `plan.finalists` first of
+        /// `order` at full length on the folds, and the confirmation of one of them.
+        func reserve(_ order: [Candidate]) -> Double {
+            let full = { (c: Candidate) in expected(c, epochs: c.config.epochs, folds: folds.count) }
+            let finalists = order.prefix(plan.finalists).map(full)
+            let recipeFull = baseline?.rung == last ? 0 : full(recipe)
+            let confirmation = confirmationFolds.isEmpty ? 0 : (recipeFull + (finalists.max() ?? 0)) * Double(confirmationFolds.count) / Double(folds.count)
+            return recipeFull + finalists.reduce(0, +) + confirmation
+        }
         var baseline: Result? = nil
         var finalists: [(Change, Result)] = []
         for r in 0...last {
-            if let b = try evaluate(recipe, rung: r, on: folds) { baseline = b }
+            let screening = r < last
+            if let b = try evaluate(recipe, rung: r, on: folds, reserve: screening ? reserve(alive.map(\.1)) : 0) { baseline = b }
             var scored: [(Change, Candidate, Double)] = []
             for (change, c) in alive {
-                guard let res = try evaluate(c, rung: r, on: folds), let s = res.score else { continue }
+                // The challengers scored so far at this rung, best first, then the rest in order.
+                let ranked = scored.sorted { $0.2 > $1.2 }.map(\.1) + alive.map(\.1).filter { a in !scored.contains { $0.1.name == a.name } }
+                guard let res = try evaluate(c, rung: r, on: folds, reserve: screening ? reserve(ranked) : 0), let s = res.score else { continue }
                 scored.append((change, c, s))
                 if r == last { finalists.append((change, res)) }
             }
             if stopped { break }  // what this rung left out is listed in `skipped`
-            if r < last {
-                // The better share goes on; equal scores keep their order (deterministic).
+            if screening {
+                // The better share goes on (at least `plan.finalists` to the last rung); equal
+                // scores keep their order (deterministic). When the screening was cut short, the
+                // best so far go straight to full length: at this rung's scores, then (past rung 0)
+                // the previous rung's order.
                 let ranked = scored.enumerated().sorted { $0.element.2 != $1.element.2 ? $0.element.2 > $1.element.2 : $0.offset < $1.offset }
-                let n = max(1, Int((Double(scored.count) * plan.keep).rounded(.up)))
-                alive = ranked.prefix(n).map { ($0.element.0, $0.element.1) }
+                    .map { ($0.element.0, $0.element.1) }
+                let unscored = r == 0 ? [] : alive.filter { a in !scored.contains { $0.1.name == a.1.name } }
+                let n = max(min(plan.finalists, scored.count), Int((Double(scored.count) * plan.keep).rounded(.up)))
+                alive = Array((ranked + unscored).prefix(cut || r == last - 1 ? plan.finalists : n))
+                if cut {
+                    // Straight to the last rung.
+                    cut = false
+                    if let b = try evaluate(recipe, rung: last, on: folds) { baseline = b }
+                    for (change, c) in alive {
+                        guard let res = try evaluate(c, rung: last, on: folds), res.score != nil else { continue }
+                        finalists.append((change, res))
+                    }
+                    break
+                }
             }
         }
         func f3(_ x: Double) -> String { String(format: "%.3f", x) }
@@ -269,10 +315,14 @@ public enum Tuning {
                 return (f.0, f.1, s)
             }
             if contenders.count > 1 && !stopped {
+                // Only when the confirmation of the best still fits after it.
                 let together = contenders.sorted { $0.2 > $1.2 }.map(\.0)
-                if let res = try evaluate(candidate(together), rung: last, on: folds), let s = res.score, s > bs + margin {
+                let combined = candidate(together)
+                let confirming = confirmationFolds.isEmpty ? 0 : [recipe, combined].reduce(0) { $0 + expected($1, epochs: $1.config.epochs, folds: confirmationFolds.count) }
+                if let res = try evaluate(combined, rung: last, on: folds, reserve: confirming), let s = res.score, s > bs + margin {
                     contenders.append((together[0], res, s))
                 }
+                cut = false
             }
             // The best full-length challenger, then the same comparison on other folds.
             if let best = contenders.enumerated().max(by: { $0.element.2 != $1.element.2 ? $0.element.2 < $1.element.2 : $0.offset > $1.offset })?.element {

@@ -108,6 +108,11 @@ public struct TuneRun {
     /// Trains `config` on the fold's training sequences (holding out its validation share of
     /// them when the config asks for one) and returns the sequence accuracy on its test ones.
     public func score(_ config: TrainingConfig, _ fold: Fold) throws -> Double {
+        try metrics(config, fold).accuracy
+    }
+
+    /// What `score` measures, all of it: the sequence-level metrics on the fold's test sequences.
+    public func metrics(_ config: TrainingConfig, _ fold: Fold) throws -> LevelMetrics {
         var validation: [Int] = []
         var train = fold.train
         if config.validationFraction > 0 {
@@ -123,7 +128,7 @@ public struct TuneRun {
         let report = try Evaluation.evaluate(
             model: model, modelPath: "(\(fold.name))", dataset: dataset, dataPath: dataPath, indices: fold.test,
             split: fold.name, stride: config.windowStride, useEvents: config.useEvents, settings: settings)
-        return report.headlineMetrics.accuracy
+        return report.headlineMetrics
     }
 }
 

@@ -45,12 +45,12 @@ enum TuneCommand: ParsableCommand {
             (augmentation, rotations, flips, facing alignment, distance/relative-position/motion channels,
             a temporal pyramid, longer windows, more epochs, dropout, wider layers, the other model
             families) by k-fold cross-validation on the training sequences only (folds keep each group on
-            one side). Successive halving: every candidate trains first for a ninth of its epochs on every
-            fold, the best third goes on to a third of the epochs, the best third of those to full length;
-            the changes that beat the recipe are then tried together. The best must beat the recipe by more
-            than 0.005 (and two held-out sequences) in mean sequence accuracy, then again on other folds,
-            or the recipe is kept. Trials that cannot finish within the time are not started; the table
-            lists them with the time they would take. Every trial is logged (tune-trials.jsonl), so
+            one side). Every candidate trains first for a third of its epochs on every fold, the two best
+            then for all of them (tried together too when both beat the recipe). The best must beat the
+            recipe by more than 0.005 (and two held-out sequences) in mean sequence accuracy, then again
+            on other folds, or the recipe is kept. The screening leaves the time that full-length
+            comparison needs, so a short budget screens fewer candidates; trials that cannot finish within
+            the time are not started; the table lists them with the time they would take. Every trial is logged (tune-trials.jsonl), so
             --resume continues an interrupted search. The chosen config is trained on the whole training
             split as 'fit' would, into the run folder, with tune.md and tune.json beside config.json and
             model.atm.

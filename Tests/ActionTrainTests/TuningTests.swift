@@ -39,11 +39,14 @@ final class TuningTests: XCTestCase {
         return c
     }
 
-    func testEveryCandidateIsScreenedThenTheBetterThirdGoesOnAndTheWinnersAreTriedTogether() throws {
+    /// Three rungs: a ninth, a third, all the epochs.
+    let threeRungs = Tuning.Plan(rungs: [1.0 / 9, 1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 4)
+
+    func testEveryCandidateIsScreenedThenTheBetterThirdGoesOnAndTheTwoBestAreComparedAtFullLength() throws {
         var trials: [(String, Int)] = []
         var epochs: [String: [Int]] = [:]
         let out = try Tuning.search(
-            base: base(), changes: changes(), explicit: [], folds: folds, budget: nil,
+            base: base(), changes: changes(), explicit: [], folds: folds, plan: threeRungs, budget: nil,
             onEvent: { if case .trial(let name, let rung, _, _, _, _, _, _) = $0 { trials.append((name, rung)) } },
             run: { c, f in
                 epochs[c.seed == 0 ? "\(c.epochs)" : "", default: []].append(c.warmupEpochs)
@@ -52,26 +55,64 @@ final class TuningTests: XCTestCase {
         let byRung = (0..<3).map { r in out.results.filter { $0.rung == r }.map(\.candidate.name) }
         XCTAssertEqual(byRung[0].count, 8, "the recipe and every change, screened")
         XCTAssertEqual(byRung[1], ["recipe", "epochs 180", "dropout 0.3", "kernel 7"], "the best third of 7 (3) go on, in score order")
-        XCTAssertEqual(byRung[2], ["recipe", "epochs 180"], "the best third of 3 (1)")
+        XCTAssertEqual(
+            byRung[2], ["recipe", "epochs 180", "dropout 0.3", "epochs 180, dropout 0.3"],
+            "the two best at full length, and together (both beat the recipe)")
         XCTAssertEqual(trials.count, 2 * out.results.count, "every candidate on every fold")
         XCTAssertEqual(Set(out.results.filter { $0.rung == 0 }.map(\.epochs)), [10, 20], "a ninth of 90 or of 180 epochs")
         XCTAssertEqual(out.results.filter { $0.rung == 1 }.map(\.epochs), [30, 60, 30, 30])
         XCTAssertEqual(Set(epochs["10"] ?? []), [1], "the warm-up is scaled with the epochs")
-        XCTAssertEqual(out.results[out.chosen].candidate.name, "epochs 180")
+        XCTAssertEqual(out.results[out.chosen].candidate.name, "epochs 180, dropout 0.3")
         XCTAssertEqual(out.results[out.chosen].rung, 2)
         XCTAssertEqual(out.results[out.chosen].candidate.config.epochs, 180)
+        XCTAssertEqual(out.results[out.chosen].candidate.config.dropout, 0.3)
         XCTAssertFalse(out.stoppedByBudget)
         XCTAssertTrue(out.verdict.contains("no confirmation folds"), out.verdict)
-        // 8 candidates cost 8/9 + 4/3 + 2 full-length fits per fold instead of 8.
+        // 8 candidates cost 8/9 + 4/3 + 4 full-length fits per fold instead of 8.
         let fullFits = out.results.reduce(0.0) { $0 + Double($1.epochs) / Double($1.candidate.config.epochs) }
-        XCTAssertEqual(fullFits, 8.0 / 9 + 4.0 / 3 + 2, accuracy: 0.01)
+        XCTAssertEqual(fullFits, 8.0 / 9 + 4.0 / 3 + 4, accuracy: 0.01)
 
-        // Two finalists that both beat the recipe are also tried together.
-        let wide = try Tuning.search(
+        // One screening rung: the two best of it go to full length.
+        let one = try Tuning.search(
             base: base(), changes: changes(), explicit: [], folds: folds, plan: Tuning.Plan(rungs: [1.0 / 3, 1], keep: 0.5, minimumEpochs: 1),
             budget: nil, run: score)
-        XCTAssertEqual(wide.results.filter { $0.rung == 1 }.map(\.candidate.name), ["recipe", "epochs 180", "dropout 0.3", "kernel 7", "batch 32", "epochs 180, dropout 0.3, kernel 7"])
-        XCTAssertEqual(wide.results[wide.chosen].candidate.name, "epochs 180, dropout 0.3, kernel 7")
+        XCTAssertEqual(one.results.filter { $0.rung == 1 }.map(\.candidate.name), ["recipe", "epochs 180", "dropout 0.3", "epochs 180, dropout 0.3"])
+        XCTAssertEqual(one.results[one.chosen].candidate.name, "epochs 180, dropout 0.3")
+    }
+
+    /// A budget too small to screen every candidate still ends with the full-length comparison
+    /// of the two best screened and its confirmation: the screening stops where they would no
+    /// longer fit. The clock is the search's own: a trial costs a millisecond per epoch.
+    func testTheScreeningLeavesTimeForTheTwoBestAtFullLengthAndTheirConfirmation() throws {
+        var now = 0.0
+        var ran: [(String, Int, Bool)] = []
+        let plan = Tuning.Plan(rungs: [1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 1)
+        let out = try Tuning.search(
+            base: base(), changes: changes(), explicit: [], folds: folds, confirmationFolds: other, plan: plan, budget: 1.6,
+            clock: { now },
+            run: { c, f in
+                now += Double(c.epochs) * 0.001
+                ran.append((c.dropout == 0.3 ? "dropout" : "\(c.epochs)", c.epochs, c.seed >= 1000))
+                return self.score(c, f)
+            })
+        XCTAssertLessThanOrEqual(now, 1.6, "within the budget")
+        XCTAssertFalse(out.stoppedByBudget, "nothing was cut off the comparison")
+        let screened = out.results.filter { $0.rung == 0 }.map(\.candidate.name)
+        XCTAssertLessThan(screened.count, 8, "the budget could not screen every candidate: \(screened)")
+        XCTAssertGreaterThanOrEqual(screened.count, 3, "the recipe and at least two challengers: \(screened)")
+        XCTAssertEqual(
+            Set(out.skipped.filter { $0.rung == 0 }.map(\.name)), Set(changes().map(\.name)).subtracting(screened),
+            "the candidates left unscreened are listed")
+        let full = out.results.filter { $0.rung == 1 && !$0.confirmation }
+        XCTAssertEqual(full.count, 3, "the recipe and the two best screened at full length: \(full.map(\.candidate.name))")
+        XCTAssertEqual(full.first?.candidate.name, "recipe")
+        let confirmed = out.results.filter(\.confirmation).map(\.candidate.name)
+        XCTAssertEqual(confirmed.first, "recipe", "the best challenger was confirmed on other folds: \(out.verdict)")
+        XCTAssertEqual(confirmed.count, 2)
+        XCTAssertEqual(out.results[out.chosen].rung, 1)
+        // The chosen one is the best of the two finalists, which beat the recipe twice.
+        let best = full.dropFirst().max { ($0.score ?? 0) < ($1.score ?? 0) }!
+        XCTAssertEqual(out.results[out.chosen].candidate.name, best.candidate.name, out.verdict)
     }
 
     func testTheWinnerMustWinAgainOnOtherFolds() throws {
