@@ -67,8 +67,8 @@ public enum Tuning {
         /// A screening at a third of the epochs, then the two best at full length: n candidates
         /// cost about n/3 + 3 full fits per fold instead of n. A third, not a ninth: on the
         /// development sets the ranking at a third of the epochs predicts the full-length one (rank
-        /// correlation 0.85 on NATOPS, as well as full length on other folds predicts itself), at
-        /// a ninth it does not (0.0): the network member has barely started
+        /// correlation 0.85 on NATOPS, where full length on other folds predicts it at 0.72), at
+        /// a ninth it does not (0.02): the network member has barely started
         /// (docs/benchmarks.md, "Tune's screening").
         public static let standard = Plan(rungs: [1.0 / 3, 1], keep: 1.0 / 3, minimumEpochs: 4)
         /// Every candidate at full length (no screening).
