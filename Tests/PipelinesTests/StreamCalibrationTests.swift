@@ -84,6 +84,18 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual(m.minimumDuration, [0.95, 0.5, 0])
     }
 
+    func testMoreClipsThanItMeasuresAreSpreadOverTheFileSoNoClassIsLeftOut() throws {
+        // 1,001 clips of a (1 s), then 20 of b (3 s): the first 1,000 clips would all be a's.
+        let count = StreamCalibration.maximumSequences + 1
+        let a = (label: "a", frames: 10, still: Set<Int>()), b = (label: "b", frames: 30, still: Set<Int>())
+        let d = moving(Array(repeating: a, count: count) + Array(repeating: b, count: 20))
+        let input = InputSpec(skeleton: d.skeleton, window: WindowSpec(frames: 8, mode: .sliding, frameRate: 10), steps: [], channels: [.coordinates])
+        let m = try StreamCalibration.motion(d, indices: Array(d.sequences.indices), input: input, clip: nil)
+        // b's numbers are measured (half its 2.9 s), not the defaults of a class without clips.
+        XCTAssertEqual(m.minimumDuration, [0.45, 1.45, 0])
+        XCTAssertEqual(m.hold, [StreamCalibration.shortestHold, StreamCalibration.shortestHold, FrameOptions.defaultHold])
+    }
+
     func testFrameThresholdsMaximiseTheF1OfEachClassOnFrameScores() {
         // 20 frames, class a then b from frame 10; windows of 4 frames every 2, p_a 0.8 for those
         // starting before frame 8, else 0.2. With a look-ahead of 10 frames every window counts.
