@@ -179,7 +179,11 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual([frames.hold.count, frames.leadIn.count, frames.minimumDuration.count], [model.classes.count, model.classes.count, model.classes.count])
         XCTAssertTrue(frames.hold.allSatisfy { $0 >= StreamCalibration.shortestHold && $0 <= frames.lookAhead }, "\(frames.hold)")
         let options = EventOptions.standard(for: model)
-        XCTAssertEqual(options.frames, FrameOptions(frames, classes: model.classes))
+        // The file's numbers, and the lag of the stream's motion (0.1 s at the clip's rate).
+        var expected = FrameOptions(frames, classes: model.classes)
+        expected.motionLag = FrameMotion.lag(frameRate: try model.streamWindow().frameRate)
+        XCTAssertEqual(options.frames, expected)
+        XCTAssertEqual(options.frames?.motionLag, Int((d.frameRate! * 0.1).rounded()))
         let windows = EventOptions.standard(for: model, fromFrames: false)
         XCTAssertNil(windows.frames)
         for (k, name) in model.classes.enumerated() {
