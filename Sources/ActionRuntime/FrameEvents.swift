@@ -222,6 +222,9 @@ public struct FrameSegmenter: Sendable {
     private var firstWindow: [Int] = [], lastWindow: [Int] = []
     private var mask = -1
     private var windowCount = 0
+    /// The scores of the frame being decided, and the classes that make events (not background).
+    private var scores: [Float]
+    private let eventClasses: [Int]
     // Rest: the still run ending at the newest known frame, and the rest runs not yet decided
     // past (first frame, one past the last or nil while running, where the body stopped before
     // it: the time `motionLag` frames before its last moving frame).
@@ -255,6 +258,8 @@ public struct FrameSegmenter: Sendable {
         precondition(settings.problem == nil, settings.problem ?? "")
         self.settings = settings
         K = settings.enter.count
+        scores = [Float](repeating: 0, count: K)
+        eventClasses = (0..<K).filter { !settings.background[$0] }
         holdLeast = zip(settings.hold, settings.background).filter { !$0.1 }.map(\.0).min() ?? 0
     }
 
@@ -389,81 +394,77 @@ public struct FrameSegmenter: Sendable {
         if stretch == nil { stretch = t }
         let w = weights[s]
         guard w > 0 else { return }  // no window scored the frame (a look-ahead under the stride): nothing changes
-        let base = s * K
         var top = -1, best: Float = -1  // the top class, background classes included
-        var active = false  // a class at its exit
         for c in 0..<K {
-            let v = sums[base + c] / w
+            let v = sums[s * K + c] / w
+            scores[c] = v
             if v > best { (best, top) = (v, c) }
-            if !settings.background[c] && v >= settings.exit[c] { active = true }
         }
         let abstains = settings.background[top] || best < settings.floor
-        guard var o = open else {
+        guard open != nil else {
             if !abstains && best >= settings.enter[top] {
                 var start = t
                 if let first = stretch, t - first <= settings.lookAhead { start = first - settings.leadIn[top] }
                 var part = Part(classes: K)
-                add(frame: s, to: &part)
+                Self.add(scores, (firstWindow[s], lastWindow[s]), to: &part)
                 open = Open(label: top, start: max(start, lastEnd), part: part)
             }
             return
         }
-        if abstains || !active {
+        if abstains || !eventClasses.contains(where: { scores[$0] >= settings.exit[$0] }) {  // no class at its exit
             close(at: t, into: &out)
             return
         }
-        // The classes that lead the event's: their evidence, forgotten when it falls to 0.
-        let c0 = label(of: o), lead = sums[base + c0] / w
+        // The classes that lead the event's: their evidence, forgotten when it falls to 0. (The
+        // event is changed in place, `open!`, so that its sums are not copied.)
+        let c0 = label(of: open!), lead = scores[c0], windows = (firstWindow[s], lastWindow[s])
         var i = 0
-        while i < o.rivals.count {
-            let c = o.rivals[i].label
-            o.rivals[i].evidence += Double(sums[base + c] / w - lead) * dt
-            if c == c0 || o.rivals[i].evidence <= 0 {
-                o.rivals.remove(at: i)
+        while i < open!.rivals.count {
+            let c = open!.rivals[i].label
+            open!.rivals[i].evidence += Double(scores[c] - lead) * dt
+            if c == c0 || open!.rivals[i].evidence <= 0 {
+                open!.rivals.remove(at: i)
             } else {
-                add(frame: s, to: &o.rivals[i].after)
+                Self.add(scores, windows, to: &open!.rivals[i].after)
                 i += 1
             }
         }
-        for c in 0..<K where c != c0 && !settings.background[c] && sums[base + c] / w > lead && !o.rivals.contains(where: { $0.label == c }) {
-            var r = Rival(label: c, since: t, evidence: Double(sums[base + c] / w - lead) * dt, before: o.part, after: Part(classes: K))
-            add(frame: s, to: &r.after)
-            o.rivals.append(r)
+        for c in eventClasses where scores[c] > lead && c != c0 && !open!.rivals.contains(where: { $0.label == c }) {
+            var r = Rival(label: c, since: t, evidence: Double(scores[c] - lead) * dt, before: open!.part, after: Part(classes: K))
+            Self.add(scores, windows, to: &r.after)
+            open!.rivals.append(r)
         }
-        add(frame: s, to: &o.part)
+        Self.add(scores, windows, to: &open!.part)
         var chosen: Int?
-        for (i, r) in o.rivals.enumerated() where r.evidence >= settings.switchEvidence && sums[base + r.label] / w >= settings.enter[r.label] {
-            if chosen.map({ r.evidence > o.rivals[$0].evidence }) ?? true { chosen = i }
+        for (i, r) in open!.rivals.enumerated() where r.evidence >= settings.switchEvidence && scores[r.label] >= settings.enter[r.label] {
+            if chosen.map({ r.evidence > open!.rivals[$0].evidence }) ?? true { chosen = i }
         }
-        if let i = chosen {
-            let r = o.rivals[i], before = r.before.frames > 0 ? leader(r.before) : o.label
-            let boundary = max(r.since, o.start)
-            if before == r.label {
-                o.rivals.remove(at: i)  // the event was the rival's class before it led: no new action
-            } else if boundary - o.start < settings.minimumDuration[before] {
-                o.rivals.removeAll()  // too short to stand alone: a first guess, the event goes on
-            } else {
-                open = Open(label: o.label, start: o.start, part: r.before)
-                close(at: boundary, into: &out)
-                open = Open(label: r.label, start: boundary, part: r.after)
-                return
-            }
+        guard let i = chosen else { return }
+        let o = open!, r = o.rivals[i], before = r.before.frames > 0 ? leader(r.before) : o.label
+        let boundary = max(r.since, o.start)
+        if before == r.label {
+            open!.rivals.remove(at: i)  // the event was the rival's class before it led: no new action
+        } else if boundary - o.start < settings.minimumDuration[before] {
+            open!.rivals.removeAll()  // too short to stand alone: a first guess, the event goes on
+        } else {
+            open = Open(label: o.label, start: o.start, part: r.before)
+            close(at: boundary, into: &out)
+            open = Open(label: r.label, start: boundary, part: r.after)
         }
-        open = o
     }
 
-    /// Adds frame slot `s`'s scores (it has a window) to `part`.
-    private func add(frame s: Int, to part: inout Part) {
-        let w = weights[s]
-        for c in 0..<K {
-            let v = sums[s * K + c] / w
+    /// Adds a frame's scores and windows (first and last, -1 for none) to `part`.
+    private static func add(_ scores: [Float], _ windows: (first: Int, last: Int), to part: inout Part) {
+        let first = part.frames == 0
+        for c in scores.indices {
+            let v = scores[c]
             part.sums[c] += v
-            part.peaks[c] = part.frames == 0 ? v : max(part.peaks[c], v)
+            part.peaks[c] = first ? v : max(part.peaks[c], v)
         }
         part.frames += 1
-        if firstWindow[s] >= 0 {
-            part.firstWindow = part.firstWindow < 0 ? firstWindow[s] : min(part.firstWindow, firstWindow[s])
-            part.lastWindow = max(part.lastWindow, lastWindow[s])
+        if windows.first >= 0 {
+            part.firstWindow = part.firstWindow < 0 ? windows.first : min(part.firstWindow, windows.first)
+            part.lastWindow = max(part.lastWindow, windows.last)
         }
     }
 
@@ -471,7 +472,7 @@ public struct FrameSegmenter: Sendable {
     /// (the first of a tie).
     private func leader(_ part: Part) -> Int {
         var top = -1
-        for c in 0..<K where !settings.background[c] && (top < 0 || part.sums[c] > part.sums[top]) { top = c }
+        for c in eventClasses where top < 0 || part.sums[c] > part.sums[top] { top = c }
         return top
     }
 
