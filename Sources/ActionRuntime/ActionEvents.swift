@@ -139,8 +139,9 @@ public struct EventOptions: Equatable, Sendable {
 /// The numbers of events from frames (`FrameSegmenter`), by class name where they are per
 /// class: a model file's (`ModelHeader.Streaming.Frames`, calibrated by `fit`), or a caller's.
 public struct FrameOptions: Equatable, Sendable {
-    /// Seconds after a frame at which it is decided: an event comes at most this long after its
-    /// last frame (and `hold` plus a tenth of a second after it when stillness ends it).
+    /// Seconds after a frame at which it is decided: an event comes at most this long after the
+    /// frame that decides its end (and `hold` plus the motion's lag twice, about two tenths of a
+    /// second, after the body stopped when stillness ends it).
     public var lookAhead: Double
     /// Motion (`FrameMotion`, body sizes per second) at or below which a frame is still.
     public var stillBelow: Float
