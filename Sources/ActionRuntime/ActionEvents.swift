@@ -82,6 +82,7 @@ public struct EventOptions: Equatable, Sendable {
         let streaming = model.header.streaming
         if fromFrames, let f = streaming?.frames {
             o.frames = FrameOptions(f, classes: model.classes)
+            o.frames?.motionLag = FrameMotion.lag(frameRate: (try? model.streamWindow())?.frameRate ?? nil)
             for (k, c) in model.classes.enumerated() { o.classThresholds[c] = Thresholds(enter: Float(f.enter[k]), exit: Float(f.exit[k])) }
         } else if let enter = streaming?.enter, let exit = streaming?.exit {
             for (k, c) in model.classes.enumerated() { o.classThresholds[c] = Thresholds(enter: Float(enter[k]), exit: Float(exit[k])) }
@@ -99,7 +100,7 @@ public struct EventOptions: Equatable, Sendable {
             enter: classes.map { thresholds(of: $0).enter }, exit: classes.map { thresholds(of: $0).exit },
             hold: each(f.hold, FrameOptions.defaultHold).map { min($0, f.lookAhead) }, leadIn: each(f.leadIn, 0), leadOut: each(f.leadOut, 0),
             minimumDuration: each(f.minimumDuration, 0).map { max($0, minimumDuration) }, background: classes.map { background.contains($0) },
-            lookAhead: f.lookAhead, stillBelow: f.stillBelow, floor: floor)
+            lookAhead: f.lookAhead, stillBelow: f.stillBelow, floor: floor, switchEvidence: f.switchEvidence, motionLag: f.motionLag)
     }
 
     /// Checks the ranges; throws `EventError` naming the field.
@@ -138,8 +139,9 @@ public struct EventOptions: Equatable, Sendable {
 /// The numbers of events from frames (`FrameSegmenter`), by class name where they are per
 /// class: a model file's (`ModelHeader.Streaming.Frames`, calibrated by `fit`), or a caller's.
 public struct FrameOptions: Equatable, Sendable {
-    /// Seconds after a frame at which it is decided: an event comes at most this long after its
-    /// last frame (and `hold` plus a tenth of a second after it when stillness ends it).
+    /// Seconds after a frame at which it is decided: an event comes at most this long after the
+    /// frame that decides its end (and `hold` plus the motion's lag twice, about two tenths of a
+    /// second, after the body stopped when stillness ends it).
     public var lookAhead: Double
     /// Motion (`FrameMotion`, body sizes per second) at or below which a frame is still.
     public var stillBelow: Float
@@ -152,14 +154,23 @@ public struct FrameOptions: Equatable, Sendable {
     public var leadOut: [String: Double]
     /// Per class: the shortest event, in seconds (0 when missing).
     public var minimumDuration: [String: Double]
+    /// Score-seconds by which a class must lead the running event's class to start another
+    /// action without rest (`FrameSegmenter.Settings.defaultSwitchEvidence`).
+    public var switchEvidence: Double
+    /// Frames each way of the stream's motion (`FrameMotion.lag` at its rate): rest ends an event
+    /// where the body stopped, this many frames before its last moving frame. `standard(for:)`
+    /// sets the model's stream's; 0 ends it at the last moving frame.
+    public var motionLag: Int
 
     /// The hold of a class that has none.
     public static let defaultHold = 0.5
 
     public init(
         lookAhead: Double, stillBelow: Float, hold: [String: Double] = [:], leadIn: [String: Double] = [:], leadOut: [String: Double] = [:],
-        minimumDuration: [String: Double] = [:]
+        minimumDuration: [String: Double] = [:], switchEvidence: Double = FrameSegmenter.Settings.defaultSwitchEvidence, motionLag: Int = 0
     ) {
+        self.switchEvidence = switchEvidence
+        self.motionLag = motionLag
         self.lookAhead = lookAhead
         self.stillBelow = stillBelow
         self.hold = hold

@@ -88,22 +88,33 @@ public enum FrameMotion {
 ///    lasts `hold[c]` seconds (c the running event's class, the smallest `hold` without one) is
 ///    rest, the "no action" state, from its first frame.
 /// 3. **Decisions**, frame by frame in order, once the frame is `lookAhead` seconds old (a
-///    frame in a rest run, and those before the run, as soon as the run is rest):
-///    - a rest frame ends the running event at the last moving frame before the run plus
+///    frame in a rest run, and those before the run, as soon as the run is rest). An event is
+///    one action: it adds up the scores of its frames, and its class is the one with the highest
+///    sum (a background class never), revised at every frame until the event is emitted.
+///    - a rest frame ends the running event where the body stopped: `motionLag` frames before
+///      the last moving frame before the run (whose motion saw `motionLag` frames ahead), plus
 ///      `leadOut[c]`;
 ///    - otherwise, with no event running, the top class c starts one when its score reaches
 ///      `enter[c]`, from the first moving frame after the last rest minus `leadIn[c]` when that
 ///      is at most `lookAhead` seconds back, else from the frame; never before the previous event's end;
 ///    - a frame no window scored yet (a look-ahead shorter than the windows' stride) changes
 ///      nothing;
-///    - a running event of class c ends when its score drops below `exit[c]`, when the top class is
-///      a background class or under `floor` (abstain), or when another class c' reaches
-///      `enter[c']`, the boundary then being the frame where c' took the top; an event cut
-///      shorter than its class's `minimumDuration` there gives its start to the next one.
+///    - a running event ends when the top class is a background class or under `floor`
+///      (abstain), or when no class's score is at its `exit` any more;
+///    - another action follows without rest when a class c' leads the event's class c for long
+///      enough: from the frame where c' first scored above c, its lead (score of c' minus score
+///      of c) adds up, frame by frame times the seconds between frames, to `switchEvidence`
+///      (0.3: 0.3 s at a full lead, longer at a smaller one) while c' is at its `enter[c']`.
+///      The event then ends at that frame and c' starts there, each with the scores of its own
+///      frames, unless the event's frames before it were also c''s or lasted less than c's
+///      `minimumDuration` (a first guess: the event goes on, its class from all its frames).
+///      A lead that falls back to 0 is forgotten: a class that leads for a moment inside an
+///      action (a phase that looks like another action) does not split it.
 /// 4. Events shorter than their class's `minimumDuration` are dropped.
 ///
 /// An event is returned by the call that decides its end, so it comes at most `lookAhead`
-/// seconds after its last frame (and `hold[c]` plus the motion lag after it when rest ends it).
+/// seconds after its last frame (and `hold[c]` plus the motion lag after it when rest ends it;
+/// a switch when the evidence is complete, `lookAhead` after that frame).
 /// The same inputs in the same order give the same events, however they are grouped.
 public struct FrameSegmenter: Sendable {
     /// The rule's numbers: per class (in the model's class order) and for the stream.
@@ -127,10 +138,21 @@ public struct FrameSegmenter: Sendable {
         public var stillBelow: Float
         /// A frame whose top score is under this abstains (0: off).
         public var floor: Float
+        /// Score-seconds by which another class must lead the running event's class for a new
+        /// action to start without rest (`defaultSwitchEvidence`; 0: as soon as it leads at its
+        /// `enter`).
+        public var switchEvidence: Double
+        /// Frames each way of the motion (`FrameMotion.lag` at the stream's rate): rest ends an
+        /// event this many frames before its last moving frame (0: at it).
+        public var motionLag: Int
+
+        /// The evidence a switch needs by default, in score-seconds.
+        public static let defaultSwitchEvidence = 0.3
 
         public init(
             enter: [Float], exit: [Float], hold: [Double], leadIn: [Double], leadOut: [Double], minimumDuration: [Double],
-            background: [Bool], lookAhead: Double, stillBelow: Float, floor: Float = 0
+            background: [Bool], lookAhead: Double, stillBelow: Float, floor: Float = 0, switchEvidence: Double = defaultSwitchEvidence,
+            motionLag: Int = 0
         ) {
             self.enter = enter
             self.exit = exit
@@ -142,6 +164,8 @@ public struct FrameSegmenter: Sendable {
             self.lookAhead = lookAhead
             self.stillBelow = stillBelow
             self.floor = floor
+            self.switchEvidence = switchEvidence
+            self.motionLag = motionLag
         }
 
         public var classes: Int { enter.count }
@@ -169,6 +193,10 @@ public struct FrameSegmenter: Sendable {
             guard lookAhead > 0 && lookAhead <= 60 else { return "the look-ahead must be more than 0 and at most 60 seconds, got \(lookAhead)" }
             guard stillBelow >= 0 && stillBelow.isFinite else { return "the stillness threshold must be 0 or more, got \(stillBelow)" }
             guard floor >= 0 && floor <= 1 else { return "the probability floor must be in [0, 1], got \(floor)" }
+            guard switchEvidence >= 0 && switchEvidence <= 3600 else {
+                return "the switch evidence must be 0 to 3600 score-seconds, got \(switchEvidence)"
+            }
+            guard motionLag >= 0 && motionLag <= 1000 else { return "the motion lag must be 0 to 1000 frames, got \(motionLag)" }
             return nil
         }
     }
@@ -194,18 +222,34 @@ public struct FrameSegmenter: Sendable {
     private var firstWindow: [Int] = [], lastWindow: [Int] = []
     private var mask = -1
     private var windowCount = 0
+    /// The scores of the frame being decided, and the classes that make events (not background).
+    private var scores: [Float]
+    private let eventClasses: [Int]
     // Rest: the still run ending at the newest known frame, and the rest runs not yet decided
-    // past (first frame, one past the last or nil while running, time of the last moving frame
-    // before it).
+    // past (first frame, one past the last or nil while running, where the body stopped before
+    // it: the time `motionLag` frames before its last moving frame).
     private var run: (start: Int, time: Double)?
-    private var lastMoving: Double?
-    private var rests: [(from: Int, to: Int?, lastMoving: Double)] = []
+    private var stop: Double?
+    private var rests: [(from: Int, to: Int?, stop: Double)] = []
     // Decisions.
+    /// Some of an event's frames: their summed scores and highest score per class, their count
+    /// and the windows that scored them.
+    private struct Part {
+        var sums: [Float], peaks: [Float], frames = 0, firstWindow = -1, lastWindow = -1
+        init(classes K: Int) {
+            sums = [Float](repeating: 0, count: K)
+            peaks = [Float](repeating: 0, count: K)
+        }
+    }
+    /// A class that scores above the running event's: where it started to, its lead so far
+    /// (score-seconds), the event's frames before and its own frames since.
+    private struct Rival {
+        var label: Int, since: Double, evidence: Double, before: Part, after: Part
+    }
     private struct Open {
-        var label: Int, start: Double, peak: Float, sum: Float, frames: Int, firstWindow: Int, lastWindow: Int
+        var label: Int, start: Double, part: Part, rivals: [Rival] = []
     }
     private var open: Open?
-    private var candidate: (label: Int, time: Double)?
     private var stretch: Double?  // the first moving frame since the last rest
     private var lastEnd = -Double.infinity
     private var lastTime: Double?
@@ -214,6 +258,8 @@ public struct FrameSegmenter: Sendable {
         precondition(settings.problem == nil, settings.problem ?? "")
         self.settings = settings
         K = settings.enter.count
+        scores = [Float](repeating: 0, count: K)
+        eventClasses = (0..<K).filter { !settings.background[$0] }
         holdLeast = zip(settings.hold, settings.background).filter { !$0.1 }.map(\.0).min() ?? 0
     }
 
@@ -302,13 +348,13 @@ public struct FrameSegmenter: Sendable {
                 // The run may be rest: decide the frames before it first, so that the running
                 // class (whose hold applies) is known.
                 while head < r.start { decide(into: &out) }
-                let hold = open.map { settings.hold[$0.label] } ?? holdLeast
-                if time - r.time >= hold { rests.append((r.start, nil, lastMoving ?? r.time)) }
+                let hold = open.map { settings.hold[label(of: $0)] } ?? holdLeast
+                if time - r.time >= hold { rests.append((r.start, nil, stop ?? r.time)) }
             }
         } else {
             if run != nil, let last = rests.last, last.to == nil { rests[rests.count - 1].to = index }
             run = nil
-            lastMoving = time
+            stop = times[slot(max(index - settings.motionLag, head))]
         }
         while head < known && (times[slot(head)] + settings.lookAhead <= now || isRest(head)) { decide(into: &out) }
         return out
@@ -334,78 +380,115 @@ public struct FrameSegmenter: Sendable {
 
     private mutating func decide(into out: inout [Event]) {
         let k = head, s = slot(k), t = times[s]
+        let dt = lastTime.map { max(0, t - $0) } ?? 0
         defer {
             head += 1
             lastTime = t
             while let r = rests.first, let to = r.to, head >= to { rests.removeFirst() }
         }
         if isRest(k) {
-            if let o = open { close(at: min(max(rests[0].lastMoving + settings.leadOut[o.label], o.start), t), into: &out) }
+            if let o = open { close(at: min(max(rests[0].stop + settings.leadOut[label(of: o)], o.start), t), into: &out) }
             stretch = nil
-            candidate = nil
             return
         }
         if stretch == nil { stretch = t }
         let w = weights[s]
         guard w > 0 else { return }  // no window scored the frame (a look-ahead under the stride): nothing changes
         var top = -1, best: Float = -1  // the top class, background classes included
-        for c in 0..<K where sums[s * K + c] / w > best {
-            best = sums[s * K + c] / w
-            top = c
+        for c in 0..<K {
+            let v = sums[s * K + c] / w
+            scores[c] = v
+            if v > best { (best, top) = (v, c) }
         }
         let abstains = settings.background[top] || best < settings.floor
-        if var o = open {
-            let own = sums[s * K + o.label] / w
-            if abstains {
-                close(at: t, into: &out)
-            } else if top != o.label {
-                if candidate?.label != top { candidate = (top, t) }
-                if best >= settings.enter[top] {
-                    let boundary = max(candidate!.time, o.start), short = boundary - o.start < settings.minimumDuration[o.label]
-                    let start = o.start
-                    close(at: boundary, into: &out)
-                    begin(top, at: short ? max(start, lastEnd) : boundary, frame: s)
-                } else if own < settings.exit[o.label] {
-                    close(at: t, into: &out)
-                }
+        guard open != nil else {
+            if !abstains && best >= settings.enter[top] {
+                var start = t
+                if let first = stretch, t - first <= settings.lookAhead { start = first - settings.leadIn[top] }
+                var part = Part(classes: K)
+                Self.add(scores, (firstWindow[s], lastWindow[s]), to: &part)
+                open = Open(label: top, start: max(start, lastEnd), part: part)
+            }
+            return
+        }
+        if abstains || !eventClasses.contains(where: { scores[$0] >= settings.exit[$0] }) {  // no class at its exit
+            close(at: t, into: &out)
+            return
+        }
+        // The classes that lead the event's: their evidence, forgotten when it falls to 0. (The
+        // event is changed in place, `open!`, so that its sums are not copied.)
+        let c0 = label(of: open!), lead = scores[c0], windows = (firstWindow[s], lastWindow[s])
+        var i = 0
+        while i < open!.rivals.count {
+            let c = open!.rivals[i].label
+            open!.rivals[i].evidence += Double(scores[c] - lead) * dt
+            if c == c0 || open!.rivals[i].evidence <= 0 {
+                open!.rivals.remove(at: i)
             } else {
-                candidate = nil
-                if own < settings.exit[o.label] { close(at: t, into: &out) }
+                Self.add(scores, windows, to: &open!.rivals[i].after)
+                i += 1
             }
-            if open != nil && open!.label == o.label {  // still running: this frame is its
-                o = open!
-                o.peak = max(o.peak, own)
-                o.sum += own
-                o.frames += 1
-                if firstWindow[s] >= 0 {
-                    o.firstWindow = o.firstWindow < 0 ? firstWindow[s] : min(o.firstWindow, firstWindow[s])
-                    o.lastWindow = max(o.lastWindow, lastWindow[s])
-                }
-                open = o
-            }
-        } else if !abstains && best >= settings.enter[top] {
-            var start = t
-            if let first = stretch, t - first <= settings.lookAhead { start = first - settings.leadIn[top] }
-            begin(top, at: max(start, lastEnd), frame: s)
+        }
+        for c in eventClasses where scores[c] > lead && c != c0 && !open!.rivals.contains(where: { $0.label == c }) {
+            var r = Rival(label: c, since: t, evidence: Double(scores[c] - lead) * dt, before: open!.part, after: Part(classes: K))
+            Self.add(scores, windows, to: &r.after)
+            open!.rivals.append(r)
+        }
+        Self.add(scores, windows, to: &open!.part)
+        var chosen: Int?
+        for (i, r) in open!.rivals.enumerated() where r.evidence >= settings.switchEvidence && scores[r.label] >= settings.enter[r.label] {
+            if chosen.map({ r.evidence > open!.rivals[$0].evidence }) ?? true { chosen = i }
+        }
+        guard let i = chosen else { return }
+        let o = open!, r = o.rivals[i], before = r.before.frames > 0 ? leader(r.before) : o.label
+        let boundary = max(r.since, o.start)
+        if before == r.label {
+            open!.rivals.remove(at: i)  // the event was the rival's class before it led: no new action
+        } else if boundary - o.start < settings.minimumDuration[before] {
+            open!.rivals.removeAll()  // too short to stand alone: a first guess, the event goes on
+        } else {
+            open = Open(label: o.label, start: o.start, part: r.before)
+            close(at: boundary, into: &out)
+            open = Open(label: r.label, start: boundary, part: r.after)
         }
     }
 
-    private mutating func begin(_ label: Int, at start: Double, frame s: Int) {
-        let w = weights[s], p = w > 0 ? sums[s * K + label] / w : 0
-        open = Open(label: label, start: start, peak: p, sum: p, frames: 1, firstWindow: firstWindow[s], lastWindow: lastWindow[s])
-        candidate = nil
+    /// Adds a frame's scores and windows (first and last, -1 for none) to `part`.
+    private static func add(_ scores: [Float], _ windows: (first: Int, last: Int), to part: inout Part) {
+        let first = part.frames == 0
+        for c in scores.indices {
+            let v = scores[c]
+            part.sums[c] += v
+            part.peaks[c] = first ? v : max(part.peaks[c], v)
+        }
+        part.frames += 1
+        if windows.first >= 0 {
+            part.firstWindow = part.firstWindow < 0 ? windows.first : min(part.firstWindow, windows.first)
+            part.lastWindow = max(part.lastWindow, windows.last)
+        }
     }
+
+    /// The class with the highest summed score over `part`'s frames, background classes left out
+    /// (the first of a tie).
+    private func leader(_ part: Part) -> Int {
+        var top = -1
+        for c in eventClasses where top < 0 || part.sums[c] > part.sums[top] { top = c }
+        return top
+    }
+
+    /// The running event's class: its frames' leader.
+    private func label(of o: Open) -> Int { o.part.frames > 0 ? leader(o.part) : o.label }
 
     /// Ends the running event at `end`; reports it if it lasts its class's minimum duration.
     private mutating func close(at end: Double, into out: inout [Event]) {
         guard let o = open else { return }
         open = nil
-        candidate = nil
-        guard end - o.start >= settings.minimumDuration[o.label] && end > o.start else { return }
+        let c = label(of: o), p = o.part
+        guard end - o.start >= settings.minimumDuration[c] && end > o.start else { return }
         lastEnd = end
         out.append(
             Event(
-                label: o.label, start: o.start, end: end, peak: o.peak, mean: o.sum / Float(max(1, o.frames)),
-                windows: o.firstWindow < 0 ? 0 : o.lastWindow - o.firstWindow + 1))
+                label: c, start: o.start, end: end, peak: p.peaks[c], mean: p.sums[c] / Float(max(1, p.frames)),
+                windows: p.firstWindow < 0 ? 0 : p.lastWindow - p.firstWindow + 1))
     }
 }

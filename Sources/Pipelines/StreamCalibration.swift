@@ -214,7 +214,7 @@ public enum StreamCalibration {
     }
 
     /// The motion numbers of frame-level events, from the labelled sequences at `indices` (at
-    /// most `maximumSequences`), each resampled as a stream resamples it (`FrameMotion` per
+    /// most `maximumSequences`, evenly spread over them), each resampled as a stream resamples it (`FrameMotion` per
     /// frame, `FrameMotion.lag` each way within the sequence): `stillBelow` the
     /// `stillQuantile` of every frame's motion (those `lag` from either end left out), a frame at
     /// or below it being still; per class
@@ -231,7 +231,12 @@ public enum StreamCalibration {
         let slide = WindowSpec(frames: window.frames, mode: .sliding, padding: input.window.padding, frameRate: rate)
         let lag = FrameMotion.lag(frameRate: rate)
         let J = input.skeleton.jointCount, D = input.skeleton.dimensions, M = input.bodies ?? 1
-        let labelled = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil }.prefix(maximumSequences)
+        // At most `maximumSequences`, spread evenly over the file: the first ones would leave out
+        // the classes of a file sorted by class (Penn Action's last three of 15).
+        let candidates = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil }
+        let labelled =
+            candidates.count <= maximumSequences
+            ? candidates : (0..<maximumSequences).map { candidates[$0 * candidates.count / maximumSequences] }
         var all: [Float] = []
         var clips: [(label: Int, times: [Double], motion: [Float])] = []
         for i in labelled {

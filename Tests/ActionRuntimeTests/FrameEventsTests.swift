@@ -8,11 +8,13 @@ final class FrameEventsTests: XCTestCase {
     let a: [Float] = [0.9, 0.1], b: [Float] = [0.1, 0.9]
 
     func settings(
-        hold: Double = 0.3, leadIn: Double = 0, leadOut: Double = 0.05, minimumDuration: Double = 0, lookAhead: Double = 1, background: [Bool] = [false, false]
+        hold: Double = 0.3, leadIn: Double = 0, leadOut: Double = 0.05, minimumDuration: Double = 0, lookAhead: Double = 1, background: [Bool] = [false, false],
+        switchEvidence: Double = FrameSegmenter.Settings.defaultSwitchEvidence, motionLag: Int = 0
     ) -> FrameSegmenter.Settings {
         FrameSegmenter.Settings(
             enter: [0.5, 0.5], exit: [0.3, 0.3], hold: [hold, hold], leadIn: [leadIn, leadIn], leadOut: [leadOut, leadOut],
-            minimumDuration: [minimumDuration, minimumDuration], background: background, lookAhead: lookAhead, stillBelow: 0.5)
+            minimumDuration: [minimumDuration, minimumDuration], background: background, lookAhead: lookAhead, stillBelow: 0.5,
+            switchEvidence: switchEvidence, motionLag: motionLag)
     }
 
     /// Plays frames 0 ..< `count` (time k / 10, motion `moving(k) ? 1 : 0`, known at their own
@@ -54,34 +56,74 @@ final class FrameEventsTests: XCTestCase {
         let held = play(settings(hold: 0.6, leadIn: 0.2), count: 60, moving: { (10..<30).contains($0) }, probabilities: { _ in self.a })
         XCTAssertEqual(held.map(\.at), [first { Double($0) / 10 - 3.0 >= 0.6 }])
         XCTAssertEqual(held[0].event.start, 0.8, accuracy: 1e-12)
+        // With the motion's lag (each frame's motion seeing 2 frames ahead), the body stopped 2
+        // frames before the last moving frame: the event ends there; it is emitted as before.
+        let lagged = play(settings(motionLag: 2), count: 60, moving: { (10..<30).contains($0) }, probabilities: { _ in self.a })
+        XCTAssertEqual(lagged.map(\.at), got.map(\.at))
+        XCTAssertEqual(lagged[0].event.end, 2.7 + 0.05, accuracy: 1e-12)
+        XCTAssertEqual(lagged[0].event.start, 1.0, accuracy: 1e-12)
         // Without stillness the event runs to the end of the stream.
         let moving = play(settings(), count: 60, moving: { $0 >= 10 }, probabilities: { _ in self.a })
         XCTAssertEqual(moving.map(\.at), [60])
         XCTAssertEqual(moving[0].event.end, 5.9, accuracy: 1e-12)
     }
 
-    func testAnotherClassTakesOverWhereItBecameTheTopClass() {
+    func testAnotherClassTakesOverWhereItBecameTheTopClassOnceItsLeadAddsUp() {
         // Windows starting before frame 25 say a, the others b; always moving.
         let got = play(settings(), count: 60, moving: { _ in true }, probabilities: { $0 < 25 ? self.a : self.b })
         XCTAssertEqual(got.map(\.event.label), [0, 1])
-        // Frame 27: the windows from 20 (a) and 25 (b) weigh 3 each, a tie (the first class);
-        // frame 28: 2 against 4, b at (0.1·2 + 0.9·4) / 6 ≥ 0.5, so the boundary is 2.8 s.
+        // Frame 27: the windows from 20 (a) and 25 (b) weigh 3 each, a tie; frame 28: 2 against
+        // 4, b leads by (0.9·4 + 0.1·2 − 0.1·4 − 0.9·2) / 6 = 0.267, so the boundary is 2.8 s.
         XCTAssertEqual(got[0].event.end, 2.8, accuracy: 1e-12)
         XCTAssertEqual(got[1].event.start, 2.8, accuracy: 1e-12)
-        // Decided 1 s (the look-ahead) after frame 28.
-        XCTAssertEqual(got[0].at, first { 2.8 + 1 <= Double($0) / 10 })
+        // b's lead, times 0.1 s a frame: 0.027 (frame 28), 0.053 (29: 5 to 1), then 0.08 a
+        // frame: 0.32 ≥ 0.3 at frame 32, decided 1 s (the look-ahead) after it.
+        XCTAssertEqual(got[0].at, first { 3.2 + 1 <= Double($0) / 10 })
         XCTAssertEqual(got[0].event.start, 0, accuracy: 1e-12)
+        XCTAssertEqual(got[0].event.peak, 0.9, accuracy: 1e-6)
+        XCTAssertEqual(got[1].event.peak, 0.9, accuracy: 1e-6)
+        // With no evidence asked, at frame 28 itself: the same events, 0.4 s sooner.
+        let eager = play(settings(switchEvidence: 0), count: 60, moving: { _ in true }, probabilities: { $0 < 25 ? self.a : self.b })
+        XCTAssertEqual(eager.map(\.event), got.map(\.event))
+        XCTAssertEqual(eager[0].at, first { 2.8 + 1 <= Double($0) / 10 })
     }
 
-    func testAShortFirstEventGivesItsStartToTheNextAndTheMinimumDurationDropsShortOnes() {
-        // Still 0-9; the window from 5 says b, the later ones a: b wins frames 10 and 11, then a.
+    func testAClassThatLeadsForAMomentInsideAnActionDoesNotSplitIt() {
+        // Every window says a but the one from 25, which says b: b leads frames 28-31 (by 0.27,
+        // 0.53, 0.53, 0.27: 0.16 score-seconds, under 0.3), then a again. One event, a's.
+        let flip: (Int) -> [Float] = { $0 == 25 ? self.b : self.a }
+        let got = play(settings(), count: 60, moving: { (0..<50).contains($0) }, probabilities: flip)
+        XCTAssertEqual(got.map(\.event.label), [0])
+        XCTAssertEqual(got[0].event.start, 0, accuracy: 1e-12)
+        XCTAssertEqual(got[0].event.end, 4.9 + 0.05, accuracy: 1e-12)
+        XCTAssertLessThan(got[0].event.mean, 0.9, "b's frames count in a's mean")
+        // Asking no evidence, each lead is a new action: a, b from 2.8 s, a again from 3.3 s.
+        let eager = play(settings(switchEvidence: 0), count: 60, moving: { (0..<50).contains($0) }, probabilities: flip)
+        XCTAssertEqual(eager.map(\.event.label), [0, 1, 0])
+        XCTAssertEqual(eager.map(\.event.start), [0, 2.8, 3.3])
+    }
+
+    func testAnEventsClassIsTheOneWithTheHighestSumOverItsFrames() {
+        // Still 0-9; the window from 5 says b, the later ones a: b leads frames 10 and 11 (and
+        // starts the event there), a from frame 13, but its lead (0.027, 0.08, ...) is not yet
+        // 0.3 when a's sum over the event passes b's (frame 14): the event was a first guess of b,
+        // it is a's, from 1.0 s.
         let probabilities: (Int) -> [Float] = { $0 == 5 ? self.b : self.a }
         let got = play(settings(minimumDuration: 1), count: 60, moving: { (10..<40).contains($0) }, probabilities: probabilities)
-        XCTAssertEqual(got.map(\.event.label), [0], "b lasted 0.2 s, under the minimum 1 s")
+        XCTAssertEqual(got.map(\.event.label), [0])
         XCTAssertEqual(got[0].event.start, 1.0, accuracy: 1e-12, "a starts where b did")
         let short = play(settings(), count: 60, moving: { (10..<40).contains($0) }, probabilities: probabilities)
-        XCTAssertEqual(short.map(\.event.label), [1, 0])
-        XCTAssertEqual(short[0].event.end, 1.2, accuracy: 1e-12)
+        XCTAssertEqual(short.map(\.event.label), [0])
+        XCTAssertEqual(short[0].event.start, 1.0, accuracy: 1e-12)
+        XCTAssertEqual(short[0].event.end, 3.9 + 0.05, accuracy: 1e-12)
+        // With no evidence asked, a takes over at frame 13 and b's 0.3 s is an event of its own,
+        // unless the minimum duration (1 s) makes it a first guess.
+        let eager = play(settings(switchEvidence: 0), count: 60, moving: { (10..<40).contains($0) }, probabilities: probabilities)
+        XCTAssertEqual(eager.map(\.event.label), [1, 0])
+        XCTAssertEqual(eager[0].event.end, 1.3, accuracy: 1e-12)
+        let eagerLong = play(settings(minimumDuration: 1, switchEvidence: 0), count: 60, moving: { (10..<40).contains($0) }, probabilities: probabilities)
+        XCTAssertEqual(eagerLong.map(\.event.label), [0])
+        XCTAssertEqual(eagerLong[0].event.start, 1.0, accuracy: 1e-12)
         // An event shorter than its minimum is dropped outright: 1 s of motion, minimum 2 s.
         XCTAssertTrue(play(settings(minimumDuration: 2), count: 60, moving: { (10..<20).contains($0) }, probabilities: { _ in self.a }).isEmpty)
     }
@@ -120,6 +162,12 @@ final class FrameEventsTests: XCTestCase {
         s.enter = [0.2, 0.5]
         s.exit = [0.3, 0.3]
         XCTAssertTrue(s.problem?.contains("class 0: the thresholds") == true, s.problem ?? "")
+        s = settings(switchEvidence: -0.1)
+        XCTAssertEqual(s.problem, "the switch evidence must be 0 to 3600 score-seconds, got -0.1")
+        s = settings(switchEvidence: .nan)
+        XCTAssertTrue(s.problem?.contains("switch evidence") == true, s.problem ?? "")
+        s = settings(motionLag: -1)
+        XCTAssertEqual(s.problem, "the motion lag must be 0 to 1000 frames, got -1")
     }
 
     /// A stream's windows and frames as a session would give them: 12-frame windows every 4

@@ -84,6 +84,18 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual(m.minimumDuration, [0.95, 0.5, 0])
     }
 
+    func testMoreClipsThanItMeasuresAreSpreadOverTheFileSoNoClassIsLeftOut() throws {
+        // 1,001 clips of a (1 s), then 20 of b (3 s): the first 1,000 clips would all be a's.
+        let count = StreamCalibration.maximumSequences + 1
+        let a = (label: "a", frames: 10, still: Set<Int>()), b = (label: "b", frames: 30, still: Set<Int>())
+        let d = moving(Array(repeating: a, count: count) + Array(repeating: b, count: 20))
+        let input = InputSpec(skeleton: d.skeleton, window: WindowSpec(frames: 8, mode: .sliding, frameRate: 10), steps: [], channels: [.coordinates])
+        let m = try StreamCalibration.motion(d, indices: Array(d.sequences.indices), input: input, clip: nil)
+        // b's numbers are measured (half its 2.9 s), not the defaults of a class without clips.
+        XCTAssertEqual(m.minimumDuration, [0.45, 1.45, 0])
+        XCTAssertEqual(m.hold, [StreamCalibration.shortestHold, StreamCalibration.shortestHold, FrameOptions.defaultHold])
+    }
+
     func testFrameThresholdsMaximiseTheF1OfEachClassOnFrameScores() {
         // 20 frames, class a then b from frame 10; windows of 4 frames every 2, p_a 0.8 for those
         // starting before frame 8, else 0.2. With a look-ahead of 10 frames every window counts.
@@ -167,7 +179,11 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual([frames.hold.count, frames.leadIn.count, frames.minimumDuration.count], [model.classes.count, model.classes.count, model.classes.count])
         XCTAssertTrue(frames.hold.allSatisfy { $0 >= StreamCalibration.shortestHold && $0 <= frames.lookAhead }, "\(frames.hold)")
         let options = EventOptions.standard(for: model)
-        XCTAssertEqual(options.frames, FrameOptions(frames, classes: model.classes))
+        // The file's numbers, and the lag of the stream's motion (0.1 s at the clip's rate).
+        var expected = FrameOptions(frames, classes: model.classes)
+        expected.motionLag = FrameMotion.lag(frameRate: try model.streamWindow().frameRate)
+        XCTAssertEqual(options.frames, expected)
+        XCTAssertEqual(options.frames?.motionLag, Int((d.frameRate! * 0.1).rounded()))
         let windows = EventOptions.standard(for: model, fromFrames: false)
         XCTAssertNil(windows.frames)
         for (k, name) in model.classes.enumerated() {
