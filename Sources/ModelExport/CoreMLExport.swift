@@ -54,6 +54,10 @@ public enum CoreMLExport {
     public enum ExportError: Error, CustomStringConvertible, Equatable {
         /// An op the lowering does not support, in the named layer (or the preprocessing).
         case unsupported(op: String, in: String, reason: String)
+        /// An op the ML Program lowering does not support, in the named layer (or the preprocessing).
+        case unsupportedInProgram(op: String, in: String, reason: String)
+        /// A Float16 program's constant beyond Float16's range.
+        case float16Range(String)
         /// A tensor or the weights beyond `Limits`.
         case tooLarge(String)
         /// The chosen interface does not fit the model.
@@ -66,6 +70,10 @@ public enum CoreMLExport {
             switch self {
             case .unsupported(let op, let place, let reason):
                 return "cannot export \(place) to Core ML: its op '\(op)' cannot be lowered to a NeuralNetwork layer: \(reason)"
+            case .unsupportedInProgram(let op, let place, let reason):
+                return "cannot export \(place) to a Core ML ML Program: its op '\(op)' cannot be lowered to a MIL operation: \(reason)"
+            case .float16Range(let why):
+                return "cannot export to a Float16 Core ML ML Program: \(why); export with --precision float32"
             case .tooLarge(let why): return "cannot export to Core ML: \(why)"
             case .interface(let why): return "cannot export to Core ML: \(why)"
             case .imageSizeNeeded:
@@ -120,9 +128,23 @@ public enum CoreMLExport {
     // MARK: - The model message
 
     private static func model(_ h: ModelHeader, layers: [[UInt8]], inputShape: [Int], options: Options) throws -> [UInt8] {
-        let userDefined = try metadata(h, interface: options.interface)
         var m = ProtobufWriter()
         m.int(1, specificationVersion)
+        try describe(&m, h, inputShape: inputShape, options: options)
+        m.message(403) { nn in
+            for l in layers { nn.data(1, l) }
+            nn.int(5, 1)  // EXACT_ARRAY_MAPPING: the input's shape as declared
+            nn.message(100) { v in for c in h.classes { v.string(1, c) } }
+            nn.string(200, "labelProbabilities")
+        }
+        return m.bytes
+    }
+
+    /// The `ModelDescription` (field 2) of a classifier: input `poses` (float32 MultiArray of
+    /// `inputShape`), outputs `labelProbabilities` (String → Double) and `label`, the metadata.
+    /// The same for the neural network and the ML Program.
+    static func describe(_ m: inout ProtobufWriter, _ h: ModelHeader, inputShape: [Int], options: Options) throws {
+        let userDefined = try metadata(h, interface: options.interface)
         m.message(2) { d in
             d.message(1) { f in
                 f.string(1, "poses")
@@ -159,13 +181,6 @@ public enum CoreMLExport {
                 }
             }
         }
-        m.message(403) { nn in
-            for l in layers { nn.data(1, l) }
-            nn.int(5, 1)  // EXACT_ARRAY_MAPPING: the input's shape as declared
-            nn.message(100) { v in for c in h.classes { v.string(1, c) } }
-            nn.string(200, "labelProbabilities")
-        }
-        return m.bytes
     }
 
     /// The input's description (Xcode copies it into the generated interface).
