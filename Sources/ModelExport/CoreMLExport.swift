@@ -2,6 +2,20 @@ import ActionRuntime
 import Foundation
 import PoseCore
 
+/// A graph the Core ML exports lower the classifier into (`CoreMLGraph`, `CoreMLProgramGraph`).
+protocol CoreMLLowering: ONNXGraph {
+    /// The first error of a lowering; later ops are skipped.
+    var failure: CoreMLExport.ExportError? { get }
+    func input(_ name: String, shape: [Int])
+    func shape(of name: String) -> [Int]?
+    /// Sets what errors name while `body` emits ops.
+    func within<T>(_ what: String, _ body: () throws -> T) rethrows -> T
+    /// Emits the network's layers (`body`): a Float16 program computes them in Float16.
+    func network<T>(_ body: () throws -> T) rethrows -> T
+    /// A node whose output is named `output`.
+    func node(_ op: String, _ inputs: [String], attributes: [(String, ONNXAttribute)], name: String, output: String?) -> String
+}
+
 /// Exports a loaded model as a Core ML model (`.mlmodel`): a `NeuralNetworkClassifier`
 /// (specification version 4: iOS 13, macOS 10.15, tvOS 13, watchOS 6), protobuf written by
 /// hand from Apple's published schema (Model.proto, FeatureTypes.proto, NeuralNetwork.proto).
@@ -93,13 +107,26 @@ public enum CoreMLExport {
 
     /// The `.mlmodel` bytes for `header` and its loaded `network`. Deterministic.
     public static func export(header h: ModelHeader, network: Network, options: Options = Options()) throws -> [UInt8] {
+        let g = CoreMLGraph(network: network)
+        let shape = try lower(h, into: g, options: options, probabilities: "labelProbabilities") {
+            .unsupported(op: "Softmax", in: "the output", reason: $0)
+        }
+        return try model(h, layers: g.layers, inputShape: shape, options: options)
+    }
+
+    /// Emits the whole classifier into `g`, the same for both Core ML forms: the input `poses`,
+    /// its conversion, the preprocessing, the network (inside `g.network`), then `logits` `[K]`
+    /// and their softmax `probabilities`; returns the input's shape. `mismatch` is the error
+    /// when the network does not give K values.
+    static func lower(
+        _ h: ModelHeader, into g: some CoreMLLowering, options: Options, probabilities: String, mismatch: (String) -> ExportError
+    ) throws -> [Int] {
         let spec = h.input, F = spec.window.frames, K = h.classes.count
         let shape = inputShape(spec, interface: options.interface)
         let count = shape.reduce(1) { n, d in n.multipliedReportingOverflow(by: d).overflow ? Int.max : n * d }
         guard count <= Limits.tensorValues else {
             throw ExportError.tooLarge("the input poses \(shape) hold \(count) values per window, more than the \(Limits.tensorValues) the Core ML export allows")
         }
-        let g = CoreMLGraph(network: network)
         g.input("poses", shape: shape)
         let poses: String
         switch options.interface {
@@ -113,16 +140,14 @@ public enum CoreMLExport {
         }
         let x = try g.within("the preprocessing") { try g.preprocessing(spec, poses: poses) }
         if let f = g.failure { throw f }
-        let z = try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape)
+        let z = try g.network { try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape) }
         g.within("the output") {
-            let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], name: "logits", output: "logits")
-            _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "labelProbabilities")
+            let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], attributes: [], name: "logits", output: "logits")
+            _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: probabilities)
         }
         if let f = g.failure { throw f }
-        guard g.shape(of: "labelProbabilities") == [K] else {
-            throw ExportError.unsupported(op: "Softmax", in: "the output", reason: "the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes")
-        }
-        return try model(h, layers: g.layers, inputShape: shape, options: options)
+        guard g.shape(of: probabilities) == [K] else { throw mismatch("the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes") }
+        return shape
     }
 
     // MARK: - The model message

@@ -44,38 +44,14 @@ public enum CoreMLPackage {
 
     /// The package for `header` and its loaded `network`. Deterministic.
     public static func export(header h: ModelHeader, network: Network, options: CoreMLExport.Options = .init(), precision: Precision = .float16) throws -> Package {
-        let spec = h.input, F = spec.window.frames, K = h.classes.count
-        let shape = CoreMLExport.inputShape(spec, interface: options.interface)
-        let count = shape.reduce(1) { n, d in n.multipliedReportingOverflow(by: d).overflow ? Int.max : n * d }
-        guard count <= CoreMLExport.Limits.tensorValues else {
-            throw CoreMLExport.ExportError.tooLarge(
-                "the input poses \(shape) hold \(count) values per window, more than the \(CoreMLExport.Limits.tensorValues) the Core ML export allows")
-        }
+        let K = h.classes.count
         let g = CoreMLProgramGraph(network: network)
-        g.input("poses", shape: shape)
-        let poses: String
-        switch options.interface {
-        case .native:
-            poses = g.within("the input") { g.reshape("poses", [1] + shape) }
-        case .createML(let c):
-            let plan = try c.plan(for: spec)
-            poses = g.within("the Create ML input") {
-                g.createMLPoses("poses", frames: F, sources: plan.sources, hips: plan.hips, units: c.units)
-            }
+        g.networkPrecision = precision == .float16 ? .fp16 : .fp32
+        let shape = try CoreMLExport.lower(h, into: g, options: options, probabilities: "probabilities") {
+            .unsupportedInProgram(op: "Softmax", in: "the output", reason: $0)
         }
-        let x = try g.within("the preprocessing") { try g.preprocessing(spec, poses: poses) }
-        if let f = g.failure { throw f }
-        g.precision = precision == .float16 ? .fp16 : .fp32
-        let z = try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape)
-        g.precision = .fp32
-        g.within("the output") {
-            let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], name: "logits", output: "logits")
-            _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "probabilities")
-        }
-        if let f = g.failure { throw f }
-        guard g.shape(of: "probabilities") == [K], let probabilities = g.variable("probabilities") else {
-            throw CoreMLExport.ExportError.unsupportedInProgram(
-                op: "Softmax", in: "the output", reason: "the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes")
+        guard let probabilities = g.variable("probabilities") else {
+            throw CoreMLExport.ExportError.unsupportedInProgram(op: "Softmax", in: "the output", reason: "the probabilities have no variable")
         }
         // classify: the probabilities and the classes (a literal list of strings) → `label`
         // (a string) and `labelProbabilities` (a dictionary String → Double).

@@ -23,7 +23,7 @@ import Foundation
 /// `layer_norm`; `MatMul` → `matmul`; `Conv` → `conv` (1D or 2D, explicit padding); `TopK` →
 /// `topk`. Constants become `const` ops (values of 10 or more in weights/weight.bin). Any other
 /// op fails the export with an error naming the layer (`ExportError.unsupportedInProgram`).
-final class CoreMLProgramGraph: ONNXGraph {
+final class CoreMLProgramGraph: CoreMLLowering {
     typealias Attribute = ONNXAttribute
 
     /// MIL.proto's `DataType` codes of the types used here.
@@ -56,6 +56,8 @@ final class CoreMLProgramGraph: ONNXGraph {
     let network: Network
     /// The float type the ops being emitted compute in.
     var precision: DType = .fp32
+    /// The float type of the network's layers (`network`): fp16 for a Float16 program.
+    var networkPrecision: DType = .fp32
     /// The serialised `Operation` messages of the main block, in order.
     private(set) var operations: [[UInt8]] = []
     /// weights/weight.bin.
@@ -81,6 +83,13 @@ final class CoreMLProgramGraph: ONNXGraph {
     }
 
     func shape(of name: String) -> [Int]? { values[name]?.shape }
+
+    func network<T>(_ body: () throws -> T) rethrows -> T {
+        let saved = precision
+        precision = networkPrecision
+        defer { precision = saved }
+        return try body()
+    }
 
     /// The MIL variable holding `name` (after the ops that make it).
     func variable(_ name: String) -> String? { values[name]?.variable }
@@ -450,7 +459,6 @@ final class CoreMLProgramGraph: ONNXGraph {
             }
             if type == x.type || x.variable == nil {
                 values[out] = x
-                if x.variable == nil && type == .int32 { values[out]?.type = .int32 }
             } else {
                 define(out, try read(inputs[0], as: type), type, x.shape)
             }
