@@ -40,10 +40,10 @@ struct ParityFigures: Sendable {
     static let floorEpsilons = 16.0
     /// The multiple for a Float16 ML Program, whose own error (its NumPy run with every fp16
     /// value in half precision against its float64 run) is large beside float32's and makes up
-    /// nearly all of its difference to this runtime: measured (docs/format.md 7.3) 0.99 to
-    /// 1.05 times it on the default models of the shared and development sets; a tighter
-    /// multiple than float32's so that a mistake only the Float16 program holds stands out
-    /// (a wrong transpose or byte order: tens to thousands of times).
+    /// nearly all of its difference to this runtime: measured (docs/format.md 7.3) 0.83 to
+    /// 1.12 times it on the default models of the shared and development sets; a tighter
+    /// multiple than float32's so that a mistake only the Float16 program holds fails (an
+    /// untransposed or truncated weight: 2.8 to 6.5 times this tolerance on a default model).
     static let float16Factor = 4.0
 
     /// The figures of `export` (the engine's float32 logits) against `runtime`, with the
