@@ -87,7 +87,7 @@ public enum CoreMLExport {
             case .unsupportedInProgram(let op, let place, let reason):
                 return "cannot export \(place) to a Core ML ML Program: its op '\(op)' cannot be lowered to a MIL operation: \(reason)"
             case .float16Range(let why):
-                return "cannot export to a Float16 Core ML ML Program: \(why); export with --precision float32"
+                return "cannot export to a Float16 Core ML ML Program: \(why); export it in Float32"
             case .tooLarge(let why): return "cannot export to Core ML: \(why)"
             case .interface(let why): return "cannot export to Core ML: \(why)"
             case .imageSizeNeeded:

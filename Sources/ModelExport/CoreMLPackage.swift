@@ -186,8 +186,8 @@ public enum CoreMLPackage {
         let parent = url.deletingLastPathComponent(), name = url.lastPathComponent
         let exists = fm.fileExists(atPath: path) || (try? fm.destinationOfSymbolicLink(atPath: path)) != nil
         if exists {
-            guard isPackage(path) else { throw WriteError(path: path, reason: "it exists and is not an ML package folder (no Manifest.json); choose another --out") }
-            guard replacing else { throw WriteError(path: path, reason: "it exists; pass --force to replace it") }
+            guard isPackage(path) else { throw WriteError(path: path, reason: "it exists and is not an ML package folder (no Manifest.json); choose another path") }
+            guard replacing else { throw WriteError(path: path, reason: "it exists, and replacing it was not asked for") }
         }
         let tag = UUID().uuidString.prefix(8)
         let temporary = parent.appendingPathComponent(".\(name).\(tag).tmp")

@@ -354,6 +354,8 @@ enum ExportCommand: ParsableCommand {
         } catch CoreMLExport.ExportError.imageSizeNeeded {
             throw CLIError.usage(
                 "--interface createml: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH")
+        } catch CoreMLExport.ExportError.float16Range(let why) {
+            throw CLIError.failure("cannot export to a Float16 Core ML ML Program: \(why); export with --precision float32")
         }
         let shape = CoreMLExport.inputShape(header.input, interface: exportOptions.interface).map(String.init).joined(separator: ", ")
         let layout = options.interface == .createml ? "Create ML's keypoints" : "raw \(header.input.skeleton.name) poses"

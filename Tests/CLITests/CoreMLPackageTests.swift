@@ -224,7 +224,17 @@ final class CoreMLPackageTests: XCTestCase {
         XCTAssertEqual(p32.weights[68], 2)
     }
 
-    // MARK: - The command
+    /// A weight beyond Float16's range is refused by the Float16 export, naming the layer; the
+    /// Float32 export takes it.
+    func testAWeightBeyondFloat16sRangeIsRefused() throws {
+        let (header, network) = try ExportParityTests.defaultLikeModel()
+        let conv = try XCTUnwrap(network.tensors.first { $0.layout == "[outputs, kernel, inputs]" })
+        network.parameters[conv.offset] = 70_000
+        XCTAssertThrowsError(try CoreMLPackage.export(header: header, network: network, precision: .float16)) { e in
+            XCTAssertTrue("\(e)".hasPrefix("cannot export to a Float16 Core ML ML Program: layer layers.0.members.0.1.body.0 (conv1d) has a constant 70000.0 beyond Float16's range (±65504); export it in Float32"), "\(e)")
+        }
+        XCTAssertNoThrow(try CoreMLPackage.export(header: header, network: network, precision: .float32))
+    }
 
     func testExportWritesAPackageWholeAndReplacesOnlyAPackageWithForce() throws {
         let dir = try scratchFolder()
