@@ -189,6 +189,10 @@ public enum CoreMLPackage {
             guard isPackage(path) else { throw WriteError(path: path, reason: "it exists and is not an ML package folder (no Manifest.json); choose another path") }
             guard replacing else { throw WriteError(path: path, reason: "it exists, and replacing it was not asked for") }
         }
+        var folder: ObjCBool = false
+        guard fm.fileExists(atPath: parent.path, isDirectory: &folder), folder.boolValue else {
+            throw WriteError(path: path, reason: "the folder \(parent.path) does not exist; create it first")
+        }
         let tag = UUID().uuidString.prefix(8)
         let temporary = parent.appendingPathComponent(".\(name).\(tag).tmp")
         do {

@@ -276,6 +276,11 @@ final class CoreMLPackageTests: XCTestCase {
             XCTAssertEqual(r.code, 1, r.err)
             XCTAssertTrue(r.err.contains("exists and is not an ML package (a folder with a Manifest.json); it is never replaced"), r.err)
         }
+        // A folder that does not exist is not made.
+        r = runCLI(["export", model, "--format", "coreml", "--out", dir + "/nowhere/M.mlpackage", "--parity-windows", "0"])
+        XCTAssertEqual(r.code, 1, r.err)
+        XCTAssertTrue(r.err.contains("the folder \(dir)/nowhere does not exist; create it first"), r.err)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/nowhere"))
         XCTAssertEqual(try String(contentsOfFile: other + "/notes.txt", encoding: .utf8), "mine")
         XCTAssertEqual(try String(contentsOfFile: dir + "/File.mlpackage", encoding: .utf8), "mine")
     }
