@@ -2,6 +2,20 @@ import ActionRuntime
 import Foundation
 import PoseCore
 
+/// A graph the Core ML exports lower the classifier into (`CoreMLGraph`, `CoreMLProgramGraph`).
+protocol CoreMLLowering: ONNXGraph {
+    /// The first error of a lowering; later ops are skipped.
+    var failure: CoreMLExport.ExportError? { get }
+    func input(_ name: String, shape: [Int])
+    func shape(of name: String) -> [Int]?
+    /// Sets what errors name while `body` emits ops.
+    func within<T>(_ what: String, _ body: () throws -> T) rethrows -> T
+    /// Emits the network's layers (`body`): a Float16 program computes them in Float16.
+    func network<T>(_ body: () throws -> T) rethrows -> T
+    /// A node whose output is named `output`.
+    func node(_ op: String, _ inputs: [String], attributes: [(String, ONNXAttribute)], name: String, output: String?) -> String
+}
+
 /// Exports a loaded model as a Core ML model (`.mlmodel`): a `NeuralNetworkClassifier`
 /// (specification version 4: iOS 13, macOS 10.15, tvOS 13, watchOS 6), protobuf written by
 /// hand from Apple's published schema (Model.proto, FeatureTypes.proto, NeuralNetwork.proto).
@@ -54,6 +68,10 @@ public enum CoreMLExport {
     public enum ExportError: Error, CustomStringConvertible, Equatable {
         /// An op the lowering does not support, in the named layer (or the preprocessing).
         case unsupported(op: String, in: String, reason: String)
+        /// An op the ML Program lowering does not support, in the named layer (or the preprocessing).
+        case unsupportedInProgram(op: String, in: String, reason: String)
+        /// A Float16 program's constant beyond Float16's range.
+        case float16Range(String)
         /// A tensor or the weights beyond `Limits`.
         case tooLarge(String)
         /// The chosen interface does not fit the model.
@@ -66,6 +84,10 @@ public enum CoreMLExport {
             switch self {
             case .unsupported(let op, let place, let reason):
                 return "cannot export \(place) to Core ML: its op '\(op)' cannot be lowered to a NeuralNetwork layer: \(reason)"
+            case .unsupportedInProgram(let op, let place, let reason):
+                return "cannot export \(place) to a Core ML ML Program: its op '\(op)' cannot be lowered to a MIL operation: \(reason)"
+            case .float16Range(let why):
+                return "cannot export to a Float16 Core ML ML Program: \(why); export it in Float32"
             case .tooLarge(let why): return "cannot export to Core ML: \(why)"
             case .interface(let why): return "cannot export to Core ML: \(why)"
             case .imageSizeNeeded:
@@ -85,13 +107,26 @@ public enum CoreMLExport {
 
     /// The `.mlmodel` bytes for `header` and its loaded `network`. Deterministic.
     public static func export(header h: ModelHeader, network: Network, options: Options = Options()) throws -> [UInt8] {
+        let g = CoreMLGraph(network: network)
+        let shape = try lower(h, into: g, options: options, probabilities: "labelProbabilities") {
+            .unsupported(op: "Softmax", in: "the output", reason: $0)
+        }
+        return try model(h, layers: g.layers, inputShape: shape, options: options)
+    }
+
+    /// Emits the whole classifier into `g`, the same for both Core ML forms: the input `poses`,
+    /// its conversion, the preprocessing, the network (inside `g.network`), then `logits` `[K]`
+    /// and their softmax `probabilities`; returns the input's shape. `mismatch` is the error
+    /// when the network does not give K values.
+    static func lower(
+        _ h: ModelHeader, into g: some CoreMLLowering, options: Options, probabilities: String, mismatch: (String) -> ExportError
+    ) throws -> [Int] {
         let spec = h.input, F = spec.window.frames, K = h.classes.count
         let shape = inputShape(spec, interface: options.interface)
         let count = shape.reduce(1) { n, d in n.multipliedReportingOverflow(by: d).overflow ? Int.max : n * d }
         guard count <= Limits.tensorValues else {
             throw ExportError.tooLarge("the input poses \(shape) hold \(count) values per window, more than the \(Limits.tensorValues) the Core ML export allows")
         }
-        let g = CoreMLGraph(network: network)
         g.input("poses", shape: shape)
         let poses: String
         switch options.interface {
@@ -105,24 +140,36 @@ public enum CoreMLExport {
         }
         let x = try g.within("the preprocessing") { try g.preprocessing(spec, poses: poses) }
         if let f = g.failure { throw f }
-        let z = try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape)
+        let z = try g.network { try g.emit(h.layers, prefix: "layers.", input: x, shape: h.inputShape) }
         g.within("the output") {
-            let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], name: "logits", output: "logits")
-            _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: "labelProbabilities")
+            let logits = g.node("Reshape", [z, g.int64s("shape.classes", [K])], attributes: [], name: "logits", output: "logits")
+            _ = g.node("Softmax", [logits], attributes: [("axis", .int(-1))], name: "probabilities", output: probabilities)
         }
         if let f = g.failure { throw f }
-        guard g.shape(of: "labelProbabilities") == [K] else {
-            throw ExportError.unsupported(op: "Softmax", in: "the output", reason: "the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes")
-        }
-        return try model(h, layers: g.layers, inputShape: shape, options: options)
+        guard g.shape(of: probabilities) == [K] else { throw mismatch("the network gives \(g.shape(of: "logits") ?? []) values, expected \(K) classes") }
+        return shape
     }
 
     // MARK: - The model message
 
     private static func model(_ h: ModelHeader, layers: [[UInt8]], inputShape: [Int], options: Options) throws -> [UInt8] {
-        let userDefined = try metadata(h, interface: options.interface)
         var m = ProtobufWriter()
         m.int(1, specificationVersion)
+        try describe(&m, h, inputShape: inputShape, options: options)
+        m.message(403) { nn in
+            for l in layers { nn.data(1, l) }
+            nn.int(5, 1)  // EXACT_ARRAY_MAPPING: the input's shape as declared
+            nn.message(100) { v in for c in h.classes { v.string(1, c) } }
+            nn.string(200, "labelProbabilities")
+        }
+        return m.bytes
+    }
+
+    /// The `ModelDescription` (field 2) of a classifier: input `poses` (float32 MultiArray of
+    /// `inputShape`), outputs `labelProbabilities` (String → Double) and `label`, the metadata.
+    /// The same for the neural network and the ML Program.
+    static func describe(_ m: inout ProtobufWriter, _ h: ModelHeader, inputShape: [Int], options: Options) throws {
+        let userDefined = try metadata(h, interface: options.interface)
         m.message(2) { d in
             d.message(1) { f in
                 f.string(1, "poses")
@@ -159,13 +206,6 @@ public enum CoreMLExport {
                 }
             }
         }
-        m.message(403) { nn in
-            for l in layers { nn.data(1, l) }
-            nn.int(5, 1)  // EXACT_ARRAY_MAPPING: the input's shape as declared
-            nn.message(100) { v in for c in h.classes { v.string(1, c) } }
-            nn.string(200, "labelProbabilities")
-        }
-        return m.bytes
     }
 
     /// The input's description (Xcode copies it into the generated interface).

@@ -20,7 +20,7 @@ import Foundation
 /// `TopK` → `topK`. Constants that a layer takes as an input become `loadConstantND` layers,
 /// once each. Any other op, or an op on inputs it does not support, fails the export with an
 /// error naming the layer (`ExportError.unsupported`).
-final class CoreMLGraph: ONNXGraph {
+final class CoreMLGraph: CoreMLLowering {
     typealias Attribute = ONNXAttribute
 
     /// A value of the graph: its shape and, for a constant, its values (float or int64), and the
@@ -53,6 +53,8 @@ final class CoreMLGraph: ONNXGraph {
     }
 
     func shape(of name: String) -> [Int]? { values[name]?.shape }
+
+    func network<T>(_ body: () throws -> T) rethrows -> T { try body() }
 
     /// Sets what errors name while `body` emits ops.
     func within<T>(_ what: String, _ body: () throws -> T) rethrows -> T {

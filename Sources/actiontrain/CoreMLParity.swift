@@ -21,6 +21,10 @@ enum CoreMLParity {
         var windows: Int
         /// The evaluator's account of the model (coremltools' version, metadata, layer types).
         var model: [String: Any]
+        /// The evaluator's float32 logits and its float64 reference's, per window and class.
+        var logits: [Double] = [], logits64: [Double] = []
+        /// Its probabilities, per window and class.
+        var probabilities: [Double] = []
         var passed: Bool { figures.passed }
     }
 
@@ -106,6 +110,8 @@ enum CoreMLParity {
     /// One model to check: its bytes, input windows, and this runtime's logits for them.
     struct Case {
         var mlmodel: [UInt8], input: [Float], logits: [Float], windows: Int, classes: Int
+        /// An ML Program package to check instead of `mlmodel`.
+        var package: CoreMLPackage.Package? = nil
     }
 
     /// The case of `poses` for an export of `network`.
@@ -136,8 +142,16 @@ enum CoreMLParity {
         defer { try? FileManager.default.removeItem(at: dir) }
         var args = [python, script]
         for (i, c) in cases.enumerated() {
-            let model = dir.appendingPathComponent("m\(i).mlmodel"), x = dir.appendingPathComponent("x\(i).f32")
-            try Data(c.mlmodel).write(to: model)
+            let model = dir.appendingPathComponent(c.package == nil ? "m\(i).mlmodel" : "m\(i).mlpackage"), x = dir.appendingPathComponent("x\(i).f32")
+            if let package = c.package {
+                for f in package.files {
+                    let file = model.appendingPathComponent(f.path)
+                    try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try Data(f.bytes).write(to: file)
+                }
+            } else {
+                try Data(c.mlmodel).write(to: model)
+            }
             try c.input.withUnsafeBufferPointer { try Data(buffer: $0).write(to: x) }
             args += [model.path, "--inputs", x.path, "--count", "\(c.windows)", "--reference", "float64"]
         }
@@ -148,8 +162,12 @@ enum CoreMLParity {
             throw CheckError.failed("coreml_eval.py printed \(r.stdout.prefix(200))")
         }
         return try zip(cases, all).map { c, item in
-            guard let json = item as? [String: Any], let probabilities = json["probabilities"] as? [[Double]],
-                let theirLogits = json["logits"] as? [[Double]], let reference = json["logits64"] as? [[Double]],
+            // null: a value that is not finite (JSON has none).
+            func numbers(_ any: Any?) -> [[Double]]? {
+                (any as? [[Any]])?.map { row in row.map { ($0 as? NSNumber)?.doubleValue ?? .nan } }
+            }
+            guard let json = item as? [String: Any], let probabilities = numbers(json["probabilities"]),
+                let theirLogits = numbers(json["logits"]), let reference = numbers(json["logits64"]),
                 let summary = json["model"] as? [String: Any]
             else { throw CheckError.failed("coreml_eval.py printed no probabilities: \(r.stdout.prefix(200))") }
             let K = c.classes, count = c.windows
@@ -165,7 +183,62 @@ enum CoreMLParity {
             let worst = zip(p, expected).reduce(Float(0)) { m, q in max(m, q.0.isFinite && q.1.isFinite ? abs(Float(q.0) - q.1) : .infinity) }
             return Result(
                 figures: ParityFigures.measure(export: logits, runtime: c.logits, float32: logits, float64: reference.flatMap { $0 }),
-                maxAbsDifference: worst, windows: count, model: summary)
+                maxAbsDifference: worst, windows: count, model: summary, logits: logits, logits64: reference.flatMap { $0 }, probabilities: p)
         }
+    }
+}
+
+extension CoreMLParity {
+    /// The check of an ML Program package: the program in Float32 against this runtime within
+    /// 32 times its own float32 error, as a `.mlmodel` (the graph is right); and, for a Float16
+    /// package, the Float16 program against this runtime within 4 times its own Float16 error
+    /// (`ParityFigures.float16Factor`): its NumPy evaluation (every fp16 value stored in half precision, float32
+    /// arithmetic inside each op) against the float64 evaluation of the same Float16 program
+    /// (the same stored weights). That error is the rounding of the values the program
+    /// computes; the rounding of the weights to Float16 is not in it but is in the difference
+    /// to this runtime (docs/format.md 7.3 gives the measured ratios). Both measures come from
+    /// the Float16 package itself, so a mistake only it holds (a weight wrongly converted to
+    /// Float16) fails.
+    struct PackageResult {
+        var float32: Result
+        var float16: Result?
+        /// For Float16: its figures (against its own float64 run).
+        var float16Figures: ParityFigures?
+        /// For Float16: windows whose most likely class differs from this runtime's, and the
+        /// largest probability difference.
+        var labelChanges = 0
+        var maxProbabilityDifference = 0.0
+        var passed: Bool { float32.passed && (float16Figures?.passed ?? true) }
+    }
+
+    static func checkPackage(
+        _ package: CoreMLPackage.Package, float32: CoreMLPackage.Package?, header: ModelHeader, network: Network, interface: CoreMLExport.Interface, poses: PoseWindows,
+        script: String? = script()
+    ) throws -> PackageResult? {
+        var base = try makeCase(mlmodel: [], header: header, network: network, interface: interface, poses: poses)
+        var cases: [Case] = []
+        base.package = float32 ?? package
+        cases.append(base)
+        if float32 != nil {
+            base.package = package
+            cases.append(base)
+        }
+        guard let results = try compare(cases, script: script) else { return nil }
+        var r = PackageResult(float32: results[0])
+        if results.count == 2 {
+            let half = results[1], K = base.classes
+            r.float16 = half
+            r.float16Figures = ParityFigures.measure(
+                export: half.logits, runtime: base.logits, float32: half.logits, float64: half.logits64, factor: ParityFigures.float16Factor)
+            var expected = base.logits
+            expected.withUnsafeMutableBufferPointer { Inference.softmax($0.baseAddress!, rows: base.windows, classes: K) }
+            for w in 0..<base.windows {
+                let row = w * K..<(w + 1) * K
+                let theirs = Array(half.probabilities[row]), ours = Array(expected[row])
+                if theirs.indices.max(by: { theirs[$0] < theirs[$1] }) != ours.indices.max(by: { ours[$0] < ours[$1] }) { r.labelChanges += 1 }
+                for (a, b) in zip(theirs, ours) { r.maxProbabilityDifference = max(r.maxProbabilityDifference, a.isFinite ? abs(a - Double(b)) : .infinity) }
+            }
+        }
+        return r
     }
 }

@@ -28,6 +28,7 @@ enum ExportCommand: ParsableCommand {
         var license: String?
         var description: String?
         var modelVersion: String?
+        var precision: CoreMLPackage.Precision?
 
         /// The most random windows the parity check draws (each a whole window of inputs).
         static let maximumParityWindows = 4096
@@ -48,7 +49,7 @@ enum ExportCommand: ParsableCommand {
                 let coreml: [(String, Bool)] = [
                     ("interface", interface != nil), ("aspect-ratio", aspectRatio != nil), ("image-size", imageSize != nil),
                     ("keypoint-order", keypointOrder != nil), ("root", root != nil), ("author", author != nil), ("license", license != nil),
-                    ("description", description != nil), ("model-version", modelVersion != nil),
+                    ("description", description != nil), ("model-version", modelVersion != nil), ("precision", precision != nil),
                 ]
                 if let (flag, _) = coreml.first(where: \.1) { throw CLIError.usage("--\(flag) is a Core ML option: add --format coreml") }
             } else if rawPoses {
@@ -62,16 +63,25 @@ enum ExportCommand: ParsableCommand {
             }
         }
 
+        /// True when the output is an ML Program package (`--out NAME.mlpackage`).
+        var writesPackage: Bool { out.map { URL(fileURLWithPath: $0).pathExtension.lowercased() == "mlpackage" } ?? false }
+
         /// An output name whose extension says another format than the one written.
         func checkOutputName() throws {
-            guard let out else { return }
-            let ext = URL(fileURLWithPath: out).pathExtension.lowercased()
-            if ext == "mlpackage" {
-                throw CLIError.usage(
-                    "--out \(out): an ML Program package (.mlpackage) is not written by this version; --format coreml writes a neural network model, one .mlmodel file (iOS 13+) that Xcode takes as it is: give a name ending in .mlmodel"
-                )
+            guard let out else {
+                if precision != nil { throw CLIError.usage("--precision is for an ML Program package: give --out NAME.mlpackage") }
+                return
             }
-            if format == .coreml && ext == "onnx" { throw CLIError.usage("--out \(out): --format coreml writes a .mlmodel; give a name ending in .mlmodel") }
+            let ext = URL(fileURLWithPath: out).pathExtension.lowercased()
+            if ext == "mlpackage" && format != .coreml {
+                throw CLIError.usage("--out \(out): an ML Program package is a Core ML model: add --format coreml (or give a name ending in .onnx)")
+            }
+            if precision != nil && ext != "mlpackage" {
+                throw CLIError.usage("--precision is for an ML Program package (.mlpackage); a .mlmodel neural network always computes in Float32 on the CPU: give --out NAME.mlpackage")
+            }
+            if format == .coreml && ext == "onnx" {
+                throw CLIError.usage("--out \(out): --format coreml writes a .mlmodel (or, for a name ending in .mlpackage, an ML Program package); give a name ending in .mlmodel or .mlpackage")
+            }
             if format != .coreml && ext == "mlmodel" {
                 throw CLIError.usage("--out \(out): this writes ONNX (the default format); add --format coreml for a Core ML model, or give a name ending in .onnx")
             }
@@ -126,7 +136,11 @@ enum ExportCommand: ParsableCommand {
         positionals: [Positional("MODEL", \.model, help: "Model file written by 'actiontrain fit'.")],
         options: [
             Option("format", \.format, value: "FORMAT", help: "Output format: onnx (the default) or coreml (a .mlmodel neural network classifier with the preprocessing, iOS 13+; docs/coreml.md)."),
-            Option("out", \.out, value: "FILE", help: "Output file (default: MODEL with the extension .onnx or .mlmodel). Not overwritten unless --force."),
+            Option(
+                "out", \.out, value: "FILE",
+                help:
+                    "Output file (default: MODEL with the extension .onnx or .mlmodel); with --format coreml, a name ending in .mlpackage writes an ML Program package (a folder, iOS 16+). Not overwritten unless --force."
+            ),
             Option("force", \.force, help: "Overwrite the output file if it exists."),
             Option("parity-windows", \.parityWindows, value: "N", help: "Windows for the parity check (default 64, at most 4096; 0 skips it)."),
             Option(
@@ -146,6 +160,9 @@ enum ExportCommand: ParsableCommand {
             Option("license", \.license, value: "TEXT", help: "coreml: the licence Xcode shows."),
             Option("description", \.description, value: "TEXT", help: "coreml: the short description (default: classes, window and frame rate)."),
             Option("model-version", \.modelVersion, value: "TEXT", help: "coreml: the version string Xcode shows."),
+            Option(
+                "precision", \.precision, value: "TYPE",
+                help: "coreml with --out NAME.mlpackage: float16 (the default: weights and network arithmetic in half precision, the preprocessing in float32) or float32."),
         ] + DataFlags.options.map { $0.within(\.reading) },
         discussion: """
             The ONNX graph (opset 17) takes the network input float32 [batch, frames, channels] and
@@ -159,23 +176,31 @@ enum ExportCommand: ParsableCommand {
             --format coreml writes a Core ML NeuralNetworkClassifier (.mlmodel, specification 4,
             iOS 13+) with the input conversion, the preprocessing and the network in the graph:
             input poses, outputs label and labelProbabilities, the classes, window, frame rate,
-            skeleton and joint order in the metadata (docs/coreml.md).
+            skeleton and joint order in the metadata (docs/coreml.md). With --out NAME.mlpackage
+            it writes the same model as a Core ML ML Program package (specification 7, iOS 16+):
+            Float16 weights and network arithmetic (--precision float16, the default) or Float32.
 
             The parity check (docs/format.md 7.3) runs the export on windows of poses (of --data,
             else made from the pose statistics the model file keeps, else random) with onnxruntime
             (python3 with numpy and onnxruntime) or with tools/python/coreml_eval.py (numpy and
             coremltools, which also load and validate the model), compares the logits with this
-            runtime's and fails above a tolerance set by the model's own float32 error: 16 times
-            the difference between NumPy runs of the exported graph in float32 and in float64. The
-            output file is written only when the check passes (or cannot run).
+            runtime's and fails above a tolerance set by the model's own float32 error: 32 times
+            the difference between NumPy runs of the exported graph in float32 and in float64. A
+            Float16 package is checked twice: the same program in Float32 as above, and the Float16
+            program within 4 times its own error (its NumPy run with half-precision values
+            against its float64 run). The output is written only when the check passes (or cannot run).
             """)
 
     static func run(_ options: Options, out: inout Output) throws {
         let modelPath = options.model
         let ext = options.format == .coreml ? ".mlmodel" : ".onnx"
         let outPath = options.out ?? ((modelPath as NSString).deletingPathExtension + ext)  // relative stays relative
-        try OutputGuard.checkOutput(
-            outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
+        if options.writesPackage && options.format == .coreml {
+            try checkPackageOutput(outPath, force: options.force, model: modelPath)
+        } else {
+            try OutputGuard.checkOutput(
+                outPath, force: options.force, inputs: [modelPath], exists: "\(outPath) exists; pass --force to overwrite it or choose another --out")
+        }
         try options.checkCombination()
         try options.checkOutputName()
         let (header, network) = try ModelFile.load(contentsOf: modelPath)
@@ -222,6 +247,29 @@ enum ExportCommand: ParsableCommand {
         out.line("export: wrote \(outPath) (\(bytes.count) bytes, \(what))")
     }
 
+    /// The checks of an ML Program package's destination (a folder): an existing package is
+    /// replaced only with --force; anything else there (a file, a folder that is not a package,
+    /// a special file) is refused, with --force too; the model file is never inside it.
+    static func checkPackageOutput(_ path: String, force: Bool, model: String) throws {
+        guard !path.isEmpty else { throw CLIError.usage("the output path is empty; give a name ending in .mlpackage") }
+        let resolvedModel = URL(fileURLWithPath: model).resolvingSymlinksInPath().path
+        let resolvedOut = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        if resolvedModel == resolvedOut || resolvedModel.hasPrefix(resolvedOut + "/") {
+            throw CLIError.failure("\(path) holds the input \(model); choose another output path, the input is never overwritten")
+        }
+        var folder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &folder) else {
+            if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil {
+                throw CLIError.failure("\(path) is a dangling symbolic link; choose another --out")
+            }
+            return
+        }
+        guard folder.boolValue, CoreMLPackage.isPackage(path) else {
+            throw CLIError.failure("\(path) exists and is not an ML package (a folder with a Manifest.json); it is never replaced: choose another --out")
+        }
+        if !force { throw CLIError.failure("\(path) exists; pass --force to replace the package or choose another --out") }
+    }
+
     /// The failure of a check: nothing was written.
     static func notWritten(_ outPath: String, _ why: String) -> CLIError {
         .failure("\(outPath) not written: \(why); the export is wrong, please report it (docs/format.md 7.3)")
@@ -258,11 +306,14 @@ enum ExportCommand: ParsableCommand {
     static func exportCoreML(_ options: Options, header: ModelHeader, network: Network, to outPath: String, out: inout Output) throws {
         let interface: CoreMLExport.Interface =
             options.interface == .createml ? .createML(try options.createMLInput(skeleton: header.input.skeleton)) : .native
+        let exportOptions = CoreMLExport.Options(
+            interface: interface, author: options.author, license: options.license, shortDescription: options.description, version: options.modelVersion)
+        if options.writesPackage {
+            return try exportPackage(options, header: header, network: network, exportOptions: exportOptions, to: outPath, out: &out)
+        }
         let coreml: [UInt8]
         do {
-            coreml = try CoreMLExport.export(
-                header: header, network: network,
-                options: .init(interface: interface, author: options.author, license: options.license, shortDescription: options.description, version: options.modelVersion))
+            coreml = try CoreMLExport.export(header: header, network: network, options: exportOptions)
         } catch CoreMLExport.ExportError.imageSizeNeeded {
             throw CLIError.usage(
                 "--interface createml: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH")
@@ -291,6 +342,71 @@ enum ExportCommand: ParsableCommand {
         try write(coreml, to: outPath, what, out: &out)
         out.line(line)
     }
+
+    static func exportPackage(
+        _ options: Options, header: ModelHeader, network: Network, exportOptions: CoreMLExport.Options, to outPath: String, out: inout Output
+    ) throws {
+        let precision = options.precision ?? .float16
+        let package: CoreMLPackage.Package, float32: CoreMLPackage.Package?
+        do {
+            package = try CoreMLPackage.export(header: header, network: network, options: exportOptions, precision: precision)
+            float32 = precision == .float16 ? try CoreMLPackage.export(header: header, network: network, options: exportOptions, precision: .float32) : nil
+        } catch CoreMLExport.ExportError.imageSizeNeeded {
+            throw CLIError.usage(
+                "--interface createml: this model's preprocessing has no scaleByTorso step, so its outputs depend on the pixel size of the poses, not only on the aspect ratio: give the app's frame size with --image-size WxH")
+        } catch CoreMLExport.ExportError.float16Range(let why) {
+            throw CLIError.failure("cannot export to a Float16 Core ML ML Program: \(why); export with --precision float32")
+        }
+        let shape = CoreMLExport.inputShape(header.input, interface: exportOptions.interface).map(String.init).joined(separator: ", ")
+        let layout = options.interface == .createml ? "Create ML's keypoints" : "raw \(header.input.skeleton.name) poses"
+        let what =
+            "Core ML ML Program, specification \(CoreMLPackage.specificationVersion) (iOS 16+), \(precision == .float16 ? "Float16 network (Float32 preprocessing)" : "Float32"), input poses [\(shape)] of \(layout), \(header.classes.count) classes"
+        func write() throws {
+            try CoreMLPackage.write(package, to: outPath, replacing: options.force)
+            out.line("export: wrote \(outPath) (a folder, \(package.size) bytes: Manifest.json, model.mlmodel \(package.model.count), weights/weight.bin \(package.weights.count); \(what))")
+        }
+        guard options.parityWindows > 0 else { return try write() }
+        guard let script = CoreMLParity.script() else {
+            try write()
+            return out.line("parity: not checked (tools/python/coreml_eval.py not found; set ACTIONTRAIN_TOOLS to the tools/python folder)")
+        }
+        let poses = try parityPoses(options, header: header, out: &out)
+        guard let r = try CoreMLParity.checkPackage(package, float32: float32, header: header, network: network, interface: exportOptions.interface, poses: poses, script: script)
+        else {
+            try write()
+            return out.line("parity: not checked (\(CoreMLParity.python) cannot import numpy and coremltools; pip install numpy coremltools)")
+        }
+        let version = (r.float32.model["coremltools"] as? [String: Any])?["version"] as? String ?? "?"
+        var lines = [
+            "parity: coremltools \(version) loads the package and its program; max |logit difference| of tools/python/coreml_eval.py vs the Swift runtime over \(r.float32.windows) \(poses.source), the program in Float32: \(r.float32.figures.summary))"
+        ]
+        if let f = r.float16Figures {
+            lines.append(
+                "parity: in Float16: \(ParityFigures.format(f.difference)) (tolerance \(ParityFigures.format(f.tolerance)) = \(Int(f.multiple)) × \(ParityFigures.format(f.rounding)), the Float16 program's own error on these windows, against its float64 run); most likely class changed on \(r.labelChanges) of \(r.float32.windows) windows, probabilities by at most \(ParityFigures.format(r.maxProbabilityDifference))"
+            )
+        }
+        guard r.float32.passed else {
+            for l in lines { out.line(l) }
+            throw notWritten(
+                outPath,
+                "the ML Program's logits (in Float32) differ from the runtime's by \(ParityFigures.format(r.float32.figures.difference)), more than the tolerance \(ParityFigures.format(r.float32.figures.tolerance))")
+        }
+        if let f = r.float16Figures, !f.passed {
+            for l in lines { out.line(l) }
+            if let half = r.float16, half.logits.contains(where: { !$0.isFinite }) {
+                let K = header.classes.count
+                let windows = (0..<half.windows).filter { w in half.logits[w * K..<(w + 1) * K].contains { !$0.isFinite } }.count
+                throw CLIError.failure(
+                    "\(outPath) not written: in Float16 the program overflows (a value beyond Float16's ±65504) on \(windows) of \(half.windows) windows: export with --precision float32")
+            }
+            throw notWritten(
+                outPath,
+                "the ML Program's logits in Float16 differ from the runtime's by \(ParityFigures.format(f.difference)), more than the tolerance \(ParityFigures.format(f.tolerance)); if its own Float16 error is what is large, export with --precision float32")
+        }
+        try write()
+        for l in lines { out.line(l) }
+    }
 }
 
 extension CreateMLInput.Root: ArgumentChoice {}
+extension CoreMLPackage.Precision: ArgumentChoice {}

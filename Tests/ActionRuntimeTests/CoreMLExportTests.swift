@@ -198,6 +198,31 @@ final class CoreMLExportTests: XCTestCase {
             })
     }
 
+    /// The same for the ML Program package (CoreMLProgramGraph), in Float32 (within 1e-4 of
+    /// this runtime's logits) and in Float16 (within 4 times its own Float16 error).
+    func testEveryLayerKindIsLoweredToTheProgramAndReproduced() throws {
+        let script = try Self.requireCoreMLTools()
+        var cases: [(String, CoreMLParity.Case)] = []
+        for kind in LayerKinds.all {
+            let (header, network) = try ModelFile.load(try LayerKindsTests.encode(try LayerKindsTests.exampleNetwork(kind)))
+            for precision in CoreMLPackage.Precision.allCases {
+                var c = try CoreMLParity.makeCase(mlmodel: [], header: header, network: network, interface: .native, windows: 6, seed: 1)
+                c.package = try CoreMLPackage.export(header: header, network: network, precision: precision)
+                cases.append(("\(kind.typeName), \(precision)", c))
+            }
+        }
+        let results = try XCTUnwrap(try CoreMLParity.compare(cases.map(\.1), script: script))
+        for ((what, c), r) in zip(cases, results) {
+            if what.hasSuffix("float32") {
+                XCTAssertLessThan(r.maxLogitDifference, 1e-4, what)
+                XCTAssertTrue(r.passed, "\(what): \(r.figures.summary)")
+            } else {
+                let f = ParityFigures.measure(export: r.logits, runtime: c.logits, float32: r.logits, float64: r.logits64, factor: ParityFigures.float16Factor)
+                XCTAssertTrue(f.passed, "\(what): \(f.summary)")
+            }
+        }
+    }
+
     // MARK: - The Create ML interface
 
     /// A model on vision-body-2d (window centring on root, torso scaling, every block) takes
@@ -294,6 +319,24 @@ final class CoreMLExportTests: XCTestCase {
             XCTAssertEqual(
                 "\(e)",
                 "cannot export layer layers.1 (erfTest) to Core ML: its op 'Erf' cannot be lowered to a NeuralNetwork layer: the op has no Core ML lowering (CoreMLGraph in Sources/ModelExport)"
+            )
+        }
+    }
+
+    /// The same in the ML Program's lowering.
+    func testAnOpWithoutAProgramLoweringNamesTheLayerKind() throws {
+        struct ErfKind: FieldlessLayerKind {
+            static let typeName = "erfTest"
+            func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes { LayerShapes(output: input) }
+            func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer { fatalError("not built") }
+            func exportONNX(_ g: ONNXGraph, input x: String, shape: Shape, prefix p: String) throws -> String { g.node("Erf", [x], name: p + "erf") }
+        }
+        let g = CoreMLProgramGraph(network: try ModelFixtures.network([.linear(inputs: 2, outputs: 2)], input: Shape(time: 1, channels: 2), seed: 1))
+        g.input("x", shape: [1, 1, 2])
+        XCTAssertThrowsError(try g.emit([.linear(inputs: 2, outputs: 2), LayerSpec(ErfKind())], prefix: "layers.", input: "x", shape: Shape(time: 1, channels: 2))) { e in
+            XCTAssertEqual(
+                "\(e)",
+                "cannot export layer layers.1 (erfTest) to a Core ML ML Program: its op 'Erf' cannot be lowered to a MIL operation: the op has no ML Program lowering (CoreMLProgramGraph in Sources/ModelExport)"
             )
         }
     }

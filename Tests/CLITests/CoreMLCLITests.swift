@@ -167,11 +167,10 @@ final class CoreMLCLITests: XCTestCase {
             XCTAssertEqual(r.code, 2, "\(extra): \(r.err)")
             XCTAssertTrue(r.err.contains(message), "\(extra): \(r.err)")
         }
-        // Issue 37: an output name of another format is refused, never written under it (an
-        // ML Program package is not written by this version).
+        // Issue 37: an output name of another format is refused, never written under it (a
+        // package is written with --format coreml only: CoreMLPackageTests).
         for (name, extra, message) in [
-            ("x.mlpackage", ["--format", "coreml"], "an ML Program package (.mlpackage) is not written by this version"),
-            ("x.mlpackage", [], "an ML Program package (.mlpackage) is not written by this version"),
+            ("x.mlpackage", [], "an ML Program package is a Core ML model: add --format coreml"),
             ("x.onnx", ["--format", "coreml"], "--format coreml writes a .mlmodel"),
             ("x.mlmodel", [], "this writes ONNX (the default format); add --format coreml"),
         ] {

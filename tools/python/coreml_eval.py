@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Loads, validates and evaluates a Core ML NeuralNetwork classifier (`.mlmodel`) with NumPy.
+"""Loads, validates and evaluates a Core ML NeuralNetwork classifier (`.mlmodel`) with NumPy,
+or an ML Program package (`.mlpackage`, a folder: coreml_program.py).
 
 Independent of the Swift exporter: the meaning of each layer comes from Apple's published
 specification (coremltools' mlmodel/format/NeuralNetwork.proto, Model.proto,
@@ -512,8 +513,100 @@ def evaluate_network(m, feeds):
     return out
 
 
+def run_program(path, opts):
+    """Validates (and with --inputs evaluates) an ML Program package; its JSON result."""
+    import os
+
+    import coreml_program as cp
+
+    ct = coremltools()
+    try:
+        model_path, weights = cp.paths(path)
+        m = load(model_path)
+        bad = unknown_fields(m)
+        if bad:
+            raise Invalid(f"fields unknown to the Core ML schema in {bad[:5]}")
+        prog = cp.Program(m, weights)
+        model, pymil_ops = cp.validate_with_coremltools(ct, path, m, os.path.dirname(weights))
+    except cp.Invalid as e:
+        raise Invalid(str(e))
+    d, md = m.description, m.description.metadata
+    counts = {}
+    for op in prog.block.operations:
+        if op.type == "const":
+            (o,) = op.outputs
+            t = prog.defined[o.name][0]
+            counts[t] = counts.get(t, 0) + int(np.prod(prog.defined[o.name][1] or [1]))
+    summary = {
+        "specificationVersion": m.specificationVersion,
+        "type": "mlProgram",
+        "opset": prog.opset,
+        "inputs": {k: v[1] for k, v in prog.inputs.items()},
+        "outputs": {f.name: f.type.WhichOneof("Type") for f in d.output},
+        "classes": prog.classes,
+        "operations": len(prog.block.operations),
+        "opTypes": prog.op_types(),
+        "constantValues": counts,
+        "weightBytes": os.path.getsize(weights) if os.path.exists(weights) else 0,
+        "author": md.author,
+        "license": md.license,
+        "shortDescription": md.shortDescription,
+        "versionString": md.versionString,
+        "userDefined": dict(md.userDefined),
+        "inputDescriptions": {f.name: f.shortDescription for f in d.input},
+        "outputDescriptions": {f.name: f.shortDescription for f in d.output},
+        "coremltools": {
+            "version": ct.__version__,
+            "userDefined": dict(model.user_defined_metadata),
+            "author": model.author,
+            "pymilOperations": pymil_ops,
+        },
+    }
+    result = {"model": summary}
+    if "--inputs" in opts:
+        ((name, shape),) = summary["inputs"].items()
+        n = int(opts.get("--count", "1"))
+        x = np.fromfile(opts["--inputs"], dtype="<f4")
+        if x.size != n * int(np.prod(shape)):
+            raise Invalid(f"{opts['--inputs']} holds {x.size} floats, expected {n} windows of {shape}")
+        x = x.reshape([n] + shape)
+        logits_var = next((o.outputs[0].name for o in prog.block.operations if o.outputs and o.outputs[0].name == "logits"), None)
+
+        def runs(reference):
+            out = []
+            for i in range(n):
+                try:
+                    env = prog.evaluate({name: x[i]}, reference=reference)
+                except cp.Invalid as e:
+                    raise Invalid(str(e))
+                out.append(env)
+            return out
+
+        def numbers(v):
+            # JSON has no NaN or infinity: a value that is not finite (a Float16 overflow) is null.
+            return [float(x) if np.isfinite(x) else None for x in np.asarray(v, dtype=np.float64).reshape(-1)]
+
+        envs = runs(False)
+        result["probabilities"] = [numbers(e[prog.probabilities]) for e in envs]
+        result["labels"] = [prog.classes[int(np.argmax(e[prog.probabilities]))] for e in envs]
+        if logits_var:
+            result["logits"] = [numbers(e[logits_var]) for e in envs]
+        if opts.get("--reference") == "float64":
+            envs = runs(True)
+            result["probabilities64"] = [numbers(e[prog.probabilities]) for e in envs]
+            if logits_var:
+                result["logits64"] = [numbers(e[logits_var]) for e in envs]
+        elif "--reference" in opts:
+            raise Invalid(f"--reference {opts['--reference']}: the reference precision is float64")
+    return result
+
+
 def run(path, opts):
     """Validates (and with --inputs evaluates) one model; its JSON result."""
+    import os
+
+    if os.path.isdir(path):
+        return run_program(path, opts)
     m = load(path)
     summary = validate(m)
     result = {"model": summary}
