@@ -230,7 +230,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
     /// A `const` op of `type` and `shape`; float values of `blobThreshold` or more go to
     /// weight.bin.
     private func constant(_ base: String, _ type: DType, _ shape: [Int], floats: [Float] = [], ints: [Int] = [], bools: [Bool] = []) throws -> String {
-        if type == .fp16, let bad = floats.first(where: { $0.isFinite && abs($0) > Float(Float16.greatestFiniteMagnitude) }) {
+        if type == .fp16, let bad = floats.first(where: { $0.isFinite && abs($0) > HalfPrecision.greatestFiniteMagnitude }) {
             throw CoreMLExport.ExportError.float16Range("\(place) has a constant \(bad) beyond Float16's range (±65504)")
         }
         let name = fresh(base)
@@ -265,7 +265,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
                             case .fp32: t.message(1) { $0.packedFloats(1, floats) }
                             case .fp16:
                                 var bytes: [UInt8] = []
-                                for f in floats { withUnsafeBytes(of: Float16(f).bitPattern.littleEndian) { bytes += $0 } }
+                                for f in floats { withUnsafeBytes(of: HalfPrecision.bits(f).littleEndian) { bytes += $0 } }
                                 t.message(7) { $0.data(1, bytes) }
                             case .int32: t.message(2) { $0.packedInts(1, ints) }
                             case .bool: t.message(3) { $0.packedBools(1, bools) }
@@ -721,7 +721,7 @@ struct CoreMLBlobFile {
     mutating func append(float16 v: [Float]) -> Int {
         var data: [UInt8] = []
         data.reserveCapacity(2 * v.count)
-        for f in v { withUnsafeBytes(of: Float16(f).bitPattern.littleEndian) { data += $0 } }
+        for f in v { withUnsafeBytes(of: HalfPrecision.bits(f).littleEndian) { data += $0 } }
         return append(type: 1, data: data)
     }
 }
