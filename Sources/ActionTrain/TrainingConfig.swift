@@ -198,7 +198,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// rest of each), or `none`.
     public var calibration: Calibration = .temperature
     /// The folds of the out-of-fold predictions a temperature is fitted on when the run has no
-    /// validation sequences (2...10; fewer when the training split has fewer groups).
+    /// validation sequences (2...10; fewer when the training split has fewer groups), trained in
+    /// turn until `ModelCalibration.enoughWindows` windows are predicted.
     public var calibrationFolds: Int = 3
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2

@@ -26,14 +26,18 @@ public enum ModelCalibration {
         /// `validation` or `outOfFold` (docs/format.md 3.6).
         public var source: String
         public var folds: Int?
+        /// Out of fold: how many of the `folds` were trained and predicted (fewer once
+        /// `enoughWindows` were held out).
+        public var trained: Int?
 
-        public init(logits: [Float], labels: [Int32], classes: Int, source: String, folds: Int? = nil) {
+        public init(logits: [Float], labels: [Int32], classes: Int, source: String, folds: Int? = nil, trained: Int? = nil) {
             precondition(logits.count == labels.count * classes, "logits shape")
             self.logits = logits
             self.labels = labels
             self.classes = classes
             self.source = source
             self.folds = folds
+            self.trained = trained
         }
     }
 
@@ -102,14 +106,21 @@ public enum ModelCalibration {
         return out
     }
 
+    /// Held-out windows that are enough evidence for one temperature: out of fold, no further
+    /// fold is trained once this many are predicted (a large training split costs one fold's
+    /// training, not k).
+    public static let enoughWindows = 400
+
     /// Out-of-fold evidence for `config` on the `train` sequences of `dataset`: `folds`
     /// group-aware stratified folds (`Splits.kFold`, seeded by the config's seed; fewer when
-    /// the sequences are fewer groups), for each a network trained as the config says (no
-    /// validation split, no calibration) on the other folds, and its logits on the fold's
-    /// windows (the network as written: `FitPipeline.networkToWrite`). Nil when the sequences
-    /// are fewer than 2 groups. `onFold(f, k)` is called before fold f (0-based) of k trains.
+    /// the sequences are fewer groups), for each in turn a network trained as the config says
+    /// (no validation split, no calibration) on the other folds, and its logits on the fold's
+    /// windows (the network as written: `FitPipeline.networkToWrite`), until `enough` windows
+    /// are predicted. Nil when the sequences are fewer than 2 groups. `onFold(f, k)` is called
+    /// before fold f (0-based) of k trains.
     public static func outOfFold(
-        dataset: Dataset, train: [Int], config: TrainingConfig, input: InputSpec, folds: Int, onFold: (Int, Int) -> Void = { _, _ in }
+        dataset: Dataset, train: [Int], config: TrainingConfig, input: InputSpec, folds: Int, enough: Int = enoughWindows,
+        onFold: (Int, Int) -> Void = { _, _ in }
     ) throws -> Evidence? {
         let groups = Set(train.map { dataset.sequences[$0].group ?? "#\($0)" }).count
         let k = min(folds, groups)
@@ -119,8 +130,10 @@ public enum ModelCalibration {
         c.validationFraction = 0
         let parts = try Splits.kFold(dataset, indices: train, k: k, seed: config.seed).folds
         var logits: [Float] = [], labels: [Int32] = []
-        for (f, part) in parts.enumerated() {
+        var trained = 0
+        for (f, part) in parts.enumerated() where labels.count < enough {
             onFold(f, k)
+            trained += 1
             let data = try TrainingData(dataset: dataset, train: part.train, validation: [], config: c, input: input)
             let training = try Training(config: c, data: data)
             try training.run()
@@ -129,7 +142,7 @@ public enum ModelCalibration {
             logits += Inference.logits(network, features: held.features, count: held.count)
             labels += held.labels
         }
-        return Evidence(logits: logits, labels: labels, classes: dataset.classes.count, source: "outOfFold", folds: k)
+        return Evidence(logits: logits, labels: labels, classes: dataset.classes.count, source: "outOfFold", folds: k, trained: trained)
     }
 
     /// calibration.json of a run folder: the calibration as the model file records it, the

@@ -163,7 +163,7 @@ final class FitCLITests: XCTestCase {
             + Self.quick.filter { $0 != "--architecture" && $0 != "mlp" }
         let r = run(base + ["--out", "\(dir)/run", "--calibration-folds", "2"])
         XCTAssertEqual(r.code, 0, r.err)
-        XCTAssertTrue(r.out.contains("fit: calibrating: 2 folds of the training sequences, the network trained again on the rest of each\n"), r.out)
+        XCTAssertTrue(r.out.contains("fit: calibrating: 2 folds of the training sequences, the network trained again on the rest of each until 400 windows are held out\n"), r.out)
         XCTAssertTrue(r.out.contains("fit: calibrated: temperature "), r.out)
         XCTAssertTrue(r.out.contains(" fitted on out-of-fold predictions of 24 training windows (2 folds): ECE "), r.out)
         let model = try ActionModel(contentsOf: "\(dir)/run/model.atm")

@@ -173,6 +173,19 @@ final class ModelCalibrationTests: XCTestCase {
             try ModelCalibration.outOfFold(dataset: dataset, train: run.data.trainIndices, config: c, input: run.data.input, folds: 4))
         XCTAssertEqual(ModelCalibration.fit(e), calibration, "deterministic")
         XCTAssertEqual(e.labels.sorted(), run.data.trainLabels.sorted())
+        XCTAssertEqual(e.trained, 4)
+        // Once enough windows are held out no further fold trains: the first fold's windows,
+        // predicted by the same network as before.
+        var trained: [Int] = []
+        let first = try XCTUnwrap(
+            try ModelCalibration.outOfFold(
+                dataset: dataset, train: run.data.trainIndices, config: c, input: run.data.input, folds: 4, enough: 1,
+                onFold: { f, _ in trained.append(f) }))
+        XCTAssertEqual(trained, [0])
+        XCTAssertEqual(first.trained, 1)
+        XCTAssertEqual(first.folds, 4)
+        XCTAssertEqual(first.labels.count, 6, "a quarter of the 24 windows")
+        XCTAssertEqual(first.logits, Array(e.logits[..<(6 * 3)]))
     }
 
     /// An ensemble's probabilities are averaged: not calibrated, and `fit` says why.
