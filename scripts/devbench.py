@@ -10,7 +10,7 @@ Sets come from scripts/devsets.py (default folder runs/devsets). Each run is `ac
 bodies=2`), then `actiontrain eval` of its model on the set's test split; one JSON line per run is
 appended to runs/devbench/results.jsonl (set, seed, name, flags, accuracy, fit seconds), and a run
 already there with the same name, set, seed and flags is not run again. `--table` prints
-mean ± sd per set and variant, one column per variant.
+mean ± sd per set and variant, one column per variant (`--metric`: accuracy, ece, logLoss or cpu).
 """
 import argparse, json, os, re, statistics, subprocess, sys, time
 
@@ -26,6 +26,8 @@ ap.add_argument("--out", default=os.path.join(root, "runs", "devbench"))
 ap.add_argument("--exe", help="the actiontrain binary to run (default: build this checkout's release one)")
 ap.add_argument("--table", action="store_true", help="print the table of the results so far and exit")
 ap.add_argument("--names", default="", help="--table: the variants to show, in order (default: all)")
+ap.add_argument("--metric", default="accuracy", choices=["accuracy", "ece", "logLoss", "cpu"],
+                help="--table: the recorded number to show (sequence level: accuracy, ECE with 15 bins, log loss; or the fit's CPU seconds)")
 ap.add_argument("flags", nargs=argparse.REMAINDER, help="extra fit flags, after --")
 args = ap.parse_args()
 flags = [f for f in args.flags if f != "--"]
@@ -50,7 +52,7 @@ def table():
     for s in sets:
         cells = []
         for n in names:
-            acc = [r["accuracy"] for r in rows if r["set"] == s and r["name"] == n]
+            acc = [r[args.metric] for r in rows if r["set"] == s and r["name"] == n and r.get(args.metric) is not None]
             if not acc:
                 cells.append("")
             elif len(acc) == 1:

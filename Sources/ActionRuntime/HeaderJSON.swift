@@ -462,7 +462,17 @@ enum HeaderJSON {
             tensors: try array(try o.required("tensors")).map(tensor),
             provenance: try provenance(try o.required("provenance")),
             streaming: try o.optional("streaming").map(streaming),
-            poseStatistics: try o.optional("poseStatistics").map(poseStatistics))
+            poseStatistics: try o.optional("poseStatistics").map(poseStatistics),
+            calibration: try o.optional("calibration").map(calibration))
+    }
+
+    static func calibration(_ v: Value) throws -> ModelHeader.Calibration {
+        let o = try Object(v)
+        func number(_ key: String) throws -> Double { try double(try o.required(key)) }
+        return ModelHeader.Calibration(
+            method: try o.string("method"), temperature: try number("temperature"), evidence: try o.string("evidence"),
+            folds: try o.optional("folds").map(int), windows: try int(try o.required("windows")), logLossBefore: try number("logLossBefore"),
+            logLossAfter: try number("logLossAfter"), eceBefore: try number("eceBefore"), eceAfter: try number("eceAfter"))
     }
 
     static func poseStatistics(_ v: Value) throws -> ModelHeader.PoseStatistics {

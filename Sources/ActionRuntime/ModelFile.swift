@@ -13,7 +13,7 @@ import PoseCore
 public enum ModelFile {
     public static let magic: [UInt8] = [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 A T M \r \n \x1a \n
     public static let majorVersion = 1
-    public static let minorVersion = 5
+    public static let minorVersion = 6
     public static let formatName = "actiontrain.model"
     public static let preambleSize = 64
     public static let alignment = 64
@@ -47,7 +47,8 @@ public enum ModelFile {
     /// no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
-        trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil, poseStatistics: ModelHeader.PoseStatistics? = nil
+        trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil, poseStatistics: ModelHeader.PoseStatistics? = nil,
+        calibration: ModelHeader.Calibration? = nil
     ) throws -> [UInt8] {
         guard !classes.isEmpty, Set(classes).count == classes.count else {
             throw ModelFileError.cannotEncode("the class labels must be non-empty and distinct, got \(classes)")
@@ -69,7 +70,7 @@ public enum ModelFile {
             format: formatName, classes: classes,
             coordinateSystem: .init(units: input.skeleton.units), input: input, inputShape: network.inputShape,
             trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance, streaming: streaming,
-            poseStatistics: poseStatistics)
+            poseStatistics: poseStatistics, calibration: calibration)
         do {
             try validate(header)  // what a reader would refuse is not written
         } catch let e as ModelFileError {

@@ -199,6 +199,21 @@ extension ModelFile {
         }
     }
 
+    /// The `calibration` field (docs/format.md 3.6): a known method and evidence, a positive
+    /// finite temperature, at least one window, at least 2 folds out of fold, finite scores.
+    static func checkCalibration(_ c: ModelHeader.Calibration) throws {
+        func bad(_ why: String) -> ModelFileError { .badHeader("calibration: \(why)") }
+        guard ModelHeader.Calibration.methods.contains(c.method) else { throw bad("unknown method '\(c.method)'") }
+        guard ModelHeader.Calibration.evidences.contains(c.evidence) else { throw bad("unknown evidence '\(c.evidence)'") }
+        guard c.temperature > 0 && c.temperature.isFinite else { throw bad("temperature must be positive and finite, got \(c.temperature)") }
+        guard c.windows > 0 else { throw bad("windows must be positive, got \(c.windows)") }
+        if let folds = c.folds, folds < 2 { throw bad("folds must be at least 2, got \(folds)") }
+        for (name, v) in [("logLossBefore", c.logLossBefore), ("logLossAfter", c.logLossAfter), ("eceBefore", c.eceBefore), ("eceAfter", c.eceAfter)]
+        where !(v >= 0 && v.isFinite) {
+            throw bad("\(name) must be a finite number ≥ 0, got \(v)")
+        }
+    }
+
     /// The `poseStatistics` field (docs/format.md 3.5): one value per dimension, per joint and
     /// dimension, or per joint; every value finite, spreads, motion and confidences at least 0,
     /// shares of frames 0 to 1, at least one window.
@@ -267,6 +282,7 @@ extension ModelFile {
         }
         if let st = h.streaming { try checkStreaming(st, classes: h.classes.count, input: h.input) }
         if let p = h.poseStatistics { try checkPoseStatistics(p, skeleton: h.input.skeleton) }
+        if let c = h.calibration { try checkCalibration(c) }
         for (name, value) in h.provenance.metrics where !value.isFinite {
             throw ModelFileError.badHeader("provenance: metric '\(name)' is \(value); metrics must be finite")
         }

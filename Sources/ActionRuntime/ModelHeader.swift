@@ -174,6 +174,47 @@ public struct ModelHeader: Codable, Hashable, Sendable {
         }
     }
 
+    /// How the model's probabilities were calibrated (docs/format.md 3.6), written by `fit`
+    /// since format 1.6. A record only: the temperature is already in the layers (the last
+    /// `linear` layer's weight and bias, or the weights of a last `averageLogProbabilities`,
+    /// are divided by it), so a reader applies nothing more.
+    public struct Calibration: Codable, Hashable, Sendable {
+        /// `temperature`: the logits divided by `temperature`.
+        public var method: String
+        public var temperature: Double
+        /// What it was fitted on: `validation` (the run's validation windows) or `outOfFold`
+        /// (predictions of networks trained on the other `folds` of the training split).
+        public var evidence: String
+        public var folds: Int?
+        /// The windows of the evidence.
+        public var windows: Int
+        /// The evidence's mean log loss and expected calibration error (15 bins) before and
+        /// after the temperature.
+        public var logLossBefore: Double
+        public var logLossAfter: Double
+        public var eceBefore: Double
+        public var eceAfter: Double
+
+        public init(
+            method: String = "temperature", temperature: Double, evidence: String, folds: Int? = nil, windows: Int, logLossBefore: Double,
+            logLossAfter: Double, eceBefore: Double, eceAfter: Double
+        ) {
+            self.method = method
+            self.temperature = temperature
+            self.evidence = evidence
+            self.folds = folds
+            self.windows = windows
+            self.logLossBefore = logLossBefore
+            self.logLossAfter = logLossAfter
+            self.eceBefore = eceBefore
+            self.eceAfter = eceAfter
+        }
+
+        /// The methods and evidence a reader knows.
+        public static let methods: Set<String> = ["temperature"]
+        public static let evidences: Set<String> = ["validation", "outOfFold"]
+    }
+
     /// Always `actiontrain.model`.
     public var format: String
     /// Ordered class labels: logit `i` is `classes[i]`.
@@ -194,6 +235,9 @@ public struct ModelHeader: Codable, Hashable, Sendable {
     /// The training windows' poses (3.5); nil in files written before format 1.4, by a fit
     /// from shards and by callers that give none.
     public var poseStatistics: PoseStatistics? = nil
+    /// How the probabilities were calibrated (3.6); nil in files written before format 1.6 and
+    /// by runs that calibrate nothing.
+    public var calibration: Calibration? = nil
 }
 
 public enum ActionRuntimeInfo {

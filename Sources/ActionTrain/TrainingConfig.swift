@@ -31,6 +31,17 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         case logProbabilities
     }
 
+    /// How the written model's probabilities are calibrated (`calibration`).
+    public enum Calibration: String, Codable, Hashable, Sendable, CaseIterable {
+        /// Not at all: the network as trained.
+        case none
+        /// One temperature T dividing the model's logits (Guo et al. 2017), the one that
+        /// minimises the log loss of predictions the model did not train on (the validation
+        /// windows, or out-of-fold predictions of the training split); the argmax, hence the
+        /// accuracy, is unchanged.
+        case temperature
+    }
+
     /// How a linear head over fixed features is fitted (`linearHead`).
     public enum LinearHead: String, Codable, Hashable, Sendable, CaseIterable {
         case solve, train
@@ -181,6 +192,15 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// training loss; nil: chosen by group-aware cross-validation on the training windows
     /// among `LinearHeads.penalties`.
     public var linearPenalty: Double? = nil
+    /// How the written model's probabilities are calibrated: a `temperature` fitted on the
+    /// validation windows, or without validation sequences on out-of-fold predictions of the
+    /// training split (`calibrationFolds` group-aware folds, the network trained again on the
+    /// rest of each), or `none`.
+    public var calibration: Calibration = .temperature
+    /// The folds of the out-of-fold predictions a temperature is fitted on when the run has no
+    /// validation sequences (2...10; fewer when the training split has fewer groups), trained in
+    /// turn until `ModelCalibration.enoughWindows` windows are predicted.
+    public var calibrationFolds: Int = 3
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -334,6 +354,8 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.ftpCoefficients, &ftpCoefficients)
         try read(.linearHead, &linearHead)
         try read(.linearPenalty, &linearPenalty)
+        try read(.calibration, &calibration)
+        try read(.calibrationFolds, &calibrationFolds)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
@@ -504,6 +526,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         if let linearPenalty {
             guard linearPenalty > 0 && linearPenalty.isFinite else { throw bad("linearPenalty", "must be a positive number, got \(linearPenalty)") }
         }
+        guard (2...10).contains(calibrationFolds) else { throw bad("calibrationFolds", "must be in [2, 10], got \(calibrationFolds)") }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")

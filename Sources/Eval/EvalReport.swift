@@ -112,8 +112,13 @@ public struct LevelMetrics: Codable, Hashable, Sendable {
     public var cohenKappa: Double
     public var logLoss: Double
     public var expectedCalibrationError: Double
+    /// The multi-class Brier score (`Metrics.brier`); nil in reports written before it.
+    public var brierScore: Double?
     public var topK: [TopK]
     public var calibration: [CalibrationBin]
+    /// Per class, in class order: log loss over its samples and one-vs-rest Brier score
+    /// (`Metrics.classScores`); nil in reports written before them.
+    public var classScores: [ClassScores]?
     /// Per-class precision, recall, F1 and support, in class order.
     public var classes: [ClassificationReport.ClassMetrics]
     public var macro: ClassificationReport.ClassMetrics
@@ -149,6 +154,8 @@ public struct LevelMetrics: Codable, Hashable, Sendable {
             bins: settings.calibrationBins)
         expectedCalibrationError = cal.ece
         calibration = cal.bins
+        brierScore = Metrics.brier(truth: table.truth, probabilities: table.probabilities, classes: K)
+        classScores = Metrics.classScores(truth: table.truth, probabilities: table.probabilities, classes: classes)
         topK = settings.topK.filter { $0 > 1 && $0 < K }.sorted().map {
             TopK(k: $0, accuracy: Metrics.topK($0, truth: table.truth, probabilities: table.probabilities, classes: K))
         }

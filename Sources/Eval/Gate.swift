@@ -22,12 +22,16 @@ public struct GatePolicy: Codable, Hashable, Sendable {
     public var maxEventF1Drop: Double = 0.05
     public var maxBoundaryErrorRise: Double = 0.1
     public var maxLatencyRise: Double = 0.25
+    /// Calibration, checked only when given: the largest allowed rise of the expected
+    /// calibration error and of the log loss (candidate − baseline, at the compared level).
+    public var maxECERise: Double? = nil
+    public var maxLogLossRise: Double? = nil
 
     public init() {}
 
     static let keys: Set<String> = [
         "maxAccuracyDrop", "maxMacroF1Drop", "maxClassRecallDrop", "classRecallDrop", "requireSignificance", "alpha", "level",
-        "maxEventF1Drop", "maxBoundaryErrorRise", "maxLatencyRise",
+        "maxEventF1Drop", "maxBoundaryErrorRise", "maxLatencyRise", "maxECERise", "maxLogLossRise",
     ]
 
     /// Reads a policy file. Missing keys keep their defaults.
@@ -46,6 +50,7 @@ public struct GatePolicy: Codable, Hashable, Sendable {
             var maxAccuracyDrop: Double?, maxMacroF1Drop: Double?, maxClassRecallDrop: Double?
             var classRecallDrop: [String: Double]?, requireSignificance: Bool?, alpha: Double?, level: String?
             var maxEventF1Drop: Double?, maxBoundaryErrorRise: Double?, maxLatencyRise: Double?
+            var maxECERise: Double?, maxLogLossRise: Double?
         }
         let p: Partial
         do {
@@ -64,6 +69,8 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         if let v = p.maxEventF1Drop { policy.maxEventF1Drop = v }
         if let v = p.maxBoundaryErrorRise { policy.maxBoundaryErrorRise = v }
         if let v = p.maxLatencyRise { policy.maxLatencyRise = v }
+        if let v = p.maxECERise { policy.maxECERise = v }
+        if let v = p.maxLogLossRise { policy.maxLogLossRise = v }
         do { try policy.validate() } catch let e as EvalError {
             if case .badPolicy(_, let why) = e { throw EvalError.badPolicy(file: path, reason: why) }
             throw e
@@ -82,6 +89,8 @@ public struct GatePolicy: Codable, Hashable, Sendable {
         for (name, v) in [("maxBoundaryErrorRise", maxBoundaryErrorRise), ("maxLatencyRise", maxLatencyRise)] where !(v >= 0 && v <= 3600) {
             throw bad("\(name) must be 0 to 3600 seconds, got \(v)")
         }
+        if let v = maxECERise, !(v >= 0 && v <= 1) { throw bad("maxECERise must be between 0 and 1, got \(v)") }
+        if let v = maxLogLossRise, !(v >= 0 && v.isFinite) { throw bad("maxLogLossRise must be a finite number ≥ 0, got \(v)") }
         for (label, v) in classRecallDrop where !(v >= 0 && v <= 1) {
             throw bad("classRecallDrop for '\(label)' must be between 0 and 1, got \(v)")
         }
@@ -196,8 +205,31 @@ public enum Gate {
                     evidence: "McNemar on the class's \(a.classes[k].support) samples, \(t.method.rawValue) \(Text.p(t.pValue)), α/\(tested.count) = \(Text.fixed(classAlpha, 4))",
                     significant: t.pValue < classAlpha && t.baselineOnly > t.candidateOnly))
         }
+        checks += calibrationChecks(a, b, policy: policy)
         if let ea = c.baseline.events, let eb = c.candidate.events { checks += eventChecks(ea, eb, policy: policy) }
         return GateResult(policy: policy, level: c.level, checks: checks)
+    }
+
+    /// The calibration checks, when the policy asks for them (`maxECERise`, `maxLogLossRise`):
+    /// the candidate's ECE and log loss may rise by at most that much (no significance test: the
+    /// check fails on the rise alone, with or without `requireSignificance`).
+    static func calibrationChecks(_ a: LevelMetrics, _ b: LevelMetrics, policy: GatePolicy) -> [GateCheck] {
+        var checks: [GateCheck] = []
+        for (name, va, vb, limit) in [
+            ("ECE", a.expectedCalibrationError, b.expectedCalibrationError, policy.maxECERise), ("log loss", a.logLoss, b.logLoss, policy.maxLogLossRise),
+        ] {
+            guard let limit else { continue }
+            let rise = vb - va, passed = !(rise > limit + 1e-12)
+            let change = "\(Text.fixed(va, 4)) → \(Text.fixed(vb, 4)) (\(Text.signed(rise, 4)))"
+            checks.append(
+                GateCheck(
+                    name: name, baseline: va, candidate: vb, drop: rise, threshold: limit, evidence: "no significance test for calibration",
+                    significant: nil, passed: passed,
+                    message: passed
+                        ? "\(name) \(change): within the allowed rise of \(Text.fixed(limit, 4))"
+                        : "\(name) \(change): rises more than the allowed \(Text.fixed(limit, 4))"))
+        }
+        return checks
     }
 
     /// The events' checks: F1 at IoU 0.5 may drop by `maxEventF1Drop`, the median start and

@@ -70,6 +70,7 @@ public enum HTMLReport {
         row("Cohen's kappa") { Text.fixed($0.cohenKappa) }
         row("log loss") { Text.fixed($0.logLoss, 4) }
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
+        if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
         for t in r.headlineMetrics.topK {
             row("top-\(t.k) accuracy") { m in m.topK.first { $0.k == t.k }.map { Text.fixed($0.accuracy) } ?? "" }
         }
@@ -131,12 +132,22 @@ public enum HTMLReport {
     }
 
     static func calibration(_ m: LevelMetrics) -> String {
-        var out = "<h3>Calibration (ECE \(Text.fixed(m.expectedCalibrationError, 4)))</h3>\n"
+        var out = "<h3>Calibration (ECE \(Text.fixed(m.expectedCalibrationError, 4)), log loss \(Text.fixed(m.logLoss, 4))"
+        out += (m.brierScore.map { ", Brier score \(Text.fixed($0, 4))" } ?? "") + ")</h3>\n"
+        out += SVGReliability.render(m, standalone: false)
         out += "<table><tr><th>confidence bin</th><th>samples</th><th>mean confidence</th><th>accuracy</th></tr>\n"
         for b in m.calibration where b.count > 0 {
             out +=
                 "<tr><td>(\(Text.fixed(b.lower, 2)), \(Text.fixed(b.upper, 2))]</td><td class=\"n\">\(b.count)</td>"
                 + "<td class=\"n\">\(Text.fixed(b.confidence))</td><td class=\"n\">\(Text.fixed(b.accuracy))</td></tr>\n"
+        }
+        out += "</table>\n"
+        guard let scores = m.classScores else { return out }
+        out += "<table><tr><th>class</th><th>log loss (its samples)</th><th>Brier (one-vs-rest)</th><th>support</th></tr>\n"
+        for c in scores {
+            out +=
+                "<tr><td>\(Text.html(c.label))</td><td class=\"n\">\(Text.fixed(c.logLoss, 4))</td><td class=\"n\">\(Text.fixed(c.brier, 4))</td>"
+                + "<td class=\"n\">\(c.support)</td></tr>\n"
         }
         return out + "</table>\n"
     }

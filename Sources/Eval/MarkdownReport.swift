@@ -25,11 +25,12 @@ public enum MarkdownReport {
         row("Cohen's kappa") { Text.fixed($0.cohenKappa) }
         row("log loss") { Text.fixed($0.logLoss, 4) }
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
+        if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
         for t in h.topK { row("top-\(t.k) accuracy") { m in m.topK.first { $0.k == t.k }.map { Text.fixed($0.accuracy) } ?? "" } }
         out += "\n"
         for (i, m) in levels.enumerated() {
             if i > 0 { out += "<details><summary>\(m.level.rawValue) level: per class and confusion matrix</summary>\n\n" }
-            out += perClass(m, r) + "\n" + confusion(m, r)
+            out += perClass(m, r) + "\n" + confusion(m, r) + "\n" + calibration(m, diagram: i == 0)
             if i > 0 { out += "\n</details>\n" }
             out += "\n"
         }
@@ -60,6 +61,22 @@ public enum MarkdownReport {
         for c in [m.macro, m.weighted] {
             out += "| *\(c.label)* | \(Text.fixed(c.precision)) | \(Text.fixed(c.recall)) | \(Text.fixed(c.f1)) | \(c.support) |\n"
         }
+        return out
+    }
+
+    /// ECE with its bins, the per-class log loss and Brier score, and for the headline level
+    /// the reliability diagram (`reliability.svg`, written beside report.md).
+    static func calibration(_ m: LevelMetrics, diagram: Bool) -> String {
+        var out = "### Calibration (\(m.level.rawValue) level): ECE \(Text.fixed(m.expectedCalibrationError, 4)), log loss \(Text.fixed(m.logLoss, 4))"
+        out += (m.brierScore.map { ", Brier score \(Text.fixed($0, 4))" } ?? "") + "\n\n"
+        if diagram { out += "![Reliability diagram: accuracy against confidence per bin](reliability.svg)\n\n" }
+        out += "| confidence bin | samples | mean confidence | accuracy |\n|---|---:|---:|---:|\n"
+        for b in m.calibration where b.count > 0 {
+            out += "| (\(Text.fixed(b.lower, 2)), \(Text.fixed(b.upper, 2))] | \(b.count) | \(Text.fixed(b.confidence)) | \(Text.fixed(b.accuracy)) |\n"
+        }
+        guard let scores = m.classScores else { return out }
+        out += "\n| class | log loss (its samples) | Brier (one-vs-rest) | support |\n|---|---:|---:|---:|\n"
+        for c in scores { out += "| \(Text.markdown(c.label)) | \(Text.fixed(c.logLoss, 4)) | \(Text.fixed(c.brier, 4)) | \(c.support) |\n" }
         return out
     }
 

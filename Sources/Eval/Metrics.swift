@@ -13,6 +13,18 @@ public struct CalibrationBin: Codable, Hashable, Sendable {
     public var confidence: Double
 }
 
+/// The probabilistic scores of one class (`Metrics.classScores`).
+public struct ClassScores: Codable, Hashable, Sendable {
+    public var label: String
+    /// Samples whose true class it is.
+    public var support: Int
+    /// Mean `−ln p(class)` over those samples (0 without any): the class's share of the log loss.
+    public var logLoss: Double
+    /// One-vs-rest Brier score over every sample, `(1/n) Σ_i (p_i[class] − [t_i = class])²`; the
+    /// classes' scores add up to the multi-class Brier score.
+    public var brier: Double
+}
+
 /// Metrics over samples, each a true class index and a probability row. Shapes: `truth[n]`,
 /// `probabilities[n, K]` row-major. All sums are in Double.
 public enum Metrics {
@@ -77,6 +89,38 @@ public enum Metrics {
             sum -= log(p)
         }
         return sum / Double(truth.count)
+    }
+
+    /// Multi-class Brier score (Brier 1950): `(1/n) Σ_i Σ_k (p_ik − [t_i = k])²`, 0 (certain and
+    /// right) to 2 (certain and wrong).
+    public static func brier(truth: [Int32], probabilities: [Float], classes K: Int) -> Double {
+        guard !truth.isEmpty else { return 0 }
+        var sum = 0.0
+        for (i, t) in truth.enumerated() {
+            for k in 0..<K {
+                let d = Double(probabilities[i * K + k]) - (k == Int(t) ? 1 : 0)
+                sum += d * d
+            }
+        }
+        return sum / Double(truth.count)
+    }
+
+    /// Each class's log loss over its own samples (`logLossEpsilon` clipping, as `logLoss`) and
+    /// one-vs-rest Brier score over all samples.
+    public static func classScores(truth: [Int32], probabilities: [Float], classes: [String]) -> [ClassScores] {
+        let K = classes.count, n = Double(max(truth.count, 1))
+        var support = [Int](repeating: 0, count: K), loss = [Double](repeating: 0, count: K), brier = [Double](repeating: 0, count: K)
+        for (i, t) in truth.enumerated() {
+            support[Int(t)] += 1
+            loss[Int(t)] -= log(min(1, max(logLossEpsilon, Double(probabilities[i * K + Int(t)]))))
+            for k in 0..<K {
+                let d = Double(probabilities[i * K + k]) - (k == Int(t) ? 1 : 0)
+                brier[k] += d * d
+            }
+        }
+        return (0..<K).map {
+            ClassScores(label: classes[$0], support: support[$0], logLoss: support[$0] == 0 ? 0 : loss[$0] / Double(support[$0]), brier: brier[$0] / n)
+        }
     }
 
     /// Expected calibration error with `bins` equal-width bins over the confidence (the

@@ -18,7 +18,7 @@ public enum Reports {
 
     /// Every file of `actiontrain eval --report DIR`, by name: `report.txt` (the terminal
     /// report), `report.json` (schema in docs/reports.md), `report.md`, `report.html`,
-    /// `confusion.svg` (headline level) and the CSV files of `CSVReport`.
+    /// `confusion.svg` and `reliability.svg` (headline level) and the CSV files of `CSVReport`.
     public static func files(_ report: EvalReport) throws -> [(name: String, data: Data)] {
         var out: [(String, Data)] = [
             ("report.txt", Data(TextReport.render(report).utf8)),
@@ -26,6 +26,7 @@ public enum Reports {
             ("report.md", Data(MarkdownReport.render(report).utf8)),
             ("report.html", Data(HTMLReport.render(report).utf8)),
             ("confusion.svg", Data(SVGHeatmap.render(report).utf8)),
+            ("reliability.svg", Data(SVGReliability.render(report).utf8)),
         ]
         out += CSVReport.files(report).map { ($0.name, Data($0.text.utf8)) }
         return out

@@ -278,23 +278,41 @@ public final class FitRun {
     /// model.atm, and scores the validation sequences through `Evaluation.evaluate` on the
     /// model read back from those bytes, writing report.json and report.txt (without validation
     /// sequences, the training sequences', labelled so).
-    public func finish() throws -> FitResult {
+    ///
+    /// With `calibration temperature` the model written is calibrated first (`ModelCalibration`):
+    /// on the validation windows, or without them on out-of-fold predictions of the training
+    /// split (the network trained again on the rest of each fold; `onCalibrationFold(f, k)`
+    /// before fold f of k), and the evidence is written to calibration.json.
+    public func finish(onCalibrationFold: (Int, Int) -> Void = { _, _ in }) throws -> FitResult {
         let streams = StreamCalibration.Source(
             dataset: dataset, train: data.trainIndices, validation: data.validationIndices, config: config, input: data.input)
         let poses = try ModelHeader.PoseStatistics.training(dataset, train: data.trainIndices, input: data.input)
-        func encode(_ members: [Training]) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+        func encode(_ members: [Training], outOfFold: (() throws -> ModelCalibration.Evidence?)? = nil) throws -> EncodedModel {
             try Self.encodeModel(
                 members, configData: configData, datasetHash: dataset.contentHash, datasetName: dataset.name, frameRate: dataset.frameRate,
-                streams: streams, poseStatistics: poses)
+                streams: streams, poseStatistics: poses, outOfFold: outOfFold)
         }
-        let (bytes, metrics) = try encode(members)
+        let (dataset, data, config) = (self.dataset, self.data, self.config)
+        let encoded = try withoutActuallyEscaping(onCalibrationFold) { onFold in
+            try encode(members) {
+                try ModelCalibration.outOfFold(
+                    dataset: dataset, train: data.trainIndices, config: config, input: data.input, folds: config.calibrationFolds,
+                    onFold: onFold)
+            }
+        }
+        let (bytes, metrics) = (encoded.bytes, encoded.metrics)
         let folder = writer
         if let folder { try AtomicFile.write(Data(bytes), to: folder.modelPath) }
         var result = FitResult(modelBytes: bytes, modelPath: folder?.modelPath)
+        result.calibration = encoded.calibration
+        result.calibrationNote = encoded.calibrationNote
+        if let folder, let evidence = encoded.evidence, let calibration = encoded.calibration {
+            try AtomicFile.write(try ModelCalibration.evidenceJSON(evidence, calibration: calibration), to: folder.calibrationPath)
+        }
         guard group.rank == 0 else { return result }  // the same model; rank 0 reports
         if members.count > 1 {
             for (m, member) in members.enumerated() {
-                let (bytes, metrics) = try encode([member])
+                let (bytes, metrics) = try encode([member]).parts
                 let path = try memberFolder(m)?.modelPath
                 if let path { try AtomicFile.write(Data(bytes), to: path) }
                 result.members.append(
@@ -352,16 +370,45 @@ public final class FitRun {
     /// the epochs trained over all members and validation metrics), those metrics, and what
     /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`)
     /// and the training windows' `poseStatistics` (docs/format.md 3.5).
+    ///
+    /// With `calibration temperature` the network written is calibrated (`ModelCalibration`) on
+    /// the validation windows, or without them on the evidence `outOfFold` gives (nil, or a
+    /// nil evidence: not calibrated, `calibrationNote` says why).
     static func encodeModel(
         _ members: [Training], configData: Data, datasetHash: String, datasetName: String, frameRate: Double?,
-        streams: StreamCalibration.Source?, poseStatistics: ModelHeader.PoseStatistics? = nil
-    ) throws -> (bytes: [UInt8], metrics: [String: Double]) {
+        streams: StreamCalibration.Source?, poseStatistics: ModelHeader.PoseStatistics? = nil,
+        outOfFold: (() throws -> ModelCalibration.Evidence?)? = nil
+    ) throws -> EncodedModel {
         var metrics: [String: Double] = [:]
         let epochs = members.compactMap { $0.records.last?.epoch }
         if !epochs.isEmpty { metrics["epochs"] = Double(epochs.reduce(0, +)) }
         let training = members[0], data = training.data
         let trained = try Ensemble.network(members.map(\.network))
-        let written = try FitPipeline.networkToWrite(trained, config: training.config, input: data.input)
+        var written = try FitPipeline.networkToWrite(trained, config: training.config, input: data.input)
+        var calibration: ModelHeader.Calibration?, note: String?, evidence: ModelCalibration.Evidence?
+        if training.config.calibration == .temperature {
+            if let why = ModelCalibration.unscalable(written) {
+                note = "not calibrated: \(why)"
+            } else {
+                if let v = data.validation {
+                    evidence = ModelCalibration.Evidence(
+                        logits: Inference.logits(written, features: v.features, count: v.count), labels: v.labels, classes: data.classes.count,
+                        source: "validation")
+                } else {
+                    evidence = try outOfFold?()
+                }
+                if let evidence {
+                    let fitted = ModelCalibration.fit(evidence)
+                    written = try ModelCalibration.scaled(written, temperature: fitted.temperature)
+                    calibration = fitted
+                } else {
+                    note =
+                        outOfFold == nil
+                        ? "not calibrated: no validation windows to fit a temperature on"
+                        : "not calibrated: the training sequences are fewer than 2 groups, so nothing can be held out to fit a temperature on"
+                }
+            }
+        }
         if let validation = data.validation {
             let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
             metrics["validationAccuracy"] = accuracy
@@ -373,8 +420,18 @@ public final class FitRun {
         let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
         let bytes = try ModelFile.encode(
             classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
-            streaming: streaming, poseStatistics: poseStatistics)
-        return (bytes, metrics)
+            streaming: streaming, poseStatistics: poseStatistics, calibration: calibration)
+        return EncodedModel(bytes: bytes, metrics: metrics, calibration: calibration, calibrationNote: note, evidence: evidence)
+    }
+
+    /// A model file's bytes as `encodeModel` made them, and what it found.
+    struct EncodedModel {
+        var bytes: [UInt8]
+        var metrics: [String: Double]
+        var calibration: ModelHeader.Calibration?
+        var calibrationNote: String?
+        var evidence: ModelCalibration.Evidence?
+        var parts: ([UInt8], [String: Double]) { (bytes, metrics) }
     }
 
     /// A warning when the last epoch's training loss is clearly above the lowest one (more than
@@ -412,6 +469,10 @@ public struct FitResult {
     public var validationAccuracy: Double?
     /// With `ensemble` > 1 (on rank 0), each member as a model of its own, in order.
     public var members: [Member] = []
+    /// How the model written was calibrated (nil: not calibrated, `calibrationNote` says why
+    /// when `calibration` asked for it).
+    public var calibration: ModelHeader.Calibration?
+    public var calibrationNote: String?
 
     /// One member of an ensemble: its model file (written to `member<m>/model.atm` when the run
     /// has a folder; the run's config hash, the member's seed) and validation scores.

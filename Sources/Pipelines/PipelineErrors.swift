@@ -34,6 +34,8 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     /// Training diverged. `lastGoodEpoch` is the epoch whose checkpoint is intact at
     /// `checkpoint` (nil when no checkpoint was written, or no run folder is kept).
     case diverged(TrainingError, checkpoint: String?, lastGoodEpoch: Int?)
+    /// A temperature cannot be folded into the network (`ModelCalibration.scaled`).
+    case cannotCalibrate(reason: String)
 
     public var description: String {
         switch self {
@@ -52,6 +54,7 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
         case .changedOnResume(let keys):
             return "the config's \(keys.joined(separator: ", ")) cannot change when resuming (it changes the model or the data); start a new run instead"
         case .incompatibleCheckpoint(let path, let why): return "\(path): \(why)"
+        case .cannotCalibrate(let why): return "cannot calibrate the model: \(why)"
         case .diverged(let e, let checkpoint, let epoch):
             guard let checkpoint else { return "\(e.description); start again with a lower learning rate" }
             guard let epoch else {

@@ -31,6 +31,9 @@ public struct RunFolder: Sendable {
     public var modelPath: String { "\(path)/model.atm" }
     public var reportJSONPath: String { "\(path)/report.json" }
     public var reportTextPath: String { "\(path)/report.txt" }
+    /// The evidence a temperature was fitted on (`calibration temperature`): its labels and
+    /// uncalibrated logits, with the temperature and the scores before and after.
+    public var calibrationPath: String { "\(path)/calibration.json" }
 
     /// An existing run folder, not checked and not locked (to read it).
     public init(existing path: String) {

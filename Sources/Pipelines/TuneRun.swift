@@ -119,6 +119,9 @@ public struct TuneRun {
             let s = try Splits.split(dataset, indices: fold.train, fraction: config.validationFraction, seed: config.seed)
             (train, validation) = (s.first, s.second)
         }
+        // A temperature leaves the predicted class, hence the accuracy scored here, as it is.
+        var config = config
+        config.calibration = .none
         let run = try FitRun.start(
             dataPath: dataPath, dataset: dataset, config: config, folder: nil, split: .init(train: train, validation: validation))
         _ = try run.train()

@@ -8,6 +8,8 @@ struct GateFlags {
     var maxAccuracyDrop: Double?
     var maxMacroF1Drop: Double?
     var maxRecallDrop: Double?
+    var maxECERise: Double?
+    var maxLogLossRise: Double?
     var recallDrop: [String] = []
     var requireSignificance = false
     var alpha: Double?
@@ -20,6 +22,8 @@ struct GateFlags {
         Option("max-accuracy-drop", \.maxAccuracyDrop, value: "X", help: "Fail when accuracy drops by more than X (default 0.02)."),
         Option("max-macro-f1-drop", \.maxMacroF1Drop, value: "X", help: "Fail when macro-F1 drops by more than X (default 0.02)."),
         Option("max-recall-drop", \.maxRecallDrop, value: "X", help: "Fail when any class's recall drops by more than X (default 0.10)."),
+        Option("max-ece-rise", \.maxECERise, value: "X", help: "Fail when the expected calibration error rises by more than X (default: not checked)."),
+        Option("max-log-loss-rise", \.maxLogLossRise, value: "X", help: "Fail when the log loss rises by more than X (default: not checked)."),
         Option("recall-drop", \.recallDrop, value: "LABEL=X", help: "Per-class recall threshold; may be repeated."),
         Option("require-significance", \.requireSignificance, help: "Fail only on drops that are also significant (McNemar / paired bootstrap at --alpha)."),
         Option("alpha", \.alpha, value: "A", help: "Significance level (default 0.05)."),
@@ -34,6 +38,8 @@ struct GateFlags {
         if let v = maxAccuracyDrop { p.maxAccuracyDrop = v }
         if let v = maxMacroF1Drop { p.maxMacroF1Drop = v }
         if let v = maxRecallDrop { p.maxClassRecallDrop = v }
+        if let v = maxECERise { p.maxECERise = v }
+        if let v = maxLogLossRise { p.maxLogLossRise = v }
         for item in recallDrop {
             guard let eq = item.lastIndex(of: "="), let v = Double(item[item.index(after: eq)...]), eq != item.startIndex else {
                 throw CLIError.usage("--recall-drop expects LABEL=X, got '\(item)'")

@@ -95,6 +95,15 @@ enum InspectModel {
         }
 
         out.line("")
+        if let c = header.calibration {
+            let evidence = c.evidence == "validation" ? "\(c.windows) validation windows" : "out-of-fold predictions of \(c.windows) training windows (\(c.folds ?? 0) folds)"
+            out.line(
+                "probabilities: calibrated, logits divided by temperature \(number(c.temperature)) (already in the last layer; docs/format.md 3.6), fitted on \(evidence): "
+                    + "ECE \(number(c.eceBefore)) → \(number(c.eceAfter)), log loss \(number(c.logLossBefore)) → \(number(c.logLossAfter))")
+        } else {
+            out.line("probabilities: not calibrated (no calibration recorded: a file before format 1.6, or fitted with calibration none)")
+        }
+        out.line("")
         out.line("network: \(header.layers.count) layers, \(grouped(network.parameterCount)) parameters")
         let shapes = try ModelFile.layerOutputShapes(header.layers, input: header.inputShape)
         out.line("  #   output        parameters  layer")

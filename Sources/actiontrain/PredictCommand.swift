@@ -15,6 +15,7 @@ enum PredictCommand: ParsableCommand {
         var useEvents = false
         var stream = false
         var events = false
+        var unknownBelow: Double?
         var reading = DataFlags()
         var eventing = EventFlags()
 
@@ -24,6 +25,9 @@ enum PredictCommand: ParsableCommand {
         func validate() throws {
             if let stride, !(1...Self.maximumStride).contains(stride) {
                 throw CLIError.usage("--stride must be 1 to \(Self.maximumStride) frames, got \(stride)")
+            }
+            if let p = unknownBelow, !(p > 0 && p <= 1) {
+                throw CLIError.usage("--unknown-below must be a probability in (0, 1], got \(p)")
             }
         }
 
@@ -40,6 +44,9 @@ enum PredictCommand: ParsableCommand {
             }
             if !stream, let flag = eventing.given.intersection(EventFlags.streamOnly).sorted().first {
                 throw CLIError.usage("--\(flag) follows the people of a live stream: it needs --stream")
+            }
+            if unknownBelow != nil && (stream || events) {
+                throw CLIError.usage("--unknown-below decides the windows of a file; events and streams have their own thresholds (--enter, --exit): leave it out")
             }
             if stream && split != nil {
                 throw CLIError.usage("--split chooses the sequences of a file; a live stream has no splits: leave it out")
@@ -76,6 +83,9 @@ enum PredictCommand: ParsableCommand {
             Option("stride", \.stride, value: "N", help: "Frames between window starts (default: a third of the window; at most 100000)."),
             Option("format", \.format, value: "FORMAT", help: "jsonl (one JSON object per window, the default) or table."),
             Option("split", \.split, value: "NAME", help: "Only the sequences of this split (default: all)."),
+            Option(
+                "unknown-below", \.unknownBelow, value: "P",
+                help: "Answer \"unknown\" (\"decision\": null) for a window whose most probable class has a probability below P, in (0, 1]: with a calibrated model (fit's default), about P of the windows decided at that probability are right."),
             Option("use-events", \.useEvents, help: "Sequences with labeled events: one window centred on each event (as fit's useEvents) instead of sliding windows."),
             Option("stream", \.stream, help: "Read frames from stdin (DATA -), one JSON object per line, several people by \"person\"; write each window and event the moment it exists."),
             Option("events", \.events, help: "Write action events (label, start and end in seconds, peak and mean probability) instead of windows."),
@@ -122,6 +132,7 @@ enum PredictCommand: ParsableCommand {
         let stride = options.stride ?? Evaluation.defaultStride(model)
         let format = options.format
         var printer = Printer(model: model, format: format, stride: stride, split: options.split)
+        printer.unknownBelow = options.unknownBelow.map(Float.init)
         printer.useEvents = options.useEvents
         if options.stream || options.events {
             try options.checkStream(model: model)

@@ -12,6 +12,11 @@ extension PredictCommand {
         let stride: Int
         let split: String?
         var sequences = 0, windows = 0, labeled = 0, correct = 0
+        /// `--unknown-below`: windows whose top probability is below it are answered "unknown".
+        var unknownBelow: Float?
+        /// With `unknownBelow`: the windows answered "unknown", and of the labeled windows
+        /// decided, how many and how many right.
+        var unknown = 0, decidedLabeled = 0, decidedCorrect = 0
         var wroteTableHeader = false
         /// Labels outside the model's classes already warned about.
         var warnedLabels = Set<String>()
@@ -91,9 +96,15 @@ extension PredictCommand {
                 windows += 1
                 padding.add(frames: F, real: model.input.window.mode == .fit ? F : p.end - p.start)
                 let label = model.classes[p.classIndex]
+                let decided = unknownBelow.map { p.probabilities[p.classIndex] >= $0 } ?? true
+                if !decided { unknown += 1 }
                 if let truth = s.label {
                     labeled += 1
                     if truth == label { correct += 1 }
+                    if decided && unknownBelow != nil {
+                        decidedLabeled += 1
+                        if truth == label { decidedCorrect += 1 }
+                    }
                 }
                 switch format {
                 case .jsonl: out.line(jsonLine(s, index: i, p))
@@ -102,7 +113,8 @@ extension PredictCommand {
                         out.line(row("sequence", "window", "start", "end", "label", "probability", "truth"))
                         wroteTableHeader = true
                     }
-                    out.line(row(s.id, "\(i)", "\(p.start)", "\(p.end)", label, String(format: "%.4f", p.probabilities[p.classIndex]), s.label ?? ""))
+                    let shown = decided ? label : "unknown (\(label))"
+                    out.line(row(s.id, "\(i)", "\(p.start)", "\(p.end)", shown, String(format: "%.4f", p.probabilities[p.classIndex]), s.label ?? ""))
                 }
             }
         }
@@ -119,6 +131,9 @@ extension PredictCommand {
             line += ", \"label\": \(json(model.classes[p.classIndex])), \"probability\": \(num(p.probabilities[p.classIndex]))"
             line += ", \"probabilities\": {"
             line += zip(model.classes, p.probabilities).map { "\(json($0)): \(num($1))" }.joined(separator: ", ") + "}"
+            if let threshold = unknownBelow {
+                line += ", \"decision\": " + (p.probabilities[p.classIndex] >= threshold ? json(model.classes[p.classIndex]) : "null")
+            }
             if let truth = s.label { line += ", \"truth\": \(json(truth))" }
             return line + "}"
         }
@@ -126,6 +141,12 @@ extension PredictCommand {
         func summary() -> String {
             var s = "predict: \(windows) windows from \(sequences) sequences"
             if labeled > 0 { s += String(format: "; %d of %d labeled windows agree with their sequence's label (%.3f)", correct, labeled, Double(correct) / Double(labeled)) }
+            if let threshold = unknownBelow {
+                s += String(format: "; %d unknown (most probable class below %g)", unknown, threshold)
+                if decidedLabeled > 0 {
+                    s += String(format: ", %d of the %d labeled windows decided agree (%.3f)", decidedCorrect, decidedLabeled, Double(decidedCorrect) / Double(decidedLabeled))
+                }
+            }
             s += "\n"
             if let w = padding.warning(windowLength: model.input.window.frames) { s += "warning: \(w)\n" }
             return s

@@ -529,7 +529,7 @@ final class ModelFileTests: XCTestCase {
         let written = try ModelFile.encode(
             classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), streaming: loaded.streaming)
         XCTAssertEqual(try ModelFile.load(written).header.streaming, loaded.streaming)
-        XCTAssertEqual(Array(written[8..<12]), [1, 0, 5, 0], "version 1.5")
+        XCTAssertEqual(Array(written[8..<12]), [1, 0, 6, 0], "version 1.6")
         for (field, fragment) in [
             (frames { $0["hold"] = "[0.2]" }, "frames: hold needs one value per class (2), got 1"),
             (frames { $0["enter"] = "[0.4,1.5]" }, "frames: class 1: the thresholds need"),
@@ -574,6 +574,48 @@ final class ModelFileTests: XCTestCase {
         ] {
             assertRejects(header: header(field(edit.0, with: edit.1)), fragments, badHeader)
         }
+    }
+
+    /// The optional `calibration` field (3.6, format 1.6): read by both decoders, written and
+    /// read back, absent in older files, a value outside its bound refused, naming it.
+    func testTheCalibrationFieldIsReadAndChecked() throws {
+        func header(_ calibration: String) -> String {
+            Self.headerJSON().replacingOccurrences(of: #""provenance":"#, with: #""calibration":\#(calibration),"provenance":"#)
+        }
+        func field(_ replacing: String = "", with: String = "") -> String {
+            let good =
+                #"{"eceAfter":0.0125,"eceBefore":0.0625,"evidence":"outOfFold","folds":3,"logLossAfter":0.25,"logLossBefore":0.375,"method":"temperature","temperature":0.75,"windows":180}"#
+            return replacing.isEmpty ? good : good.replacingOccurrences(of: replacing, with: with)
+        }
+        let loaded = try ModelFile.load(HandMade(header: header(field()), data: Self.data).bytes).header
+        let expected = ModelHeader.Calibration(
+            temperature: 0.75, evidence: "outOfFold", folds: 3, windows: 180, logLossBefore: 0.375, logLossAfter: 0.25, eceBefore: 0.0625,
+            eceAfter: 0.0125)
+        XCTAssertEqual(loaded.calibration, expected)
+        let bytes = Array(header(field()).utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, try bytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        XCTAssertNotNil(bytes.withUnsafeBytes { HeaderJSON.decode($0) }, "the fast reader takes it")
+        XCTAssertNil(try ModelFile.load(Self.good().bytes).header.calibration)
+        let network = try Network(layers: [.flatten, .linear(inputs: 4, outputs: 2)], input: Shape(time: 2, channels: 2))
+        let written = try ModelFile.encode(classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), calibration: expected)
+        XCTAssertEqual(try ModelFile.load(written).header.calibration, expected)
+        for (edit, fragments) in [
+            ((#""temperature":0.75"#, #""temperature":0"#), ["calibration: temperature must be positive and finite, got 0.0"]),
+            ((#""temperature":0.75"#, #""temperature":-2"#), ["calibration: temperature must be positive and finite, got -2.0"]),
+            ((#""method":"temperature""#, #""method":"vector""#), ["calibration: unknown method 'vector'"]),
+            ((#""evidence":"outOfFold""#, #""evidence":"test""#), ["calibration: unknown evidence 'test'"]),
+            ((#""windows":180"#, #""windows":0"#), ["calibration: windows must be positive, got 0"]),
+            ((#""folds":3"#, #""folds":1"#), ["calibration: folds must be at least 2, got 1"]),
+            ((#""eceAfter":0.0125"#, #""eceAfter":-0.5"#), ["calibration: eceAfter must be a finite number ≥ 0, got -0.5"]),
+        ] {
+            assertRejects(header: header(field(edit.0, with: edit.1)), fragments, badHeader)
+        }
+        XCTAssertThrowsError(
+            try ModelFile.encode(
+                classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(),
+                calibration: ModelHeader.Calibration(
+                    temperature: .infinity, evidence: "validation", windows: 4, logLossBefore: 1, logLossAfter: 1, eceBefore: 0, eceAfter: 0))
+        ) { XCTAssertTrue("\($0)".contains("temperature must be positive and finite"), "\($0)") }
     }
 
     /// Every number of the header outside its bound (docs/format.md 2.1) is refused, naming it.
@@ -819,7 +861,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 5, 0, 0, 0, 0, 0])  // major 1, minor 5, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 6, 0, 0, 0, 0, 0])  // major 1, minor 6, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

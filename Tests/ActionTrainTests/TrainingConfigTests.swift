@@ -25,6 +25,8 @@ final class TrainingConfigTests: XCTestCase {
         c.views = .same
         c.memberAverage = .probabilities
         c.linearPenalty = 0.5
+        c.calibration = .none
+        c.calibrationFolds = 5
         c.residual = false
         c.activation = .gelu
         c.normalization = .none

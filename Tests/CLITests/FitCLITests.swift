@@ -153,6 +153,41 @@ final class FitCLITests: XCTestCase {
         XCTAssertTrue(saved.fillGaps)
     }
 
+    /// The two members' model is calibrated out of fold without validation sequences: fit says
+    /// so with the ECE before and after, writes calibration.json with its evidence, and inspect
+    /// shows the temperature; `--calibration none` writes the network as trained.
+    func testFitCalibratesAndSaysSoAndInspectShowsIt() throws {
+        let dir = try folder()
+        let base =
+            ["fit", Self.fixture, "--members", "tcn:coordinates+mask, ftp:relativePositions", "--widths", "4", "--epochs", "2", "--validation-fraction", "0"]
+            + Self.quick.filter { $0 != "--architecture" && $0 != "mlp" }
+        let r = run(base + ["--out", "\(dir)/run", "--calibration-folds", "2"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("fit: calibrating: 2 folds of the training sequences, the network trained again on the rest of each until 400 windows are held out\n"), r.out)
+        XCTAssertTrue(r.out.contains("fit: calibrated: temperature "), r.out)
+        XCTAssertTrue(r.out.contains(" fitted on out-of-fold predictions of 24 training windows (2 folds): ECE "), r.out)
+        let model = try ActionModel(contentsOf: "\(dir)/run/model.atm")
+        let c = try XCTUnwrap(model.header.calibration)
+        XCTAssertEqual(c.folds, 2)
+        XCTAssertTrue(r.out.contains(String(format: "log loss %.3f → %.3f", c.logLossBefore, c.logLossAfter)), r.out)
+        let evidence = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/run/calibration.json"))) as? [String: Any])
+        XCTAssertEqual((evidence["labels"] as? [Int])?.count, 24)
+        XCTAssertEqual((evidence["logits"] as? [[Double]])?.first?.count, 3)
+        var text = ""
+        var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
+        try InspectModel.run(path: "\(dir)/run/model.atm", json: false, out: &out)
+        XCTAssertTrue(text.contains("probabilities: calibrated, logits divided by temperature \(InspectModel.number(c.temperature))"), text)
+        let plain = run(base + ["--out", "\(dir)/plain", "--calibration", "none"])
+        XCTAssertEqual(plain.code, 0, plain.err)
+        XCTAssertFalse(plain.out.contains("calibrat"), plain.out)
+        XCTAssertNil(try ActionModel(contentsOf: "\(dir)/plain/model.atm").header.calibration)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/plain/calibration.json"))
+        let bad = run(base + ["--out", "\(dir)/bad", "--calibration-folds", "11"])
+        XCTAssertNotEqual(bad.code, 0)
+        XCTAssertTrue(bad.err.contains("config field 'calibrationFolds' must be in [2, 10], got 11"), bad.err)
+    }
+
     /// With no config, fit prints the recipe it chose from the data before training and saves
     /// it; a key given as a flag is kept and not mentioned.
     func testTheRecipeChoosesUnsetKeysFromTheDataAndSaysSo() throws {

@@ -112,6 +112,51 @@ final class ModelCommandsTests: XCTestCase {
         }
     }
 
+    /// `--unknown-below P`: a window whose top probability is below P is answered "unknown"
+    /// (`"decision": null`, the table's `unknown (label)`), the others keep their label; the
+    /// summary counts them; P outside (0, 1] and P with events or streams are usage errors.
+    func testPredictAnswersUnknownBelowAProbability() throws {
+        let data = try writeLines(nativeDataset(count: 3, frames: 10), "clips.jsonl")
+        let plain = try parseJSONLines(run(["predict", Self.golden, data]).out)
+        let top = plain.map { ($0["probability"] as? Double)! }
+        let threshold = top.sorted()[top.count / 2]  // about half the windows below it
+        let r = run(["predict", Self.golden, data, "--unknown-below", "\(threshold)"])
+        XCTAssertEqual(r.code, 0, r.err)
+        let rows = try parseJSONLines(r.out)
+        XCTAssertEqual(rows.count, plain.count)
+        var unknown = 0, decided = 0, agree = 0
+        for (i, row) in rows.enumerated() {
+            XCTAssertEqual(row["label"] as? String, plain[i]["label"] as? String, "the label is the most probable class either way")
+            if Float(top[i]) < Float(threshold) {
+                XCTAssertTrue(row["decision"] is NSNull, "\(row)")
+                unknown += 1
+            } else {
+                XCTAssertEqual(row["decision"] as? String, row["label"] as? String)
+                decided += 1
+                if row["label"] as? String == row["truth"] as? String { agree += 1 }
+            }
+        }
+        XCTAssertGreaterThan(unknown, 0)
+        XCTAssertGreaterThan(decided, 0)
+        XCTAssertTrue(
+            r.err.contains(
+                "; \(unknown) unknown (most probable class below \(String(format: "%g", Float(threshold))))"
+                    + ", \(agree) of the \(decided) labeled windows decided agree"), r.err)
+        XCTAssertNil(plain.first?["decision"], "no decision key without the flag")
+        let table = run(["predict", Self.golden, data, "--unknown-below", "1", "--format", "table"])
+        XCTAssertEqual(table.code, 0, table.err)
+        XCTAssertEqual(table.out.components(separatedBy: " unknown (").count - 1, rows.count, "every window is below 1")
+        for (flags, message) in [
+            (["--unknown-below", "0"], "--unknown-below must be a probability in (0, 1], got 0.0"),
+            (["--unknown-below", "1.5"], "--unknown-below must be a probability in (0, 1], got 1.5"),
+            (["--unknown-below", "0.5", "--events"], "--unknown-below decides the windows of a file; events and streams have their own thresholds (--enter, --exit): leave it out"),
+        ] {
+            let bad = run(["predict", Self.golden, data] + flags)
+            XCTAssertEqual(bad.code, 2, "\(flags)")
+            XCTAssertTrue(bad.err.contains(message), bad.err)
+        }
+    }
+
     func testPredictTableAndSplit() throws {
         let data = try writeLines(nativeDataset(count: 4, frames: 6), "clips.jsonl")
         let r = run(["predict", Self.golden, data, "--format", "table", "--split", "test"])
@@ -241,8 +286,9 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.5,",
+            "\(Self.golden): actiontrain model file 1.6,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
+            "probabilities: not calibrated (no calibration recorded: a file before format 1.6, or fitted with calibration none)",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
             "joints       0 head, 1 neck, 2 root, 3 hand",
             "window       6 frames, sliding windows, padded with empty poses; resampled to 30 fps first",

@@ -39,8 +39,8 @@ final class ReportFormatsTests: XCTestCase {
         XCTAssertEqual(
             files.map(\.name),
             [
-                "report.txt", "report.json", "report.md", "report.html", "confusion.svg", "metrics.csv", "classes.csv", "confusion.csv",
-                "predictions.csv",
+                "report.txt", "report.json", "report.md", "report.html", "confusion.svg", "reliability.svg", "metrics.csv", "classes.csv",
+                "confusion.csv", "predictions.csv",
             ])
         for f in files {
             let text = String(decoding: f.data, as: UTF8.self)

@@ -470,6 +470,17 @@ def read_model(path):
             need(isinstance(v, list) and len(v) == n, f"poseStatistics.{key} needs {n} values")
             need(all(is_num(x) and math.isfinite(x) and (low is None or x >= low) and (high is None or x <= high) for x in v),
                  f"poseStatistics.{key} is out of bounds")
+    cal = h.get("calibration")  # 3.6 (1.6): optional, a record of what the layers already compute; its bounds are checked (2.1)
+    if cal is not None:
+        need(isinstance(cal, dict), "calibration must be an object")
+        need(cal.get("method") == "temperature", "calibration.method must be temperature")
+        need(cal.get("evidence") in ("validation", "outOfFold"), "calibration.evidence must be validation or outOfFold")
+        t = cal.get("temperature")
+        need(is_num(t) and math.isfinite(t) and t > 0, "calibration.temperature must be a finite number > 0")
+        need(is_int(cal.get("windows")) and cal["windows"] >= 1, "calibration.windows must be at least 1")
+        need(cal.get("folds") is None or (is_int(cal["folds"]) and cal["folds"] >= 2), "calibration.folds must be at least 2")
+        need(all(is_num(cal.get(k)) and math.isfinite(cal[k]) and cal[k] >= 0 for k in ("logLossBefore", "logLossAfter", "eceBefore", "eceAfter")),
+             "calibration scores must be finite numbers >= 0")
     prov = h.get("provenance")
     need(isinstance(prov, dict) and isinstance(prov.get("metrics"), dict), "provenance.metrics is missing")
     need(all(is_num(v) and math.isfinite(v) for v in prov["metrics"].values()), "provenance.metrics must be finite numbers")
