@@ -328,7 +328,7 @@ enum InferenceBench {
                 print("{" + fields.joined(separator: ", ") + "}")
             } else {
                 func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
-                var row = col(name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
+                var row = col(name, max(7, name.count + 1)) + col(format(Double(bytes.count) / 1e6, 2), 9)
                 row += col(read.text, 36) + col(mapped.text, 32)
                 let torchLatency = reference.map { format($0.torchLatencyMicroseconds, 1) } ?? "–"
                 let latencyRatio = reference.map { format(latency / $0.torchLatencyMicroseconds, 2) } ?? "–"
