@@ -12,6 +12,12 @@ import PoseCore
 /// `--models DIR` also writes the two model files there (for `actiontrain export` and
 /// scripts/bench-inference, which runs PyTorch and onnxruntime interleaved with this).
 ///
+/// `--model NAME=PATH` measures that model file instead (e.g. the model `fit` makes with no
+/// config, which scripts/bench-inference fits on data/natops.jsonl), on the same network
+/// inputs `[frames, channels]` its ONNX export takes (`ActionModel.logits`: the network
+/// alone, after the feature extractor; it has no PyTorch anchors), and then, as `NAME-poses`,
+/// on poses: the feature extractor and the network (`poses(_:name:threads:json:)`).
+///
 /// Load times are of `ActionModel(contentsOf:memoryMapped:)`, with the copying reader (the
 /// default) and the mapped one (the network bound to the file's tensors in place).
 enum InferenceBench {
@@ -115,12 +121,74 @@ enum InferenceBench {
         var text: String { "\(format(reused)), \(format(fresh)), \(format(newProcess)) (\(format(newProcessSecond)))" }
     }
 
+    /// `--model`'s second row, `NAME-poses`: the predict path from poses, the feature extractor
+    /// (into one workspace, as a stream session does; every joint present, no confidence) and
+    /// then the network, against the export with `--raw-poses`. Same protocol as the network
+    /// inputs; batch 1024 extracts its windows on the calling thread, as `predict` does.
+    static func poses(_ model: ActionModel, name: String, threads: Int, json: Bool) throws {
+        let s = model.input.skeleton, F = model.input.window.frames, J = s.jointCount, D = s.dimensions
+        let V = model.valuesPerWindow, size = F * J * D
+        let load = ForeignLoad()
+        var g = SeededGenerator(seed: 2)
+        let coordinates = (0..<(2000 * size)).map { _ in g.nextSymmetric(2) }
+        let present = [UInt8](repeating: 1, count: F * J)
+        let workspace = model.extractor.makeWorkspace()
+        var features = [Float](repeating: 0, count: 1024 * V)
+        var out = [Float](repeating: 0, count: 1024 * model.classes.count)
+        let (latency, throughput) = coordinates.withUnsafeBufferPointer { c in
+            present.withUnsafeBufferPointer { p in
+                features.withUnsafeMutableBufferPointer { x in
+                    out.withUnsafeMutableBufferPointer { o -> (Double, Double) in
+                        func run(_ k: Int, count: Int) {
+                            for i in 0..<count {
+                                model.extractor.extract(
+                                    coordinates: c.baseAddress! + ((k + i) % 2000) * size, present: p.baseAddress!, confidence: nil,
+                                    into: x.baseAddress! + i * V, workspace: workspace)
+                            }
+                            model.logits(x.baseAddress!, count: count, into: o.baseAddress!)
+                        }
+                        for k in 0..<100 { run(k, count: 1) }
+                        var times: [UInt64] = []
+                        times.reserveCapacity(2000)
+                        for k in 0..<2000 {
+                            let t0 = Clock.now()
+                            run(k, count: 1)
+                            times.append(Clock.now() - t0)
+                        }
+                        times.sort()
+                        for _ in 0..<3 { run(0, count: 1024) }
+                        var batch: [Double] = []
+                        for _ in 0..<20 {
+                            let t0 = Clock.now()
+                            run(0, count: 1024)
+                            batch.append(Double(Clock.now() - t0) / 1e9)
+                        }
+                        batch.sort()
+                        return (Double(times[times.count / 2]) / 1e3, 1024 / batch[batch.count / 2])
+                    }
+                }
+            }
+        }
+        let foreign = load.share() ?? 0
+        if json {
+            let fields: [String] = [
+                "\"framework\": \"actiontrain\"", "\"model\": \"\(name)-poses\"", "\"threads\": \(threads)",
+                "\"blas_core\": \"\(BLAS.coreName)\"", "\"kernel\": \"\(PackedGEMM.current)\"",
+                "\"latency_us_median\": \(format(latency, 2))", "\"infer_batch_windows_per_s\": \(format(throughput, 0))",
+                "\"foreign_load\": \(format(foreign, 3))",
+            ]
+            print("{" + fields.joined(separator: ", ") + "}")
+        } else {
+            print("\(name)-poses (feature extractor + network): latency b1 \(format(latency, 1)) µs, b1024 \(format(throughput, 0)) windows/s, foreign load \(format(foreign * 100, 1))%")
+        }
+    }
+
     static func run(_ args: [String]) throws {
         if args.count >= 2 && args[0] == "--load-once" {
             try loadOnce(args[1], mapped: args.dropFirst(2).contains("--mapped"))
             return
         }
-        var threads = 2, json = false, breakdown = false, modelDir: String? = nil
+        var threads = 2, json = false, breakdown = false, modelDir: String? = nil, file: (name: String, path: String)? = nil
         var i = 0
         while i < args.count {
             switch args[i] {
@@ -130,6 +198,13 @@ enum InferenceBench {
             case "--models":
                 i += 1
                 modelDir = args[i]
+            case "--model":
+                i += 1
+                let parts = args[i].split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else {
+                    throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "--model expects NAME=PATH, got \(args[i])"])
+                }
+                file = (parts[0], parts[1])
             case "--json": json = true
             case "--breakdown": breakdown = true
             default: throw NSError(domain: "bench", code: 2, userInfo: [NSLocalizedDescriptionKey: "unknown option \(args[i])"])
@@ -149,12 +224,19 @@ enum InferenceBench {
         // their memory to the loads measured after them as "fresh".
         var parked: [Network] = [], parkedModels: [ActionModel] = []
         defer { withExtendedLifetime(parked) {} }
-        for r in references {
-            let path = "\(dir)/\(r.name).atm"
-            let bytes = try modelBytes(r)
-            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        // The reference networks (written to DIR), or the one model file of `--model`.
+        let items: [(name: String, path: String, reference: Reference?)] =
+            file.map { [($0.name, $0.path, nil)] } ?? references.map { ($0.name, "\(dir)/\($0.name).atm", $0) }
+        for (name, path, reference) in items {
+            let bytes: [UInt8]
+            if let r = reference {
+                bytes = try modelBytes(r)
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+            } else {
+                bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            }
             let load = ForeignLoad()
-            if breakdown {
+            if breakdown, let r = reference {
                 // Where the load time goes: mapping the file, the data checksum, the whole decode
                 // (checksums + JSON + checks; JSONDecoder's time on the same header for comparison:
                 // it reads only headers the fast reader declines), building the network in fresh
@@ -234,7 +316,7 @@ enum InferenceBench {
             let foreign = load.share() ?? 0
             if json {
                 let fields: [String] = [
-                    "\"framework\": \"actiontrain\"", "\"model\": \"\(r.name)\"", "\"threads\": \(threads)",
+                    "\"framework\": \"actiontrain\"", "\"model\": \"\(name)\"", "\"threads\": \(threads)",
                     "\"blas_core\": \"\(BLAS.coreName)\"", "\"kernel\": \"\(PackedGEMM.current)\"", "\"file_bytes\": \(bytes.count)",
                     "\"load_reused_us\": \(format(read.reused, 1))", "\"load_fresh_us\": \(format(read.fresh, 1))",
                     "\"load_new_process_us\": \(format(read.newProcess, 1))",
@@ -246,14 +328,17 @@ enum InferenceBench {
                 print("{" + fields.joined(separator: ", ") + "}")
             } else {
                 func col(_ s: String, _ n: Int) -> String { s.padding(toLength: n, withPad: " ", startingAt: 0) }
-                var row = col(r.name, 7) + col(format(Double(bytes.count) / 1e6, 2), 9)
+                var row = col(name, max(7, name.count + 1)) + col(format(Double(bytes.count) / 1e6, 2), 9)
                 row += col(read.text, 36) + col(mapped.text, 32)
-                row += col(format(latency, 1), 15) + col(format(r.torchLatencyMicroseconds, 1), 10)
-                row += col(format(latency / r.torchLatencyMicroseconds, 2), 8)
-                row += col(format(throughput, 0), 17) + col(format(r.torchBatchWindowsPerSecond, 0), 8)
-                row += col(format(throughput / r.torchBatchWindowsPerSecond, 2), 8) + format(foreign * 100, 1) + "%"
+                let torchLatency = reference.map { format($0.torchLatencyMicroseconds, 1) } ?? "–"
+                let latencyRatio = reference.map { format(latency / $0.torchLatencyMicroseconds, 2) } ?? "–"
+                let torchThroughput = reference.map { format($0.torchBatchWindowsPerSecond, 0) } ?? "–"
+                let throughputRatio = reference.map { format(throughput / $0.torchBatchWindowsPerSecond, 2) } ?? "–"
+                row += col(format(latency, 1), 15) + col(torchLatency, 10) + col(latencyRatio, 8)
+                row += col(format(throughput, 0), 17) + col(torchThroughput, 8) + col(throughputRatio, 8) + format(foreign * 100, 1) + "%"
                 print(row)
             }
+            if reference == nil { try poses(model, name: name, threads: threads, json: json) }
         }
     }
 }

@@ -3,18 +3,24 @@
 ../shared/bench (anchor_torch.py's definitions and protocol), for scripts/bench-inference.
 
     bench_inference.py --framework torch --model mlp|conv --threads N
-    bench_inference.py --framework onnxruntime --model mlp|conv --threads N --onnx FILE
+    bench_inference.py --framework onnxruntime --model mlp|conv|default|default-poses --threads N --onnx FILE
     bench_inference.py --summarize RESULTS.jsonl     # the table that ends scripts/bench-inference
 
 Latency: batch 1, median of 2,000 calls after 100 warm-up calls, cycling through 2,000 random
 windows. Throughput: 1024 / median of 20 batch-1024 calls after 3 warm-up calls. Prints one
 JSON line. Inputs are uniform in [-2, 2): the timings do not depend on the values.
+
+`default` is the model `fit` makes with no config (scripts/bench-inference fits it on
+data/natops.jsonl): onnxruntime only (no PyTorch module of it), on its export's network input
+[frames, channels] (the shape read from the graph), as the runtime's `ActionModel.logits`;
+`default-poses` on the export with --raw-poses, poses [frames, joints, dimensions + 1] (every
+confidence 1: every joint present), as the runtime's feature extractor followed by the network.
 """
 import argparse, json, os, statistics, sys, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--framework", choices=["torch", "onnxruntime"])
-ap.add_argument("--model", choices=["mlp", "conv"])
+ap.add_argument("--model", choices=["mlp", "conv", "default", "default-poses"])
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--onnx")
 ap.add_argument("--summarize")
@@ -68,7 +74,7 @@ def summarize(path):
     print("| model | threads | ISA | b1 µs actiontrain | torch | onnxruntime | vs torch | vs ort | b1024 windows/s actiontrain "
           "| torch | onnxruntime | vs torch | vs ort | load µs mapped: reused, new process | foreign load max |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for model in ["mlp", "conv"]:
+    for model in [m for m in ("mlp", "conv", "default", "default-poses") if any(r["model"] == m for r in rows)]:
         for threads in sorted({r["threads"] for r in rows}):
             for f in families:
                 a, t, o = sel("actiontrain", model, threads, f), sel("torch", model, threads, f), sel("onnxruntime", model, threads, f)
@@ -109,8 +115,6 @@ start = cpu_sample()
 rng = np.random.default_rng(1)
 # torch: anchor_torch.py's layouts ([2565] flattened, [57 channels, 45 steps]); onnxruntime: the
 # exported graph's input [45 frames, 57 channels].
-shape = (45, 57) if args.framework == "onnxruntime" else (2565,) if args.model == "mlp" else (57, 45)
-X = rng.uniform(-2, 2, (2000,) + shape).astype(np.float32)
 out = {"framework": args.framework, "model": args.model, "threads": args.threads}
 
 if args.framework == "torch":
@@ -120,6 +124,9 @@ if args.framework == "torch":
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(0)
+    if args.model.startswith("default"):
+        sys.exit("bench_inference.py: no PyTorch module of the default model (onnxruntime only)")
+    X = rng.uniform(-2, 2, (2000,) + ((2565,) if args.model == "mlp" else (57, 45))).astype(np.float32)
 
     class TConv(nn.Module):
         def __init__(self):
@@ -145,11 +152,15 @@ else:
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = args.threads, 1
     sess = ort.InferenceSession(args.onnx, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name  # input [frames, channels] or poses [frames, joints, dims + 1]
+    X = rng.uniform(-2, 2, (2000,) + tuple(sess.get_inputs()[0].shape[1:])).astype(np.float32)
+    if name == "poses":
+        X[..., -1] = 1  # every joint present
     singles = [X[i:i + 1] for i in range(2000)]
     batch = np.ascontiguousarray(X[:1024])
 
     def run(x):
-        return sess.run(["logits"], {"input": x})
+        return sess.run(["logits"], {name: x})
     out["version"] = ort.__version__
 
 for i in range(100):
