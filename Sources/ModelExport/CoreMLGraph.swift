@@ -111,7 +111,7 @@ final class CoreMLGraph: CoreMLLowering {
     // MARK: - Lowering
 
     /// Why an op cannot be lowered (wrapped with the context by `lower`).
-    private struct Refusal: Error { var reason: String }
+    private typealias Refusal = CoreMLLoweringRefusal
 
     private func lower(_ op: String, _ inputs: [String], _ outs: [String], _ attributes: [(String, Attribute)], layerName: String) {
         guard failure == nil else { return }
@@ -149,48 +149,6 @@ final class CoreMLGraph: CoreMLLowering {
         if let ints = v.ints { return ints }
         if let f = v.floats { return f.map { Int($0) } }
         throw Refusal(reason: "its \(what) must be a constant")
-    }
-
-    private func ints(_ a: [String: Attribute], _ key: String) -> [Int]? {
-        switch a[key] {
-        case .ints(let v): return v
-        case .int(let v): return [v]
-        default: return nil
-        }
-    }
-
-    private func int(_ a: [String: Attribute], _ key: String, default d: Int) -> Int {
-        if case .int(let v) = a[key] { return v }
-        return d
-    }
-
-    private func float(_ a: [String: Attribute], _ key: String, default d: Float) -> Float {
-        if case .float(let v) = a[key] { return v }
-        return d
-    }
-
-    /// `axis` in 0 ..< rank (negative counts from the end).
-    private func axis(_ axis: Int, rank: Int) throws -> Int {
-        let a = axis < 0 ? axis + rank : axis
-        guard a >= 0 && a < rank else { throw Refusal(reason: "axis \(axis) is outside a rank-\(rank) value") }
-        return a
-    }
-
-    /// NumPy broadcasting of `shapes`.
-    private func broadcast(_ shapes: [[Int]]) throws -> [Int] {
-        let rank = shapes.map(\.count).max() ?? 0
-        var out = [Int](repeating: 1, count: rank)
-        for s in shapes {
-            for (i, d) in s.enumerated() {
-                let k = rank - s.count + i
-                if out[k] == 1 {
-                    out[k] = d
-                } else if d != 1 && d != out[k] {
-                    throw Refusal(reason: "shapes \(shapes) do not broadcast")
-                }
-            }
-        }
-        return out
     }
 
     /// The blob holding `name`, loading a constant (`loadConstantND`, rank at least 1) once.
@@ -250,13 +208,13 @@ final class CoreMLGraph: CoreMLLowering {
                 "Add": Field.addBroadcastable, "Sub": Field.subtractBroadcastable, "Mul": Field.multiplyBroadcastable,
                 "Div": Field.divideBroadcastable, "Max": Field.maxBroadcastable,
             ][op]!
-            let shape = try broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
+            let shape = try CoreMLShapes.broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
             layer(name, inputs: [try blob(inputs[0]), try blob(inputs[1])], outputs: [out], field: field)
             define(out, shape)
         case "Greater":
             try arity(2...2)
             let x = try value(inputs[0]), y = try value(inputs[1])
-            let shape = try broadcast([x.shape, y.shape])
+            let shape = try CoreMLShapes.broadcast([x.shape, y.shape])
             if let alpha = y.floats, alpha.count == 1, x.floats == nil {
                 layer(name, inputs: [try blob(inputs[0])], outputs: [out], field: Field.greaterThan) { $0.float(2, alpha[0]) }
             } else {
@@ -265,12 +223,12 @@ final class CoreMLGraph: CoreMLLowering {
             define(out, shape)
         case "And":
             try arity(2...2)
-            let shape = try broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
+            let shape = try CoreMLShapes.broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
             layer(name, inputs: [try blob(inputs[0]), try blob(inputs[1])], outputs: [out], field: Field.logicalAnd)
             define(out, shape)
         case "Where":
             try arity(3...3)
-            let shape = try broadcast(try inputs.map { try value($0).shape })
+            let shape = try CoreMLShapes.broadcast(try inputs.map { try value($0).shape })
             layer(name, inputs: try inputs.map(blob), outputs: [out], field: Field.whereBroadcastable)
             define(out, shape)
         case "Cast":
@@ -312,14 +270,14 @@ final class CoreMLGraph: CoreMLLowering {
         case "Transpose":
             try arity(1...1)
             let x = try value(inputs[0])
-            let perm = ints(a, "perm") ?? Array((0..<x.shape.count).reversed())
+            let perm = a.ints("perm") ?? Array((0..<x.shape.count).reversed())
             guard perm.sorted() == Array(0..<x.shape.count) else { throw Refusal(reason: "perm \(perm) does not permute \(x.shape)") }
             layer(name, inputs: [try blob(inputs[0])], outputs: [out], field: Field.transpose) { $0.packedInts(1, perm) }
             define(out, perm.map { x.shape[$0] })
         case "Concat":
             try arity(1...Int.max)
             let shapes = try inputs.map { try value($0).shape }
-            let ax = try axis(int(a, "axis", default: 0), rank: shapes[0].count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: shapes[0].count)
             var shape = shapes[0]
             for s in shapes.dropFirst() {
                 guard s.count == shape.count, zip(s, shape).enumerated().allSatisfy({ $0.offset == ax || $0.element.0 == $0.element.1 }) else {
@@ -336,7 +294,7 @@ final class CoreMLGraph: CoreMLLowering {
         case "Gather":
             try arity(2...2)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: 0), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: x.shape.count)
             let indices = try constantInts(inputs[1], "indices")
             guard try value(inputs[1]).shape.count == 1, indices.allSatisfy({ (-x.shape[ax]..<x.shape[ax]).contains($0) }) else {
                 throw Refusal(reason: "its indices must be a list of positions in \(x.shape[ax])")
@@ -348,7 +306,7 @@ final class CoreMLGraph: CoreMLLowering {
         case "GatherElements":
             try arity(2...2)
             let x = try value(inputs[0]), i = try value(inputs[1])
-            let ax = try axis(int(a, "axis", default: 0), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: x.shape.count)
             guard i.shape.count == x.shape.count else { throw Refusal(reason: "indices \(i.shape) and data \(x.shape) differ in rank") }
             layer(name, inputs: [try blob(inputs[0]), try blob(inputs[1])], outputs: [out], field: Field.gatherAlongAxis) { $0.int(1, ax) }
             define(out, i.shape)
@@ -359,7 +317,7 @@ final class CoreMLGraph: CoreMLLowering {
             let axes = inputs.count > 3 ? try constantInts(inputs[3], "axes") : Array(0..<starts.count)
             var begin = [Int](repeating: 0, count: x.shape.count), end = x.shape
             for (k, ax0) in axes.enumerated() {
-                let ax = try axis(ax0, rank: x.shape.count), n = x.shape[ax]
+                let ax = try CoreMLShapes.axis(ax0, rank: x.shape.count), n = x.shape[ax]
                 func clamp(_ i: Int) -> Int { min(max(i < 0 ? i + n : i, 0), n) }
                 begin[ax] = clamp(starts[k])
                 end[ax] = clamp(ends[k])
@@ -377,9 +335,9 @@ final class CoreMLGraph: CoreMLLowering {
         case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceLogSumExp":
             try arity(1...2)
             let x = try value(inputs[0])
-            let raw = inputs.count == 2 ? try constantInts(inputs[1], "axes") : (ints(a, "axes") ?? Array(0..<x.shape.count))
-            let axes = try Set(raw.map { try axis($0, rank: x.shape.count) }).sorted()
-            let keep = int(a, "keepdims", default: 1) != 0
+            let raw = inputs.count == 2 ? try constantInts(inputs[1], "axes") : (a.ints("axes") ?? Array(0..<x.shape.count))
+            let axes = try Set(raw.map { try CoreMLShapes.axis($0, rank: x.shape.count) }).sorted()
+            let keep = a.int("keepdims", default: 1) != 0
             let field = ["ReduceSum": Field.reduceSum, "ReduceMean": Field.reduceMean, "ReduceMax": Field.reduceMax, "ReduceLogSumExp": Field.reduceLogSumExp][op]!
             layer(name, inputs: [try blob(inputs[0])], outputs: [out], field: field) {
                 $0.packedInts(1, axes)
@@ -394,14 +352,14 @@ final class CoreMLGraph: CoreMLLowering {
         case "Softmax":
             try arity(1...1)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
             layer(name, inputs: [try blob(inputs[0])], outputs: [out], field: Field.softmaxND) { $0.int(1, ax) }
             define(out, x.shape)
         case "LogSoftmax":
             // log softmax(x) = x − log Σ exp x, the sum over `axis`.
             try arity(1...1)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
             let lse = out + ".logsumexp"
             layer(name + ".logsumexp", inputs: [try blob(inputs[0])], outputs: [lse], field: Field.reduceLogSumExp) {
                 $0.packedInts(1, [ax])
@@ -416,12 +374,12 @@ final class CoreMLGraph: CoreMLLowering {
             try arity(3...3)
             let x = try value(inputs[0])
             guard let gamma = try value(inputs[1]).floats, let beta = try value(inputs[2]).floats,
-                try axis(int(a, "axis", default: -1), rank: x.shape.count) == x.shape.count - 1,
+                try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count) == x.shape.count - 1,
                 gamma.count == x.shape.last, beta.count == x.shape.last
             else { throw Refusal(reason: "only a normalisation over the last axis with constant gamma and beta is lowered") }
             layer(name, inputs: [try blob(inputs[0])], outputs: [out], field: Field.layerNormalization) {
                 $0.packedInts(1, [x.shape.last!])
-                $0.float(2, self.float(a, "epsilon", default: 1e-5))
+                $0.float(2, a.float("epsilon", default: 1e-5))
                 self.weights(&$0, 3, gamma)
                 self.weights(&$0, 4, beta)
             }
@@ -444,7 +402,7 @@ final class CoreMLGraph: CoreMLLowering {
                 }
                 define(out, Array(x.shape.dropLast()) + [O])
             } else {
-                let batch = try broadcast([Array(x.shape.dropLast(2)), Array(m.shape.dropLast(2))])
+                let batch = try CoreMLShapes.broadcast([Array(x.shape.dropLast(2)), Array(m.shape.dropLast(2))])
                 layer(name, inputs: [try blob(inputs[0]), try blob(inputs[1])], outputs: [out], field: Field.batchedMatmul)
                 define(out, batch + [x.shape[x.shape.count - 2], m.shape.last!])
             }
@@ -454,11 +412,11 @@ final class CoreMLGraph: CoreMLLowering {
             try arity(2...2)
             let x = try value(inputs[0])
             let k = try constantInts(inputs[1], "K")
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
-            guard k.count == 1, (1...x.shape[ax]).contains(k[0]), int(a, "sorted", default: 1) == 1, outs.count == 2 else {
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
+            guard k.count == 1, (1...x.shape[ax]).contains(k[0]), a.int("sorted", default: 1) == 1, outs.count == 2 else {
                 throw Refusal(reason: "only a sorted TopK with a constant K in 1...\(x.shape[ax]) and two outputs is lowered")
             }
-            let bottom = int(a, "largest", default: 1) == 0
+            let bottom = a.int("largest", default: 1) == 0
             layer(name, inputs: [try blob(inputs[0])], outputs: outs, field: Field.topK) {
                 $0.int(1, ax)
                 $0.int(2, k[0])
@@ -481,16 +439,16 @@ final class CoreMLGraph: CoreMLLowering {
         guard let w = wv.floats else { throw Refusal(reason: "its weights must be a constant") }
         let bias = inputs.count == 3 ? try value(inputs[2]).floats : nil
         guard inputs.count == 2 || bias != nil else { throw Refusal(reason: "its bias must be a constant") }
-        guard int(a, "group", default: 1) == 1 else { throw Refusal(reason: "grouped convolution is not lowered") }
+        guard a.int("group", default: 1) == 1 else { throw Refusal(reason: "grouped convolution is not lowered") }
         let spatial = x.shape.count - 2
         guard spatial == 1 || spatial == 2, wv.shape.count == x.shape.count, wv.shape[1] == x.shape[1] else {
             throw Refusal(reason: "input \(x.shape) and weights \(wv.shape) do not form a 1D or 2D convolution")
         }
         let O = wv.shape[0], I = wv.shape[1]
         var kernel = Array(wv.shape.dropFirst(2))
-        var strides = ints(a, "strides") ?? [Int](repeating: 1, count: spatial)
-        var dilations = ints(a, "dilations") ?? [Int](repeating: 1, count: spatial)
-        var pads = ints(a, "pads") ?? [Int](repeating: 0, count: 2 * spatial)  // begins, then ends
+        var strides = a.ints("strides") ?? [Int](repeating: 1, count: spatial)
+        var dilations = a.ints("dilations") ?? [Int](repeating: 1, count: spatial)
+        var pads = a.ints("pads") ?? [Int](repeating: 0, count: 2 * spatial)  // begins, then ends
         var inner = x.shape, input = try blob(inputs[0])
         if spatial == 1 {
             kernel = [1] + kernel

@@ -154,7 +154,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
 
     // MARK: - Writing operations
 
-    private struct Refusal: Error { var reason: String }
+    private typealias Refusal = CoreMLLoweringRefusal
 
     /// An argument of an operation: a variable, or a list of them (a tuple: `concat`'s values),
     /// or a literal value written into the binding (`classify`'s classes).
@@ -363,46 +363,6 @@ final class CoreMLProgramGraph: CoreMLLowering {
         throw Refusal(reason: "its \(what) must be a constant")
     }
 
-    private func ints(_ a: [String: Attribute], _ key: String) -> [Int]? {
-        switch a[key] {
-        case .ints(let v): return v
-        case .int(let v): return [v]
-        default: return nil
-        }
-    }
-
-    private func int(_ a: [String: Attribute], _ key: String, default d: Int) -> Int {
-        if case .int(let v) = a[key] { return v }
-        return d
-    }
-
-    private func float(_ a: [String: Attribute], _ key: String, default d: Float) -> Float {
-        if case .float(let v) = a[key] { return v }
-        return d
-    }
-
-    private func axis(_ axis: Int, rank: Int) throws -> Int {
-        let a = axis < 0 ? axis + rank : axis
-        guard a >= 0 && a < rank else { throw Refusal(reason: "axis \(axis) is outside a rank-\(rank) value") }
-        return a
-    }
-
-    private func broadcast(_ shapes: [[Int]]) throws -> [Int] {
-        let rank = shapes.map(\.count).max() ?? 0
-        var out = [Int](repeating: 1, count: rank)
-        for s in shapes {
-            for (i, d) in s.enumerated() {
-                let k = rank - s.count + i
-                if out[k] == 1 {
-                    out[k] = d
-                } else if d != 1 && d != out[k] {
-                    throw Refusal(reason: "shapes \(shapes) do not broadcast")
-                }
-            }
-        }
-        return out
-    }
-
     // MARK: - Lowering
 
     private func lower(_ op: String, _ inputs: [String], _ outs: [String], _ attributes: [(String, Attribute)]) {
@@ -434,22 +394,22 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "Add", "Sub", "Mul", "Div", "Max", "Greater":
             try arity(2...2)
             let type = ["Add": "add", "Sub": "sub", "Mul": "mul", "Div": "real_div", "Max": "maximum", "Greater": "greater"][op]!
-            let shape = try broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
+            let shape = try CoreMLShapes.broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
             self.op(type, [("x", .variable(try float(inputs[0]))), ("y", .variable(try float(inputs[1])))], out, op == "Greater" ? .bool : precision, shape)
         case "And":
             try arity(2...2)
-            let shape = try broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
+            let shape = try CoreMLShapes.broadcast([try value(inputs[0]).shape, try value(inputs[1]).shape])
             self.op("logical_and", [("x", .variable(try read(inputs[0], as: .bool))), ("y", .variable(try read(inputs[1], as: .bool)))], out, .bool, shape)
         case "Where":
             try arity(3...3)
-            let shape = try broadcast(try inputs.map { try value($0).shape })
+            let shape = try CoreMLShapes.broadcast(try inputs.map { try value($0).shape })
             self.op(
                 "select", [("cond", .variable(try read(inputs[0], as: .bool))), ("a", .variable(try float(inputs[1]))), ("b", .variable(try float(inputs[2])))], out, precision,
                 shape)
         case "Cast":
             try arity(1...1)
             let x = try value(inputs[0])
-            let to = int(a, "to", default: 1)
+            let to = a.int("to", default: 1)
             let type: DType
             switch to {
             case 1, 10: type = x.type.isFloat ? x.type : precision  // float: a float stays as it is
@@ -489,13 +449,13 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "Transpose":
             try arity(1...1)
             let x = try value(inputs[0])
-            let perm = ints(a, "perm") ?? Array((0..<x.shape.count).reversed())
+            let perm = a.ints("perm") ?? Array((0..<x.shape.count).reversed())
             guard perm.sorted() == Array(0..<x.shape.count) else { throw Refusal(reason: "perm \(perm) does not permute \(x.shape)") }
             self.op("transpose", [("x", .variable(try float(inputs[0]))), ("perm", .variable(try ints(out + "_perm", perm)))], out, precision, perm.map { x.shape[$0] })
         case "Concat":
             try arity(1...Int.max)
             let shapes = try inputs.map { try value($0).shape }
-            let ax = try axis(int(a, "axis", default: 0), rank: shapes[0].count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: shapes[0].count)
             var shape = shapes[0]
             for s in shapes.dropFirst() {
                 guard s.count == shape.count, zip(s, shape).enumerated().allSatisfy({ $0.offset == ax || $0.element.0 == $0.element.1 }) else {
@@ -514,7 +474,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "Gather":
             try arity(2...2)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: 0), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: x.shape.count)
             let indices = try constantInts(inputs[1], "indices")
             guard try value(inputs[1]).shape.count == 1, indices.allSatisfy({ (-x.shape[ax]..<x.shape[ax]).contains($0) }) else {
                 throw Refusal(reason: "its indices must be a list of positions in \(x.shape[ax])")
@@ -527,7 +487,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "GatherElements":
             try arity(2...2)
             let x = try value(inputs[0]), i = try value(inputs[1])
-            let ax = try axis(int(a, "axis", default: 0), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: 0), rank: x.shape.count)
             guard i.shape.count == x.shape.count else { throw Refusal(reason: "indices \(i.shape) and data \(x.shape) differ in rank") }
             self.op(
                 "gather_along_axis",
@@ -540,7 +500,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
             let axes = inputs.count > 3 ? try constantInts(inputs[3], "axes") : Array(0..<starts.count)
             var begin = [Int](repeating: 0, count: x.shape.count), end = x.shape
             for (k, ax0) in axes.enumerated() {
-                let ax = try axis(ax0, rank: x.shape.count), n = x.shape[ax]
+                let ax = try CoreMLShapes.axis(ax0, rank: x.shape.count), n = x.shape[ax]
                 func clamp(_ i: Int) -> Int { min(max(i < 0 ? i + n : i, 0), n) }
                 begin[ax] = clamp(starts[k])
                 end[ax] = clamp(ends[k])
@@ -552,9 +512,9 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "ReduceSum", "ReduceMean", "ReduceMax", "ReduceLogSumExp":
             try arity(1...2)
             let x = try value(inputs[0])
-            let raw = inputs.count == 2 ? try constantInts(inputs[1], "axes") : (ints(a, "axes") ?? Array(0..<x.shape.count))
-            let axes = try Set(raw.map { try axis($0, rank: x.shape.count) }).sorted()
-            let keep = int(a, "keepdims", default: 1) != 0
+            let raw = inputs.count == 2 ? try constantInts(inputs[1], "axes") : (a.ints("axes") ?? Array(0..<x.shape.count))
+            let axes = try Set(raw.map { try CoreMLShapes.axis($0, rank: x.shape.count) }).sorted()
+            let keep = a.int("keepdims", default: 1) != 0
             var shape: [Int] = []
             for (i, d) in x.shape.enumerated() {
                 if !axes.contains(i) { shape.append(d) } else if keep { shape.append(1) }
@@ -567,13 +527,13 @@ final class CoreMLProgramGraph: CoreMLLowering {
         case "Softmax":
             try arity(1...1)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
             self.op("softmax", [("x", .variable(try float(inputs[0]))), ("axis", .variable(try int(out + "_axis", ax)))], out, precision, x.shape)
         case "LogSoftmax":
             // log softmax(x) = x − log Σ exp x, the sum over `axis`.
             try arity(1...1)
             let x = try value(inputs[0])
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
             var s = x.shape
             s[ax] = 1
             let xv = try float(inputs[0])
@@ -585,7 +545,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
             try arity(3...3)
             let x = try value(inputs[0])
             guard try value(inputs[1]).floats != nil, try value(inputs[2]).floats != nil,
-                try axis(int(a, "axis", default: -1), rank: x.shape.count) == x.shape.count - 1,
+                try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count) == x.shape.count - 1,
                 try value(inputs[1]).count == x.shape.last, try value(inputs[2]).count == x.shape.last
             else { throw Refusal(reason: "only a normalisation over the last axis with constant gamma and beta is lowered") }
             self.op(
@@ -593,7 +553,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
                 [
                     ("x", .variable(try float(inputs[0]))), ("axes", .variable(try ints(out + "_axes", [x.shape.count - 1]))),
                     ("gamma", .variable(try float(inputs[1]))), ("beta", .variable(try float(inputs[2]))),
-                    ("epsilon", .variable(try scalar(out + "_epsilon", float(a, "epsilon", default: 1e-5)))),
+                    ("epsilon", .variable(try scalar(out + "_epsilon", a.float("epsilon", default: 1e-5)))),
                 ], out, precision, x.shape)
         case "MatMul":
             try arity(2...2)
@@ -601,7 +561,7 @@ final class CoreMLProgramGraph: CoreMLLowering {
             guard x.shape.count >= 2, m.shape.count >= 2, x.shape.last == m.shape[m.shape.count - 2] else {
                 throw Refusal(reason: "cannot multiply \(x.shape) by \(m.shape)")
             }
-            let batch = try broadcast([Array(x.shape.dropLast(2)), Array(m.shape.dropLast(2))])
+            let batch = try CoreMLShapes.broadcast([Array(x.shape.dropLast(2)), Array(m.shape.dropLast(2))])
             self.op(
                 "matmul",
                 [
@@ -614,13 +574,13 @@ final class CoreMLProgramGraph: CoreMLLowering {
             try arity(2...2)
             let x = try value(inputs[0])
             let k = try constantInts(inputs[1], "K")
-            let ax = try axis(int(a, "axis", default: -1), rank: x.shape.count)
-            guard k.count == 1, (1...x.shape[ax]).contains(k[0]), int(a, "sorted", default: 1) == 1, outs.count == 2 else {
+            let ax = try CoreMLShapes.axis(a.int("axis", default: -1), rank: x.shape.count)
+            guard k.count == 1, (1...x.shape[ax]).contains(k[0]), a.int("sorted", default: 1) == 1, outs.count == 2 else {
                 throw Refusal(reason: "only a sorted TopK with a constant K in 1...\(x.shape[ax]) and two outputs is lowered")
             }
             var shape = x.shape
             shape[ax] = k[0]
-            let ascending = int(a, "largest", default: 1) == 0
+            let ascending = a.int("largest", default: 1) == 0
             let made = operation(
                 "topk",
                 [
@@ -643,16 +603,16 @@ final class CoreMLProgramGraph: CoreMLLowering {
         guard wv.floats != nil else { throw Refusal(reason: "its weights must be a constant") }
         let bias = inputs.count == 3 ? try value(inputs[2]).floats : []
         guard bias != nil else { throw Refusal(reason: "its bias must be a constant") }
-        guard int(a, "group", default: 1) == 1 else { throw Refusal(reason: "grouped convolution is not lowered") }
+        guard a.int("group", default: 1) == 1 else { throw Refusal(reason: "grouped convolution is not lowered") }
         let spatial = x.shape.count - 2
         guard spatial == 1 || spatial == 2, wv.shape.count == x.shape.count, wv.shape[1] == x.shape[1] else {
             throw Refusal(reason: "input \(x.shape) and weights \(wv.shape) do not form a 1D or 2D convolution")
         }
         let O = wv.shape[0]
         let kernel = Array(wv.shape.dropFirst(2))
-        let strides = ints(a, "strides") ?? [Int](repeating: 1, count: spatial)
-        let dilations = ints(a, "dilations") ?? [Int](repeating: 1, count: spatial)
-        let pads = ints(a, "pads") ?? [Int](repeating: 0, count: 2 * spatial)
+        let strides = a.ints("strides") ?? [Int](repeating: 1, count: spatial)
+        let dilations = a.ints("dilations") ?? [Int](repeating: 1, count: spatial)
+        let pads = a.ints("pads") ?? [Int](repeating: 0, count: 2 * spatial)
         guard strides.count == spatial, dilations.count == spatial, pads.count == 2 * spatial else { throw Refusal(reason: "strides, dilations or pads do not match the kernel") }
         var shape = [x.shape[0], O]
         for d in 0..<spatial {
