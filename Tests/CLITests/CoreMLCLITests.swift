@@ -47,8 +47,9 @@ final class CoreMLCLITests: XCTestCase {
         return try ModelFile.load(bytes)
     }
 
-    func testEveryArchitectureExportsAndMatchesTheRuntime() throws {
-        let script = try requireCoreMLTools()
+    /// Small models of every family and combination the Core ML exports must lower, by name
+    /// (the .mlmodel's and the .mlpackage's tests).
+    static func familyConfigs() -> [(String, TrainingConfig)] {
         var base = TrainingConfig()
         base.windowFrames = 6
         base.frameRate = 30
@@ -84,6 +85,12 @@ final class CoreMLCLITests: XCTestCase {
             edit(&c)
             configs.append((name, c))
         }
+        return configs
+    }
+
+    func testEveryArchitectureExportsAndMatchesTheRuntime() throws {
+        let script = try requireCoreMLTools()
+        let configs = Self.familyConfigs()
         var cases: [(String, CoreMLParity.Case)] = []
         var kinds = Set<String>()
         for (i, (name, config)) in configs.enumerated() {

@@ -36,32 +36,9 @@ final class CoreMLPackageTests: XCTestCase {
 
     func testEveryArchitectureExportsAsAProgramAndMatchesTheRuntime() throws {
         let script = try requireCoreMLTools()
-        var base = TrainingConfig()
-        base.windowFrames = 6
-        base.frameRate = 30
-        base.hidden = [12]
-        base.widths = [8, 6]
-        base.kernel = 3
-        base.channels = [.coordinates, .mask, .bones, .motion]
-        var configs: [(String, TrainingConfig)] = []
-        for (name, edit) in [
-            ("mlp", { (c: inout TrainingConfig) in c.architecture = .mlp }),
-            ("tcn", { (c: inout TrainingConfig) in c.architecture = .tcn }),
-            ("stgcn", { (c: inout TrainingConfig) in c.architecture = .stgcn }),
-            ("streams", { (c: inout TrainingConfig) in c.streams = [[.coordinates, .mask], [.bones], [.motion]] }),
-            (
-                "members tcn + ftp, gaps filled",
-                { (c: inout TrainingConfig) in
-                    c.members = [.init(architecture: .tcn, channels: [.coordinates, .mask, .bones]), .init(architecture: .ftp, channels: [.relativePositions])]
-                    c.fillGaps = true
-                }
-            ),
-            ("ensemble + flip", { (c: inout TrainingConfig) in (c.ensemble, c.testTimeFlip) = (2, true) }),
-        ] {
-            var c = base
-            edit(&c)
-            configs.append((name, c))
-        }
+        let names = ["mlp", "tcn", "stgcn", "streams", "members tcn + ftp, gaps filled", "ensemble + flip"]
+        let configs = CoreMLCLITests.familyConfigs().filter { names.contains($0.0) }
+        XCTAssertEqual(configs.map(\.0), names)
         var cases: [(String, CoreMLParity.Case)] = []
         var parameters: [Int] = []
         for (i, (name, config)) in configs.enumerated() {
