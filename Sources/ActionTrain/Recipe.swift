@@ -178,7 +178,11 @@ public enum Recipe {
         // the vertical axis in training (`unturnedRotation`), for small data unless the cameras
         // stay where they were, for any data when they will stand elsewhere.
         let turns = D == 3 && !c.alignFacing && (c.views == .other || (c.views == .auto && small))
-        if small || turns {
+        // 2D bodies cannot be turned to face one way: a camera elsewhere is imitated in training
+        // (`viewChange`), for any data when the views will differ, by default when it costs the
+        // views the training cameras had nothing measurable (`viewChangeByDefault`).
+        let views2D = D == 2 && (c.views == .other || (c.views == .auto && viewChangeByDefault))
+        if small || turns || views2D {
             var a = small ? standardAugmentation : AugmentationConfig()
             if small, let l = p.laterality {
                 // Flips when the classes do not keep to one side (left- and right-handed performers).
@@ -191,7 +195,18 @@ public enum Recipe {
                 (a.rotationProbability, a.maxRotationDegrees) = (0.5, unturnedRotation)
                 sides += "; views \(c.views.rawValue) and no left/right joints to turn the bodies by: turns up to ±\(Int(unturnedRotation))°"
             }
+            if views2D {
+                (a.viewProbability, a.maxViewDegrees) = (viewChange.probability, viewChange.degrees)
+                sides +=
+                    "; views \(c.views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±\(Int(viewChange.degrees))° about the bodies"
+                    + " (x foreshortened, the depth guessed from the bones made visible)"
+            }
             _ = set("augmentation", \.augmentation, a)
+        }
+        if views2D && c.augmentation.viewProbability > 0 && c.augmentation.maxViewDegrees > 0
+            && (c.architecture == .ftp || c.members.contains { $0.architecture == .ftp }) && set("linearHeadCopies", \.linearHeadCopies, viewCopies)
+        {
+            sides += "; the pyramid's linear head fits \(viewCopies) copies of each window so changed too"
         }
         note(
             "size",
@@ -270,6 +285,19 @@ public enum Recipe {
     /// 0.835 -> 0.875 (docs/benchmarks.md, "New cameras and new people").
     public static let unturnedRotation = 45.0
 
+    /// The view change of 2D windows (`AugmentationConfig.viewProbability`, `maxViewDegrees`):
+    /// a camera moved about the body by up to 90° either way, for half of the windows
+    /// (docs/benchmarks.md, "2D views (issue 36 item 2)").
+    public static let viewChange = (probability: 0.5, degrees: 90.0)
+
+    /// The augmented copies of each training window a solved linear head fits where the recipe
+    /// imitates other cameras for 2D data (`linearHeadCopies`): the head is solved once, before
+    /// training, so it sees no augmentation otherwise.
+    public static let viewCopies = 4
+
+    /// Whether `views auto` imitates other cameras for 2D data too, or only `views other`.
+    public static let viewChangeByDefault = true
+
     /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
     public static let minimumSteps = 500
 
@@ -311,6 +339,7 @@ public enum Recipe {
         case let a as AugmentationConfig:
             var plain = a
             (plain.flipProbability, plain.maxRotationDegrees) = (0, standardAugmentation.maxRotationDegrees)
+            (plain.viewProbability, plain.maxViewDegrees) = (0, 0)
             var parts: [String] = []
             if a.rotationProbability > 0 { parts.append("rotation ±\(Int(a.maxRotationDegrees.rounded()))°") }
             if a.scaleProbability > 0 { parts.append("scale ±\(Int((a.maxScaleChange * 100).rounded()))%") }
@@ -318,8 +347,13 @@ public enum Recipe {
             if a.speedProbability > 0 { parts.append("speed ±\(Int((a.maxSpeedChange * 100).rounded()))%") }
             if a.timeWarpProbability > 0 { parts.append("time warp ±\(Int((a.maxTimeWarp * 100).rounded()))%") }
             if a.flipProbability > 0 { parts.append("mirror images") }
+            if a.viewProbability > 0 && a.maxViewDegrees > 0 { parts.append("cameras moved ±\(Int(a.maxViewDegrees.rounded()))°") }
             guard plain == standardAugmentation else { return parts.isEmpty ? "none" : parts.joined(separator: ", ") }
-            let name = a == standardAugmentation ? "standard" : a.flipProbability > 0 ? "standard and flips" : "standard, wider turns"
+            var kinds: [String] = []
+            if a.flipProbability > 0 { kinds.append("flips") }
+            if a.maxRotationDegrees != standardAugmentation.maxRotationDegrees { kinds.append("wider turns") }
+            if a.viewProbability > 0 && a.maxViewDegrees > 0 { kinds.append("other views") }
+            let name = kinds.isEmpty ? "standard" : "standard and \(kinds.joined(separator: ", "))"
             return "\(name) (\(parts.joined(separator: ", ")))"
         default: return "\(v)"
         }

@@ -192,6 +192,12 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// training loss; nil: chosen by group-aware cross-validation on the training windows
     /// among `LinearHeads.penalties`.
     public var linearPenalty: Double? = nil
+    /// Augmented copies of each training window that a solved linear head also fits, as extra
+    /// rows of the same label and cross-validation fold (each copy augmented by `augmentation`
+    /// as in an epoch of its own, beyond the run's epochs), 0 to 16; 0, or no augmentation: the
+    /// windows as cut only. The recipe sets 4 where it imitates other cameras for 2D data
+    /// (docs/benchmarks.md, "2D views (issue 36 item 2)").
+    public var linearHeadCopies: Int = 0
     /// How the written model's probabilities are calibrated: a `temperature` fitted on the
     /// validation windows, or without validation sequences on out-of-fold predictions of the
     /// training split (`calibrationFolds` group-aware folds, the network trained again on the
@@ -354,6 +360,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.ftpCoefficients, &ftpCoefficients)
         try read(.linearHead, &linearHead)
         try read(.linearPenalty, &linearPenalty)
+        try read(.linearHeadCopies, &linearHeadCopies)
         try read(.calibration, &calibration)
         try read(.calibrationFolds, &calibrationFolds)
         try read(.dilationBase, &dilationBase)
@@ -526,6 +533,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         if let linearPenalty {
             guard linearPenalty > 0 && linearPenalty.isFinite else { throw bad("linearPenalty", "must be a positive number, got \(linearPenalty)") }
         }
+        guard (0...16).contains(linearHeadCopies) else { throw bad("linearHeadCopies", "must be in [0, 16], got \(linearHeadCopies)") }
         guard (2...10).contains(calibrationFolds) else { throw bad("calibrationFolds", "must be in [2, 10], got \(calibrationFolds)") }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {

@@ -37,6 +37,12 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
     /// `jointDropoutRate` (< 1). Never makes a joint present.
     public var jointDropoutProbability: Double = 0
     public var jointDropoutRate: Double = 0
+    /// 2D only: the camera moved about the body by a yaw θ uniform in ±`maxViewDegrees` (≤ 90),
+    /// as far as a 2D skeleton allows: each joint's x about the window centre is foreshortened
+    /// by cos θ and moved by sin θ times a guess of its depth toward the camera from its bones'
+    /// foreshortening (`Augmenter`). 3D windows are unchanged (rotation turns them).
+    public var viewProbability: Double = 0
+    public var maxViewDegrees: Double = 0
 
     public init() {}
 
@@ -46,7 +52,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             || (scaleProbability > 0 && maxScaleChange > 0)
             || (jitterProbability > 0 && jitterStandardDeviation > 0) || (speedProbability > 0 && maxSpeedChange > 0)
             || (timeWarpProbability > 0 && maxTimeWarp > 0) || (frameDropProbability > 0 && frameDropRate > 0)
-            || (jointDropoutProbability > 0 && jointDropoutRate > 0)
+            || (jointDropoutProbability > 0 && jointDropoutRate > 0) || (viewProbability > 0 && maxViewDegrees > 0)
     }
 
     /// Checks ranges; the error names the field.
@@ -62,6 +68,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             ("scaleProbability", scaleProbability), ("jitterProbability", jitterProbability),
             ("speedProbability", speedProbability), ("timeWarpProbability", timeWarpProbability),
             ("frameDropProbability", frameDropProbability), ("jointDropoutProbability", jointDropoutProbability),
+            ("viewProbability", viewProbability),
         ] {
             try check(name, p, below: 1, inclusive: true)
         }
@@ -72,6 +79,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
         try check("maxTimeWarp", maxTimeWarp, below: 1, inclusive: false)
         try check("frameDropRate", frameDropRate, below: 0.9, inclusive: true)
         try check("jointDropoutRate", jointDropoutRate, below: 1, inclusive: false)
+        try check("maxViewDegrees", maxViewDegrees, below: 90, inclusive: true)
     }
 
     private struct AnyKey: CodingKey {
@@ -95,7 +103,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             "maxSpeedChange": \.maxSpeedChange, "timeWarpProbability": \.timeWarpProbability,
             "maxTimeWarp": \.maxTimeWarp, "frameDropProbability": \.frameDropProbability,
             "frameDropRate": \.frameDropRate, "jointDropoutProbability": \.jointDropoutProbability,
-            "jointDropoutRate": \.jointDropoutRate,
+            "jointDropoutRate": \.jointDropoutRate, "viewProbability": \.viewProbability, "maxViewDegrees": \.maxViewDegrees,
         ]
     }
 
@@ -161,6 +169,10 @@ public struct Augmenter: Sendable {
     let mirrorPairs: [(Int, Int)]
     let torsoUpper: [Int]
     let torsoLower: [Int]
+    /// The bones `(parent, child)` as joint indices, each child once, parents before their
+    /// children (breadth first from the joints that are no bone's child): the depth guess of a
+    /// view change walks them.
+    let depthBones: [(parent: Int, child: Int)]
 
     public init(config: AugmentationConfig, skeleton: Skeleton, imageWidth: Double? = nil) throws {
         try config.validate()
@@ -177,6 +189,34 @@ public struct Augmenter: Sendable {
         mirrorPairs = perm.indices.filter { perm[$0] > $0 }.map { ($0, perm[$0]) }
         torsoUpper = skeleton.torsoUpper.compactMap { skeleton.index(of: $0) }
         torsoLower = skeleton.torsoLower.compactMap { skeleton.index(of: $0) }
+        depthBones = Self.depthOrder(skeleton)
+    }
+
+    /// `depthBones` of `skeleton`: breadth first from every joint that is no bone's child, in
+    /// joint order; a bone to a joint already reached is left out (a tree of the bones).
+    static func depthOrder(_ skeleton: Skeleton) -> [(parent: Int, child: Int)] {
+        let J = skeleton.jointCount
+        var children = [[Int]](repeating: [], count: J)
+        var isChild = [Bool](repeating: false, count: J)
+        for b in skeleton.bones {
+            guard b.count == 2, let a = skeleton.index(of: b[0]), let c = skeleton.index(of: b[1]), a != c else { continue }
+            children[a].append(c)
+            isChild[c] = true
+        }
+        var reached = isChild.map { !$0 }
+        var queue = (0..<J).filter { reached[$0] }
+        var order: [(parent: Int, child: Int)] = []
+        var head = 0
+        while head < queue.count {
+            let a = queue[head]
+            head += 1
+            for c in children[a] where !reached[c] {
+                reached[c] = true
+                order.append((a, c))
+                queue.append(c)
+            }
+        }
+        return order
     }
 
     /// Buffers for one window of `frames` frames: the augmented window is left in
@@ -189,6 +229,9 @@ public struct Augmenter: Sendable {
         public let confidence: UnsafeMutablePointer<Float>?
         let positions: UnsafeMutablePointer<Double>
         let lengths: UnsafeMutablePointer<Float>
+        /// A view change's depth guess `[F, J]` and each joint's bone length `[J]`.
+        let depth: UnsafeMutablePointer<Float>
+        let reach: UnsafeMutablePointer<Float>
 
         public init(frames F: Int, skeleton: Skeleton, confidence withConfidence: Bool = true) {
             frames = F
@@ -198,6 +241,8 @@ public struct Augmenter: Sendable {
             confidence = withConfidence ? .allocate(capacity: max(1, F * J)) : nil
             positions = .allocate(capacity: max(1, F))
             lengths = .allocate(capacity: max(1, F))
+            depth = .allocate(capacity: max(1, F * J))
+            reach = .allocate(capacity: max(1, J))
         }
 
         deinit {
@@ -206,6 +251,8 @@ public struct Augmenter: Sendable {
             confidence?.deallocate()
             positions.deallocate()
             lengths.deallocate()
+            depth.deallocate()
+            reach.deallocate()
         }
     }
 
@@ -229,7 +276,7 @@ public struct Augmenter: Sendable {
     /// The core: augments the window of `workspace.frames` frames whose un-augmented source
     /// positions in `source` are `first + i * step`, leaving it in the workspace. Allocates
     /// nothing. Random draws, in order: drop (coin, then one per candidate frame), warp (coin,
-    /// strength), speed (coin, factor), flip (coin), rotation (coin, angle), scale (coin,
+    /// strength), speed (coin, factor), flip (coin), view (2D only: coin, angle), rotation (coin, angle), scale (coin,
     /// factor), jitter (coin, then one 64-bit draw per present joint in 2D, two in 3D),
     /// dropout (coin, then one per present joint). A coin is drawn only for a transform whose
     /// magnitude is > 0 and whose probability is strictly between 0 and 1.
@@ -294,6 +341,10 @@ public struct Augmenter: Sendable {
 
         // 3. Affine map about the window centre.
         let flip = c.flipProbability > 0 && coin(c.flipProbability)
+        var view: Float = 0
+        if D == 2 && c.maxViewDegrees > 0 && coin(c.viewProbability) {
+            view = Float((g.nextUnitDouble() * 2 - 1) * c.maxViewDegrees * Double.pi / 180)
+        }
         var angle: Float = 0
         if c.maxRotationDegrees > 0 && coin(c.rotationProbability) {
             angle = Float((g.nextUnitDouble() * 2 - 1) * c.maxRotationDegrees * Double.pi / 180)
@@ -312,6 +363,7 @@ public struct Augmenter: Sendable {
         }
         guard n > 0 else { return }  // nothing seen: nothing to transform
         centre = (centre.0 / Float(n), centre.1 / Float(n), centre.2 / Float(n))
+        if view != 0 { turnView(ws, by: view, about: centre.0) }
         if flip || angle != 0 || scale != 1 {
             if flip {
                 for f in 0..<F {
@@ -369,6 +421,40 @@ public struct Augmenter: Sendable {
                 confidence?[i] = 0
                 for d in 0..<D { xyz[i &* D &+ d] = 0 }
             }
+        }
+    }
+
+    /// A 2D window seen by a camera moved by `theta` about the vertical axis through x = `cx`:
+    /// `x' = cx + cos θ (x - cx) + sin θ d`, y unchanged, where d is a guess of the joint's depth
+    /// toward the camera (pixels) from its bones' foreshortening: a bone whose image length l is
+    /// below its longest in the window L points out of the image by `sqrt(L² - l²)`, taken
+    /// toward the camera (a reaching arm, a bent knee); d sums these from the joints that are
+    /// no bone's child (depth 0) along `depthBones`. A joint whose bone has an absent end in a
+    /// frame keeps its parent's depth there; a skeleton without bones gets d = 0 (cos θ alone).
+    /// Present joints only: absent ones stay absent with zero coordinates.
+    func turnView(_ ws: Workspace, by theta: Float, about cx: Float) {
+        let F = ws.frames, J = skeleton.jointCount
+        let xy = ws.coordinates, present = ws.present, depth = ws.depth, reach = ws.reach
+        let cosT = _cos(theta), sinT = _sin(theta)
+        for (_, child) in depthBones { reach[child] = 0 }
+        for (a, b) in depthBones {
+            for f in 0..<F where present[f &* J &+ a] != 0 && present[f &* J &+ b] != 0 {
+                let dx = xy[(f &* J &+ b) &* 2] - xy[(f &* J &+ a) &* 2], dy = xy[(f &* J &+ b) &* 2 &+ 1] - xy[(f &* J &+ a) &* 2 &+ 1]
+                reach[b] = max(reach[b], dx * dx + dy * dy)
+            }
+        }
+        for f in 0..<F {
+            let d = depth + f &* J, p = present + f &* J, v = xy + f &* J &* 2
+            for j in 0..<J { d[j] = 0 }
+            for (a, b) in depthBones {
+                var step: Float = 0
+                if p[a] != 0 && p[b] != 0 {
+                    let dx = v[b &* 2] - v[a &* 2], dy = v[b &* 2 &+ 1] - v[a &* 2 &+ 1]
+                    step = (max(0, reach[b] - (dx * dx + dy * dy))).squareRoot()
+                }
+                d[b] = d[a] + step
+            }
+            for j in 0..<J where p[j] != 0 { v[j &* 2] = cx + cosT * (v[j &* 2] - cx) + sinT * d[j] }
         }
     }
 

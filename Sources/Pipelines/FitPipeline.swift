@@ -239,7 +239,9 @@ public final class Training {
         let weights = try config.classWeights.weights(labels: data.trainLabels, classes: data.classes.count)
         let heads = config.linearHead == .solve ? LinearHeads.find(network) : []
         linearHeads = try heads.map {
-            try LinearHeads.solve($0, network: network, data: data, folds: data.folds, classWeights: weights, penalty: config.linearPenalty)
+            try LinearHeads.solve(
+                $0, network: network, data: data, folds: data.folds, classWeights: weights, penalty: config.linearPenalty,
+                copies: config.linearHeadCopies)
         }
         trainer = Trainer(network: network, config: config, classWeights: weights, group: group)
         trainer.fixedParameters = heads.map { $0.offset..<($0.offset + $0.classes * ($0.features + 1)) }

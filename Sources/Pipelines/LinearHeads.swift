@@ -88,16 +88,23 @@ public enum LinearHeads {
     /// into the network's parameters. `folds[w]` is window w's cross-validation fold (nil, or
     /// fewer than 2 folds: `fallbackPenalty` unless `penalty` is given).
     public static func solve(
-        _ head: Head, network: Network, data: TrainingData, folds: [Int]?, classWeights: [Float]?, penalty: Double?
+        _ head: Head, network: Network, data: TrainingData, folds: [Int]?, classWeights: [Float]?, penalty: Double?,
+        copies requested: Int = 0
     ) throws -> Solution {
         let started = Date()
         let source = data.train, N = source.count
-        let every = max(1, (N * head.features + maxValues - 1) / maxValues)
-        let rows = Array(stride(from: 0, to: N, by: every))
+        // Augmented copies only from a source that augments.
+        let copies = source is AugmentedBatches ? max(0, requested) : 0
+        let every = max(1, (N * (1 + copies) * head.features + maxValues - 1) / maxValues)
+        let windows = Array(stride(from: 0, to: N, by: every))
+        let rows = Array(repeating: windows, count: 1 + copies).flatMap { $0 }
         let n = rows.count, d = head.features, K = head.classes
         let x = UnsafeMutablePointer<Float>.allocate(capacity: max(1, n * d))  // [n, d]
         defer { x.deallocate() }
-        try features(head, network: network, source: source, rows: rows, into: x)
+        try features(head, network: network, source: source, rows: windows, into: x)
+        for m in 0..<copies {
+            try features(head, network: network, source: source, rows: windows, into: x + (m + 1) * windows.count * d, epoch: copyEpoch + m)
+        }
         let labels = rows.map { source.label(at: $0) }
         // Fewer windows than features: the same problem over the windows' span (`RowSpace`).
         let space = n < d && n <= maxRowSpace ? RowSpace(x: x, rows: n, features: d) : nil
@@ -164,15 +171,20 @@ public enum LinearHeads {
     /// The head's features `[rows.count, head.features]` of the windows `rows` of `source`, as
     /// cut (never augmented), into `x`.
     static func features(
-        _ head: Head, network: Network, source: any BatchSource, rows: [Int], into x: UnsafeMutablePointer<Float>
+        _ head: Head, network: Network, source: any BatchSource, rows: [Int], into x: UnsafeMutablePointer<Float>, epoch: Int? = nil
     ) throws {
         let prefix = try Network(layers: head.prefix, input: network.inputShape)
         let V = source.valuesPerWindow, d = head.features, batch = 256
         let windows = UnsafeMutablePointer<Float>.allocate(capacity: batch * V)
         defer { windows.deallocate() }
+        var labels = [Int32](repeating: 0, count: batch)
         for start in stride(from: 0, to: rows.count, by: batch) {
             let count = min(batch, rows.count - start)
-            if rows[start + count - 1] - rows[start] == count - 1 {  // consecutive windows: one call
+            if let epoch {  // augmented as in that epoch
+                labels.withUnsafeMutableBufferPointer {
+                    source.fill(indices: rows[start..<(start + count)], epoch: epoch, features: windows, labels: $0.baseAddress!)
+                }
+            } else if rows[start + count - 1] - rows[start] == count - 1 {  // consecutive windows: one call
                 source.plainFeatures(rows[start]..<(rows[start] + count), into: windows)
             } else {
                 for k in 0..<count { source.plainFeatures(rows[start + k]..<(rows[start + k] + 1), into: windows + k * V) }
@@ -184,6 +196,11 @@ public enum LinearHeads {
     /// The most windows whose span (`RowSpace`: a Gram matrix of n² doubles) a head is solved
     /// in when they are fewer than its features.
     public static let maxRowSpace = 4096
+
+    /// The epoch whose augmentation the first augmented copy of the training windows takes
+    /// (the next copies the following ones): beyond any run's epochs, so that the copies are
+    /// not the windows the network member trains on.
+    public static let copyEpoch = 1_000_001
 
     /// The penalty of a head that cannot be cross-validated.
     public static let fallbackPenalty = 0.1

@@ -378,6 +378,76 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(Recipe.unturnedRotation, 45)
     }
 
+    /// `dataset` as a 2D skeleton in image pixels (x and y of the stick figure, 100 pixels a metre,
+    /// y down).
+    static func flat(perClass: Int) -> Dataset {
+        let d = dataset(perClass: perClass)
+        var sk = stick
+        (sk.name, sk.dimensions, sk.units) = ("stick-2d", 2, .pixels)
+        let sequences = d.sequences.map { q in
+            var s = PoseSequence(id: q.id, label: q.label, jointCount: 4, dimensions: 2, hasConfidence: false)
+            s.group = q.group
+            for f in 0..<q.frameCount {
+                s.appendFrame((0..<4).map { j in PosePoint(x: 320 + 100 * q.coordinates[(f * 4 + j) * 3], y: 400 - 100 * q.coordinates[(f * 4 + j) * 3 + 1]) })
+            }
+            return s
+        }
+        return Dataset(name: "toy-2d", skeleton: sk, sequences: sequences, frameRate: d.frameRate)
+    }
+
+    /// 2D bodies cannot be turned to face one way: unless the cameras stay where they were, the
+    /// recipe imitates other cameras in training (`viewChange`), small data on top of the
+    /// standard augmentation, any data with `views other`, and the pyramid's linear head fits
+    /// `viewCopies` copies of each window so changed; 3D data never gets it.
+    func testTwoDimensionalBodiesAreSeenFromOtherCamerasUnlessTheViewsStay() throws {
+        XCTAssertEqual(Recipe.viewChange.probability, 0.5)
+        XCTAssertEqual(Recipe.viewChange.degrees, 90)
+        XCTAssertEqual(Recipe.viewCopies, 4)
+        for perClass in [9, 70] {
+            let d = Self.flat(perClass: perClass)
+            let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+            for views in TrainingConfig.Views.allCases {
+                var base = TrainingConfig()
+                base.views = views
+                let (c, choices) = Recipe.choose(base, explicit: ["views"], profile: p)
+                let on = views == .other || (views == .auto && Recipe.viewChangeByDefault)
+                let what = "\(perClass) a class, views \(views)"
+                XCTAssertFalse(c.alignFacing, what)
+                XCTAssertEqual(c.augmentation.viewProbability, on ? 0.5 : 0, what)
+                XCTAssertEqual(c.augmentation.maxViewDegrees, on ? 90 : 0, what)
+                XCTAssertEqual(c.linearHeadCopies, on ? 4 : 0, what)
+                var rest = c.augmentation
+                (rest.viewProbability, rest.maxViewDegrees) = (0, 0)
+                XCTAssertEqual(rest, perClass == 9 ? Recipe.standardAugmentation : AugmentationConfig(), what)
+                let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
+                XCTAssertEqual(size.seen.contains("views \(views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±90°"), on, size.seen)
+                XCTAssertEqual(size.seen.contains("the pyramid's linear head fits 4 copies of each window so changed too"), on, size.seen)
+                XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
+                if on {
+                    let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation cameras moved ±90°"
+                    XCTAssertTrue(size.set.contains(name), size.set)
+                    XCTAssertTrue(size.set.contains("cameras moved ±90°"), size.set)
+                }
+            }
+        }
+        // An augmentation the user gave is kept, and without a view change the head fits no copies.
+        let d = Self.flat(perClass: 9)
+        var given = TrainingConfig()
+        given.augmentation.jitterProbability = 1
+        given.augmentation.jitterStandardDeviation = 0.01
+        let (kept, _) = Recipe.choose(given, explicit: ["augmentation"], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
+        XCTAssertEqual(kept.augmentation, given.augmentation)
+        XCTAssertEqual(kept.linearHeadCopies, 0)
+        // A 3D skeleton is turned instead.
+        let solid = Self.dataset(perClass: 9)
+        var other = TrainingConfig()
+        other.views = .other
+        let (turned, _) = Recipe.choose(other, explicit: ["views"], profile: DatasetProfile(solid, indices: Array(solid.sequences.indices)))
+        XCTAssertTrue(turned.alignFacing)
+        XCTAssertEqual(turned.augmentation.viewProbability, 0)
+        XCTAssertEqual(turned.linearHeadCopies, 0)
+    }
+
     /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
     /// consistency within classes says whether a mirror image would change the class.
     func testLateralityMeasuresWhichSideEachClassMoves() {

@@ -25,6 +25,7 @@ final class TrainingConfigTests: XCTestCase {
         c.views = .same
         c.memberAverage = .probabilities
         c.linearPenalty = 0.5
+        c.linearHeadCopies = 3
         c.calibration = .none
         c.calibrationFolds = 5
         c.residual = false

@@ -120,4 +120,53 @@ final class LinearHeadsTests: XCTestCase {
         XCTAssertEqual(try trained.train(), .finished)
         XCTAssertEqual(trained.progress.records.count, 5)
     }
+
+    /// `linearHeadCopies` N: the head also fits N augmented copies of each training window
+    /// (rows of the same label; copy m augmented as in epoch `copyEpoch` + m), so its solution
+    /// is the optimum over the windows and their copies, not over the windows alone; without
+    /// augmentation there is nothing to copy.
+    func testAugmentedCopiesAreExtraRowsOfTheHead() throws {
+        let d = try dataset()
+        var config = FitRunTests.quick
+        config.architecture = .ftp
+        config.channels = [.relativePositions]
+        config.linearPenalty = 0.25
+        config.augmentation.jitterProbability = 1
+        config.augmentation.jitterStandardDeviation = 0.05
+        config.linearHeadCopies = 2
+        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: config, folder: nil)
+        let solution = try XCTUnwrap(run.training.linearHeads.first)
+        let n = run.data.train.count
+        XCTAssertEqual(solution.windows, 3 * n)
+        let head = try XCTUnwrap(LinearHeads.find(run.training.network).first)
+        let dims = head.features, K = head.classes
+        var x = [Float](repeating: 0, count: 3 * n * dims)
+        try x.withUnsafeMutableBufferPointer {
+            let p = $0.baseAddress!
+            try LinearHeads.features(head, network: run.training.network, source: run.data.train, rows: Array(0..<n), into: p)
+            for m in 0..<2 {
+                try LinearHeads.features(
+                    head, network: run.training.network, source: run.data.train, rows: Array(0..<n), into: p + (m + 1) * n * dims,
+                    epoch: LinearHeads.copyEpoch + m)
+            }
+        }
+        XCTAssertFalse(x[0..<(n * dims)] == x[(n * dims)..<(2 * n * dims)], "a copy is augmented")
+        XCTAssertFalse(x[(n * dims)..<(2 * n * dims)] == x[(2 * n * dims)...], "each copy is augmented afresh")
+        let labels = Array(repeating: run.data.trainLabels, count: 3).flatMap { $0 }
+        let weights = try config.classWeights.weights(labels: run.data.trainLabels, classes: K)
+        let theta = Array(UnsafeBufferPointer(start: run.training.network.parameters + head.offset, count: K * (dims + 1))).map { Double($0) }
+        x.withUnsafeBufferPointer { p in
+            for (rows, optimal) in [(3 * n, true), (n, false)] {
+                let solver = SoftmaxRegression(x: p.baseAddress!, rows: rows, features: dims, labels: Array(labels[0..<rows]), classes: K)
+                var gradient = [Double](repeating: 0, count: theta.count)
+                _ = solver.objective(theta, gradient: &gradient, s: solver.rowWeights(classWeights: weights), lambda: 0.25)
+                let largest = gradient.reduce(0) { max($0, abs($1)) }
+                if optimal { XCTAssertLessThanOrEqual(largest, 1e-4, "the optimum over the windows and their copies") } else { XCTAssertGreaterThan(largest, 1e-3) }
+            }
+        }
+
+        config.augmentation = AugmentationConfig()
+        let plain = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: config, folder: nil)
+        XCTAssertEqual(plain.training.linearHeads.map(\.windows), [n])
+    }
 }
