@@ -400,7 +400,7 @@ final class RecipeTests: XCTestCase {
     /// standard augmentation, any data with `views other`, and the pyramid's linear head fits
     /// `viewCopies` copies of each window so changed; 3D data never gets it.
     func testTwoDimensionalBodiesAreSeenFromOtherCamerasUnlessTheViewsStay() throws {
-        XCTAssertEqual(Recipe.viewChange.probability, 0.5)
+        XCTAssertEqual(Recipe.viewChange.probability, 1)
         XCTAssertEqual(Recipe.viewChange.degrees, 90)
         XCTAssertEqual(Recipe.viewCopies, 4)
         for perClass in [9, 70] {
@@ -413,7 +413,7 @@ final class RecipeTests: XCTestCase {
                 let on = views == .other || (views == .auto && Recipe.viewChangeByDefault)
                 let what = "\(perClass) a class, views \(views)"
                 XCTAssertFalse(c.alignFacing, what)
-                XCTAssertEqual(c.augmentation.viewProbability, on ? 0.5 : 0, what)
+                XCTAssertEqual(c.augmentation.viewProbability, on ? 1 : 0, what)
                 XCTAssertEqual(c.augmentation.maxViewDegrees, on ? 90 : 0, what)
                 XCTAssertEqual(c.linearHeadCopies, on ? 4 : 0, what)
                 var rest = c.augmentation
