@@ -93,8 +93,7 @@ public enum LinearHeads {
     ) throws -> Solution {
         let started = Date()
         let source = data.train, N = source.count
-        // Augmented copies only from a source that augments.
-        let copies = source is AugmentedBatches ? max(0, requested) : 0
+        let copies = source is AugmentedBatches ? Self.copies(requested, windows: N) : 0
         let every = max(1, (N * (1 + copies) * head.features + maxValues - 1) / maxValues)
         let windows = Array(stride(from: 0, to: N, by: every))
         let rows = Array(repeating: windows, count: 1 + copies).flatMap { $0 }
@@ -196,6 +195,19 @@ public enum LinearHeads {
     /// The most windows whose span (`RowSpace`: a Gram matrix of n² doubles) a head is solved
     /// in when they are fewer than its features.
     public static let maxRowSpace = 4096
+
+    /// The augmented copies of each of `windows` training windows a head fits when `requested`
+    /// are asked for (from a source that augments): only as many as keep the rows within
+    /// `maxCopyRows`, so a large training split fits fewer or none.
+    public static func copies(_ requested: Int, windows: Int) -> Int {
+        min(max(0, requested), max(0, maxCopyRows / max(1, windows) - 1))
+    }
+
+    /// The most rows a head's windows and their augmented copies make: the solve's cost grows
+    /// with the square of its rows (penn15, 225 windows and 4 copies each, 1,125 rows: the fit's
+    /// CPU time 11 -> 27 s; Penn Action, 1,258 windows and 2 copies, 3,774 rows: more than 4
+    /// minutes against about one without copies; docs/benchmarks.md, "2D views").
+    public static let maxCopyRows = 1250
 
     /// The epoch whose augmentation the first augmented copy of the training windows takes
     /// (the next copies the following ones): beyond any run's epochs, so that the copies are

@@ -168,5 +168,16 @@ final class LinearHeadsTests: XCTestCase {
         config.augmentation = AugmentationConfig()
         let plain = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: config, folder: nil)
         XCTAssertEqual(plain.training.linearHeads.map(\.windows), [n])
+
+        // The copies keep the rows within 1,250.
+        XCTAssertEqual(LinearHeads.maxCopyRows, 1250)
+        XCTAssertEqual(LinearHeads.copies(4, windows: 100), 4)
+        XCTAssertEqual(LinearHeads.copies(4, windows: 250), 4, "5 × 250 = 1,250 rows")
+        XCTAssertEqual(LinearHeads.copies(4, windows: 251), 3)
+        XCTAssertEqual(LinearHeads.copies(4, windows: 625), 1)
+        XCTAssertEqual(LinearHeads.copies(4, windows: 626), 0)
+        XCTAssertEqual(LinearHeads.copies(4, windows: 1258), 0, "Penn Action's training split")
+        XCTAssertEqual(LinearHeads.copies(0, windows: 10), 0)
+        XCTAssertEqual(LinearHeads.copies(-1, windows: 10), 0)
     }
 }
