@@ -206,7 +206,7 @@ public enum Recipe {
         if views2D && c.augmentation.viewProbability > 0 && c.augmentation.maxViewDegrees > 0
             && (c.architecture == .ftp || c.members.contains { $0.architecture == .ftp }) && set("linearHeadCopies", \.linearHeadCopies, viewCopies)
         {
-            sides += "; the pyramid's linear head fits \(viewCopies) copies of each window so changed too"
+            sides += "; the pyramid's linear head fits \(viewCopies) copies of each window so changed too (fewer beyond 1,250 rows)"
         }
         note(
             "size",

@@ -421,7 +421,7 @@ final class RecipeTests: XCTestCase {
                 XCTAssertEqual(rest, perClass == 9 ? Recipe.standardAugmentation : AugmentationConfig(), what)
                 let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
                 XCTAssertEqual(size.seen.contains("views \(views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±90°"), on, size.seen)
-                XCTAssertEqual(size.seen.contains("the pyramid's linear head fits 4 copies of each window so changed too"), on, size.seen)
+                XCTAssertEqual(size.seen.contains("the pyramid's linear head fits 4 copies of each window so changed too (fewer beyond 1,250 rows)"), on, size.seen)
                 XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
                 if on {
                     let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation cameras moved ±90°"
