@@ -9,9 +9,10 @@ import PoseCore
 /// A head is a network, or a member of its `averageProbabilities`, whose only parameters are
 /// its last `linear` layer: everything before it (`selectChannels`, `fourierPyramid`, the
 /// calibrated `standardize`; `flatten` for an MLP without hidden layers) is a fixed function of
-/// the window. Its features are computed once per training window (as cut, never augmented),
-/// and the linear layer is the multinomial logistic regression `SoftmaxRegression` over them,
-/// solved to its optimum with the L2 penalty `linearPenalty`, or the one of `penalties` that
+/// the window. Its features are computed once per training window (as cut, and with
+/// `linearHeadCopies` for that many augmented copies of it, `copies(_:windows:)`), and the
+/// linear layer is the multinomial logistic regression `SoftmaxRegression` over them, solved
+/// to its optimum with the L2 penalty `linearPenalty`, or the one of `penalties` that
 /// scores best in group-aware k-fold cross-validation on the training windows (the folds of
 /// `TrainingData.folds`; ties go to the stronger penalty). The trainer then leaves the head's
 /// parameters as they are (`Trainer.fixedMembers`). Deterministic: the same windows, config
@@ -168,7 +169,7 @@ public enum LinearHeads {
     }
 
     /// The head's features `[rows.count, head.features]` of the windows `rows` of `source`, as
-    /// cut (never augmented), into `x`.
+    /// cut, or with `epoch` augmented as `source.fill` augments them in that epoch, into `x`.
     static func features(
         _ head: Head, network: Network, source: any BatchSource, rows: [Int], into x: UnsafeMutablePointer<Float>, epoch: Int? = nil
     ) throws {
