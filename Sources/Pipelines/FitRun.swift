@@ -175,6 +175,14 @@ public final class FitRun {
     /// every member.
     public var isFinished: Bool { members.count == config.ensemble && members.allSatisfy(\.trainer.isFinished) }
 
+    /// The model written averages probabilities (an ensemble, a test-time flip, or members
+    /// combined by the mean of their probabilities): a temperature divides each averaged
+    /// branch's logits, and can change the predicted class.
+    public var averagesProbabilities: Bool {
+        config.ensemble > 1 || config.testTimeFlip
+            || (config.memberAverage == .probabilities && max(config.members.count, config.streams.count) > 1)
+    }
+
     /// What `train` reports of the members (one unless `ensemble` > 1), 0-based.
     public enum MemberEvent: Equatable, Sendable {
         case started(Int)
@@ -393,7 +401,8 @@ public final class FitRun {
                 if let v = data.validation {
                     evidence = ModelCalibration.Evidence(
                         logits: Inference.logits(written, features: v.features, count: v.count), labels: v.labels, classes: data.classes.count,
-                        source: "validation")
+                        source: "validation", members: try ModelCalibration.memberLogProbabilities(written, features: v.features, count: v.count),
+                        branches: try ModelCalibration.branchLogits(written, features: v.features, count: v.count))
                 } else {
                     evidence = try outOfFold?()
                 }
