@@ -40,21 +40,19 @@ enum MemberWeightsBench {
             }
             let K = model.classes.count, M = members.count
             let ids = Evaluation.sequenceIDs(dataset, test)
+            func combined(_ L: [[Float]], _ w: [Double]) -> [Float] {
+                var out = [Float](repeating: 0, count: L[0].count)
+                for m in L.indices { for j in out.indices { out[j] += Float(w[m]) * L[m][j] } }
+                return out
+            }
             func score(_ w: [Double]) throws -> LevelMetrics {
-                var logits = [Float](repeating: 0, count: members[0].count)
-                for m in 0..<M { for j in logits.indices { logits[j] += Float(w[m]) * members[m][j] } }
-                let p = ModelCalibration.probabilities(logits, classes: K, scale: 1)
+                let p = ModelCalibration.probabilities(combined(members, w), classes: K, scale: 1)
                 let table = try PredictionTable(
                     sequence: windows.sources.map { ids[$0.sequence]! }, start: windows.sources.map(\.start), truth: windows.labels,
                     probabilities: p, classes: K)
                 let report = try EvalReport.evaluate(
                     classes: model.classes, windows: table, model: ModelInfo(classes: model.classes), data: DataInfo(name: "test"), tool: "bench")
                 return report.sequence ?? report.window
-            }
-            func combined(_ L: [[Float]], _ w: [Double]) -> [Float] {
-                var out = [Float](repeating: 0, count: L[0].count)
-                for m in L.indices { for j in out.indices { out[j] += Float(w[m]) * L[m][j] } }
-                return out
             }
             let equal = [Double](repeating: 1 / Double(M), count: M)
             let ones = [Double](repeating: 1, count: evidence.labels.count)
