@@ -130,8 +130,8 @@ public final class FitRun {
         var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
         let split = try split ?? FitPipeline.split(dataset, config: config)
         warnings += split.warnings.map(FitWarning.split)
+        try Guards.requireTrainable(dataset, training: split.train, file: dataPath)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
-        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.members = [try Training(config: config, data: data, group: group)]
         self.config = config
@@ -398,6 +398,11 @@ public final class FitRun {
                     evidence = try outOfFold?()
                 }
                 if let evidence {
+                    // Weights that grew without the loss overflowing give NaN or infinite outputs here.
+                    guard evidence.logits.allSatisfy(\.isFinite) else { 
+                        throw FitError.outputsNotFinite(
+                            on: evidence.source == "validation" ? "the validation windows" : "the training windows held out for calibration")
+                    }
                     let fitted = ModelCalibration.fit(evidence)
                     written = try ModelCalibration.scaled(written, temperature: fitted.temperature)
                     calibration = fitted
@@ -411,6 +416,7 @@ public final class FitRun {
         }
         if let validation = data.validation {
             let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
+            guard loss.isFinite else { throw FitError.outputsNotFinite(on: "the validation windows") }
             metrics["validationAccuracy"] = accuracy
             metrics["validationLoss"] = loss
         }
