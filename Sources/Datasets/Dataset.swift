@@ -190,7 +190,8 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
         case .severalPeople, .bodiesHeld:
             preconditionFailure("described above")
         case .cannotRead(let file, let reason):
-            return "\(file): cannot read: \(reason)"
+            // The writers (NativeFormat.write, Create ML folders) report through this case too.
+            return reason.hasPrefix("cannot write") ? "\(file): \(reason)" : "\(file): cannot read: \(reason)"
         case .parse(let file, let line, let reason):
             return "\(file):\(line): \(reason)"
         case .unknownLabel(let file, let record, let label, let classes):

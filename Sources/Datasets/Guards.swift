@@ -24,8 +24,10 @@ public enum Guards {
     /// class the network never sees still gets an output, which then says nothing; a listed
     /// class with only test sequences, or 10,000 classes in a header for 3 used, would train
     /// that silently); and a present joint in some frame (all joints absent, as a too high
-    /// `--min-confidence` makes, leaves nothing to learn).
-    public static func requireTrainable(_ dataset: Dataset, training indices: [Int], file: String) throws {
+    /// `--min-confidence` makes, leaves nothing to learn). `everyClass` false leaves out the
+    /// class-list check, for the training part of a cross-validation fold (a fold may miss a
+    /// rare class that the whole training split has).
+    public static func requireTrainable(_ dataset: Dataset, training indices: [Int], file: String, everyClass: Bool = true) throws {
         let at = SourceLocation(file: file)
         guard !indices.isEmpty else {
             var splits: [String: Int] = [:]
@@ -44,7 +46,7 @@ public enum Guards {
         }
         try requireTwoClasses(dataset, training: indices, file: file)
         let trained = Set(indices.compactMap { dataset.sequences[$0].label })
-        let missing = dataset.classes.filter { !trained.contains($0) }
+        let missing = everyClass ? dataset.classes.filter { !trained.contains($0) } : []
         if !missing.isEmpty {
             var elsewhere: [String: Int] = [:]
             for s in dataset.sequences { if let l = s.label, !trained.contains(l) { elsewhere[l, default: 0] += 1 } }

@@ -128,9 +128,11 @@ public final class FitRun {
         // Fit windows resample short sequences instead of padding them: no short-sequence lint.
         let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
         var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
+        let given = split
         let split = try split ?? FitPipeline.split(dataset, config: config)
         warnings += split.warnings.map(FitWarning.split)
-        try Guards.requireTrainable(dataset, training: split.train, file: dataPath)
+        // A split given by the caller is a fold's (tune, sweep), which may miss a rare class.
+        try Guards.requireTrainable(dataset, training: split.train, file: dataPath, everyClass: given == nil)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.members = [try Training(config: config, data: data, group: group)]
@@ -399,7 +401,7 @@ public final class FitRun {
                 }
                 if let evidence {
                     // Weights that grew without the loss overflowing give NaN or infinite outputs here.
-                    guard evidence.logits.allSatisfy(\.isFinite) else { 
+                    guard evidence.logits.allSatisfy(\.isFinite) else {
                         throw FitError.outputsNotFinite(
                             on: evidence.source == "validation" ? "the validation windows" : "the training windows held out for calibration")
                     }
