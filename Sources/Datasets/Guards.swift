@@ -69,7 +69,7 @@ public enum Guards {
         guard seen else {
             throw DatasetError.invalidValue(
                 at, problem: "no joint is present in any frame of the \(indices.count) training sequences: there is nothing to learn from",
-                fix: "check the joint names and the confidences (points at or below --min-confidence are absent)")
+                fix: "check the joint names and the confidences (points at or below the minimum confidence are absent)")
         }
     }
 

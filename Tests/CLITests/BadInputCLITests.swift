@@ -55,7 +55,7 @@ final class BadInputCLITests: XCTestCase {
             (unseen, "error: \(unseen): 1 of the 3 classes has no training sequence: 'wave' (8 sequences, none training); the model would have an output for each that it never learned; add training sequences of it, or remove it from the header's \"classes\" (and relabel or drop their sequences)\n"),
             (manyClasses, "error: \(manyClasses): 10000 of the 10003 classes have no training sequence: 'x0' (no sequence at all), 'x1' (no sequence at all), 'x2' (no sequence at all), 'x3' (no sequence at all), 'x4' (no sequence at all) and 9995 more; the model would have an output for each that it never learned; add training sequences of them, or remove them from the header's \"classes\" (and relabel or drop their sequences)\n"),
             (noFrames, "error: \(noFrames): the 18 training sequences have no frames; give each sequence its frames (\"frames\": [...])\n"),
-            (noJoints, "error: \(noJoints): no joint is present in any frame of the 18 training sequences: there is nothing to learn from; check the joint names and the confidences (points at or below --min-confidence are absent)\n"),
+            (noJoints, "error: \(noJoints): no joint is present in any frame of the 18 training sequences: there is nothing to learn from; check the joint names and the confidences (points at or below the minimum confidence are absent)\n"),
         ]
         for (data, message) in cases {
             let r = fit(data)
