@@ -89,6 +89,10 @@ public final class FitRun {
         if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
             throw FitError.datasetChanged(dataPath: dataPath, hash: dataset.contentHash, checkpointHash: hash)
         }
+        // (Checkpoints written before the detail hash have none.)
+        if let details = checkpoint.metadata["datasetDetailHash"], details != dataset.detailHash {
+            throw FitError.datasetDetailsChanged(dataPath: dataPath)
+        }
         BLAS.threads = config.threads
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
         let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil, group: group)
@@ -270,7 +274,7 @@ public final class FitRun {
     func saveCheckpoint(_ folder: RunFolder) throws {
         let metadata = [
             "dataset": URL(fileURLWithPath: dataPath).standardizedFileURL.path, "datasetHash": dataset.contentHash,
-            "datasetName": dataset.name, "classes": dataset.classes.joined(separator: ","),
+            "datasetName": dataset.name, "classes": dataset.classes.joined(separator: ","), "datasetDetailHash": dataset.detailHash,
         ]
         try Checkpoint(config: config, state: training.trainer.state(), metadata: metadata).write(to: folder.checkpointPath)
     }

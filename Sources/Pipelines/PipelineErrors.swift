@@ -27,6 +27,9 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     case checkpointNamesNoDataset(checkpoint: String)
     /// The dataset's content hash differs from the one recorded in the checkpoint.
     case datasetChanged(dataPath: String, hash: String, checkpointHash: String)
+    /// The dataset's class list, frame rate, timestamps, confidences or image sizes differ
+    /// from the run's (`Dataset.detailHash`), though its poses and labels do not.
+    case datasetDetailsChanged(dataPath: String)
     /// Config fields that a resumed run may not change (they change the model or the data).
     case changedOnResume(keys: [String])
     /// The checkpoint's state does not fit the network built from its config.
@@ -54,6 +57,8 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
         case .checkpointNamesNoDataset(let path): return "\(path): the checkpoint does not name its dataset; give the dataset to resume with"
         case .datasetChanged(let path, let hash, let old):
             return "\(path): the dataset changed since the run started (content hash \(hash), the checkpoint has \(old)); resume with the original data or start a new run"
+        case .datasetDetailsChanged(let path):
+            return "\(path): the dataset's class list, frame rate, timestamps, confidences or image sizes changed since the run started (its poses and labels did not); resume with the original data or start a new run"
         case .changedOnResume(let keys):
             return "the config's \(keys.joined(separator: ", ")) cannot change when resuming (it changes the model or the data); start a new run instead"
         case .incompatibleCheckpoint(let path, let why): return "\(path): \(why)"

@@ -225,3 +225,27 @@ extension BadInputCLITests {
         XCTAssertTrue(strict.err.contains("too-fast-timestamps") || strict.err.contains("are they nanoseconds or clock ticks?"), strict.err)
     }
 }
+
+extension BadInputCLITests {
+    /// The content hash a checkpoint records covers poses, labels, ids, groups and splits, not
+    /// the header: before, a run resumed after the class list was reordered (the network's
+    /// outputs renamed) or the frame rate changed trained on without a word.
+    func testResumeRefusesDataWhoseClassesOrRateChanged() throws {
+        let dir = try scratchFolder()
+        let data = try write("data.jsonl", in: dir, edit: { _, _ in })
+        let first = runCLI(["fit", data, "--out", "\(dir)/run", "--epochs", "1"] + Self.quick)
+        XCTAssertEqual(first.code, 0, first.err)
+        for (key, value) in [("classes", ["wave", "lower", "raise"] as Any), ("frameRate", 30.0 as Any)] {
+            _ = try write("data.jsonl", in: dir, header: { h in h[key] = value }, edit: { _, _ in })
+            let r = runCLI(["fit", "--resume", "\(dir)/run", "--epochs", "2"])
+            XCTAssertEqual(r.code, 1, key)
+            XCTAssertEqual(
+                r.err,
+                "error: \(data): the dataset's class list, frame rate, timestamps, confidences or image sizes changed since the run started (its poses and labels did not); resume with the original data or start a new run\n"
+            )
+        }
+        _ = try write("data.jsonl", in: dir, edit: { _, _ in })
+        let resumed = runCLI(["fit", "--resume", "\(dir)/run", "--epochs", "2"])
+        XCTAssertEqual(resumed.code, 0, resumed.err)
+    }
+}
