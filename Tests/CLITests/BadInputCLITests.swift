@@ -249,3 +249,15 @@ extension BadInputCLITests {
         XCTAssertEqual(resumed.code, 0, resumed.err)
     }
 }
+
+extension BadInputCLITests {
+    /// An `.npz` with no arrays (an empty zip: its end record alone) said "(it has )".
+    func testAnEmptyArchiveSaysItIsEmpty() throws {
+        let dir = try scratchFolder()
+        let path = "\(dir)/empty.npz"
+        try Data([0x50, 0x4B, 0x05, 0x06] + [UInt8](repeating: 0, count: 18)).write(to: URL(fileURLWithPath: path))
+        let r = runCLI(["fit", path, "--out", "\(dir)/run"] + Self.quick)
+        XCTAssertEqual(r.code, 1)
+        XCTAssertEqual(r.err, "error: \(path): the archive has no 'X' array (it is empty); save the poses as X=... (or poses=... for Create ML)\n")
+    }
+}
