@@ -142,7 +142,7 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
             return "\(path): labels \(labels) are not among the model's classes \(classes)"
         case .noSequences(let path, let split, let present):
             guard !present.isEmpty else {
-                return "\(path): no sequences in split '\(split ?? "")': the data gives no splits; omit the split to evaluate every sequence"
+                return "\(path): no sequences in split '\(split ?? "")': the data gives no splits; omit the split to use every sequence"
             }
             return "\(path): no sequences in split '\(split ?? "")'; splits present: \(present)"
         case .report(let path, let split, let e): return "\(path) (split \(split ?? "all")): \(e)"

@@ -192,7 +192,7 @@ final class BadInputCLITests: XCTestCase {
             b.err)
         let c = runCLI(["eval", model, Self.fixture, "--split", "test"])
         XCTAssertEqual(c.code, 1)
-        XCTAssertEqual(c.err, "error: \(Self.fixture): no sequences in split 'test': the data gives no splits; omit the split to evaluate every sequence\n")
+        XCTAssertEqual(c.err, "error: \(Self.fixture): no sequences in split 'test': the data gives no splits; omit the split to use every sequence\n")
     }
 }
 
