@@ -498,9 +498,17 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
         }
+        // A model file's bound on a divide step (format.md 5), named here rather than as the preprocessing's.
+        let divisors = Double(PreprocessingStep.divisors.lowerBound)...Double(PreprocessingStep.divisors.upperBound)
+        guard axisDivisors.allSatisfy(divisors.contains) else {
+            throw bad("axisDivisors", "must be 1e-06 to 1000000 (data units per unit of the model's input), got \(axisDivisors); check the data's units")
+        }
         if scaling == .fixed && axisDivisors.isEmpty {
             guard let d = scaleDivisor, d > 0, d.isFinite else {
                 throw bad("scaleDivisor", "must be a positive number when scaling is fixed, got \(scaleDivisor.map { "\($0)" } ?? "none")")
+            }
+            guard divisors.contains(d) else {
+                throw bad("scaleDivisor", "must be 1e-06 to 1000000 (data units per unit of the model's input), got \(d); check the data's units")
             }
         }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
@@ -842,7 +850,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
 
 public enum TrainingError: Error, Equatable, CustomStringConvertible {
     case invalidConfig(field: String, reason: String)
-    /// The loss became NaN or infinite at this epoch and batch (1-based).
+    /// The loss became NaN or infinite at this epoch and batch (1-based); batch 0: the
+    /// validation loss at the end of the epoch (weights out of range while every batch's loss
+    /// stayed finite).
     case diverged(epoch: Int, batch: Int, loss: Float)
     case noTrainingData(String)
     /// Early stopping or keep-best need validation data.
@@ -853,6 +863,8 @@ public enum TrainingError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidConfig(let field, let reason): return "config field '\(field)' \(reason)"
+        case .diverged(let epoch, 0, let loss):
+            return "training diverged: the validation loss is \(loss) at the end of epoch \(epoch) (the weights grew out of range); lower the learning rate or set gradientClipNorm"
         case .diverged(let epoch, let batch, let loss):
             return "training diverged: the loss is \(loss) at epoch \(epoch), batch \(batch); lower the learning rate or set gradientClipNorm"
         case .noTrainingData(let why): return why

@@ -100,6 +100,14 @@ public enum StreamCalibration {
     /// The shortest hold, in seconds.
     public static let shortestHold = 0.2
 
+    /// The frame rule's look-ahead for a window or clip of `frames` at `frameRate`:
+    /// `lookAheadShare` of its span, to the millisecond, kept within what a model file holds
+    /// (more than 0, at most 60 s): a clip of one frame (sequences of one frame) or
+    /// frames microseconds apart would otherwise give 0, and a long slow window more than 60 s.
+    static func lookAhead(frames: Int, frameRate: Double) -> Double {
+        min(60, max(0.001, (lookAheadShare * Double(frames - 1) / frameRate * 1000).rounded() / 1000))
+    }
+
     /// The clip a stream slides for a whole-clip input (nil for sliding windows): the median
     /// frame count of the labeled sequences at `indices` once resampled to the clip rate (the
     /// input's window rate, else the dataset's declared rate, else the median step of its
@@ -210,7 +218,7 @@ public enum StreamCalibration {
         return Stream(
             windows: TensorSet(features: features, labels: labels, valuesPerWindow: V), starts: cut.map(\.start), ends: cut.map(\.end),
             runFrames: runFrames, runClasses: runClasses, frameRate: frameRate,
-            lookAhead: (lookAheadShare * Double(window.frames - 1) / frameRate * 1000).rounded() / 1000)
+            lookAhead: lookAhead(frames: window.frames, frameRate: frameRate))
     }
 
     /// The motion numbers of frame-level events, from the labelled sequences at `indices` (at

@@ -19,12 +19,17 @@ import PoseCore
 enum OutputGuard {
     static let recordName = ".actiontrain-outputs.json"
 
-    static func check(_ path: String, force: Bool) throws {
+    /// `inputs` are the command's own input files (model, data, baseline): never replaced,
+    /// with --force neither (`checkOutput`).
+    static func check(_ path: String, force: Bool, inputs: [String] = []) throws {
         switch AtomicWrite.target(path) {
         case .absent, .stream: return
         case .folder: throw CLIError.failure("\(path) is a folder; pass a file path")
         case .refused(let kind): throw CLIError.failure("\(path) is \(kind); actiontrain writes regular files only (or streams into a FIFO or a character device)")
         case .regularFile: break
+        }
+        if let input = inputs.first(where: { sameFile($0, path) }) {
+            throw CLIError.failure("\(path) is the input \(input) (the same file); choose another output path, the input is never overwritten")
         }
         if force || isEmpty(path) { return }
         switch unchangedSinceWritten(path) {
