@@ -331,6 +331,77 @@ public enum StreamCalibration {
         return f1Thresholds(truth: truth, classes: K) { k, c in weights[k] > 0 ? sums[k * K + c] / weights[k] : nil }
     }
 
+    /// The switch evidences tried, in score-seconds.
+    public static let switchEvidenceGrid: [Double] = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0]
+
+    /// The switch evidence of events from frames (`FrameSegmenter.Settings.switchEvidence`, the
+    /// lead another class must gather before an action switches without rest), fitted to the
+    /// model's scores: the calibration stream (clips back to back, so that every boundary
+    /// between two runs of different classes is a switch without rest) played through
+    /// `FrameSegmenter` with `settings` (the model's other numbers) and no frame still, the
+    /// windows with their probabilities `[N, K]` when their last frame comes, a frame when the
+    /// motion's `lag` frames after it have come, as a live stream gives them; for each value
+    /// of `switchEvidenceGrid`, the F1 score at IoU 0.5 of the events against the stream's runs
+    /// (`eventF1`), and the value of the highest (the middle of the best run of values on
+    /// ties). Nil when the stream has no frame or no window.
+    public static func switchEvidence(probabilities p: [Float], input f: FrameCalibrationInput, settings: FrameSegmenter.Settings) -> Double? {
+        let K = settings.classes, N = f.windowStarts.count, frames = f.runFrames.reduce(0, +)
+        precondition(p.count == N * K && f.windowEnds.count == N, "probabilities [windows, classes]")
+        guard frames > 0 && N > 0 && settings.problem == nil else { return nil }
+        let lag = FrameMotion.lag(frameRate: f.frameRate)
+        func time(_ k: Int) -> Double { Double(k) / f.frameRate }
+        // The windows by their last frame (clamped to the stream), in order.
+        let order = (0..<N).filter { f.windowEnds[$0] > f.windowStarts[$0] }.sorted { (min(f.windowEnds[$0], frames), $0) < (min(f.windowEnds[$1], frames), $1) }
+        var truth: [(label: Int, start: Double, end: Double)] = [], at = 0
+        for (count, c) in zip(f.runFrames, f.runClasses) where count > 0 {
+            if c >= 0 && Int(c) < K && !settings.background[Int(c)] { truth.append((Int(c), time(at), time(at + count - 1))) }
+            at += count
+        }
+        let scores = switchEvidenceGrid.map { evidence -> Double in
+            var s = settings
+            s.switchEvidence = evidence
+            var segmenter = FrameSegmenter(settings: s)
+            var events: [FrameSegmenter.Event] = [], next = 0
+            for n in 0..<frames {
+                while next < order.count && min(f.windowEnds[order[next]], frames) - 1 <= n {
+                    let w = order[next]
+                    let end = min(f.windowEnds[w], frames)
+                    segmenter.add(window: f.windowStarts[w], end: end, endTime: time(end - 1), probabilities: Array(p[(w * K)..<((w + 1) * K)]))
+                    next += 1
+                }
+                if n >= lag { events += segmenter.add(frame: n - lag, time: time(n - lag), motion: .infinity, now: time(n)) }
+            }
+            for k in max(0, frames - lag)..<frames { events += segmenter.add(frame: k, time: time(k), motion: .infinity, now: time(frames - 1)) }
+            events += segmenter.finish()
+            return eventF1(events.map { ($0.label, $0.start, $0.end) }, truth: truth)
+        }
+        let best = scores.max() ?? 0
+        let tied = scores.indices.filter { scores[$0] >= best - 1e-12 }
+        return switchEvidenceGrid[tied[tied.count / 2]]
+    }
+
+    /// The F1 score at IoU 0.5 of `events` against `truth` (class, start and end seconds): each
+    /// event, in order, matched to the unmatched true segment of its class it overlaps most, a
+    /// hit when their intersection over union is at least 0.5. 1 when both are empty.
+    static func eventF1(_ events: [(label: Int, start: Double, end: Double)], truth: [(label: Int, start: Double, end: Double)]) -> Double {
+        guard !(events.isEmpty && truth.isEmpty) else { return 1 }
+        var used = [Bool](repeating: false, count: truth.count), hits = 0
+        for e in events {
+            var best = -1, bestIoU = 0.0
+            for (i, t) in truth.enumerated() where !used[i] && t.label == e.label {
+                let overlap = min(e.end, t.end) - max(e.start, t.start)
+                guard overlap > 0 else { continue }
+                let iou = overlap / (max(e.end, t.end) - min(e.start, t.start))
+                if iou > bestIoU { (best, bestIoU) = (i, iou) }
+            }
+            if best >= 0 && bestIoU >= 0.5 {
+                used[best] = true
+                hits += 1
+            }
+        }
+        return Double(2 * hits) / Double(events.count + truth.count)
+    }
+
     /// Per class c, the threshold g of `grid` that maximises the F1 score of "score(i, c) ≥ g"
     /// (nil: never) against "truth[i] is c" over the items i (the middle of the best run on
     /// ties), and its exit, two thirds of it, both rounded to 0.001; a class that no threshold
@@ -379,7 +450,9 @@ public enum StreamCalibration {
 
     /// The `streaming` header field of `network` (the model about to be written) for `source`:
     /// the clip, and the thresholds of its calibration windows.
-    public static func streaming(network: Network, source: Source, classes K: Int) -> ModelHeader.Streaming? {
+    /// `background` marks the classes that make no events (by default none), which the switch
+    /// evidence's events leave out as the runtime does.
+    public static func streaming(network: Network, source: Source, classes K: Int, background: [Bool]? = nil) -> ModelHeader.Streaming? {
         var out = ModelHeader.Streaming(clipFrames: source.clip?.frames, clipFrameRate: source.clip?.frameRate)
         if let w = source.windows, w.count > 0 {
             let p = Inference.probabilities(network, features: w.features, count: w.count)
@@ -387,9 +460,13 @@ public enum StreamCalibration {
             out.calibration = source.sequences
             if let f = source.frames, f.windowStarts.count == w.count, f.hold.count == K {
                 let (enter, exit) = frameThresholds(probabilities: p, input: f, classes: K)
+                let settings = FrameSegmenter.Settings(
+                    enter: enter.map(Float.init), exit: exit.map(Float.init), hold: f.hold.map { min($0, f.lookAhead) }, leadIn: f.leadIn,
+                    leadOut: f.leadOut, minimumDuration: f.minimumDuration, background: background ?? [Bool](repeating: false, count: K),
+                    lookAhead: f.lookAhead, stillBelow: Float(f.stillBelow), motionLag: FrameMotion.lag(frameRate: f.frameRate))
                 out.frames = ModelHeader.Streaming.Frames(
                     lookAhead: f.lookAhead, stillBelow: f.stillBelow, enter: enter, exit: exit, hold: f.hold, leadIn: f.leadIn, leadOut: f.leadOut,
-                    minimumDuration: f.minimumDuration)
+                    minimumDuration: f.minimumDuration, switchEvidence: switchEvidence(probabilities: p, input: f, settings: settings))
             }
         }
         return out == ModelHeader.Streaming() ? nil : out
