@@ -155,7 +155,7 @@ public struct FrameOptions: Equatable, Sendable {
     /// Per class: the shortest event, in seconds (0 when missing).
     public var minimumDuration: [String: Double]
     /// Score-seconds by which a class must lead the running event's class to start another
-    /// action without rest: the model file's (fitted by `fit` since format 1.7), else
+    /// action without rest: the model file's (format 1.7, when it records one), else
     /// `FrameSegmenter.Settings.defaultSwitchEvidence`.
     public var switchEvidence: Double
     /// Frames each way of the stream's motion (`FrameMotion.lag` at its rate): rest ends an event

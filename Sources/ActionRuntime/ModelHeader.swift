@@ -103,8 +103,8 @@ public struct ModelHeader: Codable, Hashable, Sendable {
             /// The shortest event of the class, in seconds.
             public var minimumDuration: [Double]
             /// Score-seconds by which another class must lead the running event's class for a new
-            /// action to start without rest (format 1.7, fitted by `fit` on its calibration stream);
-            /// nil (files before 1.7): `FrameSegmenter.Settings.defaultSwitchEvidence`.
+            /// action to start without rest (format 1.7: a value for this model, which `fit` does not
+            /// write yet); nil: `FrameSegmenter.Settings.defaultSwitchEvidence`.
             public var switchEvidence: Double?
 
             public init(

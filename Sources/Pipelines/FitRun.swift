@@ -417,11 +417,7 @@ public final class FitRun {
         let provenance = ModelHeader.Provenance(
             datasetHash: datasetHash, configHash: FNV1a64.text(of: configData), seed: training.config.seed, metrics: metrics,
             notes: ["dataset": datasetName])
-        let streaming = streams.flatMap {
-            StreamCalibration.streaming(
-                network: written, source: $0, classes: data.classes.count,
-                background: data.classes.map { EventOptions.backgroundNames.contains($0.lowercased()) })
-        }
+        let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
         let bytes = try ModelFile.encode(
             classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
             streaming: streaming, poseStatistics: poseStatistics, calibration: calibration)

@@ -50,7 +50,7 @@ struct EventFlags {
             help: "Events from frames: decide each frame this long after it, so an event comes at most this long after its end (default: the model's, calibrated by fit: 3/4 of its window)."),
         Option(
             "switch-evidence", \.switchEvidence, value: "SCORE-SECONDS",
-            help: "Events from frames: the lead another class must gather over the running event's class before an action switches without rest (default: the model's, fitted by fit; 0.3 for older models)."),
+            help: "Events from frames: the lead another class must gather over the running event's class before an action switches without rest (default: the model file's when it records one, else 0.3)."),
         Option(
             "window-events", \.windowEvents,
             help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.5, instead of from frames."),

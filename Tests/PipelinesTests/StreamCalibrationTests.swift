@@ -136,8 +136,16 @@ final class StreamCalibrationTests: XCTestCase {
             lookAhead: 1, stillBelow: 0, motionLag: 1)
         // Up to 0.15 the phase is split off (5 events, 3 right: F1 0.75); from 0.4 the true run is
         // never switched to (one event over everything: F1 0); 0.2, 0.25 and 0.3 find the three
-        // runs (F1 1): the middle of those, not the default 0.3.
-        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: p, input: input, settings: settings), 0.25)
+        // runs (F1 1): the default, 0.3, is among the best, and stays.
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: p, input: input, settings: settings), 0.3)
+        // A phase of one frame (0.06 score-seconds) and a true run of 3 frames (0.18): 0.1 and 0.15
+        // only (0.05 splits the phase, from 0.2 the run is missed), the upper of the two (the
+        // middle of an even run), below the default, which does clearly worse.
+        var short: [Float] = []
+        for k in 0..<66 { short += k == 10 || (30...32).contains(k) ? [0.2, 0.8] : [0.8, 0.2] }
+        var input3 = input
+        input3.runFrames = [30, 3, 33]
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: short, input: input3, settings: settings), 0.15)
         // A phase twice as long (0.36 score-seconds) and a true run of 9 frames (0.54): 0.4 and 0.5
         // only, the upper of the two (the middle of an even run).
         var longer: [Float] = []
@@ -145,6 +153,14 @@ final class StreamCalibrationTests: XCTestCase {
         var input9 = input
         input9.runFrames = [30, 9, 27]
         XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: longer, input: input9, settings: settings), 0.5)
+        // Still frames as rest: b's run (frames 30-32) followed by 5 still frames (rest after the
+        // hold of 2 frames) ends there by rest, and the a after it starts afresh: the runs stay
+        // found with 0.1 and 0.15 still, and the same frames all moving give the same value.
+        input3.stillRuns = [33, 5, 28]
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: short, input: input3, settings: settings), 0.15)
+        XCTAssertEqual(StreamCalibration.stillRuns([0.5, 0.5, 0.1, 0, 0.3, 0.1], stillBelow: 0.1), [2, 2, 1, 1])
+        XCTAssertEqual(StreamCalibration.stillRuns([0, 0.5], stillBelow: 0.1), [0, 1, 1], "from a moving run, empty here")
+        XCTAssertNil(StreamCalibration.stillRuns([], stillBelow: 0.1))
         // No window: nothing to fit.
         var empty = input
         (empty.windowStarts, empty.windowEnds) = ([], [])
@@ -226,10 +242,9 @@ final class StreamCalibrationTests: XCTestCase {
         var expected = FrameOptions(frames, classes: model.classes)
         expected.motionLag = FrameMotion.lag(frameRate: try model.streamWindow().frameRate)
         XCTAssertEqual(options.frames, expected)
-        // The switch evidence fitted on the calibration stream, one of the grid, is the one used.
-        let evidence = try XCTUnwrap(frames.switchEvidence)
-        XCTAssertTrue(StreamCalibration.switchEvidenceGrid.contains(evidence), "\(evidence)")
-        XCTAssertEqual(options.frames?.switchEvidence, evidence)
+        // fit records no switch evidence (fitted, it did worse than the default): 0.3 applies.
+        XCTAssertNil(frames.switchEvidence)
+        XCTAssertEqual(options.frames?.switchEvidence, FrameSegmenter.Settings.defaultSwitchEvidence)
         XCTAssertEqual(options.frames?.motionLag, Int((d.frameRate! * 0.1).rounded()))
         let windows = EventOptions.standard(for: model, fromFrames: false)
         XCTAssertNil(windows.frames)
