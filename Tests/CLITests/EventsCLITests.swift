@@ -73,6 +73,29 @@ final class EventsCLITests: XCTestCase {
         }
         XCTAssertEqual(live, events.found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" })
 
+        // --switch-evidence: checked, used (0 splits at once where 10 never splits), and the same
+        // events offline and live with it.
+        let far = runCLI(["eval", model, path, "--events", "--switch-evidence", "5000"])
+        XCTAssertEqual(far.code, 2)
+        XCTAssertTrue(far.err.contains("--switch-evidence must be 0 to 3600 score-seconds, got 5000.0"), far.err)
+        var byEvidence: [Double: [String]] = [:]
+        for evidence in [0.0, 10] {
+            let name = dir + "/switch-\(evidence).json"
+            let r = runCLI(["eval", model, path, "--events", "--switch-evidence", "\(evidence)", "--json", name, "--bootstrap", "0"])
+            XCTAssertEqual(r.code, 0, r.err)
+            let found = try XCTUnwrap(try ReportJSON.read(name).events).found
+            byEvidence[evidence] = found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" }
+            stdout = ""
+            options.eventing.switchEvidence = evidence
+            XCTAssertNoThrow(try PredictCommand.run(options, out: &output, stdin: .lines(lines)), stderr)
+            let live = stdout.split(separator: "\n").map { line -> String in
+                let o = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+                return "\(o["label"]!) \(String(format: "%.3f", o["start"] as! Double)) \(String(format: "%.3f", o["end"] as! Double))"
+            }
+            XCTAssertEqual(live, byEvidence[evidence], "offline = live with --switch-evidence \(evidence)")
+        }
+        XCTAssertGreaterThanOrEqual(byEvidence[0]!.count, byEvidence[10]!.count)
+
         // Data without segments cannot be scored as events.
         let plain = runCLI(["eval", model, Self.fixture, "--events"])
         XCTAssertEqual(plain.code, 1)
