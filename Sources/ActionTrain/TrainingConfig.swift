@@ -201,6 +201,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// validation sequences (2...10; fewer when the training split has fewer groups), trained in
     /// turn until `ModelCalibration.enoughWindows` windows are predicted.
     public var calibrationFolds: Int = 3
+    /// The switch evidence (score-seconds) written into the model for events from frames
+    /// (`ModelHeader.Streaming.Frames.switchEvidence`: the lead another class must gather to
+    /// end an event and start one without rest); nil: none written, readers use 0.3. Larger
+    /// for streams whose actions mostly follow rest (docs/streaming.md).
+    public var switchEvidence: Double? = nil
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -356,6 +361,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.linearPenalty, &linearPenalty)
         try read(.calibration, &calibration)
         try read(.calibrationFolds, &calibrationFolds)
+        try read(.switchEvidence, &switchEvidence)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
@@ -535,6 +541,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             guard linearPenalty > 0 && linearPenalty.isFinite else { throw bad("linearPenalty", "must be a positive number, got \(linearPenalty)") }
         }
         guard (2...10).contains(calibrationFolds) else { throw bad("calibrationFolds", "must be in [2, 10], got \(calibrationFolds)") }
+        if let switchEvidence, !(0...3600).contains(switchEvidence) {
+            throw bad("switchEvidence", "must be 0 to 3600 score-seconds, got \(switchEvidence)")
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")

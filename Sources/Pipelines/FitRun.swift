@@ -122,7 +122,7 @@ public final class FitRun {
     }
 
     /// Config fields a resumed run may change: they alter neither the model nor the data.
-    public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads"]
+    public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads", "switchEvidence"]
 
     private init(
         dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?,

@@ -45,6 +45,8 @@ public enum StreamCalibration {
         public var sequences: String
         /// Frame-level events (format 1.5): nil leaves the model to make events from windows.
         public var frames: FrameCalibrationInput?
+        /// The config's `switchEvidence`, written into the frame rule's numbers when given.
+        public var switchEvidence: Double?
 
         public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String, frames: FrameCalibrationInput? = nil) {
             self.clip = clip
@@ -62,6 +64,7 @@ public enum StreamCalibration {
             let onValidation = validation.contains { dataset.sequences[$0].label != nil }
             sequences = onValidation ? "validation" : "training"
             self.clip = clip
+            switchEvidence = config.switchEvidence
             // A stream that cannot be cut (e.g. timestamps resampling cannot handle) costs the
             // thresholds only: the model then keeps the defaults (and events from windows).
             let stream =
@@ -502,11 +505,12 @@ public enum StreamCalibration {
             out.calibration = source.sequences
             if let f = source.frames, f.windowStarts.count == w.count, f.hold.count == K {
                 let (enter, exit) = frameThresholds(probabilities: p, input: f, classes: K)
-                // No `switchEvidence`: fitted on this stream (`switchEvidence(probabilities:input:settings:)`)
-                // it did worse on new streams than the default (docs/benchmarks.md, "third pass").
+                // `switchEvidence` only as the config gives it: fitted on this stream
+                // (`switchEvidence(probabilities:input:settings:)`) it did worse on new streams than
+                // the default (docs/benchmarks.md, "third pass").
                 out.frames = ModelHeader.Streaming.Frames(
                     lookAhead: f.lookAhead, stillBelow: f.stillBelow, enter: enter, exit: exit, hold: f.hold, leadIn: f.leadIn, leadOut: f.leadOut,
-                    minimumDuration: f.minimumDuration)
+                    minimumDuration: f.minimumDuration, switchEvidence: source.switchEvidence)
             }
         }
         return out == ModelHeader.Streaming() ? nil : out

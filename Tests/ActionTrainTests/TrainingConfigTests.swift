@@ -27,6 +27,7 @@ final class TrainingConfigTests: XCTestCase {
         c.linearPenalty = 0.5
         c.calibration = .none
         c.calibrationFolds = 5
+        c.switchEvidence = 0.8
         c.residual = false
         c.activation = .gelu
         c.normalization = .none
