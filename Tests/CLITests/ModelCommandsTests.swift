@@ -274,6 +274,10 @@ final class ModelCommandsTests: XCTestCase {
         let noFolder = run(["export", Self.golden, "--out", "\(missing)/m.onnx", "--parity-windows", "0"])
         XCTAssertEqual(noFolder.code, 1)
         XCTAssertEqual(noFolder.err, "error: \(missing)/m.onnx: cannot write: the folder \(missing) does not exist; create it first\n")
+        // ... before the parity check (which would first find its data file missing).
+        let early = run(["export", Self.golden, "--out", "\(missing)/n.onnx", "--data", "\(missing)/windows.jsonl"])
+        XCTAssertEqual(early.code, 1)
+        XCTAssertEqual(early.err, "error: \(missing)/n.onnx: cannot write: the folder \(missing) does not exist; create it first\n")
         let bad = run(["export", Self.golden, "--format", "tflite"])
         XCTAssertEqual(bad.code, 2)
         XCTAssertEqual(bad.err, "error: --format must be onnx or coreml, got 'tflite'\n")
