@@ -155,7 +155,8 @@ public struct FrameOptions: Equatable, Sendable {
     /// Per class: the shortest event, in seconds (0 when missing).
     public var minimumDuration: [String: Double]
     /// Score-seconds by which a class must lead the running event's class to start another
-    /// action without rest (`FrameSegmenter.Settings.defaultSwitchEvidence`).
+    /// action without rest: the model file's (format 1.7, when it records one), else
+    /// `FrameSegmenter.Settings.defaultSwitchEvidence`.
     public var switchEvidence: Double
     /// Frames each way of the stream's motion (`FrameMotion.lag` at its rate): rest ends an event
     /// where the body stopped, this many frames before its last moving frame. `standard(for:)`
@@ -179,12 +180,13 @@ public struct FrameOptions: Equatable, Sendable {
         self.minimumDuration = minimumDuration
     }
 
-    /// A model file's numbers for its `classes`.
+    /// A model file's numbers for its `classes` (its switch evidence, or the default for a file
+    /// before format 1.7).
     public init(_ f: ModelHeader.Streaming.Frames, classes: [String]) {
         func named(_ v: [Double]) -> [String: Double] { Dictionary(uniqueKeysWithValues: zip(classes, v)) }
         self.init(
             lookAhead: f.lookAhead, stillBelow: Float(f.stillBelow), hold: named(f.hold), leadIn: named(f.leadIn), leadOut: named(f.leadOut),
-            minimumDuration: named(f.minimumDuration))
+            minimumDuration: named(f.minimumDuration), switchEvidence: f.switchEvidence ?? FrameSegmenter.Settings.defaultSwitchEvidence)
     }
 }
 

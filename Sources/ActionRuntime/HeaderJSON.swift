@@ -498,7 +498,7 @@ enum HeaderJSON {
         return ModelHeader.Streaming.Frames(
             lookAhead: try double(try o.required("lookAhead")), stillBelow: try double(try o.required("stillBelow")), enter: try numbers("enter"),
             exit: try numbers("exit"), hold: try numbers("hold"), leadIn: try numbers("leadIn"), leadOut: try numbers("leadOut"),
-            minimumDuration: try numbers("minimumDuration"))
+            minimumDuration: try numbers("minimumDuration"), switchEvidence: try o.optional("switchEvidence").map(double))
     }
 
     static func coordinateSystem(_ v: Value) throws -> ModelHeader.CoordinateSystem {

@@ -19,6 +19,15 @@ public enum Inference {
         }
     }
 
+    /// Whether networks built from now on run a frozen (loaded) dilated convolution with stride
+    /// 1 and a kernel of 2-7 as Winograd on its phases (the default, see `Conv1d`); false: as
+    /// im2col times the packed weight, the path before it. For benchmarks comparing the two in
+    /// one binary (`actiontrain-bench latency --dilated-im2col`); one setting for the process.
+    public static var dilatedConvolutionPhases: Bool {
+        get { Conv1d.dilatedPhases }
+        set { Conv1d.dilatedPhases = newValue }
+    }
+
     /// Activation values a batch of `batchSize(for:)` may take: 2^25 (128 MB).
     public static let activationBudget = 1 << 25
 

@@ -13,7 +13,7 @@ import PoseCore
 public enum ModelFile {
     public static let magic: [UInt8] = [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 A T M \r \n \x1a \n
     public static let majorVersion = 1
-    public static let minorVersion = 6
+    public static let minorVersion = 7
     public static let formatName = "actiontrain.model"
     public static let preambleSize = 64
     public static let alignment = 64

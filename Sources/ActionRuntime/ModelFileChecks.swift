@@ -157,7 +157,8 @@ extension ModelFile {
     /// most `Limits.inputTime` frames whose poses fit in the activation budget twice (a
     /// session keeps two clips), a frame rate in the window's range, and thresholds per class
     /// with `0 ≤ exit ≤ enter ≤ 1`, `enter > 0`; frame-level numbers (1.5) with a value per class,
-    /// thresholds so, durations of 0 to 3600 s, a look-ahead of 0 to 60 s.
+    /// thresholds so, durations of 0 to 3600 s, a look-ahead of 0 to 60 s, and (1.7) a switch evidence of 0 to
+    /// 3600 score-seconds.
     static func checkStreaming(_ st: ModelHeader.Streaming, classes K: Int, input: InputSpec) throws {
         func bad(_ why: String) -> ModelFileError { .badHeader("streaming: \(why)") }
         if let n = st.clipFrames {
@@ -182,6 +183,7 @@ extension ModelFile {
             func frames(_ why: String) -> ModelFileError { bad("frames: \(why)") }
             guard f.lookAhead > 0 && f.lookAhead <= 60 else { throw frames("lookAhead \(f.lookAhead) must be more than 0 and at most 60 seconds") }
             guard f.stillBelow >= 0 && f.stillBelow <= 1e6 else { throw frames("stillBelow \(f.stillBelow) must be 0 to 1e6") }
+            if let v = f.switchEvidence, !(v >= 0 && v <= 3600) { throw frames("switchEvidence \(v) must be 0 to 3600 score-seconds") }
             for (name, values) in [
                 ("enter", f.enter), ("exit", f.exit), ("hold", f.hold), ("leadIn", f.leadIn), ("leadOut", f.leadOut), ("minimumDuration", f.minimumDuration),
             ] where values.count != K {

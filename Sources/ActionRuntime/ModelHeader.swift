@@ -102,10 +102,14 @@ public struct ModelHeader: Codable, Hashable, Sendable {
             public var leadOut: [Double]
             /// The shortest event of the class, in seconds.
             public var minimumDuration: [Double]
+            /// Score-seconds by which another class must lead the running event's class for a new
+            /// action to start without rest (format 1.7: a value for this model, which `fit` does not
+            /// write yet); nil: `FrameSegmenter.Settings.defaultSwitchEvidence`.
+            public var switchEvidence: Double?
 
             public init(
                 lookAhead: Double, stillBelow: Double, enter: [Double], exit: [Double], hold: [Double], leadIn: [Double], leadOut: [Double],
-                minimumDuration: [Double]
+                minimumDuration: [Double], switchEvidence: Double? = nil
             ) {
                 self.lookAhead = lookAhead
                 self.stillBelow = stillBelow
@@ -115,6 +119,7 @@ public struct ModelHeader: Codable, Hashable, Sendable {
                 self.leadIn = leadIn
                 self.leadOut = leadOut
                 self.minimumDuration = minimumDuration
+                self.switchEvidence = switchEvidence
             }
         }
 

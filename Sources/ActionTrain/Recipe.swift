@@ -102,6 +102,9 @@ public enum Recipe {
         if !sk.torsoUpper.isEmpty && !sk.torsoLower.isEmpty {
             _ = set("scaling", \.scaling, InputSpec.Scaling.torso)
             scaleText = "torso known"
+        } else if p.bodySize > 0 && p.bodySize.isFinite && !PreprocessingStep.divisors.contains(Float(p.bodySize)) {
+            // Bodies 1e-7 across: no divisor a model file holds; the lint's units warning says why.
+            scaleText = "no torso, body size \(format(p.bodySize)) \(units(sk)), outside the 1e-06 to 1e+06 a divisor may be: not scaled"
         } else if p.bodySize > 0 && p.bodySize.isFinite {
             if set("scaling", \.scaling, InputSpec.Scaling.fixed) {
                 _ = set("scaleDivisor", \.scaleDivisor, Optional(Double(Float(p.bodySize))))
@@ -144,7 +147,8 @@ public enum Recipe {
         // Members: the network over those channels, and a Fourier temporal pyramid of the
         // joint pairs' relative positions with a linear classifier; their probabilities averaged.
         var seen: [String] = []
-        if !explicit.contains("architecture") && !explicit.contains("streams"),
+        // (A skeleton of one joint has no pairs: that member would have no input.)
+        if !explicit.contains("architecture") && !explicit.contains("streams") && sk.jointCount > 1,
             set("members", \.members, [.init(architecture: c.architecture, channels: c.channels), .init(architecture: .ftp, channels: [.relativePositions])])
         {
             let average = c.memberAverage == .logProbabilities ? "log-probabilities averaged (a geometric mean)" : "probabilities averaged"

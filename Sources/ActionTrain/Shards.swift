@@ -565,11 +565,16 @@ public struct FrameCalibrationInput: Codable, Equatable, Sendable {
     /// The stream's frames by class, run by run: `runFrames[i]` frames of class `runClasses[i]`.
     public var runFrames: [Int]
     public var runClasses: [Int32]
+    /// The stream's frames moving and still in turn, run by run from a moving run (which may be
+    /// empty): a frame is still when its motion (`FrameMotion`) is at most `stillBelow`. Nil: not
+    /// measured (every frame moving).
+    public var stillRuns: [Int]?
 
     public init(
         lookAhead: Double, frameRate: Double, stillBelow: Double, hold: [Double], leadIn: [Double], leadOut: [Double], minimumDuration: [Double],
-        windowStarts: [Int], windowEnds: [Int], runFrames: [Int], runClasses: [Int32]
+        windowStarts: [Int], windowEnds: [Int], runFrames: [Int], runClasses: [Int32], stillRuns: [Int]? = nil
     ) {
+        self.stillRuns = stillRuns
         self.lookAhead = lookAhead
         self.frameRate = frameRate
         self.stillBelow = stillBelow

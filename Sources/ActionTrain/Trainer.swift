@@ -363,6 +363,7 @@ public final class Trainer {
                 learningRate: schedule.rate(step: max(0, progress.globalStep - 1)))
             if let validation, hasValidation {
                 let (vl, va) = withAveragedParameters { evaluate(validation) }
+                guard vl.isFinite else { throw TrainingError.diverged(epoch: epoch, batch: 0, loss: Float(vl)) }
                 record.validationLoss = vl
                 record.validationAccuracy = va
                 let value = config.monitor == .validationLoss ? vl : va

@@ -207,6 +207,11 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// validation sequences (2...10; fewer when the training split has fewer groups), trained in
     /// turn until `ModelCalibration.enoughWindows` windows are predicted.
     public var calibrationFolds: Int = 3
+    /// The switch evidence (score-seconds) written into the model for events from frames
+    /// (`ModelHeader.Streaming.Frames.switchEvidence`: the lead another class must gather to
+    /// end an event and start one without rest); nil: none written, readers use 0.3. Larger
+    /// for streams whose actions mostly follow rest (docs/streaming.md).
+    public var switchEvidence: Double? = nil
     /// Block i of the TCN has dilation dilationBase^i (1 = no dilation, 2 = 1, 2, 4, ...).
     public var dilationBase: Int = 2
     /// TCN blocks are residual (two convolutions and a shortcut) or plain (one convolution).
@@ -363,6 +368,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.linearHeadCopies, &linearHeadCopies)
         try read(.calibration, &calibration)
         try read(.calibrationFolds, &calibrationFolds)
+        try read(.switchEvidence, &switchEvidence)
         try read(.dilationBase, &dilationBase)
         try read(.residual, &residual)
         try read(.activation, &activation)
@@ -505,9 +511,17 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         guard axisDivisors.allSatisfy({ $0 > 0 && $0.isFinite }) else {
             throw bad("axisDivisors", "must be positive numbers, got \(axisDivisors)")
         }
+        // A model file's bound on a divide step (format.md 5), named here rather than as the preprocessing's.
+        let divisors = Double(PreprocessingStep.divisors.lowerBound)...Double(PreprocessingStep.divisors.upperBound)
+        guard axisDivisors.allSatisfy(divisors.contains) else {
+            throw bad("axisDivisors", "must be 1e-06 to 1000000 (data units per unit of the model's input), got \(axisDivisors); check the data's units")
+        }
         if scaling == .fixed && axisDivisors.isEmpty {
             guard let d = scaleDivisor, d > 0, d.isFinite else {
                 throw bad("scaleDivisor", "must be a positive number when scaling is fixed, got \(scaleDivisor.map { "\($0)" } ?? "none")")
+            }
+            guard divisors.contains(d) else {
+                throw bad("scaleDivisor", "must be 1e-06 to 1000000 (data units per unit of the model's input), got \(d); check the data's units")
             }
         }
         guard !channels.isEmpty else { throw bad("channels", "needs at least one block") }
@@ -535,6 +549,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         }
         guard (0...16).contains(linearHeadCopies) else { throw bad("linearHeadCopies", "must be in [0, 16], got \(linearHeadCopies)") }
         guard (2...10).contains(calibrationFolds) else { throw bad("calibrationFolds", "must be in [2, 10], got \(calibrationFolds)") }
+        if let switchEvidence, !(0...3600).contains(switchEvidence) {
+            throw bad("switchEvidence", "must be 0 to 3600 score-seconds, got \(switchEvidence)")
+        }
         guard (1...16).contains(ensemble) else { throw bad("ensemble", "must be in [1, 16] (members), got \(ensemble)") }
         guard pyramid.allSatisfy({ (1...windowFrames).contains($0) }) else {
             throw bad("pyramid", "levels must be 1 to windowFrames (\(windowFrames)), got \(pyramid)")
@@ -850,7 +867,9 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
 
 public enum TrainingError: Error, Equatable, CustomStringConvertible {
     case invalidConfig(field: String, reason: String)
-    /// The loss became NaN or infinite at this epoch and batch (1-based).
+    /// The loss became NaN or infinite at this epoch and batch (1-based); batch 0: the
+    /// validation loss at the end of the epoch (weights out of range while every batch's loss
+    /// stayed finite).
     case diverged(epoch: Int, batch: Int, loss: Float)
     case noTrainingData(String)
     /// Early stopping or keep-best need validation data.
@@ -861,6 +880,8 @@ public enum TrainingError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidConfig(let field, let reason): return "config field '\(field)' \(reason)"
+        case .diverged(let epoch, 0, let loss):
+            return "training diverged: the validation loss is \(loss) at the end of epoch \(epoch) (the weights grew out of range); lower the learning rate or set gradientClipNorm"
         case .diverged(let epoch, let batch, let loss):
             return "training diverged: the loss is \(loss) at epoch \(epoch), batch \(batch); lower the learning rate or set gradientClipNorm"
         case .noTrainingData(let why): return why

@@ -96,6 +96,10 @@ public enum CoordinateProblem: Equatable, Sendable, CustomStringConvertible {
     case yUp(frames: Int, of: Int)
     /// Timestamps stepping by 2-200 units per frame: milliseconds written as seconds.
     case millisecondsAsSeconds(interval: Double)
+    /// Timestamps stepping by less than 0.1 ms per frame (over 10,000 fps, the most a model
+    /// file holds): nanoseconds or microseconds, or a clock's ticks, would be read as seconds
+    /// and resample a sequence to a frame or two.
+    case tooFastForSeconds(interval: Double)
 
     /// A stable kebab-case name for scripts.
     public var code: String {
@@ -105,6 +109,7 @@ public enum CoordinateProblem: Equatable, Sendable, CustomStringConvertible {
         case .notMetres: return "not-metres"
         case .yUp: return "y-up"
         case .millisecondsAsSeconds: return "milliseconds"
+        case .tooFastForSeconds: return "too-fast-timestamps"
         }
     }
 
@@ -125,6 +130,8 @@ public enum CoordinateProblem: Equatable, Sendable, CustomStringConvertible {
                 + "Flip it with the image height (convert's origin bottom-left repair)"
         case .millisecondsAsSeconds(let interval):
             return "timestamps step by \(n(interval)) per frame (\(n(1000 / interval)) fps if milliseconds, \(String(format: "%.3f", 1 / interval)) fps if seconds): write \"t\" in seconds"
+        case .tooFastForSeconds(let interval):
+            return "timestamps step by \(String(format: "%g", interval)) s per frame (\(String(format: "%g", 1 / interval)) fps, beyond the 10000 fps a model holds): are they nanoseconds or clock ticks? Write \"t\" in seconds"
         }
     }
 }
@@ -240,6 +247,9 @@ public enum CoordinateSpace {
         }
         if let interval, interval >= 2, interval <= 200 {
             problems.append(.millisecondsAsSeconds(interval: interval))
+        }
+        if let interval, interval > 0, interval < 1e-4 {
+            problems.append(.tooFastForSeconds(interval: interval))
         }
         return CoordinateSpaceReport(
             declaredUnits: skeleton.units, dimensions: D, points: points, bodySize: bodySize, unitSquareShare: unitShare,

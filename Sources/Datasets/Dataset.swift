@@ -85,6 +85,30 @@ public struct Dataset: Sendable, Equatable {
         }
         return h.text
     }
+
+    /// What `contentHash` leaves out (left out so that the hashes models, reports and logs
+    /// already record stay valid): the class list in order (the model's outputs), the frame
+    /// rate, the image sizes and each sequence's timestamps and confidences. A resumed fit
+    /// checks both, so that a header edited between the runs (classes reordered, another
+    /// frame rate) is not trained on as if it were the same data (docs/bad-input.md).
+    public var detailHash: String {
+        var h = FNV1a64()
+        func mix<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { h.mix($0) } }
+        func mix(_ d: Double?) { mix(d?.bitPattern ?? UInt64.max) }
+        for c in classes { for b in c.utf8 { mix(b) }; mix(UInt8(0)) }
+        mix(Int64(classes.count))
+        mix(frameRate)
+        for v in imageSize ?? [] { mix(v) }
+        for s in sequences {
+            mix(Int64(s.timestamps?.count ?? -1))
+            for t in s.timestamps ?? [] { mix(t) }
+            mix(Int64(s.confidence?.count ?? -1))
+            for c in s.confidence ?? [] { mix(c.bitPattern) }
+            mix(Int64(s.imageSize?.count ?? -1))
+            for v in s.imageSize ?? [] { mix(v) }
+        }
+        return h.text
+    }
 }
 
 /// Where in an input a problem is: the file and, when known, the line (1-based), the column
@@ -190,7 +214,8 @@ public enum DatasetError: Error, Equatable, CustomStringConvertible {
         case .severalPeople, .bodiesHeld:
             preconditionFailure("described above")
         case .cannotRead(let file, let reason):
-            return "\(file): cannot read: \(reason)"
+            // The writers (NativeFormat.write, Create ML folders) report through this case too.
+            return reason.hasPrefix("cannot write") ? "\(file): \(reason)" : "\(file): cannot read: \(reason)"
         case .parse(let file, let line, let reason):
             return "\(file):\(line): \(reason)"
         case .unknownLabel(let file, let record, let label, let classes):

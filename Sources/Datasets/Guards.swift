@@ -17,6 +17,62 @@ public enum Guards {
             fix: "add sequences of another class (e.g. an 'other' class of non-actions), or check the labels and the split")
     }
 
+    /// What `fit` needs of its training sequences before it cuts a window, each refused with
+    /// what is wrong and the fix (docs/bad-input.md): some training sequences (a data split
+    /// without `train` gives none); a label on every one (an unlabeled sequence has no class to
+    /// learn); two classes (`requireTwoClasses`); every class of the class list among them (a
+    /// class the network never sees still gets an output, which then says nothing; a listed
+    /// class with only test sequences, or 10,000 classes in a header for 3 used, would train
+    /// that silently); and a present joint in some frame (all joints absent, as a too high
+    /// `--min-confidence` makes, leaves nothing to learn). `everyClass` false leaves out the
+    /// class-list check, for the training part of a cross-validation fold (a fold may miss a
+    /// rare class that the whole training split has).
+    public static func requireTrainable(_ dataset: Dataset, training indices: [Int], file: String, everyClass: Bool = true) throws {
+        let at = SourceLocation(file: file)
+        guard !indices.isEmpty else {
+            var splits: [String: Int] = [:]
+            for s in dataset.sequences { splits[s.split ?? "(none)", default: 0] += 1 }
+            let list = splits.keys.sorted().map { "\($0) \(splits[$0]!)" }.joined(separator: ", ")
+            throw DatasetError.invalidValue(
+                at, problem: "no training sequences: the \(dataset.sequences.count) sequences are in the splits \(list), none in 'train'",
+                fix: "mark the sequences to train on with \"split\": \"train\" (or give no split at all: then every sequence trains)")
+        }
+        let unlabeled = indices.filter { dataset.sequences[$0].label == nil }
+        if let first = unlabeled.first {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file, record: dataset.sequences[first].id),
+                problem: "\(unlabeled.count) of the \(indices.count) training sequences have no label",
+                fix: "give every training sequence a \"label\", or put unlabeled ones in the test split (predict runs on them)")
+        }
+        try requireTwoClasses(dataset, training: indices, file: file)
+        let trained = Set(indices.compactMap { dataset.sequences[$0].label })
+        let missing = everyClass ? dataset.classes.filter { !trained.contains($0) } : []
+        if !missing.isEmpty {
+            var elsewhere: [String: Int] = [:]
+            for s in dataset.sequences { if let l = s.label, !trained.contains(l) { elsewhere[l, default: 0] += 1 } }
+            let named = missing.prefix(5).map { c in
+                guard let n = elsewhere[c] else { return "'\(c)' (no sequence at all)" }
+                return "'\(c)' (\(n) sequence\(n == 1 ? "" : "s"), none training)"
+            }
+            let more = missing.count > 5 ? " and \(missing.count - 5) more" : ""
+            throw DatasetError.invalidValue(
+                at,
+                problem: "\(missing.count) of the \(dataset.classes.count) classes \(missing.count == 1 ? "has" : "have") no training sequence: \(named.joined(separator: ", "))\(more); "
+                    + "the model would have an output for each that it never learned",
+                fix: "add training sequences of \(missing.count == 1 ? "it" : "them"), or remove \(missing.count == 1 ? "it" : "them") from the header's \"classes\" (and relabel or drop their sequences)")
+        }
+        guard indices.contains(where: { dataset.sequences[$0].frameCount > 0 }) else {
+            throw DatasetError.invalidValue(
+                at, problem: "the \(indices.count) training sequences have no frames", fix: "give each sequence its frames (\"frames\": [...])")
+        }
+        let seen = indices.contains { i in dataset.sequences[i].present.contains { $0 != 0 } }
+        guard seen else {
+            throw DatasetError.invalidValue(
+                at, problem: "no joint is present in any frame of the \(indices.count) training sequences: there is nothing to learn from",
+                fix: "check the joint names and the confidences (points at or below the minimum confidence are absent)")
+        }
+    }
+
     /// How much of the windows a model sees is padding (frames a short sequence does not
     /// have). Windows cut by `fit` mode or centred on events inside long sequences have none.
     public struct PaddingTally: Equatable, Sendable {

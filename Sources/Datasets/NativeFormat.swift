@@ -722,6 +722,11 @@ struct NativeReader {
                 repeat {
                     s.skipSpace()
                     guard let (v, next) = NumberParser.parseDouble(s.p, s.i, s.end) else {
+                        if s.end - s.i >= 4, "null".utf8.enumerated().allSatisfy({ s.p[s.i + $0.offset] == $0.element }) {
+                            throw DatasetError.invalidValue(
+                                location(number), problem: "value \(count + 1) of the point is null",
+                                fix: "omit joints that were not seen (an absent joint is simply left out)")
+                        }
                         if s.i < s.end, [UInt8(ascii: "N"), UInt8(ascii: "I"), UInt8(ascii: "n"), UInt8(ascii: "-")].contains(s.p[s.i]) {
                             throw DatasetError.nonFinite(location(number), what: "value \(count + 1) of the point")
                         }

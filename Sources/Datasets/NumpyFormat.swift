@@ -493,7 +493,7 @@ struct NumpySource {
                     fix: "convert it first with actiontrain import createml")
             }
             throw DatasetError.numpy(
-                SourceLocation(file: file), problem: "the archive has no '\(name)' array (it has \(archive!.entries.map(\.name).joined(separator: ", ")))",
+                SourceLocation(file: file), problem: "the archive has no '\(name)' array (\(archive!.entries.isEmpty ? "it is empty" : "it has \(archive!.entries.map(\.name).joined(separator: ", "))"))",
                 fix: "save the poses as X=... (or poses=... for Create ML)")
         }
         try archive!.read(entry) { try stream.feed($0) }

@@ -38,6 +38,15 @@ public enum Evaluation {
         let split = options.split ?? (splits.contains("test") ? "test" : nil)
         let indices = dataset.sequences.indices.filter { split == nil || dataset.sequences[$0].split == split }
         guard !indices.isEmpty else { throw EvaluationError.noSequences(dataPath: dataPath, split: split, present: splits.sorted()) }
+        // What predict says too: windows of another rate hold another stretch of time.
+        if model.input.window.frameRate == nil, let trained = model.header.trainingFrameRate, let rate = dataset.frameRate,
+            abs(rate - trained) > 1e-6
+        {
+            warn("the data is at \(rate) fps but the model was trained on \(trained) fps data and does not resample; the scores may be off")
+        }
+        if !indices.contains(where: { i in dataset.sequences[i].present.contains { $0 != 0 } }) {
+            warn("no joint is present in any frame of the \(indices.count) evaluated sequences: the model sees only empty poses; check the joint names and the confidences")
+        }
         return try evaluate(
             model: model, modelPath: modelPath, dataset: dataset, dataPath: dataPath, indices: indices, split: split,
             stride: options.stride ?? defaultStride(model), useEvents: options.useEvents, settings: options.settings, warn: warn)

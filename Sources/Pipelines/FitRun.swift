@@ -89,6 +89,10 @@ public final class FitRun {
         if let hash = checkpoint.metadata["datasetHash"], hash != dataset.contentHash {
             throw FitError.datasetChanged(dataPath: dataPath, hash: dataset.contentHash, checkpointHash: hash)
         }
+        // (Checkpoints written before the detail hash have none.)
+        if let details = checkpoint.metadata["datasetDetailHash"], details != dataset.detailHash {
+            throw FitError.datasetDetailsChanged(dataPath: dataPath)
+        }
         BLAS.threads = config.threads
         let resolved = FitPipeline.ResolvedConfig(config: config, input: try FitPipeline.input(config, for: dataset))
         let run = try FitRun(dataPath: dataPath, dataset: dataset, resolved: resolved, folder: folder, split: nil, group: group)
@@ -118,7 +122,7 @@ public final class FitRun {
     }
 
     /// Config fields a resumed run may change: they alter neither the model nor the data.
-    public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads"]
+    public static let resumableKeys: Set<String> = ["epochs", "learningRate", "gradientClipNorm", "patience", "minDelta", "threads", "switchEvidence"]
 
     private init(
         dataPath: String, dataset: Dataset, resolved: FitPipeline.ResolvedConfig, folder: RunFolder?, split: FitPipeline.Split?,
@@ -128,10 +132,12 @@ public final class FitRun {
         // Fit windows resample short sequences instead of padding them: no short-sequence lint.
         let lintWindow = config.windowMode == .sliding && !config.useEvents ? config.windowFrames : nil
         var warnings = Lint.check(dataset, options: .init(imageSize: dataset.imageSize, windowFrames: lintWindow)).map(FitWarning.lint)
+        let given = split
         let split = try split ?? FitPipeline.split(dataset, config: config)
         warnings += split.warnings.map(FitWarning.split)
+        // A split given by the caller is a fold's (tune, sweep), which may miss a rare class.
+        try Guards.requireTrainable(dataset, training: split.train, file: dataPath, everyClass: given == nil)
         let data = try TrainingData(dataset: dataset, train: split.train, validation: split.validation, config: config, input: resolved.input)
-        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
         warnings += Self.dataWarnings(dataset, split: split, data: data, config: config)
         self.members = [try Training(config: config, data: data, group: group)]
         self.config = config
@@ -174,6 +180,14 @@ public final class FitRun {
     /// True when the checkpoint resumed from had finished (all epochs, or stopped early), for
     /// every member.
     public var isFinished: Bool { members.count == config.ensemble && members.allSatisfy(\.trainer.isFinished) }
+
+    /// The model written averages probabilities (an ensemble, a test-time flip, or members
+    /// combined by the mean of their probabilities): a temperature divides each averaged
+    /// branch's logits, and can change the predicted class.
+    public var averagesProbabilities: Bool {
+        config.ensemble > 1 || config.testTimeFlip
+            || (config.memberAverage == .probabilities && max(config.members.count, config.streams.count) > 1)
+    }
 
     /// What `train` reports of the members (one unless `ensemble` > 1), 0-based.
     public enum MemberEvent: Equatable, Sendable {
@@ -268,7 +282,7 @@ public final class FitRun {
     func saveCheckpoint(_ folder: RunFolder) throws {
         let metadata = [
             "dataset": URL(fileURLWithPath: dataPath).standardizedFileURL.path, "datasetHash": dataset.contentHash,
-            "datasetName": dataset.name, "classes": dataset.classes.joined(separator: ","),
+            "datasetName": dataset.name, "classes": dataset.classes.joined(separator: ","), "datasetDetailHash": dataset.detailHash,
         ]
         try Checkpoint(config: config, state: training.trainer.state(), metadata: metadata).write(to: folder.checkpointPath)
     }
@@ -393,11 +407,17 @@ public final class FitRun {
                 if let v = data.validation {
                     evidence = ModelCalibration.Evidence(
                         logits: Inference.logits(written, features: v.features, count: v.count), labels: v.labels, classes: data.classes.count,
-                        source: "validation")
+                        source: "validation", members: try ModelCalibration.memberLogProbabilities(written, features: v.features, count: v.count),
+                        branches: try ModelCalibration.branchLogits(written, features: v.features, count: v.count))
                 } else {
                     evidence = try outOfFold?()
                 }
                 if let evidence {
+                    // Weights that grew without the loss overflowing give NaN or infinite outputs here.
+                    guard evidence.logits.allSatisfy(\.isFinite) else {
+                        throw FitError.outputsNotFinite(
+                            on: evidence.source == "validation" ? "the validation windows" : "the training windows held out for calibration")
+                    }
                     let fitted = ModelCalibration.fit(evidence)
                     written = try ModelCalibration.scaled(written, temperature: fitted.temperature)
                     calibration = fitted
@@ -411,6 +431,7 @@ public final class FitRun {
         }
         if let validation = data.validation {
             let (loss, accuracy) = Trainer.evaluate(written, validation)  // what the written model scores
+            guard loss.isFinite else { throw FitError.outputsNotFinite(on: "the validation windows") }
             metrics["validationAccuracy"] = accuracy
             metrics["validationLoss"] = loss
         }

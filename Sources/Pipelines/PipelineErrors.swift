@@ -27,6 +27,9 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     case checkpointNamesNoDataset(checkpoint: String)
     /// The dataset's content hash differs from the one recorded in the checkpoint.
     case datasetChanged(dataPath: String, hash: String, checkpointHash: String)
+    /// The dataset's class list, frame rate, timestamps, confidences or image sizes differ
+    /// from the run's (`Dataset.detailHash`), though its poses and labels do not.
+    case datasetDetailsChanged(dataPath: String)
     /// Config fields that a resumed run may not change (they change the model or the data).
     case changedOnResume(keys: [String])
     /// The checkpoint's state does not fit the network built from its config.
@@ -36,6 +39,9 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
     case diverged(TrainingError, checkpoint: String?, lastGoodEpoch: Int?)
     /// A temperature cannot be folded into the network (`ModelCalibration.scaled`).
     case cannotCalibrate(reason: String)
+    /// The trained network's outputs on `on` (e.g. "the validation windows") are NaN or
+    /// infinite although every training loss was finite: its weights grew out of range.
+    case outputsNotFinite(on: String)
 
     public var description: String {
         switch self {
@@ -51,10 +57,14 @@ public enum FitError: Error, Equatable, CustomStringConvertible {
         case .checkpointNamesNoDataset(let path): return "\(path): the checkpoint does not name its dataset; give the dataset to resume with"
         case .datasetChanged(let path, let hash, let old):
             return "\(path): the dataset changed since the run started (content hash \(hash), the checkpoint has \(old)); resume with the original data or start a new run"
+        case .datasetDetailsChanged(let path):
+            return "\(path): the dataset's class list, frame rate, timestamps, confidences or image sizes changed since the run started (its poses and labels did not); resume with the original data or start a new run"
         case .changedOnResume(let keys):
             return "the config's \(keys.joined(separator: ", ")) cannot change when resuming (it changes the model or the data); start a new run instead"
         case .incompatibleCheckpoint(let path, let why): return "\(path): \(why)"
         case .cannotCalibrate(let why): return "cannot calibrate the model: \(why)"
+        case .outputsNotFinite(let on):
+            return "training diverged: the trained network's outputs on \(on) are NaN or infinite (its weights grew out of range, although the training loss stayed finite); no model was written; lower the learning rate or set gradientClipNorm"
         case .diverged(let e, let checkpoint, let epoch):
             guard let checkpoint else { return "\(e.description); start again with a lower learning rate" }
             guard let epoch else {
@@ -131,6 +141,9 @@ public enum EvaluationError: Error, Equatable, CustomStringConvertible {
         case .unknownLabels(let path, let labels, let classes):
             return "\(path): labels \(labels) are not among the model's classes \(classes)"
         case .noSequences(let path, let split, let present):
+            guard !present.isEmpty else {
+                return "\(path): no sequences in split '\(split ?? "")': the data gives no splits; omit the split to use every sequence"
+            }
             return "\(path): no sequences in split '\(split ?? "")'; splits present: \(present)"
         case .report(let path, let split, let e): return "\(path) (split \(split ?? "all")): \(e)"
         case .noSegments(let path, let split):

@@ -33,7 +33,7 @@ public enum Shards {
         let config = resolved.config, input = resolved.input
         guard !config.augmentation.isEnabled else { throw ShardError.augmentationNeedsPoses }
         let split = try FitPipeline.split(dataset, config: config)
-        try Guards.requireTwoClasses(dataset, training: split.train, file: dataPath)
+        try Guards.requireTrainable(dataset, training: split.train, file: dataPath)
         try RunChecks.checkDataFrameRate(dataset.frameRate, dataset: dataset.name)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var manifest = ShardManifest(

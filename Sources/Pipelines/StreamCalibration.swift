@@ -45,6 +45,8 @@ public enum StreamCalibration {
         public var sequences: String
         /// Frame-level events (format 1.5): nil leaves the model to make events from windows.
         public var frames: FrameCalibrationInput?
+        /// The config's `switchEvidence`, written into the frame rule's numbers when given.
+        public var switchEvidence: Double?
 
         public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String, frames: FrameCalibrationInput? = nil) {
             self.clip = clip
@@ -62,6 +64,7 @@ public enum StreamCalibration {
             let onValidation = validation.contains { dataset.sequences[$0].label != nil }
             sequences = onValidation ? "validation" : "training"
             self.clip = clip
+            switchEvidence = config.switchEvidence
             // A stream that cannot be cut (e.g. timestamps resampling cannot handle) costs the
             // thresholds only: the model then keeps the defaults (and events from windows).
             let stream =
@@ -90,6 +93,23 @@ public enum StreamCalibration {
         public var lookAhead: Double
     }
 
+    /// `motion`'s frames moving (above `stillBelow`) and still in turn, run by run from a moving
+    /// run (`FrameCalibrationInput.stillRuns`); nil for no frames.
+    public static func stillRuns(_ motion: [Float], stillBelow: Double) -> [Int]? {
+        guard !motion.isEmpty else { return nil }
+        var runs = [0], still = false
+        let below = Float(stillBelow)  // compared in float, as the runtime compares (`FrameSegmenter`)
+        for m in motion {
+            let isStill = !(m > below)
+            if isStill != still {
+                runs.append(0)
+                still = isStill
+            }
+            runs[runs.count - 1] += 1
+        }
+        return runs
+    }
+
     /// The look-ahead of frame-level events: this share of the stream window's duration.
     public static let lookAheadShare = 0.75
     /// The share of a class's training clips (their motion) above which `hold` lies: the
@@ -99,6 +119,14 @@ public enum StreamCalibration {
     public static let stillQuantile = 0.1
     /// The shortest hold, in seconds.
     public static let shortestHold = 0.2
+
+    /// The frame rule's look-ahead for a window or clip of `frames` at `frameRate`:
+    /// `lookAheadShare` of its span, to the millisecond, kept within what a model file holds
+    /// (more than 0, at most 60 s): a clip of one frame (sequences of one frame) or
+    /// frames microseconds apart would otherwise give 0, and a long slow window more than 60 s.
+    static func lookAhead(frames: Int, frameRate: Double) -> Double {
+        min(60, max(0.001, (lookAheadShare * Double(frames - 1) / frameRate * 1000).rounded() / 1000))
+    }
 
     /// The clip a stream slides for a whole-clip input (nil for sliding windows): the median
     /// frame count of the labeled sequences at `indices` once resampled to the clip rate (the
@@ -210,7 +238,7 @@ public enum StreamCalibration {
         return Stream(
             windows: TensorSet(features: features, labels: labels, valuesPerWindow: V), starts: cut.map(\.start), ends: cut.map(\.end),
             runFrames: runFrames, runClasses: runClasses, frameRate: frameRate,
-            lookAhead: (lookAheadShare * Double(window.frames - 1) / frameRate * 1000).rounded() / 1000)
+            lookAhead: lookAhead(frames: window.frames, frameRate: frameRate))
     }
 
     /// The motion numbers of frame-level events, from the labelled sequences at `indices` (at
@@ -331,6 +359,96 @@ public enum StreamCalibration {
         return f1Thresholds(truth: truth, classes: K) { k, c in weights[k] > 0 ? sums[k * K + c] / weights[k] : nil }
     }
 
+    /// The switch evidences tried, in score-seconds.
+    public static let switchEvidenceGrid: [Double] = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0]
+
+    /// The switch evidence of events from frames (`FrameSegmenter.Settings.switchEvidence`, the
+    /// lead another class must gather before an action switches without rest), fitted to a
+    /// model's scores on a calibration stream. `fit` does not call it: on the shared datasets the
+    /// values it fits on the training clips did worse on new streams than the default 0.3
+    /// (docs/benchmarks.md, "third pass"); it is kept for the measurement. The rule: the calibration stream (clips back to back, so that a boundary between two
+    /// runs of different classes is a switch without rest unless the clips' own stillness makes
+    /// it rest) played through `FrameSegmenter` with `settings` (the model's other numbers), its
+    /// frames still or moving as `input.stillRuns` says (all moving without), the
+    /// windows with their probabilities `[N, K]` when their last frame comes, a frame when the
+    /// motion's `lag` frames after it have come, as a live stream gives them; for each value
+    /// of `switchEvidenceGrid`, the F1 score at IoU 0.5 of the events against the stream's runs
+    /// (`eventF1`); the default (0.3) unless the highest beats its F1 by `switchEvidenceMargin`,
+    /// else the value of the highest (the middle of the best run of values on ties). Nil when the
+    /// stream has no frame or no window.
+    public static func switchEvidence(probabilities p: [Float], input f: FrameCalibrationInput, settings: FrameSegmenter.Settings) -> Double? {
+        let K = settings.classes, N = f.windowStarts.count, frames = f.runFrames.reduce(0, +)
+        precondition(p.count == N * K && f.windowEnds.count == N, "probabilities [windows, classes]")
+        guard frames > 0 && N > 0 && settings.problem == nil else { return nil }
+        let lag = FrameMotion.lag(frameRate: f.frameRate)
+        func time(_ k: Int) -> Double { Double(k) / f.frameRate }
+        var still = [Bool](repeating: false, count: frames), k = 0
+        for (i, count) in (f.stillRuns ?? []).enumerated() {
+            for j in k..<min(frames, k + max(0, count)) { still[j] = i % 2 == 1 }
+            k = min(frames, k + max(0, count))
+        }
+        func motion(_ k: Int) -> Float { still[k] ? 0 : .infinity }
+        // The windows by their last frame (clamped to the stream), in order.
+        let order = (0..<N).filter { f.windowEnds[$0] > f.windowStarts[$0] }.sorted { (min(f.windowEnds[$0], frames), $0) < (min(f.windowEnds[$1], frames), $1) }
+        var truth: [(label: Int, start: Double, end: Double)] = [], at = 0
+        for (count, c) in zip(f.runFrames, f.runClasses) where count > 0 {
+            if c >= 0 && Int(c) < K && !settings.background[Int(c)] { truth.append((Int(c), time(at), time(at + count - 1))) }
+            at += count
+        }
+        let scores = switchEvidenceGrid.map { evidence -> Double in
+            var s = settings
+            s.switchEvidence = evidence
+            var segmenter = FrameSegmenter(settings: s)
+            var events: [FrameSegmenter.Event] = [], next = 0
+            for n in 0..<frames {
+                while next < order.count && min(f.windowEnds[order[next]], frames) - 1 <= n {
+                    let w = order[next]
+                    let end = min(f.windowEnds[w], frames)
+                    segmenter.add(window: f.windowStarts[w], end: end, endTime: time(end - 1), probabilities: Array(p[(w * K)..<((w + 1) * K)]))
+                    next += 1
+                }
+                if n >= lag { events += segmenter.add(frame: n - lag, time: time(n - lag), motion: motion(n - lag), now: time(n)) }
+            }
+            for k in max(0, frames - lag)..<frames { events += segmenter.add(frame: k, time: time(k), motion: motion(k), now: time(frames - 1)) }
+            events += segmenter.finish()
+            return eventF1(events.map { ($0.label, $0.start, $0.end) }, truth: truth)
+        }
+        // The default stays unless another value is clearly better: on a stream of training
+        // clips the scores are surer than on new data, and most values tie.
+        let best = scores.max() ?? 0
+        if let d = switchEvidenceGrid.firstIndex(of: FrameSegmenter.Settings.defaultSwitchEvidence), best - scores[d] < switchEvidenceMargin {
+            return FrameSegmenter.Settings.defaultSwitchEvidence
+        }
+        let tied = scores.indices.filter { scores[$0] >= best - 1e-12 }
+        return switchEvidenceGrid[tied[tied.count / 2]]
+    }
+
+    /// How much better (F1 at IoU 0.5 on the calibration stream) another switch evidence must do
+    /// than the default for `fit` to record it instead.
+    public static let switchEvidenceMargin = 0.01
+
+    /// The F1 score at IoU 0.5 of `events` against `truth` (class, start and end seconds): each
+    /// event, in order, matched to the unmatched true segment of its class it overlaps most, a
+    /// hit when their intersection over union is at least 0.5. 1 when both are empty.
+    static func eventF1(_ events: [(label: Int, start: Double, end: Double)], truth: [(label: Int, start: Double, end: Double)]) -> Double {
+        guard !(events.isEmpty && truth.isEmpty) else { return 1 }
+        var used = [Bool](repeating: false, count: truth.count), hits = 0
+        for e in events {
+            var best = -1, bestIoU = 0.0
+            for (i, t) in truth.enumerated() where !used[i] && t.label == e.label {
+                let overlap = min(e.end, t.end) - max(e.start, t.start)
+                guard overlap > 0 else { continue }
+                let iou = overlap / (max(e.end, t.end) - min(e.start, t.start))
+                if iou > bestIoU { (best, bestIoU) = (i, iou) }
+            }
+            if best >= 0 && bestIoU >= 0.5 {
+                used[best] = true
+                hits += 1
+            }
+        }
+        return Double(2 * hits) / Double(events.count + truth.count)
+    }
+
     /// Per class c, the threshold g of `grid` that maximises the F1 score of "score(i, c) ≥ g"
     /// (nil: never) against "truth[i] is c" over the items i (the middle of the best run on
     /// ties), and its exit, two thirds of it, both rounded to 0.001; a class that no threshold
@@ -387,9 +505,12 @@ public enum StreamCalibration {
             out.calibration = source.sequences
             if let f = source.frames, f.windowStarts.count == w.count, f.hold.count == K {
                 let (enter, exit) = frameThresholds(probabilities: p, input: f, classes: K)
+                // `switchEvidence` only as the config gives it: fitted on this stream
+                // (`switchEvidence(probabilities:input:settings:)`) it did worse on new streams than
+                // the default (docs/benchmarks.md, "third pass").
                 out.frames = ModelHeader.Streaming.Frames(
                     lookAhead: f.lookAhead, stillBelow: f.stillBelow, enter: enter, exit: exit, hold: f.hold, leadIn: f.leadIn, leadOut: f.leadOut,
-                    minimumDuration: f.minimumDuration)
+                    minimumDuration: f.minimumDuration, switchEvidence: source.switchEvidence)
             }
         }
         return out == ModelHeader.Streaming() ? nil : out

@@ -24,8 +24,12 @@ let benchmarks: [Benchmark] = [
         name: "layers", summary: "forward+backward of the reference convnet and MLP: windows/s, GEMM share, b1 latency; `graphconv`: graphConv layers; `fourier`: the ftp member's fourierPyramid; `natops`: fit's NATOPS tcn and stgcn networks",
         run: LayersBench.run),
     Benchmark(name: "inference", summary: "model file load time, batch-1 latency and batch-1024 throughput vs PyTorch anchors", run: InferenceBench.run),
+    Benchmark(
+        name: "latency", summary: "MODEL.atm: batch-1 latency of one model file alone (for callgrind / perf stat); --dilated-im2col: the path before phase Winograd",
+        run: LatencyBench.run),
     Benchmark(name: "stream", summary: "live pose streams: frames/s and per-push latency of sessions (stride 1 and 15, 1 and 64 sessions, 1 and 2 threads) vs building windows yourself; --load: 64 concurrent streams; --events: events from windows vs from frames", run: StreamBench.run),
     Benchmark(name: "shared", summary: "one model shared by several calling threads: batch-1 latency and batch-1024 throughput, 1 and --callers N callers, per architecture", run: SharedBench.run),
+    Benchmark(name: "member-weights", summary: "DATA RUN...: a two-member model's test scores with equal weights, a temperature, one weight per member fitted out of fold, each member alone", run: MemberWeightsBench.run),
     Benchmark(name: "tune-fidelity", summary: "DATA: every candidate tune tries, scored at each screening share of its epochs and at full length; Spearman correlation of screening with full length", run: TuneFidelityBench.run),
     Benchmark(name: "load", summary: "model file load time alone (copying and mapped readers interleaved, wall and CPU per load), to compare builds", run: LoadBench.run),
 ]

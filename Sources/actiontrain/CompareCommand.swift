@@ -38,7 +38,7 @@ enum CompareCommand: ParsableCommand {
 
     static func run(_ options: Options, out: inout Output) throws {
         let policy = try options.gate.policy()
-        try options.gate.checkOutputs(force: options.force)
+        try options.gate.checkOutputs(force: options.force, inputs: [options.baseline, options.candidate])
         let baselinePath = options.baseline, candidatePath = options.candidate
         let comparison = try options.gate.reportingErrors(baseline: baselinePath, candidate: candidatePath) {
             try Comparison(

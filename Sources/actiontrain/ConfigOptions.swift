@@ -116,7 +116,14 @@ extension ConfigOptions {
         func choice(_ s: String) -> String? {
             e.choices.isEmpty || e.choices.contains(s) ? nil : "must be one of \(e.choices.joined(separator: ", ")), got \"\(s)\""
         }
+        // A number beyond double's range (1e400) reads as infinite; a seed is unsigned and
+        // the other integer keys are Ints.
+        if v.firstNonFinite != nil { return "expects finite numbers, got \(v) (a number beyond ±1.8e308 is infinite)" }
         switch (e.kind, v) {
+        case (.int, .int(let i)) where i < 0 && e.key == "seed":
+            return "expects an integer from 0 to \(UInt64.max), got \(i)"
+        case (.int, .uint(let u)) where e.key != "seed":
+            return "expects an integer of at most \(Int.max), got \(u)"
         case (.int, .int), (.int, .uint), (.number, .int), (.number, .uint), (.number, .double), (.bool, .bool):
             return nil
         case (.number, .null) where e.key == "frameRate":

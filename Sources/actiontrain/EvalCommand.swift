@@ -91,10 +91,11 @@ enum EvalCommand: ParsableCommand {
         settings.seed = options.seed
         if let ks = options.topK { settings.topK = ks.values }
         let policy = try options.gate.policy()
-        try options.gate.checkOutputs(force: options.force)
-        if let path = options.json { try OutputGuard.check(path, force: options.force) }
+        let inputs = [options.model, options.data] + (options.baseline.map { [$0] } ?? [])
+        try options.gate.checkOutputs(force: options.force, inputs: inputs)
+        if let path = options.json { try OutputGuard.check(path, force: options.force, inputs: inputs) }
         // The report folder is this process's until the end (`FolderLock`).
-        let reportLock = try options.report.map { try prepareReportFolder($0, force: options.force) }
+        let reportLock = try options.report.map { try prepareReportFolder($0, force: options.force, inputs: inputs) }
         defer { withExtendedLifetime(reportLock) {} }
         let baseline = try options.baseline.map { path in
             try options.gate.reportingErrors(baseline: path, candidate: "this evaluation") { try ReportJSON.read(path) }
@@ -146,7 +147,7 @@ enum EvalCommand: ParsableCommand {
 
     /// The report folder may exist; each file we would write must be new or ours, unchanged
     /// since we wrote it (or --force). Returns the folder's lock: one eval writes it at a time.
-    static func prepareReportFolder(_ dir: String, force: Bool) throws -> FolderLock {
+    static func prepareReportFolder(_ dir: String, force: Bool, inputs: [String] = []) throws -> FolderLock {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) && !isDirectory.boolValue {
             throw CLIError.failure("\(dir) exists and is not a folder; choose another --report")
@@ -155,7 +156,7 @@ enum EvalCommand: ParsableCommand {
         do { lock = try FolderLock.creatingFolder(dir, command: "eval") } catch let e as AtomicWrite.WriteError {
             throw CLIError.failure("\(dir): cannot create the report folder: \(e.reason)")
         }
-        for name in reportFileNames { try OutputGuard.check("\(dir)/\(name)", force: force) }
+        for name in reportFileNames { try OutputGuard.check("\(dir)/\(name)", force: force, inputs: inputs) }
         return lock
     }
 

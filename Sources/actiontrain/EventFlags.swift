@@ -17,6 +17,7 @@ struct EventFlags {
     var strideSeconds: Double?
     var allowOverlap = false
     var lookAhead: Double?
+    var switchEvidence: Double?
     var windowEvents = false
     /// The flags given (without dashes), so that flags the command would not use are refused.
     var given: Set<String> = []
@@ -47,6 +48,9 @@ struct EventFlags {
         Option(
             "look-ahead", \.lookAhead, value: "SECONDS",
             help: "Events from frames: decide each frame this long after it, so an event comes at most this long after its end (default: the model's, calibrated by fit: 3/4 of its window)."),
+        Option(
+            "switch-evidence", \.switchEvidence, value: "SCORE-SECONDS",
+            help: "Events from frames: the lead another class must gather over the running event's class before an action switches without rest (default: the model file's when it records one, else 0.3)."),
         Option(
             "window-events", \.windowEvents,
             help: "Events from windows (smoothing, hysteresis on window probabilities), the rule of model files before format 1.5, instead of from frames."),
@@ -82,6 +86,16 @@ struct EventFlags {
             }
             guard v > 0 && v <= 60 else { throw CLIError.usage("--look-ahead must be more than 0 and at most 60 seconds, got \(v)") }
             o.frames!.lookAhead = v
+        }
+        if let v = switchEvidence {
+            guard o.frames != nil else {
+                throw CLIError.usage(
+                    windowEvents
+                        ? "--switch-evidence is for events from frames; leave out --window-events"
+                        : "--switch-evidence is for events from frames, which this model file does not record (format 1.5); fit it again")
+            }
+            guard v >= 0 && v <= 3600 else { throw CLIError.usage("--switch-evidence must be 0 to 3600 score-seconds, got \(v)") }
+            o.frames!.switchEvidence = v
         }
         if let v = smoothing { o.smoothing = v }
         if let v = enter {

@@ -135,14 +135,16 @@ enum FitCommand: ParsableCommand {
 
     /// The calibration in one line: the temperature, what it was fitted on, and the evidence's
     /// expected calibration error and log loss before and after it.
-    static func calibrationLine(_ c: ModelHeader.Calibration, trainingWindows: Int) -> String {
+    /// `averaged`: the model averages its members' probabilities (each member's logits were
+    /// divided), so its predicted class can change.
+    static func calibrationLine(_ c: ModelHeader.Calibration, trainingWindows: Int, averaged: Bool = false) -> String {
         let all = c.windows >= trainingWindows ? "" : " of \(trainingWindows)"
         let evidence =
             c.evidence == "validation"
             ? "the \(c.windows) validation windows" : "out-of-fold predictions of \(c.windows)\(all) training windows (\(c.folds ?? 0) folds)"
         return "fit: calibrated: temperature " + String(format: "%.3g", c.temperature) + " fitted on \(evidence): ECE "
             + String(format: "%.3f → %.3f, log loss %.3f → %.3f", c.eceBefore, c.eceAfter, c.logLossBefore, c.logLossAfter)
-            + " (the predicted class is unchanged)"
+            + (averaged ? " (each averaged member's logits divided by it)" : " (the predicted class is unchanged)")
     }
 
     /// Trains with a progress display and Ctrl-C handling, then writes the model and reports.
@@ -196,7 +198,7 @@ enum FitCommand: ParsableCommand {
                     "fit: calibrating: \(k) folds of the training sequences, the network trained again on the rest of each until \(ModelCalibration.enoughWindows) windows are held out")
             }
         })
-        if let c = result.calibration { out.line(calibrationLine(c, trainingWindows: run.data.train.count)) } else if let note = result.calibrationNote { out.line("fit: \(note)") }
+        if let c = result.calibration { out.line(calibrationLine(c, trainingWindows: run.data.train.count, averaged: run.averagesProbabilities)) } else if let note = result.calibrationNote { out.line("fit: \(note)") }
         for w in result.warnings { out.note("warning: \(w)\n") }
         if !result.members.isEmpty, let ensemble = result.validationAccuracy {
             let scores = result.members.enumerated().map { m, r in "member \(m + 1) " + (r.validationAccuracy.map { String(format: "%.3f", $0) } ?? "-") }

@@ -54,8 +54,8 @@ struct GateFlags {
     }
 
     /// Refuses, before any work, to replace a --junit or --markdown file that is not ours.
-    func checkOutputs(force: Bool) throws {
-        for path in [junit, markdown].compactMap({ $0 }) { try OutputGuard.check(path, force: force) }
+    func checkOutputs(force: Bool, inputs: [String] = []) throws {
+        for path in [junit, markdown].compactMap({ $0 }) { try OutputGuard.check(path, force: force, inputs: inputs) }
     }
 
     /// Runs `body`; when it throws (the reports cannot be compared), writes a JUnit file with

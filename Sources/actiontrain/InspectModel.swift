@@ -79,6 +79,10 @@ enum InspectModel {
         if let f = st?.frames {
             let K = header.classes.indices
             out.line("  events       from frames: each frame decided \(number(f.lookAhead)) s after it (--look-ahead), still at motion <= \(number(f.stillBelow)) body sizes/s")
+            let evidence =
+                f.switchEvidence.map { "\(number($0)) score-seconds, the file's" }
+                ?? "\(number(FrameSegmenter.Settings.defaultSwitchEvidence)) score-seconds, the default (the file records none)"
+            out.line("  switch       another action starts without rest once its lead adds up to \(evidence) (--switch-evidence)")
             out.line("  thresholds   frame scores enter/exit per class: " + K.map { "\(header.classes[$0]) \(number(f.enter[$0]))/\(number(f.exit[$0]))" }.joined(separator: ", "))
             out.line(
                 "  durations    hold/lead-in/lead-out/minimum s per class: "

@@ -14,6 +14,16 @@ enum JSONValue: Codable, Equatable, CustomStringConvertible {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// The first number in the value (nested too) that is NaN or infinite, or nil.
+    var firstNonFinite: Double? {
+        switch self {
+        case .double(let d): return d.isFinite ? nil : d
+        case .array(let items): return items.lazy.compactMap(\.firstNonFinite).first
+        case .object(let fields): return fields.keys.sorted().lazy.compactMap { fields[$0]?.firstNonFinite }.first
+        default: return nil
+        }
+    }
+
     /// A document's value (an object's keys are distinct there).
     init(_ v: JSONDocument.Value) {
         switch v {

@@ -19,12 +19,17 @@ import PoseCore
 enum OutputGuard {
     static let recordName = ".actiontrain-outputs.json"
 
-    static func check(_ path: String, force: Bool) throws {
+    /// `inputs` are the command's own input files (model, data, baseline): never replaced,
+    /// with --force neither (`checkOutput`).
+    static func check(_ path: String, force: Bool, inputs: [String] = []) throws {
         switch AtomicWrite.target(path) {
         case .absent, .stream: return
         case .folder: throw CLIError.failure("\(path) is a folder; pass a file path")
         case .refused(let kind): throw CLIError.failure("\(path) is \(kind); actiontrain writes regular files only (or streams into a FIFO or a character device)")
         case .regularFile: break
+        }
+        if let input = inputs.first(where: { sameFile($0, path) }) {
+            throw CLIError.failure("\(path) is the input \(input) (the same file); choose another output path, the input is never overwritten")
         }
         if force || isEmpty(path) { return }
         switch unchangedSinceWritten(path) {
@@ -67,7 +72,15 @@ enum OutputGuard {
     static func checkOutput(_ path: String, force: Bool, inputs: [String], exists: String) throws {
         guard !path.isEmpty else { throw CLIError.usage("the output path is empty; give a file name") }
         switch AtomicWrite.target(path) {
-        case .absent: return
+        case .absent:
+            // Said before any work that would come first (a fit's training, an export's check).
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
+                throw CLIError.failure("\(path): cannot write: the folder \(folder) does not exist; create it first")
+            }
+            if !isFolder.boolValue { throw CLIError.failure("\(path): cannot write: \(folder) is not a folder") }
+            return
         case .stream: break
         case .folder: throw CLIError.failure("\(path) is a folder; give a file path")
         case .refused(let kind): throw CLIError.failure("\(path) is \(kind); actiontrain writes regular files only (or streams into a FIFO or a character device)")

@@ -131,25 +131,45 @@ final class Conv1dTests: XCTestCase {
 
     func testFormulationChoice() throws {
         // The reference layers: Winograd F(4, 5) (α = 8: 12 tiles of 4 outputs for To = 45)
-        // from batch 8, im2col below; strided, dilated and 1-tap layers have no transform.
+        // from batch 8, im2col below; strided and 1-tap layers have no transform.
         let conv2 = try Self.makeConv(Case(batch: 1, time: 45, inputs: 64, outputs: 128, kernel: 5, stride: 1, dilation: 1, padding: 2))
         XCTAssertEqual(conv2.winograd?.m, 4)
         XCTAssertEqual(conv2.winograd?.alpha, 8)
         XCTAssertEqual(conv2.winogradMinimumBatch, 8)
-        for c in Self.cases where c.stride != 1 || c.dilation != 1 || c.kernel == 1 {
+        for c in Self.cases where c.stride != 1 || c.kernel == 1 {
             XCTAssertNil(try Self.makeConv(c).winograd, "\(c)")
         }
+        // A dilated stride-1 layer's transform is sized for its phases (To/D outputs each):
+        // the default model's D = 4 block (To = 32) has 8 per phase, F(4, 5) in 2 tiles each.
+        let dilated = try Self.makeConv(Case(batch: 1, time: 32, inputs: 64, outputs: 64, kernel: 5, stride: 1, dilation: 4, padding: 8))
+        XCTAssertEqual(dilated.winograd?.m, 4)
+        // Fewer than 2 outputs in phase 0: no transform (To = 3, D = 2 has 2 and 1; To = 1 none).
+        XCTAssertNotNil(try Self.makeConv(Case(batch: 1, time: 3, inputs: 6, outputs: 11, kernel: 3, stride: 1, dilation: 2, padding: 2)).winograd)
+        XCTAssertNil(try Self.makeConv(Case(batch: 1, time: 5, inputs: 6, outputs: 11, kernel: 3, stride: 1, dilation: 3, padding: 1)).winograd)
         // A frozen layer (a loaded model) never takes an OpenBLAS formulation.
         for c in Self.cases + Self.winogradCases {
             let layer = try Self.makeConv(c)
             layer.setFrozen(true)
-            let expected: Conv1d.Formulation = layer.winograd != nil ? .frozenWinograd : c.dilation == 1 ? .packed : .frozenIm2col
+            let expected: Conv1d.Formulation =
+                layer.winograd != nil ? .frozenWinograd : c.dilation == 1 || c.kernel == 1 ? .packed : .frozenIm2col
             for batch in [1, 7, 8, 64] { XCTAssertEqual(layer.formulation(batch: batch), expected, "\(c), batch \(batch)") }
         }
         XCTAssertEqual(Winograd.tileSize(kernel: 3, outputTime: 45), 5)  // 7·9 = 63 < 8·8 = 64
         XCTAssertEqual(Winograd.tileSize(kernel: 7, outputTime: 20), 2)  // only α = 8 fits
         XCTAssertNil(Winograd.tileSize(kernel: 8, outputTime: 20))
         XCTAssertNil(Winograd.tileSize(kernel: 3, outputTime: 1))
+    }
+
+    func testDilatedLayersTrainWithIm2col() throws {
+        // The transform of a dilated layer is for its frozen phases only: an unfrozen layer
+        // trains with im2col at every batch (its backward has no phase form), and its
+        // gradients match the direct sums.
+        let c = Case(batch: 9, time: 21, inputs: 5, outputs: 7, kernel: 5, stride: 1, dilation: 2, padding: 4)
+        let layer = try Self.makeConv(c)
+        XCTAssertNotNil(layer.winograd)
+        for batch in [1, 8, 64] { XCTAssertEqual(layer.formulation(batch: batch), .im2col, "batch \(batch)") }
+        try checkAgainstDirectLoops(layer, batch: c.batch, "unfrozen dilated")
+        XCTAssertEqual(layer.lastFormulation, .im2col)
     }
 
     func testWinogradTransformsComputeTheCorrelation() throws {

@@ -529,7 +529,24 @@ final class ModelFileTests: XCTestCase {
         let written = try ModelFile.encode(
             classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), streaming: loaded.streaming)
         XCTAssertEqual(try ModelFile.load(written).header.streaming, loaded.streaming)
-        XCTAssertEqual(Array(written[8..<12]), [1, 0, 6, 0], "version 1.6")
+        XCTAssertEqual(Array(written[8..<12]), [1, 0, 7, 0], "version 1.7")
+        // A file before 1.7 has no switch evidence: the runtime's default applies.
+        XCTAssertNil(loaded.streaming?.frames?.switchEvidence)
+        XCTAssertEqual(
+            FrameOptions(try XCTUnwrap(loaded.streaming?.frames), classes: ["a", "b"]).switchEvidence, FrameSegmenter.Settings.defaultSwitchEvidence)
+        // The switch evidence (1.7): read by both decoders, written and read back, used.
+        let fitted = header(frames { $0["switchEvidence"] = "0.15" })
+        let withEvidence = try ModelFile.load(HandMade(header: fitted, data: Self.data).bytes).header
+        XCTAssertEqual(withEvidence.streaming?.frames?.switchEvidence, 0.15)
+        let fittedBytes = Array(fitted.utf8)
+        XCTAssertEqual(
+            fittedBytes.withUnsafeBytes { HeaderJSON.decode($0) }, try fittedBytes.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) })
+        let rewritten = try ModelFile.encode(
+            classes: ["a", "b"], input: withEvidence.input, network: network, provenance: .init(), streaming: withEvidence.streaming)
+        XCTAssertEqual(try ModelFile.load(rewritten).header.streaming?.frames?.switchEvidence, 0.15)
+        XCTAssertTrue(String(decoding: rewritten, as: UTF8.self).contains(#""switchEvidence":0.15"#))
+        XCTAssertFalse(String(decoding: written, as: UTF8.self).contains("switchEvidence"), "absent when unknown, as before 1.7")
+        XCTAssertEqual(FrameOptions(try XCTUnwrap(withEvidence.streaming?.frames), classes: ["a", "b"]).switchEvidence, 0.15)
         for (field, fragment) in [
             (frames { $0["hold"] = "[0.2]" }, "frames: hold needs one value per class (2), got 1"),
             (frames { $0["enter"] = "[0.4,1.5]" }, "frames: class 1: the thresholds need"),
@@ -538,6 +555,8 @@ final class ModelFileTests: XCTestCase {
             (frames { $0["minimumDuration"] = "[1,4000]" }, "frames: class 1: minimumDuration 4000.0 must be 0 to 3600 seconds"),
             (frames { $0["lookAhead"] = "0" }, "frames: lookAhead 0.0 must be more than 0 and at most 60 seconds"),
             (frames { $0["stillBelow"] = "-1" }, "frames: stillBelow -1.0 must be 0 to 1e6"),
+            (frames { $0["switchEvidence"] = "-0.1" }, "frames: switchEvidence -0.1 must be 0 to 3600 score-seconds"),
+            (frames { $0["switchEvidence"] = "4000" }, "frames: switchEvidence 4000.0 must be 0 to 3600 score-seconds"),
         ] {
             assertRejects(header: header(field), [fragment], badHeader)
         }
@@ -861,7 +880,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 6, 0, 0, 0, 0, 0])  // major 1, minor 6, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 7, 0, 0, 0, 0, 0])  // major 1, minor 7, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

@@ -28,6 +28,7 @@ final class TrainingConfigTests: XCTestCase {
         c.linearHeadCopies = 3
         c.calibration = .none
         c.calibrationFolds = 5
+        c.switchEvidence = 0.8
         c.residual = false
         c.activation = .gelu
         c.normalization = .none

@@ -25,7 +25,7 @@ final class AppEventsTests: XCTestCase {
         network.initialize(seed: 5)
         let frames = ModelHeader.Streaming.Frames(
             lookAhead: 0.5, stillBelow: 0.05, enter: [0.34, 0.34, 0.34], exit: [0.2, 0.2, 0.2], hold: [0.3, 0.4, 0.3], leadIn: [0.05, 0, 0],
-            leadOut: [0, 0.1, 0], minimumDuration: [0.2, 0.2, 0.2])
+            leadOut: [0, 0.1, 0], minimumDuration: [0.2, 0.2, 0.2], switchEvidence: 0.1)
         return try ActionModel(
             bytes: ModelFile.encode(
                 classes: ["wave", "squat", "clap"], input: input, network: network, provenance: .init(seed: 5),

@@ -16,7 +16,8 @@ final class EventsCLITests: XCTestCase {
 
     func testEvalEventsScoresALabelledStreamAndPredictStreamGivesItsEvents() throws {
         let dir = try scratchFolder()
-        let fit = runCLI(["fit", Self.fixture, "--epochs", "3", "--window-mode", "sliding", "--window-frames", "6", "--out", dir + "/run"])
+        let fitArguments = ["fit", Self.fixture, "--epochs", "3", "--window-mode", "sliding", "--window-frames", "6"]
+        let fit = runCLI(fitArguments + ["--out", dir + "/run"])
         XCTAssertEqual(fit.code, 0, fit.err)
         let model = dir + "/run/model.atm"
         XCTAssertNotNil(try ActionModel(contentsOf: model).header.streaming?.frames, "fit writes the frame-level numbers")
@@ -72,6 +73,45 @@ final class EventsCLITests: XCTestCase {
             return "\(o["label"]!) \(String(format: "%.3f", o["start"] as! Double)) \(String(format: "%.3f", o["end"] as! Double))"
         }
         XCTAssertEqual(live, events.found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" })
+
+        // --switch-evidence: checked, used (0 splits at once where 10 never splits), and the same
+        // events offline and live with it.
+        let far = runCLI(["eval", model, path, "--events", "--switch-evidence", "5000"])
+        XCTAssertEqual(far.code, 2)
+        XCTAssertTrue(far.err.contains("--switch-evidence must be 0 to 3600 score-seconds, got 5000.0"), far.err)
+        var byEvidence: [Double: [String]] = [:]
+        for evidence in [0.0, 10] {
+            let name = dir + "/switch-\(evidence).json"
+            let r = runCLI(["eval", model, path, "--events", "--switch-evidence", "\(evidence)", "--json", name, "--bootstrap", "0"])
+            XCTAssertEqual(r.code, 0, r.err)
+            let found = try XCTUnwrap(try ReportJSON.read(name).events).found
+            byEvidence[evidence] = found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" }
+            stdout = ""
+            options.eventing.switchEvidence = evidence
+            XCTAssertNoThrow(try PredictCommand.run(options, out: &output, stdin: .lines(lines)), stderr)
+            let live = stdout.split(separator: "\n").map { line -> String in
+                let o = try! JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+                return "\(o["label"]!) \(String(format: "%.3f", o["start"] as! Double)) \(String(format: "%.3f", o["end"] as! Double))"
+            }
+            XCTAssertEqual(live, byEvidence[evidence], "offline = live with --switch-evidence \(evidence)")
+        }
+        XCTAssertGreaterThanOrEqual(byEvidence[0]!.count, byEvidence[10]!.count)
+
+        // fit --switch-evidence writes the value into the model (the same network: the key
+        // changes no training), and eval reads it from there without the flag.
+        let recorded = runCLI(fitArguments + ["--switch-evidence", "10", "--out", dir + "/run10"])
+        XCTAssertEqual(recorded.code, 0, recorded.err)
+        let model10 = try ActionModel(contentsOf: dir + "/run10/model.atm")
+        XCTAssertEqual(model10.header.streaming?.frames?.switchEvidence, 10)
+        XCTAssertNil(try ActionModel(contentsOf: model).header.streaming?.frames?.switchEvidence, "none written unless given")
+        let byFile = dir + "/switch-file.json"
+        XCTAssertEqual(runCLI(["eval", dir + "/run10/model.atm", path, "--events", "--json", byFile, "--bootstrap", "0"]).code, 0)
+        XCTAssertEqual(
+            try XCTUnwrap(try ReportJSON.read(byFile).events).found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" },
+            byEvidence[10])
+        let outOfRange = runCLI(fitArguments + ["--switch-evidence", "5000", "--out", dir + "/run5000"])
+        XCTAssertNotEqual(outOfRange.code, 0)
+        XCTAssertTrue(outOfRange.err.contains("switchEvidence") && outOfRange.err.contains("must be 0 to 3600 score-seconds, got 5000"), outOfRange.err)
 
         // Data without segments cannot be scored as events.
         let plain = runCLI(["eval", model, Self.fixture, "--events"])

@@ -30,7 +30,7 @@ final class FitCLITests: XCTestCase {
 
     func testTheTableHasEveryConfigKeyAndNothingElse() throws {
         var c = TrainingConfig()
-        (c.frameRate, c.scaleDivisor, c.accumulate, c.linearPenalty) = (30, 1, 2, 0.5)  // optional keys are only encoded when set
+        (c.frameRate, c.scaleDivisor, c.accumulate, c.linearPenalty, c.switchEvidence) = (30, 1, 2, 0.5, 0.8)  // optional keys are only encoded when set
         let keys = try JSONSerialization.jsonObject(with: JSONEncoder().encode(c)) as! [String: Any]
         XCTAssertEqual(Set(keys.keys), Set(ConfigOptions.entries.map(\.key)))
         XCTAssertEqual(ConfigOptions.entries.count, Set(ConfigOptions.entries.map(\.key)).count)

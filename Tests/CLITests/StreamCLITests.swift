@@ -335,6 +335,12 @@ final class StreamCLITests: XCTestCase {
         }
         assertThrows(["exit <= enter"]) { _ = try self.runPredict([Self.golden, "-", "--stream", "--enter", "0.3", "--exit", "0.5"], stdin: []) }
         assertThrows(["--max-jump must be a positive number of seconds"]) { _ = try self.runPredict([Self.golden, "-", "--stream", "--max-jump", "0"], stdin: []) }
+        assertThrows(["--switch-evidence is for events from frames, which this model file does not record (format 1.5); fit it again"]) {
+            _ = try self.runPredict([Self.golden, "-", "--stream", "--events", "--switch-evidence", "0.2"], stdin: [])
+        }
+        assertThrows(["--switch-evidence is for events from frames; leave out --window-events"]) {
+            _ = try self.runPredict([Self.golden, "-", "--stream", "--events", "--window-events", "--switch-evidence", "0.2"], stdin: [])
+        }
         var help = ""
         var output = Output(write: { help += $0 }, note: { _ in }, isTerminal: false)
         XCTAssertEqual(ActionTrainCLI.run(["predict", "--help"], out: &output), 0)

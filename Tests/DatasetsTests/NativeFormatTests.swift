@@ -197,7 +197,11 @@ final class NativeFormatTests: XCTestCase {
         assertThrows(["joint 'leftEye'", "value 1 of the point is NaN or infinite"]) {
             _ = try parse([header, seq(#"{"pose": {"leftEye": [1e999, 2]}}"#)])
         }
-        assertThrows(["joint 'nose'", "NaN or infinite"]) { _ = try parse([header, seq(#"{"pose": {"nose": [null, 2]}}"#)]) }
+        // (null was reported as "NaN or infinite": docs/bad-input.md)
+        assertThrows(["joint 'nose'", "value 1 of the point is null; omit joints that were not seen"]) {
+            _ = try parse([header, seq(#"{"pose": {"nose": [null, 2]}}"#)])
+        }
+        assertThrows(["joint 'nose'", "value 2 of the point is null"]) { _ = try parse([header, seq(#"{"pose": {"nose": [1, null]}}"#)]) }
     }
 
     func testWrongNumberOfCoordinates() {

@@ -83,7 +83,9 @@ final class EnsembleTests: XCTestCase {
         let folder = try RunFolder.create(dir + "/run", replacing: false)
         let (straight, result) = try fit(config, folder: folder)
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
-        XCTAssertEqual(files, ["config.json", "model.atm", "report.json", "report.txt", "member1", "member2", FolderLock.fileName], "(locked while `folder` lives)")
+        XCTAssertEqual(
+            files, ["config.json", "model.atm", "calibration.json", "report.json", "report.txt", "member1", "member2", FolderLock.fileName],
+            "(locked while `folder` lives; calibrated on the validation windows)")
         for m in 0..<2 {
             let member = folder.member(m).path
             XCTAssertEqual(

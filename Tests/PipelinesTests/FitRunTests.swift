@@ -48,7 +48,8 @@ final class FitRunTests: XCTestCase {
 
     /// `streams` and `testTimeFlip` from a config: one model file holding flip averaging over a
     /// 3-member average, whose probabilities are the mean over (window, mirror image) of the
-    /// mean over members of each member's softmax, each member a network of its own.
+    /// mean over members of each member's softmax, each member a network of its own, its logits
+    /// divided by the calibration's temperature.
     func testStreamsAndTestTimeFlipWriteOneModelThatAveragesProbabilities() throws {
         var c = Self.quick
         c.architecture = .tcn
@@ -85,10 +86,12 @@ final class FitRunTests: XCTestCase {
         let mirror = try model.input.mirrorImage()
         var xm = x
         for r in 0..<(n * shape.time) { for c in 0..<C { xm[r * C + c] = mirror.signs[c] * x[r * C + mirror.channels[c]] } }
+        // Calibrated: each member's logits, on the window and on its mirror image, divided by T.
+        let t = try XCTUnwrap(model.header.calibration?.temperature)
         var expected = [Float](repeating: 0, count: n * K)
         for features in [x, xm] {
             for net in nets {
-                let p = Inference.probabilities(net, features: features, count: n)
+                let p = ModelCalibration.probabilities(Inference.logits(net, features: features, count: n), classes: K, scale: 1 / t)
                 for i in expected.indices { expected[i] += p[i] / 6 }
             }
         }

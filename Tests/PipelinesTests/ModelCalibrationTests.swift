@@ -91,18 +91,143 @@ final class ModelCalibrationTests: XCTestCase {
             .averageLogProbabilities((members[0].kind as! AverageLogProbabilitiesKind).members, weights: [0.125, 0.125]))
     }
 
-    /// A network whose last layer averages probabilities (ensembles, test-time flip) cannot take
-    /// a temperature; nor is a temperature ≤ 0 or infinite accepted.
+    /// Each member's log-probabilities (`memberLogProbabilities`) are those of the member's
+    /// layers run alone on its own parameters (members hold theirs in member order), and a
+    /// network with other member weights (`weighted`) computes `Σ_m w_m ℓ_m` of them.
+    func testMemberLogProbabilitiesAreEachMembersOwnAndWeightsCombineThem() throws {
+        let shape = Shape(time: 3, channels: 4)
+        let first: [LayerSpec] = [.flatten, .linear(inputs: 12, outputs: 5)]
+        let second: [LayerSpec] = [.flatten, .linear(inputs: 12, outputs: 8), .relu, .linear(inputs: 8, outputs: 5)]
+        let network = try Network(layers: [.averageLogProbabilities([first, second], weights: [0.5, 0.5])], input: shape)
+        var g = SeededGenerator(seed: 11)
+        let values = (0..<network.parameterCount).map { _ in Float(g.nextGaussian()) }
+        values.withUnsafeBufferPointer { network.load(parameters: $0) }
+        let x = (0..<(30 * shape.count)).map { _ in Float(g.nextGaussian()) }
+        let members = try ModelCalibration.memberLogProbabilities(network, features: x, count: 30)
+        XCTAssertEqual(members.count, 2)
+        var offset = 0
+        for (m, layers) in [first, second].enumerated() {
+            let alone = try Network(layers: layers, input: shape)
+            Array(values[offset..<(offset + alone.parameterCount)]).withUnsafeBufferPointer { alone.load(parameters: $0) }
+            offset += alone.parameterCount
+            let z = Inference.logits(alone, features: x, count: 30)
+            for r in 0..<30 {
+                let row = z[(r * 5)..<((r + 1) * 5)].map(Double.init)
+                let lse = log(row.map { exp($0 - row.max()!) }.reduce(0, +)) + row.max()!
+                for k in 0..<5 { XCTAssertEqual(Double(members[m][r * 5 + k]), row[k] - lse, accuracy: 1e-4, "member \(m)") }
+            }
+        }
+        let combined = Inference.logits(try ModelCalibration.weighted(network, weights: [0.8, 0.3]), features: x, count: 30)
+        for j in combined.indices { XCTAssertEqual(combined[j], 0.8 * members[0][j] + 0.3 * members[1][j], accuracy: 1e-4) }
+        XCTAssertEqual(try ModelCalibration.memberLogProbabilities(try Network(layers: first, input: shape), features: x, count: 30), [])
+        XCTAssertThrowsError(try ModelCalibration.weighted(network, weights: [1, 0])) { XCTAssertTrue("\($0)".contains("positive and finite"), "\($0)") }
+    }
+
+    /// Member weights fitted on evidence: an informative member gets the weight that calibrates
+    /// it and a member of noise a weight near the range's floor; the fit is a minimum of the log
+    /// loss (finite differences); two identical members share the one temperature's scale.
+    func testMemberWeightsMinimiseTheLogLossAndTrustTheInformativeMember() throws {
+        let K = 4, n = 3000
+        let drawn = Self.overconfident(n: n, classes: K, sharpness: 2, seed: 21)
+        var g = SeededGenerator(seed: 22)
+        func logSoftmax(_ z: [Float]) -> [Float] {
+            (0..<n).flatMap { r -> [Float] in
+                let row = z[(r * K)..<((r + 1) * K)].map(Double.init), top = row.max()!
+                let lse = log(row.map { exp($0 - top) }.reduce(0, +)) + top
+                return row.map { Float($0 - lse) }
+            }
+        }
+        let informative = logSoftmax(drawn.logits), noise = logSoftmax((0..<(n * K)).map { _ in Float(2 * g.nextGaussian()) })
+        let e = ModelCalibration.Evidence(logits: drawn.logits, labels: drawn.labels, classes: K, source: "validation", members: [informative, noise])
+        let w = try XCTUnwrap(ModelCalibration.memberWeights(e))
+        XCTAssertEqual(w[0], 0.5, accuracy: 0.05, "logits twice as sharp as the labels: weight 1/2")
+        XCTAssertLessThan(w[1], 0.02, "noise is not trusted")
+        func loss(_ w: [Double]) -> Double {
+            let z = (0..<(n * K)).map { Float(w[0]) * informative[$0] + Float(w[1]) * noise[$0] }
+            return ModelCalibration.scores(z, labels: e.labels, classes: K, scale: 1).logLoss
+        }
+        let best = loss(w)
+        for (m, step) in [(0, 0.02), (0, -0.02), (1, 0.02)] {
+            var moved = w
+            moved[m] += step
+            XCTAssertGreaterThan(loss(moved), best, "member \(m) moved by \(step)")
+        }
+        if w[1] > ModelCalibration.weightRange.lowerBound + 0.01 {
+            var moved = w
+            moved[1] -= 0.01
+            XCTAssertGreaterThan(loss(moved), best)
+        }
+        let twins = ModelCalibration.Evidence(logits: drawn.logits, labels: drawn.labels, classes: K, source: "validation", members: [informative, informative])
+        let shared = try XCTUnwrap(ModelCalibration.memberWeights(twins))
+        let scale = 1 / ModelCalibration.fit(ModelCalibration.Evidence(logits: informative, labels: drawn.labels, classes: K, source: "validation")).temperature
+        XCTAssertEqual(shared[0] + shared[1], scale, accuracy: 1e-3 * scale)
+        XCTAssertNil(ModelCalibration.memberWeights(drawn), "no members: nothing to weigh")
+    }
+
+    /// A network that averages probabilities (an ensemble, a test-time flip) takes the
+    /// temperature in each branch: its probabilities are `mean_b softmax(z_b / T)` of the
+    /// branches' logits (`branchLogits`: each member's, the body's on the window and on its
+    /// mirror image), and the fitted scale minimises that mean's log loss.
+    func testNetworksThatAverageProbabilitiesDivideEachBranch() throws {
+        let shape = Shape(time: 2, channels: 3)
+        let first: [LayerSpec] = [.flatten, .linear(inputs: 6, outputs: 4)]
+        let second: [LayerSpec] = [.averageLogProbabilities([first, [.flatten, .linear(inputs: 6, outputs: 5), .relu, .linear(inputs: 5, outputs: 4)]], weights: [0.5, 0.5])]
+        var g = SeededGenerator(seed: 31)
+        let x = (0..<(50 * shape.count)).map { _ in Float(g.nextGaussian()) }
+        let networks = [
+            try Network(layers: [.averageProbabilities([first, second])], input: shape),
+            try Network(layers: [.flipAverage(channels: [1, 0, 2], signs: [1, 1, -1], body: second)], input: shape),
+        ]
+        for network in networks {
+            let values = (0..<network.parameterCount).map { _ in Float(2 * g.nextGaussian()) }
+            values.withUnsafeBufferPointer { network.load(parameters: $0) }
+            let branches = try ModelCalibration.branchLogits(network, features: x, count: 50)
+            XCTAssertEqual(branches.count, 2)
+            // The branches reproduce the network; the scaled network divides each of them.
+            let p = Inference.probabilities(network, features: x, count: 50)
+            let mean = ModelCalibration.branchProbabilities(branches, classes: 4, scale: 1)
+            for j in p.indices { XCTAssertEqual(p[j], mean[j], accuracy: 1e-5) }
+            let scaled = try ModelCalibration.scaled(network, temperature: 2.5)
+            let q = Inference.probabilities(scaled, features: x, count: 50)
+            let expected = ModelCalibration.branchProbabilities(branches, classes: 4, scale: 1 / 2.5)
+            for j in q.indices { XCTAssertEqual(q[j], expected[j], accuracy: 1e-5) }
+            XCTAssertNotEqual(q, p)
+            XCTAssertEqual(Inference.probabilities(network, features: x, count: 50), p, "the original is unchanged")
+            // A fit on labels drawn from the branches at T = 2 recovers about 2, at the minimum.
+            let truth = ModelCalibration.branchProbabilities(branches, classes: 4, scale: 0.5)
+            let labels = (0..<50).map { r -> Int32 in
+                var u = Float(g.nextUnitDouble())
+                for k in 0..<4 {
+                    u -= truth[r * 4 + k]
+                    if u < 0 { return Int32(k) }
+                }
+                return 3
+            }
+            let e = ModelCalibration.Evidence(
+                logits: Inference.logits(network, features: x, count: 50), labels: labels, classes: 4, source: "validation", branches: branches)
+            let c = ModelCalibration.fit(e)
+            func loss(_ t: Double) -> Double { ModelCalibration.scores(e, scale: 1 / t).logLoss }
+            XCTAssertEqual(loss(c.temperature), c.logLossAfter, accuracy: 1e-12)
+            for step in [0.97, 1.03] { XCTAssertGreaterThan(loss(c.temperature * step), c.logLossAfter) }
+            XCTAssertLessThanOrEqual(c.logLossAfter, c.logLossBefore)
+        }
+        XCTAssertEqual(try ModelCalibration.branchLogits(try Network(layers: first, input: shape), features: x, count: 50), [])
+    }
+
+    /// A network ending in another layer cannot take a temperature, nor an averaging layer after
+    /// other layers; nor is a temperature ≤ 0 or infinite accepted.
     func testUnscalableNetworksAndTemperaturesAreRefused() throws {
         let shape = Shape(time: 2, channels: 2)
         let linear: [LayerSpec] = [.flatten, .linear(inputs: 4, outputs: 3)]
-        let average = try Network(layers: [.averageProbabilities([linear, linear])], input: shape)
-        XCTAssertEqual(
-            ModelCalibration.unscalable(average),
-            "its last layer is averageProbabilities, not a linear or averageLogProbabilities layer a temperature can be folded into")
-        XCTAssertThrowsError(try ModelCalibration.scaled(average, temperature: 2)) {
-            XCTAssertEqual("\($0)", "cannot calibrate the model: its last layer is averageProbabilities, not a linear or averageLogProbabilities layer a temperature can be folded into")
-        }
+        let relu = try Network(layers: linear + [.relu], input: shape)
+        let refusal = "its last layer is relu, not a linear or averageLogProbabilities layer a temperature can be folded into (or a lone averageProbabilities or flipAverage of such branches)"
+        XCTAssertEqual(ModelCalibration.unscalable(relu), refusal)
+        XCTAssertThrowsError(try ModelCalibration.scaled(relu, temperature: 2)) { XCTAssertEqual("\($0)", "cannot calibrate the model: " + refusal) }
+        let nested = try Network(layers: [.averageProbabilities([linear, linear + [.relu]])], input: shape)
+        XCTAssertEqual(ModelCalibration.unscalable(nested), refusal, "every branch must take it")
+        let after = try Network(layers: [.relu, .averageProbabilities([linear, linear])], input: shape)
+        XCTAssertTrue(ModelCalibration.unscalable(after)?.hasPrefix("its last layer is averageProbabilities after other layers") == true)
+        XCTAssertNil(ModelCalibration.unscalable(try Network(layers: [.averageProbabilities([linear, linear])], input: shape)))
         let plain = try Network(layers: linear, input: shape)
         XCTAssertNil(ModelCalibration.unscalable(plain))
         for t in [0, -1, Double.infinity, .nan] {
@@ -188,16 +313,23 @@ final class ModelCalibrationTests: XCTestCase {
         XCTAssertEqual(first.logits, Array(e.logits[..<(6 * 3)]))
     }
 
-    /// An ensemble's probabilities are averaged: not calibrated, and `fit` says why.
-    func testAnEnsembleIsNotCalibratedAndSaysWhy() throws {
+    /// An ensemble is calibrated too: each member's logits divided by the temperature fitted on
+    /// the validation windows, before their probabilities are averaged.
+    func testAnEnsembleIsCalibratedInEachMember() throws {
         var c = FitRunTests.quick
         c.ensemble = 2
-        c.epochs = 1
-        let (_, result) = try fit(c)
-        XCTAssertNil(result.calibration)
-        XCTAssertEqual(
-            result.calibrationNote,
-            "not calibrated: its last layer is averageProbabilities, not a linear or averageLogProbabilities layer a temperature can be folded into")
-        XCTAssertNil(try ActionModel(bytes: result.modelBytes).header.calibration)
+        c.epochs = 2
+        let (run, result) = try fit(c)
+        let calibration = try XCTUnwrap(result.calibration, result.calibrationNote ?? "")
+        XCTAssertEqual(calibration.evidence, "validation")
+        let validation = try XCTUnwrap(run.data.validation)
+        let model = try ActionModel(bytes: result.modelBytes)
+        XCTAssertEqual(model.header.calibration, calibration)
+        XCTAssertEqual(run.members.count, 2)
+        let z = run.members.map { Inference.logits($0.network, features: validation.features, count: validation.count) }
+        let expected = ModelCalibration.branchProbabilities(z, classes: 3, scale: 1 / calibration.temperature)
+        let p = try model.probabilities(features: validation.features, count: validation.count)
+        for i in p.indices { XCTAssertEqual(p[i], expected[i], accuracy: 2e-5) }
+        XCTAssertNotEqual(calibration.temperature, 1)
     }
 }

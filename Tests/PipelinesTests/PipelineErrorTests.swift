@@ -46,11 +46,27 @@ final class PipelineErrorTests: XCTestCase {
             empty.sequences[i] = PoseSequence(
                 id: s.id, label: s.label, jointCount: s.jointCount, dimensions: s.dimensions, frameCount: 0, coordinates: [], present: [])
         }
+        // A run refuses them before it cuts a window (Guards.requireTrainable, docs/bad-input.md)...
+        for i in [8] {
+            let s = d.sequences[i]
+            empty.sequences[i] = PoseSequence(
+                id: s.id, label: s.label, jointCount: s.jointCount, dimensions: s.dimensions, frameCount: 0, coordinates: [], present: [])
+        }
+        assertFails(
+            DatasetError.invalidValue(
+                SourceLocation(file: FitRunTests.fixture), problem: "the 2 training sequences have no frames",
+                fix: "give each sequence its frames (\"frames\": [...])"),
+            message: "\(FitRunTests.fixture): the 2 training sequences have no frames; give each sequence its frames (\"frames\": [...])"
+        ) {
+            _ = try FitRun.start(dataPath: FitRunTests.fixture, dataset: empty, config: FitRunTests.quick, folder: nil, split: .init(train: [0, 8], validation: []))
+        }
+        // ...and the training data, made without a run, still says it gives no windows.
+        let resolved = try FitPipeline.resolve(FitRunTests.quick, for: empty, explicit: nil)
         assertFails(
             FitError.noTrainingWindows(dataset: "tiny-natops", sequences: 2),
             message: "tiny-natops: no training windows from 2 training sequences; check the config's windowFrames and the data"
         ) {
-            _ = try FitRun.start(dataPath: FitRunTests.fixture, dataset: empty, config: FitRunTests.quick, folder: nil, split: .init(train: [0, 1], validation: []))
+            _ = try TrainingData(dataset: empty, train: [0, 8], validation: [], config: resolved.config, input: resolved.input)
         }
 
         // Divergence: without a folder, after the first epoch's checkpoint, and in it.

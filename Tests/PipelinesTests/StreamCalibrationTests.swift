@@ -121,6 +121,65 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual(StreamCalibration.frameThresholds(probabilities: p, input: short, classes: 3).enter[1], 0.55)
     }
 
+    func testTheSwitchEvidenceIsTheOneWhoseEventsMatchTheCalibrationRunsBest() throws {
+        // 66 frames at 10 fps, each scored by a window of its own: class a (0.8 against 0.2) but
+        // for a phase of 3 frames (10-12) inside a's first run that scores as b, and a true run
+        // of b of 6 frames (30-35). b's lead over a is 0.6 per second, 0.06 per frame: the
+        // phase gathers 0.18 score-seconds, the true run 0.36.
+        let input = FrameCalibrationInput(
+            lookAhead: 1, frameRate: 10, stillBelow: 0, hold: [0.2, 0.2], leadIn: [0, 0], leadOut: [0, 0], minimumDuration: [0, 0],
+            windowStarts: Array(0..<66), windowEnds: Array(1...66), runFrames: [30, 6, 30], runClasses: [0, 1, 0])
+        var p: [Float] = []
+        for k in 0..<66 { p += (10...12).contains(k) || (30...35).contains(k) ? [0.2, 0.8] : [0.8, 0.2] }
+        let settings = FrameSegmenter.Settings(
+            enter: [0.5, 0.5], exit: [0.3, 0.3], hold: [0.2, 0.2], leadIn: [0, 0], leadOut: [0, 0], minimumDuration: [0, 0], background: [false, false],
+            lookAhead: 1, stillBelow: 0, motionLag: 1)
+        // Up to 0.15 the phase is split off (5 events, 3 right: F1 0.75); from 0.4 the true run is
+        // never switched to (one event over everything: F1 0); 0.2, 0.25 and 0.3 find the three
+        // runs (F1 1): the default, 0.3, is among the best, and stays.
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: p, input: input, settings: settings), 0.3)
+        // A phase of one frame (0.06 score-seconds) and a true run of 3 frames (0.18): 0.1 and 0.15
+        // only (0.05 splits the phase, from 0.2 the run is missed), the upper of the two (the
+        // middle of an even run), below the default, which does clearly worse.
+        var short: [Float] = []
+        for k in 0..<66 { short += k == 10 || (30...32).contains(k) ? [0.2, 0.8] : [0.8, 0.2] }
+        var input3 = input
+        input3.runFrames = [30, 3, 33]
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: short, input: input3, settings: settings), 0.15)
+        // A phase twice as long (0.36 score-seconds) and a true run of 9 frames (0.54): 0.4 and 0.5
+        // only, the upper of the two (the middle of an even run).
+        var longer: [Float] = []
+        for k in 0..<66 { longer += (10...15).contains(k) || (30...38).contains(k) ? [0.2, 0.8] : [0.8, 0.2] }
+        var input9 = input
+        input9.runFrames = [30, 9, 27]
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: longer, input: input9, settings: settings), 0.5)
+        // Still frames as rest: b's run (frames 30-32) followed by 5 still frames (rest after the
+        // hold of 2 frames) ends there by rest, and the a after it starts afresh: the runs stay
+        // found with 0.1 and 0.15 still, and the same frames all moving give the same value.
+        input3.stillRuns = [33, 5, 28]
+        XCTAssertEqual(StreamCalibration.switchEvidence(probabilities: short, input: input3, settings: settings), 0.15)
+        XCTAssertEqual(StreamCalibration.stillRuns([0.5, 0.5, 0.1, 0, 0.3, 0.1], stillBelow: 0.1), [2, 2, 1, 1])
+        XCTAssertEqual(StreamCalibration.stillRuns([0, 0.5], stillBelow: 0.1), [0, 1, 1], "from a moving run, empty here")
+        XCTAssertNil(StreamCalibration.stillRuns([], stillBelow: 0.1))
+        // No window: nothing to fit.
+        var empty = input
+        (empty.windowStarts, empty.windowEnds) = ([], [])
+        XCTAssertNil(StreamCalibration.switchEvidence(probabilities: [], input: empty, settings: settings))
+    }
+
+    func testEventF1MatchesEachEventToTheTrueSegmentOfItsClassAtIoUHalf() {
+        let truth = [(label: 0, start: 0.0, end: 2.9), (label: 1, start: 3.0, end: 3.5), (label: 0, start: 3.6, end: 6.5)]
+        // The phase split off: [0, 1] (IoU 0.34 with the first a: a miss), [1, 1.3] of b (no
+        // overlap with b's segment), [1.3, 3.0] (IoU 0.53: a hit), b and a exact: 3 of 5 and 3.
+        let split = [(label: 0, start: 0.0, end: 1.0), (label: 1, start: 1.0, end: 1.3), (label: 0, start: 1.3, end: 3.0), (1, 3.0, 3.6), (0, 3.6, 6.5)]
+        assertClose(StreamCalibration.eventF1(split, truth: truth), 0.75)
+        assertClose(StreamCalibration.eventF1([(0, 0.0, 6.5)], truth: truth), 0)
+        assertClose(StreamCalibration.eventF1([(1, 0.0, 2.9)], truth: truth), 0, "a wrong class never matches")
+        // One true segment is matched once: a second event over it is extra.
+        assertClose(StreamCalibration.eventF1([(1, 3.0, 3.5), (1, 3.0, 3.5)], truth: truth), 2.0 / 5)
+        assertClose(StreamCalibration.eventF1([], truth: []), 1)
+    }
+
     func testTheClipIsTheMedianTrainingLengthAtTheClipRate() throws {
         var input = InputSpec(skeleton: clips([1]).skeleton, window: WindowSpec(frames: 8, mode: .fit), steps: [], channels: [.coordinates])
         let d = clips([5, 9, 12, 30, 7])
@@ -183,6 +242,9 @@ final class StreamCalibrationTests: XCTestCase {
         var expected = FrameOptions(frames, classes: model.classes)
         expected.motionLag = FrameMotion.lag(frameRate: try model.streamWindow().frameRate)
         XCTAssertEqual(options.frames, expected)
+        // fit records no switch evidence (fitted, it did worse than the default): 0.3 applies.
+        XCTAssertNil(frames.switchEvidence)
+        XCTAssertEqual(options.frames?.switchEvidence, FrameSegmenter.Settings.defaultSwitchEvidence)
         XCTAssertEqual(options.frames?.motionLag, Int((d.frameRate! * 0.1).rounded()))
         let windows = EventOptions.standard(for: model, fromFrames: false)
         XCTAssertNil(windows.frames)

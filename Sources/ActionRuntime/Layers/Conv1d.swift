@@ -18,13 +18,15 @@ import PoseCore
 /// - **im2col** (`Conv1dIm2col.swift`): any geometry; an unfrozen layer's batches that Winograd
 ///   does not take (a pointwise convolution multiplies `x` directly);
 /// - **Winograd** (`Conv1dWinograd.swift`): an unfrozen layer's batches of at least
-///   `winogradMinimumBatch` when the geometry has a transform (S = 1, D = 1, 2 ≤ K ≤ 7);
-/// - **frozen Winograd** (`Conv1dFrozenWinograd.swift`): a frozen layer with a transform, any
-///   batch, on the runtime's own kernels (`PackedGEMM`) with U[ξ] packed once;
-/// - **packed** (`Conv1dPacked.swift`): a frozen layer without a transform and D = 1, any
-///   batch: the packed weight times the padded input, no im2col;
-/// - **frozen im2col** (`Conv1dPacked.swift`): a frozen dilated layer, any batch: im2col
-///   times the packed weight.
+///   `winogradMinimumBatch` when the geometry has a transform and D = 1 (S = 1, 2 ≤ K ≤ 7);
+/// - **frozen Winograd** (`Conv1dFrozenWinograd.swift`): a frozen layer with a transform
+///   (S = 1, 2 ≤ K ≤ 7, any D), any batch, on the runtime's own kernels (`PackedGEMM`) with
+///   U[ξ] packed once; a dilated layer as D interleaved undilated ones (its phases), reading
+///   the input in place;
+/// - **packed** (`Conv1dPacked.swift`): a frozen layer without a transform and D = 1 (or
+///   K = 1), any batch: the packed weight times the padded input, no im2col;
+/// - **frozen im2col** (`Conv1dPacked.swift`): a frozen dilated layer without a transform
+///   (S > 1 or K > 7), any batch: im2col times the packed weight.
 /// A frozen layer never calls OpenBLAS, so neither OpenBLAS's thread count nor its kernel
 /// changes a loaded model's results. The direct sums of the definition
 /// (`Conv1dReference.swift`) are the tests' reference.
@@ -59,8 +61,10 @@ final class Conv1d: PooledInputGradient {
     var parameterShapes: [ParameterShape] { kind.parameters }
     var isPointwise: Bool { kernel == 1 && stride == 1 && padding == 0 }
 
-    /// The Winograd transform for this geometry, nil when it has none (stride or dilation ≠ 1,
-    /// K = 1 or K > 7). Tests may replace it to exercise other tile sizes.
+    /// The Winograd transform for this geometry, nil when it has none (stride ≠ 1, K = 1 or
+    /// K > 7, or fewer than 2 outputs per phase). With D > 1 only the frozen path uses it, on
+    /// each of the D phases (see `Conv1dFrozenWinograd.swift`); training uses im2col then.
+    /// Tests may replace it to exercise other tile sizes.
     var winograd: Winograd?
     /// Batches of at least this many windows use Winograd (when `winograd` is set).
     var winogradMinimumBatch = 8
@@ -73,6 +77,10 @@ final class Conv1d: PooledInputGradient {
     var packedChunk: Int?
     /// Smallest GEMM work (multiply-adds) worth a part of its own.
     static let minimumPartWork = 1 << 19
+    /// Whether layers made from now on give a frozen dilated layer its phase Winograd
+    /// transform (the default); off, such a layer takes frozen im2col, the path before it.
+    /// For benchmarks comparing the two in one binary; one setting for the process.
+    nonisolated(unsafe) static var dilatedPhases = true
 
     var weight: UnsafeMutablePointer<Float>!, bias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
     var dWeight: UnsafeMutablePointer<Float>!, dBias: UnsafeMutablePointer<Float>!  // [O, K, I], [O]
@@ -109,11 +117,14 @@ final class Conv1d: PooledInputGradient {
         self.inputTime = inputTime
         let To = (inputTime + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1
         outputTime = To
-        if stride == 1 && dilation == 1, let m = Winograd.tileSize(kernel: kernel, outputTime: To) {
-            let w = Winograd(m: m, r: kernel)
-            winograd = w
+        // A dilated layer's transform is for its phases (To/D outputs each), frozen only.
+        let phaseTime = (To + dilation - 1) / dilation
+        if stride == 1, dilation == 1 || Conv1d.dilatedPhases, let m = Winograd.tileSize(kernel: kernel, outputTime: phaseTime) {
+            winograd = Winograd(m: m, r: kernel)
+        }
+        if dilation == 1, let w = winograd {
             // M, the largest buffer, within 2^19 floats (2 MB) per chunk.
-            chunk = max(1, (1 << 19) / (lanes * (To + m - 1) / m * w.alpha * max(inputs, outputs)))
+            chunk = max(1, (1 << 19) / (lanes * (To + w.m - 1) / w.m * w.alpha * max(inputs, outputs)))
         } else {
             // The im2col matrix within 2^17 floats (512 KB) per chunk.
             chunk = max(1, (1 << 17) / (To * kernel * inputs))
@@ -172,10 +183,11 @@ final class Conv1d: PooledInputGradient {
     /// whether the layer is frozen.
     func formulation(batch: Int) -> Formulation {
         if frozen && winograd != nil { return .frozenWinograd }
-        if lanes > 1 { return winograd != nil && batch >= winogradMinimumBatch ? .winograd : .im2col }  // im2col: not with lanes
-        if frozen { return dilation == 1 ? .packed : .frozenIm2col }
-        if winograd != nil && batch >= winogradMinimumBatch { return .winograd }
-        return .im2col
+        // Training's Winograd takes D = 1 only.
+        let trains = winograd != nil && dilation == 1 && batch >= winogradMinimumBatch
+        if lanes > 1 { return trains ? .winograd : .im2col }  // im2col: not with lanes
+        if frozen { return dilation == 1 || kernel == 1 ? .packed : .frozenIm2col }
+        return trains ? .winograd : .im2col
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {

@@ -1,8 +1,9 @@
 /// **Packed** and **frozen im2col** (a frozen network, see `Network.freeze()`, without a
 /// Winograd transform): the runtime's own kernels (`PackedGEMM`, C with AVX-512 / AVX2
-/// variants), the weight packed once as `[K·I, O]`. With D = 1 the zero-padded input is
-/// multiplied directly, without building im2col; a dilated layer builds im2col first
-/// (docs/benchmarks.md, "Inference", has the timings). Neither calls OpenBLAS.
+/// variants), the weight packed once as `[K·I, O]`. With D = 1 (or K = 1) the zero-padded
+/// input is multiplied directly, without building im2col; a dilated layer without a Winograd
+/// transform (S > 1 or K > 7; the others run frozen Winograd on their phases) builds im2col
+/// first (docs/benchmarks.md, "Inference", has the timings). Neither calls OpenBLAS.
 ///
 /// Threads: whole windows per part when the batch has at least as many windows as parts,
 /// else the 16-channel output panels per part. Every output is `bias + Σ_r a·b` over the
@@ -16,7 +17,7 @@ extension Conv1d {
     }
 
     /// `y = bias + conv(x)` with `PackedGEMM` for a frozen layer without a Winograd transform
-    /// and D = 1: each window's zero-padded input `[T + 2P, I]` is read as its im2col matrix
+    /// and D = 1 (or K = 1, where D changes nothing): each window's zero-padded input `[T + 2P, I]` is read as its im2col matrix
     /// (row t starts at step t·S, row stride S·I, K·I values long, so consecutive rows overlap)
     /// times the packed weight.
     func forwardPacked(_ x: UnsafePointer<Float>, batch: Int) {
@@ -44,7 +45,8 @@ extension Conv1d {
         }
     }
 
-    /// `y = bias + conv(x)` with `PackedGEMM` for a frozen dilated layer: the im2col rows of
+    /// `y = bias + conv(x)` with `PackedGEMM` for a frozen dilated layer without a Winograd
+    /// transform (S > 1 or K > 7): the im2col rows of
     /// each part's windows (in chunks) times the packed weight.
     func forwardFrozenIm2col(_ x: UnsafePointer<Float>, batch: Int) {
         let KI = kernel * inputs, O = outputs, To = outputTime
