@@ -156,10 +156,15 @@ public final class FitRun {
     }
 
     /// What is wrong with the data for this config, found before training, each with the key
-    /// that fixes it: windows mostly padding, classes with very few sequences, a validation
-    /// split too small to choose an epoch from.
+    /// that fixes it: windows mostly padding, a kernel over time longer than the window, classes
+    /// with very few sequences, a validation split too small to choose an epoch from.
     static func dataWarnings(_ d: Dataset, split: FitPipeline.Split, data: TrainingData, config: TrainingConfig) -> [FitWarning] {
         var out: [FitWarning] = []
+        let architectures = config.members.isEmpty ? [config.architecture] : config.members.map(\.architecture)
+        let frames = data.input.window.frames
+        if architectures.contains(where: { $0 == .tcn || $0 == .stgcn }) && config.kernel > frames {
+            out.append(.kernelLongerThanWindow(kernel: config.kernel, windowFrames: frames))
+        }
         if config.windowMode == .sliding && data.paddedShare > 0.5 {
             out.append(.mostlyPadding(share: data.paddedShare, windowFrames: config.windowFrames))
         }

@@ -96,12 +96,16 @@ public enum FitWarning: Equatable, Sendable, CustomStringConvertible {
     case removedTemporaryFiles(folder: String, names: [String])
     /// The final accuracy is at chance level (`RunChecks.chanceLevelWarning`: why, and the likely cause).
     case chanceLevel(String)
+    /// A convolution over time (`tcn`, `stgcn`) whose kernel spans more frames than the window.
+    case kernelLongerThanWindow(kernel: Int, windowFrames: Int)
 
     public var description: String {
         switch self {
         case .lint(let w): return "[\(w.code)] \(w)"
         case .split(let w): return w.description
         case .noValidationReport(let why): return "no validation report: \(why)"
+        case .kernelLongerThanWindow(let k, let w):
+            return "[kernel-longer-than-window] the kernel spans \(k) frames and the window \(w): each convolution over time reads mostly padding; set the config's kernel below windowFrames (e.g. 5, the default)"
         case .mostlyPadding(let share, let frames):
             return "[mostly-padding] \(Int((share * 100).rounded()))% of the training windows' frames are padding: most sequences are shorter than the \(frames)-frame window; set the config's windowMode to fit (each sequence resampled to one window) or a smaller windowFrames"
         case .tinyClasses(let classes):

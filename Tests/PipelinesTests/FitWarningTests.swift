@@ -39,6 +39,24 @@ final class FitWarningTests: XCTestCase {
         XCTAssertTrue(codes(run).contains("shorter-than-window"))
     }
 
+    /// A convolution over time whose kernel spans more frames than the window reads mostly
+    /// padding: said before training, for the tcn and the ST-GCN, not for an MLP.
+    func testAKernelLongerThanTheWindowIsSaid() throws {
+        var c = FitRunTests.quick
+        c.architecture = .tcn
+        c.windowMode = .fit
+        c.windowFrames = 8
+        c.kernel = 11
+        XCTAssertEqual(
+            try start(c).warnings.map(\.description).first { $0.hasPrefix("[kernel-longer-than-window]") },
+            "[kernel-longer-than-window] the kernel spans 11 frames and the window 8: each convolution over time reads mostly padding; set the config's kernel below windowFrames (e.g. 5, the default)")
+        c.kernel = 7
+        XCTAssertFalse(codes(try start(c)).contains("kernel-longer-than-window"))
+        c.kernel = 11
+        c.architecture = .mlp
+        XCTAssertFalse(codes(try start(c)).contains("kernel-longer-than-window"), "an MLP has no kernel over time")
+    }
+
     func testTinyClassesAndASmallValidationSplit() throws {
         var c = FitRunTests.quick
         c.validationFraction = 0
