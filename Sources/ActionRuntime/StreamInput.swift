@@ -39,6 +39,11 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
         /// frame is a frame), but no time passed: a source that repeats its clock (or writes
         /// none) would make windows and events of no duration.
         case sameTime
+        /// Less than `StreamOptions.minimumInterval` (0.1 ms: more than 10,000 frames a second)
+        /// after the previous frame: nanoseconds or clock ticks written as seconds? Used as
+        /// given (as offline data with `[too-fast-timestamps]`), but the frames crowd into one
+        /// model frame.
+        case tooFast
         /// The model's output for a window this frame completed is NaN or infinite: an extreme
         /// input (the model passed `ActionModel.checkOutputs`), e.g. a torso of almost no
         /// length that scaling turns into huge values. The frame is used, the window dropped.
@@ -76,6 +81,7 @@ public struct StreamWarning: Equatable, Sendable, CustomStringConvertible {
             what = "the timestamp jumps \(detail) (frame ignored; a next frame at most the jump limit after it restarts the stream there); timestamps must be seconds"
         case .gap: what = "\(detail) since the previous frame; the frames between are interpolated"
         case .sameTime: what = "the same timestamp as the previous frame (\(detail)); timestamps must advance with the frames"
+        case .tooFast: what = "\(detail) after the previous frame (beyond 10000 fps): are the timestamps nanoseconds or clock ticks? Send seconds"
         case .nonFiniteOutput: what = "the model's output is \(detail), not finite (window dropped); an extreme or degenerate pose?"
         case .unpairedPerson:
             what = "person \(detail) waits for a body: the model takes a fixed number of people and every body is taken by someone still in view (used without them)"

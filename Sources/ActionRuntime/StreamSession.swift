@@ -10,6 +10,10 @@ public struct StreamOptions: Equatable, Sendable {
     /// A longer pause between frames is a `gap` warning (the frames between are still
     /// interpolated, as offline resampling does).
     public var maximumGap = 0.5
+    /// A frame less than this many seconds after the previous one is a `tooFast` warning
+    /// (more than 10,000 frames a second: timestamps in nanoseconds or clock ticks?), the
+    /// bound offline data is checked against (`[too-fast-timestamps]`).
+    public static let minimumInterval = 1e-4
     /// A point whose confidence is at or below this is absent, as the dataset readers' one
     /// confidence rule (0: Vision's "not detected").
     public var minimumConfidence: Float = 0
@@ -324,6 +328,9 @@ public final class StreamSession {
         }
         if verdict == .accept && pushed > 0 && time == previousTime {
             problems.append(StreamWarning(kind: .sameTime, frame: frame, time: time, detail: "\(time) s"))
+        }
+        if verdict == .accept && pushed > 0 && time > previousTime && time - previousTime < StreamOptions.minimumInterval {
+            problems.append(StreamWarning(kind: .tooFast, frame: frame, time: time, detail: "\(time - previousTime) s"))
         }
         if options.strict, let first = problems.first { throw StreamError.rejected(first) }
         if problems.contains(where: { $0.kind.ignoresFrame }) {  // only why it was ignored

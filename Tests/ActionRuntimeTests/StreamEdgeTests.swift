@@ -34,6 +34,28 @@ final class StreamEdgeTests: XCTestCase {
         }
     }
 
+    /// Timestamps a nanosecond apart (clock ticks sent as seconds) are counted as `tooFast`
+    /// and used; a millisecond apart is fine; under strict they are refused.
+    func testTimestampsTooCloseForSecondsAreCounted() throws {
+        let session = try StreamSession(model: try StreamFixtures.model(frameRate: 30), options: StreamOptions(stride: 1))
+        for f in 0..<20 { _ = try session.push(pose(f), time: Double(f) * 1e-9) }
+        XCTAssertEqual(session.statistics.count(.tooFast), 19)
+        XCTAssertEqual(session.statistics.frames, 20)
+        let first = try XCTUnwrap(session.statistics.firstWarnings.first { $0.kind == .tooFast })
+        XCTAssertEqual(first.frame, 1)
+        XCTAssertTrue("\(first)".hasSuffix("after the previous frame (beyond 10000 fps): are the timestamps nanoseconds or clock ticks? Send seconds"), "\(first)")
+        XCTAssertFalse(StreamWarning.Kind.tooFast.ignoresFrame)
+        let fine = try StreamSession(model: try StreamFixtures.model(frameRate: 30), options: StreamOptions(stride: 1))
+        for f in 0..<20 { _ = try fine.push(pose(f), time: Double(f) * 1e-3) }
+        XCTAssertEqual(fine.statistics.count(.tooFast), 0)
+        let strict = try StreamSession(model: try StreamFixtures.model(frameRate: 30), options: StreamOptions(stride: 1, strict: true))
+        _ = try strict.push(pose(0), time: 0)
+        XCTAssertThrowsError(try strict.push(pose(1), time: 1e-9)) {
+            guard case .rejected(let w)? = $0 as? StreamError else { return XCTFail("\($0)") }
+            XCTAssertEqual(w.kind, .tooFast)
+        }
+    }
+
     func testAWindowWhereNobodyIsSeenMakesNoEvent() throws {
         let model = try StreamFixtures.model()
         let events = EventOptions(smoothing: 1, enter: 0.01, exit: 0.005)  // any window would start an event
