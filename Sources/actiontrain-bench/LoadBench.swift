@@ -9,7 +9,10 @@ import Foundation
 /// the process CPU time (user + system, every thread) per load, which waiting for a busy core
 /// does not inflate, and the foreign load.
 ///
-///     actiontrain-bench load [--reps N]
+/// `--model NAME=FILE` (repeatable) adds a model file of one's own, e.g. the default model
+/// `fit` writes.
+///
+///     actiontrain-bench load [--reps N] [--model NAME=FILE]...
 enum LoadBench {
     static func run(_ args: [String]) throws {
         var reps = 300
@@ -18,9 +21,17 @@ enum LoadBench {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         print("model file loads, \(reps) of each reader interleaved: wall µs min / median, CPU µs per load (all threads)")
+        var files: [(name: String, path: String)] = []
         for r in InferenceBench.references {
             let path = "\(dir)/\(r.name).atm"
             try Data(try InferenceBench.modelBytes(r)).write(to: URL(fileURLWithPath: path))
+            files.append((r.name, path))
+        }
+        for (i, a) in args.enumerated() where a == "--model" && i + 1 < args.count {
+            let parts = args[i + 1].split(separator: "=", maxSplits: 1).map(String.init)
+            files.append(parts.count == 2 ? (parts[0], parts[1]) : (URL(fileURLWithPath: parts[0]).lastPathComponent, parts[0]))
+        }
+        for (name, path) in files {
             for mapped in [false, true] { _ = try ActionModel(contentsOf: path, memoryMapped: mapped) }  // warm-up
             var wall: [[Double]] = [[], []], cpu = [0.0, 0.0]
             let load = ForeignLoad()
@@ -37,7 +48,7 @@ enum LoadBench {
             for (k, reader) in ["read", "mapped"].enumerated() {
                 let w = wall[k].sorted()
                 print(
-                    "\(r.name.padding(toLength: 5, withPad: " ", startingAt: 0)) \(reader.padding(toLength: 7, withPad: " ", startingAt: 0))"
+                    "\(name.padding(toLength: 5, withPad: " ", startingAt: 0)) \(reader.padding(toLength: 7, withPad: " ", startingAt: 0))"
                         + " min \(format(w[0])), median \(format(w[w.count / 2])), CPU \(format(cpu[k] / Double(reps) * 1e6))")
             }
             print("      foreign load \(format((load.share() ?? 0) * 100, 1))%")
