@@ -78,9 +78,7 @@ public enum ModelCalibration {
     /// `softmax(scale · logits)`, or with branches of `mean_b softmax(scale · z_b)`.
     static func scores(_ e: Evidence, scale: Double) -> (logLoss: Double, ece: Double) {
         guard !e.branches.isEmpty else { return scores(e.logits, labels: e.labels, classes: e.classes, scale: scale) }
-        let p = branchProbabilities(e.branches, classes: e.classes, scale: scale)
-        let ece = Metrics.calibration(truth: e.labels, predicted: Metrics.predictions(p, classes: e.classes), probabilities: p, classes: e.classes).ece
-        return (Metrics.logLoss(truth: e.labels, probabilities: p, classes: e.classes), ece)
+        return scores(probabilities: branchProbabilities(e.branches, classes: e.classes, scale: scale), labels: e.labels, classes: e.classes)
     }
 
     /// `mean_b softmax(scale · z_b)` of the branches' logits `[n, K]` each.
@@ -121,7 +119,11 @@ public enum ModelCalibration {
 
     /// The mean log loss and expected calibration error of `softmax(scale · logits)`.
     public static func scores(_ logits: [Float], labels: [Int32], classes K: Int, scale: Double) -> (logLoss: Double, ece: Double) {
-        let p = probabilities(logits, classes: K, scale: scale)
+        scores(probabilities: probabilities(logits, classes: K, scale: scale), labels: labels, classes: K)
+    }
+
+    /// The mean log loss and expected calibration error of probabilities `[n, K]`.
+    static func scores(probabilities p: [Float], labels: [Int32], classes K: Int) -> (logLoss: Double, ece: Double) {
         let ece = Metrics.calibration(truth: labels, predicted: Metrics.predictions(p, classes: K), probabilities: p, classes: K).ece
         return (Metrics.logLoss(truth: labels, probabilities: p, classes: K), ece)
     }
@@ -411,16 +413,26 @@ public enum ModelCalibration {
     /// and for a model of several members each one's log-probabilities `members [M][n][K]`),
     /// so that another calibration can be measured on the same predictions.
     public static func evidenceJSON(_ e: Evidence, calibration: ModelHeader.Calibration) throws -> Data {
-        struct File: Encodable {
-            var calibration: ModelHeader.Calibration
-            var labels: [Int32]
-            var logits: [[Float]]
-            var members: [[[Float]]]?
-        }
         func rows(_ values: [Float]) -> [[Float]] { (0..<e.labels.count).map { Array(values[($0 * e.classes)..<(($0 + 1) * e.classes)]) } }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return try encoder.encode(
-            File(calibration: calibration, labels: e.labels, logits: rows(e.logits), members: e.members.isEmpty ? nil : e.members.map(rows)))
+            EvidenceFile(calibration: calibration, labels: e.labels, logits: rows(e.logits), members: e.members.isEmpty ? nil : e.members.map(rows)))
+    }
+
+    /// The evidence a calibration.json holds (`evidenceJSON`; `source` "file").
+    public static func evidence(fromJSON data: Data) throws -> Evidence {
+        let f = try JSONDecoder().decode(EvidenceFile.self, from: data)
+        return Evidence(
+            logits: f.logits.flatMap { $0 }, labels: f.labels, classes: f.logits.first?.count ?? 0, source: "file",
+            members: (f.members ?? []).map { $0.flatMap { $0 } })
+    }
+
+    /// calibration.json's fields (`evidenceJSON`).
+    struct EvidenceFile: Codable {
+        var calibration: ModelHeader.Calibration
+        var labels: [Int32]
+        var logits: [[Float]]
+        var members: [[[Float]]]?
     }
 }

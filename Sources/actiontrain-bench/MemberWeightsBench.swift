@@ -28,7 +28,7 @@ enum MemberWeightsBench {
                 continue
             }
             let model = try ActionModel(contentsOf: folder + "/model.atm")
-            let evidence = try readEvidence(folder + "/calibration.json")
+            let evidence = try ModelCalibration.evidence(fromJSON: Data(contentsOf: URL(fileURLWithPath: folder + "/calibration.json")))
             let windows = try WindowSet(
                 dataset: dataset, indices: test, spec: model.input, stride: Evaluation.defaultStride(model), classes: model.classes,
                 useEvents: false)
@@ -72,18 +72,5 @@ enum MemberWeightsBench {
                 print(String(format: "| %@ | %@ | %@ | %.3f | %.3f | %.3f |", folder, name, shown, s.accuracy, s.expectedCalibrationError, s.logLoss))
             }
         }
-    }
-
-    /// The evidence calibration.json holds (`ModelCalibration.evidenceJSON`).
-    static func readEvidence(_ path: String) throws -> ModelCalibration.Evidence {
-        struct File: Decodable {
-            var labels: [Int32]
-            var logits: [[Float]]
-            var members: [[[Float]]]?
-        }
-        let f = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
-        let K = f.logits.first?.count ?? 0
-        return ModelCalibration.Evidence(
-            logits: f.logits.flatMap { $0 }, labels: f.labels, classes: K, source: "file", members: (f.members ?? []).map { $0.flatMap { $0 } })
     }
 }

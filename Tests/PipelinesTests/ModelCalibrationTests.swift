@@ -162,6 +162,13 @@ final class ModelCalibrationTests: XCTestCase {
         let scale = 1 / ModelCalibration.fit(ModelCalibration.Evidence(logits: informative, labels: drawn.labels, classes: K, source: "validation")).temperature
         XCTAssertEqual(shared[0] + shared[1], scale, accuracy: 1e-3 * scale)
         XCTAssertNil(ModelCalibration.memberWeights(drawn), "no members: nothing to weigh")
+        // calibration.json keeps the members' evidence: read back, the same numbers.
+        let back = try ModelCalibration.evidence(fromJSON: try ModelCalibration.evidenceJSON(e, calibration: ModelCalibration.fit(e)))
+        XCTAssertEqual(back.logits, e.logits)
+        XCTAssertEqual(back.labels, e.labels)
+        XCTAssertEqual(back.classes, K)
+        XCTAssertEqual(back.members, e.members)
+        XCTAssertEqual(ModelCalibration.memberWeights(back), w)
     }
 
     /// A network that averages probabilities (an ensemble, a test-time flip) takes the
