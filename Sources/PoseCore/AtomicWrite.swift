@@ -35,6 +35,19 @@ public enum AtomicWrite {
     }
 
     /// `path` split at its last `/`: the folder (`.` when there is none) and the name.
+    /// The write of `path` would fail for its folder (missing, or not a folder): said before
+    /// any work that would come first, in the words the write itself would use; nil otherwise.
+    public static func folderProblem(_ path: String) -> WriteError? {
+        let folder = split(path).folder
+        var st = stat()
+        guard stat(folder, &st) == 0 else { return WriteError(path: path, reason: missingFolder(folder)) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return WriteError(path: path, reason: notAFolder(folder)) }
+        return nil
+    }
+
+    static func missingFolder(_ folder: String) -> String { "the folder \(folder) does not exist; create it first" }
+    static func notAFolder(_ folder: String) -> String { "\(folder) is not a folder" }
+
     static func split(_ path: String) -> (folder: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let folder = String(path[..<slash])
@@ -207,8 +220,8 @@ public enum AtomicWrite {
     static func cannotCreate(in folder: String, _ file: String) -> String {
         let error = errno
         var st = stat()
-        if error == ENOENT && stat(folder, &st) != 0 { return "the folder \(folder) does not exist; create it first" }
-        if error == ENOTDIR { return "\(folder) is not a folder" }
+        if error == ENOENT && stat(folder, &st) != 0 { return missingFolder(folder) }
+        if error == ENOTDIR { return notAFolder(folder) }
         if error == EACCES || error == EROFS { return "cannot create a file in \(folder): \(String(cString: strerror(error)))" }
         return "cannot create \(file): \(String(cString: strerror(error)))"
     }

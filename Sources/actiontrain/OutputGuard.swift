@@ -74,12 +74,7 @@ enum OutputGuard {
         switch AtomicWrite.target(path) {
         case .absent:
             // Said before any work that would come first (a fit's training, an export's check).
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder) else {
-                throw CLIError.failure("\(path): cannot write: the folder \(folder) does not exist; create it first")
-            }
-            if !isFolder.boolValue { throw CLIError.failure("\(path): cannot write: \(folder) is not a folder") }
+            if let problem = AtomicWrite.folderProblem(path) { throw CLIError.failure("\(problem)") }
             return
         case .stream: break
         case .folder: throw CLIError.failure("\(path) is a folder; give a file path")
