@@ -20,6 +20,8 @@ side or the representation):
 | utk2drot45, utk2drot90 | utk2d whose test split is projected from a camera 45 / 90 degrees around | 2D pose from another viewpoint |
 | utkanonrot90 | utkanon whose test split is turned 90 degrees about the vertical axis | an unknown 3D skeleton seen from another side |
 | utkcams | every training sequence as seen by cameras at -30 and +30 degrees (two copies), every test sequence by a third at +90 | a multi-view set tested on an unseen camera |
+| utktilt | the test split seen by a camera pitched 20 degrees down | a deployment camera higher than the training one |
+| utkcamstilt | utkcams with its training cameras pitched 0 and 10 degrees down, the unseen test camera 25 degrees | cameras at other heights and azimuths |
 | utkpairs2d | two people in 2D: each utk2d sequence beside another subject's sequence of the same class, 300 px to the right, started at a random offset | two-person 2D data |
 
 Penn Action and UTKinect stay outside the repository (their terms): the default output folder
@@ -243,6 +245,35 @@ if wanted("utkcams"):
             for cam, degrees in (("cam1", -30), ("cam2", 30)):
                 out.append(dict(turn_about_vertical(q, degrees, "hipCenter"), id=q["id"] + "@" + cam if "id" in q else None))
     write("utkcams", h, [{k: v for k, v in q.items() if v is not None} for q in out])
+def tilt_about_horizontal(seq, degrees, centre_joint):
+    """`seq` as seen by a camera pitched `degrees` down: turned about the camera's horizontal
+    (x) axis through its first `centre_joint`, so the body's vertical is no longer the y axis."""
+    a = math.radians(degrees)
+    c, sn = math.cos(a), math.sin(a)
+    first = next((fr["pose"][centre_joint] for fr in seq["frames"] if centre_joint in fr["pose"]), [0, 0, 2])
+
+    def turn(k, v, o=first):
+        y, z = v[1] - o[1], v[2] - o[2]
+        return k, [v[0], round(o[1] + c * y - sn * z, 6), round(o[2] + sn * y + c * z, 6)] + v[3:]
+    return map_points([seq], turn)[0]
+
+
+if wanted("utktilt") or wanted("utkcamstilt"):
+    # Cameras that look down (issue 36: a multi-view set's cameras stand at different heights):
+    # utktilt, the test split seen by a camera pitched 20 degrees down, same azimuth; utkcamstilt,
+    # utkcams' two training cameras pitched 0 and 10 degrees, its unseen test camera at +90
+    # degrees pitched 25 degrees down.
+    h, s = src["utk"]
+    if wanted("utktilt"):
+        write("utktilt", h, [tilt_about_horizontal(q, 20, "hipCenter") if q.get("split") == "test" else q for q in s])
+    if wanted("utkcamstilt"):
+        out = []
+        for q in s:
+            views = [("cam3", 90, 25)] if q.get("split") == "test" else [("cam1", -30, 0), ("cam2", 30, 10)]
+            for cam, yaw, pitch in views:
+                v = tilt_about_horizontal(turn_about_vertical(q, yaw, "hipCenter"), pitch, "hipCenter")
+                out.append(dict(v, id=q["id"] + "@" + cam) if "id" in q else v)
+        write("utkcamstilt", h, out)
 if wanted("natops2d"):
     h, s = src["natops"]
     sk = {"name": "natops-8-2d", "dimensions": 2, "units": "pixels",

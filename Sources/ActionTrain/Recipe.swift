@@ -186,7 +186,10 @@ public enum Recipe {
         // (`viewChange`), for any data unless the cameras stay where they were: it gained on every
         // 2D development set, the training cameras' views too (`viewChangeByDefault`).
         let views2D = D == 2 && (c.views == .other || (c.views == .auto && viewChangeByDefault))
-        if small || turns || views2D {
+        // 3D bodies seen by a camera higher or lower (or rolled) lean: tilts in training
+        // (`cameraTilt`), for any data unless the cameras stay where they were.
+        let tilts3D = D == 3 && c.views != .same
+        if small || turns || views2D || tilts3D {
             var a = small ? standardAugmentation : AugmentationConfig()
             if small, let l = p.laterality {
                 // Flips when the classes do not keep to one side (left- and right-handed performers).
@@ -205,11 +208,15 @@ public enum Recipe {
                     "; views \(c.views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±\(Int(viewChange.degrees))° about the bodies"
                     + " (x foreshortened, the depth guessed from the bones made visible)"
             }
+            if tilts3D {
+                (a.tiltProbability, a.maxTiltDegrees) = (cameraTilt.probability, cameraTilt.degrees)
+                sides += "; views \(c.views.rawValue): cameras tilted up to ±\(Int(cameraTilt.degrees))° (higher or lower than the training ones)"
+            }
             _ = set("augmentation", \.augmentation, a)
         }
-        if views2D && c.augmentation.viewProbability > 0 && c.augmentation.maxViewDegrees > 0
-            && (c.architecture == .ftp || c.members.contains { $0.architecture == .ftp }) && set("linearHeadCopies", \.linearHeadCopies, viewCopies)
-        {
+        let a = c.augmentation
+        let otherCameras = (views2D && a.viewProbability > 0 && a.maxViewDegrees > 0) || (tilts3D && a.tiltProbability > 0 && a.maxTiltDegrees > 0)
+        if otherCameras && (c.architecture == .ftp || c.members.contains { $0.architecture == .ftp }) && set("linearHeadCopies", \.linearHeadCopies, viewCopies) {
             sides += "; the pyramid's linear head fits \(viewCopies) copies of each window so changed too (fewer beyond 1,250 rows)"
         }
         note(
@@ -295,9 +302,14 @@ public enum Recipe {
     /// docs/benchmarks.md, "2D views (issue 36 item 2)").
     public static let viewChange = (probability: 1.0, degrees: 90.0)
 
+    /// The camera tilt of 3D windows (`AugmentationConfig.tiltProbability`, `maxTiltDegrees`):
+    /// every window turned about a horizontal axis by up to ±30°, as a camera higher or lower than
+    /// the training ones sees the body (docs/benchmarks.md, "Cameras higher or lower").
+    public static let cameraTilt = (probability: 1.0, degrees: 30.0)
+
     /// The augmented copies of each training window a solved linear head fits where the recipe
-    /// imitates other cameras for 2D data (`linearHeadCopies`): the head is solved once, before
-    /// training, so it sees no augmentation otherwise.
+    /// imitates other cameras (`linearHeadCopies`; 2D views, 3D tilts): the head is solved once,
+    /// before training, so it sees no augmentation otherwise.
     public static let viewCopies = 4
 
     /// Whether `views auto` imitates other cameras for 2D data too, or only `views other`: it

@@ -43,6 +43,11 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
     /// foreshortening (`Augmenter`). 3D windows are unchanged (rotation turns them).
     public var viewProbability: Double = 0
     public var maxViewDegrees: Double = 0
+    /// 3D only: the camera tilted by an angle uniform in ±`maxTiltDegrees` (≤ 90) about a
+    /// horizontal axis of uniform direction (a camera looking down or up, or rolled), so that the
+    /// body's vertical is no longer the y axis. 2D windows are unchanged.
+    public var tiltProbability: Double = 0
+    public var maxTiltDegrees: Double = 0
 
     public init() {}
 
@@ -53,6 +58,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             || (jitterProbability > 0 && jitterStandardDeviation > 0) || (speedProbability > 0 && maxSpeedChange > 0)
             || (timeWarpProbability > 0 && maxTimeWarp > 0) || (frameDropProbability > 0 && frameDropRate > 0)
             || (jointDropoutProbability > 0 && jointDropoutRate > 0) || (viewProbability > 0 && maxViewDegrees > 0)
+            || (tiltProbability > 0 && maxTiltDegrees > 0)
     }
 
     /// Checks ranges; the error names the field.
@@ -68,7 +74,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             ("scaleProbability", scaleProbability), ("jitterProbability", jitterProbability),
             ("speedProbability", speedProbability), ("timeWarpProbability", timeWarpProbability),
             ("frameDropProbability", frameDropProbability), ("jointDropoutProbability", jointDropoutProbability),
-            ("viewProbability", viewProbability),
+            ("viewProbability", viewProbability), ("tiltProbability", tiltProbability),
         ] {
             try check(name, p, below: 1, inclusive: true)
         }
@@ -80,6 +86,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
         try check("frameDropRate", frameDropRate, below: 0.9, inclusive: true)
         try check("jointDropoutRate", jointDropoutRate, below: 1, inclusive: false)
         try check("maxViewDegrees", maxViewDegrees, below: 90, inclusive: true)
+        try check("maxTiltDegrees", maxTiltDegrees, below: 90, inclusive: true)
     }
 
     private struct AnyKey: CodingKey {
@@ -104,6 +111,7 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
             "maxTimeWarp": \.maxTimeWarp, "frameDropProbability": \.frameDropProbability,
             "frameDropRate": \.frameDropRate, "jointDropoutProbability": \.jointDropoutProbability,
             "jointDropoutRate": \.jointDropoutRate, "viewProbability": \.viewProbability, "maxViewDegrees": \.maxViewDegrees,
+            "tiltProbability": \.tiltProbability, "maxTiltDegrees": \.maxTiltDegrees,
         ]
     }
 
@@ -394,6 +402,11 @@ public struct Augmenter: Sendable {
             }
             centre.0 = outX
         }
+        if D == 3 && c.maxTiltDegrees > 0 && coin(c.tiltProbability) {
+            let a = Float((g.nextUnitDouble() * 2 - 1) * c.maxTiltDegrees * Double.pi / 180)
+            let psi = Float(g.nextUnitDouble() * 2 * Double.pi)
+            tilt(ws, by: a, axis: (_cos(psi), _sin(psi)), about: centre)
+        }
 
         // 4. Jitter, scaled by the body size.
         if c.jitterStandardDeviation > 0 && coin(c.jitterProbability) {
@@ -455,6 +468,22 @@ public struct Augmenter: Sendable {
                 d[b] = d[a] + step
             }
             for j in 0..<J where p[j] != 0 { v[j &* 2] = cx + cosT * (v[j &* 2] - cx) + sinT * d[j] }
+        }
+    }
+
+    /// A 3D window turned by `angle` about the horizontal axis (`axis.0`, 0, `axis.1`) (a unit
+    /// vector) through `centre` (Rodrigues' formula): a camera tilted. Present joints only.
+    func tilt(_ ws: Workspace, by angle: Float, axis: (Float, Float), about centre: (Float, Float, Float)) {
+        let (ux, uz) = axis, cosA = _cos(angle), sinA = _sin(angle)
+        let xyz = ws.coordinates, present = ws.present
+        for i in 0..<(ws.frames &* skeleton.jointCount) where present[i] != 0 {
+            let v = xyz + i &* 3
+            let x = v[0] - centre.0, y = v[1] - centre.1, z = v[2] - centre.2
+            let along = (ux * x + uz * z) * (1 - cosA)
+            // u × v for u = (ux, 0, uz): (-uz y, uz x - ux z, ux y).
+            v[0] = centre.0 + x * cosA - uz * y * sinA + ux * along
+            v[1] = centre.1 + y * cosA + (uz * x - ux * z) * sinA
+            v[2] = centre.2 + z * cosA + ux * y * sinA + uz * along
         }
     }
 

@@ -74,7 +74,7 @@ enum ConfigOptions {
 
     static let entries: [Entry] = [
         // Model
-        Entry(key: "views", kind: .string, value: "WHERE", help: "Where the cameras the model will see stand: auto (anywhere; 3D bodies are turned to face one way, 2D bodies shown from cameras moved up to ±90° in training), same (where the training cameras stood; bodies kept as recorded), other (elsewhere; also wider turns in the augmentation where bodies cannot be turned) (default auto). Read by the recipe.", choices: names(TrainingConfig.Views.self)),
+        Entry(key: "views", kind: .string, value: "WHERE", help: "Where the cameras the model will see stand: auto (anywhere; 3D bodies are turned to face one way and tilted up to ±30° in training, 2D bodies shown from cameras moved up to ±90°), same (where the training cameras stood; bodies kept as recorded), other (elsewhere; also wider turns in the augmentation where bodies cannot be turned) (default auto). Read by the recipe.", choices: names(TrainingConfig.Views.self)),
         Entry(key: "recipe", kind: .string, value: "NAME", help: "auto: keys you do not set are chosen from the data (windows, normalisation, channels, regularisation; printed before training); none: the plain defaults (default auto).", choices: names(TrainingConfig.RecipeMode.self)),
         Entry(key: "architecture", kind: .string, value: "NAME", help: "Model family: mlp (over the flattened window), tcn (temporal convolution), stgcn (graph convolution over the skeleton's joints, then over time) or ftp (Fourier temporal pyramid of each channel, standardised, linear) (default tcn).", choices: names(TrainingConfig.Architecture.self)),
         Entry(key: "hidden", kind: .intList, value: "N,N", help: "MLP hidden widths (default 256,128)."),

@@ -66,7 +66,7 @@ final class RecipeTests: XCTestCase {
         XCTAssertTrue(choices.contains { $0.seen.contains("varies by 0°") && $0.seen.contains("views auto") }, "\(choices)")
         XCTAssertEqual(c.channels, [.coordinates, .mask, .bones])
         XCTAssertEqual(c.validationFraction, 0, "9 sequences a class is small")
-        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "small data is augmented")
+        XCTAssertEqual(c.augmentation, Self.tilted(Recipe.standardAugmentation), "small data is augmented, and 3D cameras tilted")
         XCTAssertTrue(c.augmentation.isEnabled)
         XCTAssertEqual(c.augmentation.flipProbability, 0, "flips change lateral classes")
         XCTAssertEqual(Set(choices.map(\.topic)), ["windows", "coordinates", "channels", "model", "size", "training"])
@@ -155,7 +155,7 @@ final class RecipeTests: XCTestCase {
         var (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: p)
         XCTAssertEqual(c.scaling, .torso)
         XCTAssertEqual(c.axisDivisors, [])
-        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation)
+        XCTAssertEqual(c.augmentation, Self.tilted(Recipe.standardAugmentation))
         XCTAssertTrue(choices.contains { $0.seen.contains("different units? axisDivisors converts them") }, "\(choices)")
         c.scaling = .fixed
         c.axisDivisors = [400, 400, 1]
@@ -177,7 +177,7 @@ final class RecipeTests: XCTestCase {
         let d = Self.dataset(perClass: Recipe.smallClass)
         let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(d, indices: Array(d.sequences.indices)))
         XCTAssertEqual(c.validationFraction, 0.1)
-        XCTAssertFalse(c.augmentation.isEnabled, "enough data: no augmentation")
+        XCTAssertEqual(c.augmentation, Self.tilted(AugmentationConfig()), "enough data: no augmentation but the cameras tilted of 3D data")
         XCTAssertEqual(c.labelSmoothing, 0.1)
     }
 
@@ -374,7 +374,7 @@ final class RecipeTests: XCTestCase {
         let paired = Self.dataset(perClass: 9)
         let (c, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(paired, indices: Array(paired.sequences.indices)))
         XCTAssertTrue(c.alignFacing)
-        XCTAssertEqual(c.augmentation, Recipe.standardAugmentation, "turned to face one way: the standard ±15°")
+        XCTAssertEqual(c.augmentation, Self.tilted(Recipe.standardAugmentation), "turned to face one way: the standard ±15°")
         XCTAssertEqual(Recipe.unturnedRotation, 45)
     }
 
@@ -445,7 +445,46 @@ final class RecipeTests: XCTestCase {
         let (turned, _) = Recipe.choose(other, explicit: ["views"], profile: DatasetProfile(solid, indices: Array(solid.sequences.indices)))
         XCTAssertTrue(turned.alignFacing)
         XCTAssertEqual(turned.augmentation.viewProbability, 0)
-        XCTAssertEqual(turned.linearHeadCopies, 0)
+        XCTAssertEqual(turned.augmentation.maxTiltDegrees, 30, "and tilted")
+    }
+
+    /// `augmentation` with the recipe's camera tilt of 3D windows.
+    static func tilted(_ augmentation: AugmentationConfig) -> AugmentationConfig {
+        var a = augmentation
+        (a.tiltProbability, a.maxTiltDegrees) = (Recipe.cameraTilt.probability, Recipe.cameraTilt.degrees)
+        return a
+    }
+
+    /// 3D bodies lean when the camera stands higher or lower: unless the cameras stay where they
+    /// were, every 3D window is tilted in training (`cameraTilt`), small data on top of the
+    /// standard augmentation, large data alone, and the pyramid's head fits `viewCopies` copies;
+    /// 2D data never gets it.
+    func testThreeDimensionalBodiesAreTiltedUnlessTheViewsStay() throws {
+        XCTAssertEqual(Recipe.cameraTilt.probability, 1)
+        XCTAssertEqual(Recipe.cameraTilt.degrees, 30)
+        for perClass in [9, 70] {
+            let d = Self.dataset(perClass: perClass)
+            let p = DatasetProfile(d, indices: Array(d.sequences.indices))
+            for views in TrainingConfig.Views.allCases {
+                var base = TrainingConfig()
+                base.views = views
+                let (c, choices) = Recipe.choose(base, explicit: ["views"], profile: p)
+                let on = views != .same
+                let what = "\(perClass) a class, views \(views)"
+                XCTAssertEqual(c.alignFacing, on, what)
+                XCTAssertEqual(c.augmentation.tiltProbability, on ? 1 : 0, what)
+                XCTAssertEqual(c.augmentation.maxTiltDegrees, on ? 30 : 0, what)
+                XCTAssertEqual(c.linearHeadCopies, on ? 4 : 0, what)
+                var rest = c.augmentation
+                (rest.tiltProbability, rest.maxTiltDegrees) = (0, 0)
+                XCTAssertEqual(rest, perClass == 9 ? Recipe.standardAugmentation : AugmentationConfig(), what)
+                let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
+                XCTAssertEqual(size.seen.contains("views \(views.rawValue): cameras tilted up to ±30°"), on, size.seen)
+                XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
+            }
+        }
+        let (flat, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(Self.flat(perClass: 9), indices: Array(0..<27)))
+        XCTAssertEqual(flat.augmentation.tiltProbability, 0, "2D: no tilt")
     }
 
     /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
@@ -477,7 +516,7 @@ final class RecipeTests: XCTestCase {
             lateral.sequences[i].label = "class2"
         }
         let (k, kc) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(lateral, indices: Array(lateral.sequences.indices)))
-        XCTAssertEqual(k.augmentation, Recipe.standardAugmentation, "consistency 1: a mirror image changes the class")
+        XCTAssertEqual(k.augmentation, Self.tilted(Recipe.standardAugmentation), "consistency 1: a mirror image changes the class")
         XCTAssertTrue(kc.contains { $0.seen.contains("(≥ 0.95: a mirror image changes the class, no flips)") }, "\(kc)")
     }
 }
