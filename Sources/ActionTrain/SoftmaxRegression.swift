@@ -219,8 +219,9 @@ public final class SoftmaxRegression {
     /// The factor t > 0 that minimises the weighted log loss `Σ_i s_i (logsumexp(t·z_i) − t·z_i,y_i)`
     /// of `logits [n, K]` scaled by it (temperature scaling, Guo et al. 2017: 1/t is the
     /// temperature). The loss is convex in t; its derivative `Σ_i s_i (E_softmax(t·z_i)[z] − z_i,y_i)`
-    /// grows with t, so bisection on log t finds its zero in [10⁻³, 10³].
-    public static func logitScale(_ logits: [Float], labels: [Int32], weights s: [Double], classes K: Int) -> Double {
+    /// grows with t, so bisection on log t finds its zero in [10⁻³, `upTo`] (default
+    /// `largestScale`: no sharper than float32 holds).
+    public static func logitScale(_ logits: [Float], labels: [Int32], weights s: [Double], classes K: Int, upTo: Double? = nil) -> Double {
         func slope(_ t: Double) -> Double {
             var total = 0.0
             for i in labels.indices where s[i] > 0 {
@@ -233,7 +234,7 @@ public final class SoftmaxRegression {
             }
             return total
         }
-        var lo = log(1e-3), hi = log(1e3)
+        var lo = log(1e-3), hi = log(upTo ?? largestScale(logits, rows: labels.indices.filter { s[$0] > 0 }, classes: K))
         if slope(exp(lo)) >= 0 { return exp(lo) }
         if slope(exp(hi)) <= 0 { return exp(hi) }
         for _ in 0..<60 {
@@ -241,5 +242,25 @@ public final class SoftmaxRegression {
             if slope(exp(mid)) < 0 { lo = mid } else { hi = mid }
         }
         return exp((lo + hi) / 2)
+    }
+
+    /// The widest a fitted scale may make the evidence's logits: 87.3, where `exp(−x)` leaves
+    /// Float's normal range, so that a probability a model computes in float32 cannot change
+    /// with a larger gap between two logits. Evidence whose windows are all right (separable)
+    /// has no best scale (its log loss falls for ever as it sharpens), and 10³ on top of
+    /// logits already sharp made a model's logits 10⁵ and more: past Float16 (an ML Program's
+    /// overflow) and at float32 rounding of whole logits.
+    public static let largestLogitGap = Double(-log(Float.leastNormalMagnitude))
+
+    /// The upper bound of a fitted scale: 10³, or less where the evidence's widest gap between
+    /// two logits of a window (`rows` of `logits [n, K]`) would pass `largestLogitGap`, but never
+    /// below 1 (logits already that wide are not sharpened, nor softened for it).
+    public static func largestScale(_ logits: [Float], rows: [Int], classes K: Int) -> Double {
+        var gap: Float = 0
+        for i in rows {
+            let z = logits[(i * K)..<((i + 1) * K)]
+            gap = max(gap, z.max()! - z.min()!)
+        }
+        return gap.isFinite && gap > 0 ? min(1e3, max(1, largestLogitGap / Double(gap))) : 1e3
     }
 }

@@ -212,7 +212,14 @@ public enum CreateMLFolder {
         if text.starts(with: [0xEF, 0xBB, 0xBF]) { text.removeFirst(3) }
         let value: JSONValue
         do { value = try JSONValue.parse(text) } catch let e as JSONSyntaxError {
-            throw DatasetError.syntax(SourceLocation(file: file, column: e.offset + 1), expected: e.expected)
+            // A location prints its column only after a line: both, from the offset.
+            let before = text[..<min(e.offset, text.count)]
+            let start = before.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+            let at = SourceLocation(file: file, line: before.filter { $0 == 0x0A }.count + 1, column: e.offset - start + 1)
+            if text[min(e.offset, text.count)...].allSatisfy({ [0x20, 0x0A, 0x0D, 0x09].contains($0) }) {
+                throw DatasetError.truncated(at, what: "the clip's JSON")
+            }
+            throw DatasetError.syntax(at, expected: e.expected)
         }
         let at = SourceLocation(file: file, record: id, recordKind: "clip")
         func fail(_ problem: String, _ fix: String) -> DatasetError { .invalidValue(at, problem: problem, fix: fix) }

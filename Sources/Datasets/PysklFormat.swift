@@ -51,6 +51,12 @@ public enum PysklFormat {
     /// `parse` with the reader's warnings.
     public static func parseReporting(_ bytes: [UInt8], file: String, options: Options = Options()) throws -> ReadReport {
         let root: Pickle.Value
+        // NumPy's files start with bytes a pickle could not ("byte 0: opcode 0x50 is not read").
+        for (magic, what) in [([0x50, 0x4B, 0x03, 0x04], "a zip archive (a NumPy .npz?)"), ([0x93] + Array("NUMPY".utf8), "a NumPy .npy array")]
+        where bytes.starts(with: magic) {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file), problem: "is \(what), not a pickle", fix: "read NumPy files as npz (actiontrain import npz), or give the annotations' .pkl")
+        }
         do { root = try Pickle.load(bytes) } catch let e as Pickle.Failure {
             throw DatasetError.invalidValue(
                 SourceLocation(file: file), problem: "byte \(e.offset): \(e.problem)", fix: "save the annotations with pickle.dump of dicts, lists and NumPy arrays")
@@ -120,7 +126,8 @@ public enum PysklFormat {
             }
             var label: String? = nil
             if let l = a["label"] {
-                guard let k = l.integer, k >= 0, k < 1_000_000 else { throw fail("\"label\" is \(l.kind), not a class index", "save integer labels", record: id) }
+                guard let k = l.integer else { throw fail("\"label\" is \(l.kind), not a class index", "save integer labels", record: id) }
+                guard k >= 0, k < 1_000_000 else { throw fail("\"label\" is \(k), not a class index from 0 to 999999", "save each label as its class's index", record: id) }
                 if let classes = options.classes {
                     guard k < classes.count else {
                         throw DatasetError.labelNotInClasses(SourceLocation(file: file, record: id, recordKind: "annotation"), label: String(k), classes: classes)

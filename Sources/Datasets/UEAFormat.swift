@@ -148,14 +148,20 @@ struct UEAReader {
         fields.append((start, e))
         let hasLabel = classLabels != nil
         let dims = fields.count - (hasLabel ? 1 : 0)
+        // (Not `columnCount`: its words are a CSV header's fields, delimiter and quoting.)
+        let andLabel = hasLabel ? " and a class label" : ""
         if let declared = declaredDimensions, dims != declared {
-            throw DatasetError.columnCount(at(), expected: declared + (hasLabel ? 1 : 0), got: fields.count)
+            throw DatasetError.invalidValue(
+                at(), problem: "\(dims) dimension(s)\(andLabel) separated by ':', but the header says @dimensions \(declared)",
+                fix: "give every case \(declared) comma-separated series\(andLabel), separated by ':'")
         }
         if skeleton == nil { skeleton = try chooseSkeleton(dims: dims, at: at()) }
         let skeleton = skeleton!
         let J = skeleton.jointCount, D = skeleton.dimensions
         guard dims == J * D else {
-            throw DatasetError.columnCount(at(), expected: J * D + (hasLabel ? 1 : 0), got: fields.count)
+            throw DatasetError.invalidValue(
+                at(), problem: "\(dims) dimension(s), but skeleton '\(skeleton.name)' needs \(J * D) (\(J) joints x \(D) coordinates)",
+                fix: "name a skeleton whose joints x dimensions = \(dims)")
         }
         var label: String? = nil
         if hasLabel {

@@ -1,4 +1,5 @@
 import Foundation
+import PoseCore
 
 /// One per-sample prediction as stored in the JSON report (labels by name, so that reports of
 /// models with the same classes in another order still pair up).
@@ -184,6 +185,11 @@ public enum ReportJSON {
 
     /// Reads a report file; every failure names the file and says what it expected.
     public static func read(_ path: String) throws -> EvalReport {
+        var folder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &folder) else {
+            throw EvalError.badReport(file: path, reason: "no such file; check the path")
+        }
+        guard !folder.boolValue else { throw EvalError.badReport(file: path, reason: "is a folder; pass the report.json in it") }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw EvalError.badReport(file: path, reason: "cannot read the report; check the path")
         }
@@ -207,8 +213,7 @@ public enum ReportJSON {
         do {
             head = try JSONDecoder().decode(Head.self, from: data)
         } catch {
-            throw EvalError.badReport(
-                file: file, reason: "is not a JSON object (\(summary(error))); pass a report.json written by 'actiontrain eval'")
+            throw EvalError.badReport(file: file, reason: notJSON([UInt8](data)) ?? "is not a JSON object (\(summary(error))); pass \(expected)")
         }
         guard head.schema == EvalReport.schema, let version = head.schemaVersion else {
             if head.schema == nil && head.confusion != nil {
@@ -229,6 +234,40 @@ public enum ReportJSON {
         } catch {
             throw EvalError.badReport(
                 file: file, reason: "does not match schema \(EvalReport.schema) \(version): \(summary(error))")
+        }
+    }
+
+    /// What a report argument should be, as the errors say.
+    static let expected = "a report.json written by 'actiontrain eval'"
+
+    /// What a file that is no JSON object is, when it can be told: empty, a model file or a
+    /// checkpoint, a dataset (JSON Lines), JSON that ends early (a copy cut short), or the line
+    /// and column of its first syntax error. Nil for a file too large for `JSONDocument`.
+    static func notJSON(_ bytes: [UInt8]) -> String? {
+        let space: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
+        if bytes.allSatisfy(space.contains) { return "is empty; pass \(expected)" }
+        for (magic, what) in [("ATM", "an actiontrain model file"), ("ATC", "a training checkpoint")] where bytes.starts(with: [0x89] + Array(magic.utf8)) {
+            return "is \(what), not a report; pass \(expected)"
+        }
+        let firstLine = bytes.prefix { $0 != 0x0A }
+        if case .object(let members)? = try? JSONDocument.parse(Array(firstLine)), JSONDocument.member("actiontrain", of: members) == .string("poses") {
+            return "is a dataset (JSON Lines), not a report; pass \(expected)"
+        }
+        guard bytes.count <= JSONDocument.maximumBytes else { return nil }
+        do {
+            _ = try JSONDocument.parse(bytes)
+            return nil
+        } catch let e as JSONDocument.SyntaxError {
+            // A syntax error at the end of the text (or in the whitespace after it) is a cut.
+            let end = bytes.count - bytes.reversed().prefix(while: space.contains).count
+            let newlines = bytes.indices.filter { bytes[$0] == 0x0A }
+            let lineStart = e.line == 1 ? 0 : newlines[e.line - 2] + 1
+            if lineStart + e.column - 1 >= end {
+                return "ends in the middle of its JSON (line \(e.line), column \(e.column)): the file is cut short; copy it again or write it again with 'actiontrain eval --json'"
+            }
+            return "is not valid JSON (\(e)); pass \(expected)"
+        } catch {
+            return nil
         }
     }
 

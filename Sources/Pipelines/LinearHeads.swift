@@ -40,7 +40,8 @@ public enum LinearHeads {
         /// out-of-fold logits at their best temperature (empty when the penalty was given).
         public var scores: [(penalty: Double, accuracy: Double, logLoss: Double)]
         /// The temperature the solution's logits were divided by: the one that minimises the
-        /// log loss of the out-of-fold logits at the chosen penalty (1 without cross-validation).
+        /// log loss of the out-of-fold logits at the chosen penalty, but no sharper than
+        /// `SoftmaxRegression.largestScale` of them (1 without cross-validation).
         public var temperature: Double
         public var windows: Int, features: Int
         public var iterations: Int
@@ -140,12 +141,15 @@ public enum LinearHeads {
             }
             // The penalty whose out-of-fold logits, each set scaled to its best temperature, have
             // the lowest log loss (smoother than the held-out accuracy, which moves by whole windows).
+            // Scales up to 10³ to compare them; the one kept no sharper than float32 holds
+            // (`largestScale`: held-out windows all right have no best scale).
             let s = solver.rowWeights(classWeights: classWeights)
-            let scales = held.map { SoftmaxRegression.logitScale($0, labels: labels, weights: s, classes: K) }
+            let scales = held.map { SoftmaxRegression.logitScale($0, labels: labels, weights: s, classes: K, upTo: 1e3) }
             let losses = penalties.indices.map { SoftmaxRegression.logLoss(held[$0], scale: scales[$0], labels: labels, weights: s, classes: K) }
             scores = penalties.indices.map { (penalties[$0], Double(correct[$0]) / Double(n), losses[$0]) }
             let j = losses.indices.min { losses[$0] < losses[$1] }!
-            (chosen, chosenBy, scale) = (penalties[j], "\(k)-fold cross-validation", scales[j])
+            let kept = min(scales[j], SoftmaxRegression.largestScale(held[j], rows: labels.indices.filter { s[$0] > 0 }, classes: K))
+            (chosen, chosenBy, scale) = (penalties[j], "\(k)-fold cross-validation", kept)
         } else {
             (chosen, chosenBy) = (fallbackPenalty, "the default (too few sequences or groups to cross-validate)")
         }

@@ -57,7 +57,8 @@ public enum ModelCalibration {
     }
 
     /// The temperature that minimises the evidence's mean log loss (`SoftmaxRegression.logitScale`:
-    /// bisection on the convex loss, T in [10⁻³, 10³]), with the evidence's log loss and
+    /// bisection on the convex loss, T in [10⁻³, 10³] but no sharper than `SoftmaxRegression.largestLogitGap` between
+    /// two logits of a window allows), with the evidence's log loss and
     /// expected calibration error (`Metrics.calibrationBins` bins) before and after it.
     /// With `branches` (a network that averages probabilities) the temperature divides each
     /// branch's logits, `p = mean_b softmax(z_b / T)`, chosen the same way (`branchScale`).
@@ -91,7 +92,7 @@ public enum ModelCalibration {
         return mean
     }
 
-    /// The scale (1 / T) in [10⁻³, 10³] that minimises the mean log loss of
+    /// The scale (1 / T) in [10⁻³, 10³] (or less: `SoftmaxRegression.largestScale` of each branch) that minimises the mean log loss of
     /// `mean_b softmax(scale · z_b)`: golden-section search over log(scale) (a mean of
     /// probabilities is not convex in the scale as one softmax is; the search finds the minimum of
     /// a loss with one valley, which is what branches that mostly agree give).
@@ -100,7 +101,8 @@ public enum ModelCalibration {
             Metrics.logLoss(truth: labels, probabilities: branchProbabilities(branches, classes: K, scale: exp(logScale)), classes: K)
         }
         let ratio = (sqrt(5.0) - 1) / 2
-        var (a, b) = (log(1e-3), log(1e3))
+        let rows = Array(labels.indices)
+        var (a, b) = (log(1e-3), log(branches.map { SoftmaxRegression.largestScale($0, rows: rows, classes: K) }.min() ?? 1e3))
         var (c, d) = (b - ratio * (b - a), a + ratio * (b - a))
         var (fc, fd) = (loss(c), loss(d))
         for _ in 0..<60 {

@@ -11,7 +11,9 @@ extension Skeleton {
         let common = min(data.jointCount, jointCount)
         if let j = (0..<common).first(where: { data.joints[$0] != joints[$0] }) {
             var text = "joint \(j) is '\(data.joints[j])' in the data's skeleton \(describe(data)) but '\(joints[j])' in the model's \(describe(self))"
-            if let k = joints.firstIndex(of: data.joints[j]) {
+            // The order hint only for the model's own joints in another order (not another
+            // skeleton that shares a joint name).
+            if Set(data.joints) == Set(joints), let k = joints.firstIndex(of: data.joints[j]) {
                 text += "; the model has '\(data.joints[j])' at index \(k): put the data's joints in the model's order"
             }
             return text

@@ -261,3 +261,31 @@ extension BadInputCLITests {
         XCTAssertEqual(r.err, "error: \(path): the archive has no 'X' array (it is empty); save the poses as X=... (or poses=... for Create ML)\n")
     }
 }
+
+extension BadInputCLITests {
+    /// Second round (docs/bad-input.md, "Reports given to eval --baseline and compare"): a
+    /// report cut short, a model file and a folder given as a report. Before, the first two
+    /// said "is not a JSON object (invalid data at the top level)" and the folder "cannot read
+    /// the report; check the path".
+    func testReportsThatAreNotReportsSayWhatTheyAre() throws {
+        let dir = try scratchFolder()
+        XCTAssertEqual(runCLI(["fit", Self.fixture, "--out", "\(dir)/run", "--epochs", "1"] + Self.quick).code, 0)
+        let model = "\(dir)/run/model.atm", report = "\(dir)/r.json", cut = "\(dir)/cut.json"
+        XCTAssertEqual(runCLI(["eval", model, Self.fixture, "--json", report]).code, 0)
+        let text = try String(contentsOfFile: report, encoding: .utf8)
+        let half = String(text.prefix(text.count / 2))
+        try half.write(toFile: cut, atomically: true, encoding: .utf8)
+        let line = half.split(separator: "\n", omittingEmptySubsequences: false).count
+        let a = runCLI(["eval", model, Self.fixture, "--baseline", cut])
+        XCTAssertEqual(a.code, 1)
+        XCTAssertTrue(
+            a.err.hasPrefix("error: \(cut): ends in the middle of its JSON (line \(line), column ")
+                && a.err.hasSuffix("): the file is cut short; copy it again or write it again with 'actiontrain eval --json'\n"), a.err)
+        let b = runCLI(["compare", model, report])
+        XCTAssertEqual(b.code, 1)
+        XCTAssertEqual(b.err, "error: \(model): is an actiontrain model file, not a report; pass a report.json written by 'actiontrain eval'\n")
+        let c = runCLI(["compare", report, dir])
+        XCTAssertEqual(c.code, 1)
+        XCTAssertEqual(c.err, "error: \(dir): is a folder; pass the report.json in it\n")
+    }
+}

@@ -265,6 +265,31 @@ final class CoreMLPackageTests: XCTestCase {
     /// A failed check writes nothing: `ACTIONTRAIN_PYTHON` runs the evaluator and adds 1 to the
     /// first logit of each model in both its runs (float32 and float64: a wrong program, not
     /// rounding).
+    /// The default model of the tiny fixture (`fit` with no config but the epochs): its solved
+    /// head's held-out predictions and its out-of-fold ones are all right, and both temperatures
+    /// went to their bound of 10⁻³. Before, its logits were 10⁵ and more, the Float16 package
+    /// overflowed ("in Float16 the program overflows ... on 16 of 16 windows: export with
+    /// --precision float32") and the Float32 check's tolerance was 36 logits; now each
+    /// temperature stops where its evidence's logits are 87.3 apart.
+    func testTheDefaultModelOfSeparableDataExportsAsAFloat16Package() throws {
+        _ = try requireCoreMLTools()
+        let dir = try scratchFolder()
+        let fit = runCLI(["fit", FitCLITests.fixture, "--out", "\(dir)/run", "--epochs", "3", "--threads", "1"])
+        XCTAssertEqual(fit.code, 0, fit.err)
+        XCTAssertTrue(fit.out.contains("held-out log loss 0.000, accuracy 1.000"), "the head's evidence is separable: \(fit.out)")
+        let model = "\(dir)/run/model.atm"
+        let calibration = try XCTUnwrap(try ModelFile.load(contentsOf: model).0.calibration)
+        XCTAssertGreaterThan(calibration.temperature, 0.01, "not the bound of 10⁻³")
+        let r = runCLI(["export", model, "--format", "coreml", "--out", "\(dir)/m.mlpackage", "--parity-windows", "16"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("parity: in Float16: "), r.out)
+        // The network's logits on the check's windows stay within Float16's range by far.
+        let (header, network) = try ModelFile.load(contentsOf: model)
+        let poses = PoseWindows.statistics(try XCTUnwrap(header.poseStatistics), input: header.input, count: 16, seed: 1)
+        let logits = network.predictLogits(try poses.features(header.input), batch: poses.count)
+        XCTAssertLessThan(logits.map(abs).max()!, 1000)
+    }
+
     func testAFailedCheckWritesNoPackage() throws {
         _ = try requireCoreMLTools()
         let dir = try scratchFolder()

@@ -184,6 +184,21 @@ final class SpecReaderTests: XCTestCase {
         try assertSameAsPredict(model: Self.golden, data: data, poses: poses, stride: 1)
     }
 
+    /// A model `fit` writes, whose header holds `poseStatistics` (format 1.4). Before, the
+    /// reader refused every such file: "tensor '...' runs past the data section" (checking the
+    /// statistics reused the name of the data section's length for the skeleton's dimensions).
+    func testAFitModelWithPoseStatistics() throws {
+        try requireNumpy()
+        let classes = ["a", "b"]
+        let sequences = Self.recorded(.natops, lengths: [12, 9, 15, 10, 11, 14], classes: classes, confidence: false, rate: 10, jitter: false, seed: 4)
+        let (data, poses) = try write(sequences, skeleton: .natops, classes: classes, rate: 10, name: "fitted")
+        let run = dir.appendingPathComponent("run").path
+        XCTAssertEqual(runActionTrainCLI(["fit", data, "--out", run, "--epochs", "1"] + FitCLITests.quick).code, 0)
+        let model = run + "/model.atm"
+        XCTAssertNotNil(try ActionModel(contentsOf: model).header.poseStatistics)
+        try assertSameAsPredict(model: model, data: data, poses: poses, stride: nil)
+    }
+
     /// Frames as recorded, edge padding, with an empty sequence among them.
     func testEdgePaddingWithoutResampling() throws {
         try requireNumpy()

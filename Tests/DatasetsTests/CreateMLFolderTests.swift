@@ -61,7 +61,10 @@ final class CreateMLFolderTests: XCTestCase {
         assertThrows(["w/a.json: clip 'w/a' frame 1: joint 'elbow' is not in skeleton 'vision-body-2d'"]) { try clip(#"[{}, {"elbow": [0.1, 0.2]}]"#) }
         assertThrows(["w/a.json: clip 'w/a' frame 0 joint 'nose'", "x and y must be numbers"]) { try clip(#"[{"nose": {"x": 0.1}}]"#) }
         assertThrows(["w/a.json: clip 'w/a'", "unknown key \"fps\""]) { try clip(#"{"fps": 30, "frames": []}"#) }
-        assertThrows(["w/a.json:", "expected"]) { try clip("[{") }
+        // Before: "w/a.json: expected ..." without the line and column (a location prints its
+        // column only after a line), and a clip cut short no differently from a typo.
+        assertThrows(["w/a.json:1:3: the input ends in the middle of the clip's JSON; the file looks cut short"]) { try clip("[{") }
+        assertThrows(["w/a.json:2:3: expected "]) { try clip("[{},\n {]") }
         assertThrows(["beyond ±1000000"]) { try clip(#"[{"nose": [1e9, 0.5]}]"#) }
     }
 

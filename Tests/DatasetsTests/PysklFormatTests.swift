@@ -237,4 +237,20 @@ final class PysklFormatTests: XCTestCase {
             XCTAssertTrue(text.contains(fragment), text)
         }
     }
+
+    /// A label of -1 (an "ignore" index some pipelines write) is an integer: before, the error
+    /// said "\"label\" is an integer, not a class index; save integer labels".
+    func testANegativeLabelAndANumPyArchiveAreNamed() {
+        let point = withUnsafeBytes(of: Float(100).bitPattern.littleEndian, Array.init)
+        let annotation =
+            [0x7D, 0x28] + P.string("frame_dir") + P.string("clip") + P.string("label") + P.int(-1) + P.string("keypoint")
+            + P.array(Array(repeating: point, count: 34).flatMap { $0 }, dtype: "f4", shape: [1, 1, 17, 2]) + [0x75]
+        assertThrows(["minus.pkl: annotation 'clip': \"label\" is -1, not a class index from 0 to 999999; save each label as its class's index"]) {
+            _ = try PysklFormat.parse([0x80, 2, 0x5D, 0x28] + annotation + [0x65, 0x2E], file: "minus.pkl")
+        }
+        // An .npz given as a pickle: before, "byte 0: opcode 0x50 is not read (sets, objects, ...)".
+        assertThrows(["poses.npz: is a zip archive (a NumPy .npz?), not a pickle; read NumPy files as npz (actiontrain import npz), or give the annotations' .pkl"]) {
+            _ = try PysklFormat.parse(try fixtureBytes("coco_small.npz"), file: "poses.npz")
+        }
+    }
 }

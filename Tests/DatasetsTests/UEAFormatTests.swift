@@ -25,7 +25,15 @@ final class UEAFormatTests: XCTestCase {
     }
 
     func testErrors() {
-        assertThrows(["Toy_TRAIN.ts:7:", "sequence 'Toy_TRAIN-0'", "expected 5 fields", "found 4"]) { _ = try parse(head + "1:2:3:a\n") }
+        // Before, both said "expected 5 fields as in the header, found 4; check the delimiter,
+        // quoting and that every row has every column" (a CSV's words).
+        assertThrows([
+            "Toy_TRAIN.ts:7: sequence 'Toy_TRAIN-0': 3 dimension(s) and a class label separated by ':', but the header says @dimensions 4; give every case 4 comma-separated series and a class label, separated by ':'"
+        ]) { _ = try parse(head + "1:2:3:a\n") }
+        let natops = UEAFormat.Options(skeleton: .natops)
+        assertThrows([
+            "Toy_TRAIN.ts:7: sequence 'Toy_TRAIN-0': 4 dimension(s), but skeleton 'natops-8' needs 24 (8 joints x 3 coordinates); name a skeleton whose joints x dimensions = 4"
+        ]) { _ = try parse(head + "1:2:3:4:a\n", options: natops) }
         assertThrows(["Toy_TRAIN.ts:7:", "label 'c' is not in the class list [a, b]"]) { _ = try parse(head + "1:2:3:4:c\n") }
         assertThrows(["Toy_TRAIN.ts:7:", "dimension 3 has 1 values, dimension 1 has 2"]) { _ = try parse(head + "1,2:3,4:5:6,7:a\n") }
         assertThrows(["Toy_TRAIN.ts:7:", "dimension 2: 'x' is not a number"]) { _ = try parse(head + "1:x:3:4:a\n") }

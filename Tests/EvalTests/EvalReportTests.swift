@@ -99,7 +99,20 @@ final class EvalReportTests: XCTestCase {
             return url.path
         }
         let notJSON = try write("accuracy 0.9")
-        assertThrows([notJSON, "is not a JSON object"]) { _ = try ReportJSON.read(notJSON) }
+        assertThrows([notJSON, "is not valid JSON (line 1, column 1: expected a value (an object, list, string, number, true, false or null)); pass a report.json"]) { _ = try ReportJSON.read(notJSON) }
+        // Before, each of these was "is not a JSON object (invalid data at the top level)".
+        let full = String(decoding: try ReportJSON.encode(try Fixtures.report()), as: UTF8.self)
+        let cut = try write(String(full.prefix(full.count / 2)))
+        let cutLine = full.prefix(full.count / 2).split(separator: "\n", omittingEmptySubsequences: false).count
+        assertThrows(["\(cut): ends in the middle of its JSON (line \(cutLine), column", "the file is cut short; copy it again"]) { _ = try ReportJSON.read(cut) }
+        let empty = try write("\n")
+        assertThrows(["\(empty): is empty; pass a report.json written by 'actiontrain eval'"]) { _ = try ReportJSON.read(empty) }
+        let model = dir.appendingPathComponent("model.atm")
+        try Data([0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 56)).write(to: model)
+        assertThrows(["\(model.path): is an actiontrain model file, not a report"]) { _ = try ReportJSON.read(model.path) }
+        let dataset = try write("{\"actiontrain\": \"poses\", \"version\": 1, \"skeleton\": \"natops-8\"}\n{\"id\": \"a\", \"frames\": []}\n")
+        assertThrows(["\(dataset): is a dataset (JSON Lines), not a report"]) { _ = try ReportJSON.read(dataset) }
+        assertThrows(["\(dir.path): is a folder; pass the report.json in it"]) { _ = try ReportJSON.read(dir.path) }
         let other = try write("{\"hello\": 1}")
         assertThrows([other, "not an actiontrain evaluation report"]) { _ = try ReportJSON.read(other) }
         let legacy = try write(
@@ -114,7 +127,7 @@ final class EvalReportTests: XCTestCase {
         text = text.replacingOccurrences(of: "\"headline\" :", with: "\"headlin\" :")
         let broken = try write(text)
         assertThrows([broken, "does not match schema actiontrain.eval 1", "missing key 'headline'"]) { _ = try ReportJSON.read(broken) }
-        assertThrows(["/nonexistent/r.json", "cannot read the report"]) { _ = try ReportJSON.read("/nonexistent/r.json") }
+        assertThrows(["/nonexistent/r.json: no such file; check the path"]) { _ = try ReportJSON.read("/nonexistent/r.json") }
         // Hand-edited files that decode but do not hold together are refused, not rendered.
         var report = try Fixtures.report()
         report.window.confusion.removeLast()

@@ -56,6 +56,36 @@ final class ModelCalibrationTests: XCTestCase {
         }
     }
 
+    /// Evidence whose windows are all right has no best temperature: its log loss falls for ever
+    /// as the logits sharpen. Before, the fit went to its bound, T = 10⁻³ (the tiny fixture's
+    /// default model: logits of 10⁵ and more, past Float16's range); now it stops where the
+    /// widest gap between two logits of a window is 87.3 (`SoftmaxRegression.largestLogitGap`),
+    /// for one set of logits and for branches whose probabilities are averaged alike, and never
+    /// sharpens logits already that wide.
+    func testAllRightEvidenceIsSharpenedOnlyToTheWidestGapFloat32Holds() {
+        var g = SeededGenerator(seed: 5)
+        let n = 60, K = 3
+        var logits: [Float] = [], labels: [Int32] = []
+        for i in 0..<n {
+            var row = (0..<K).map { _ in Float(g.nextSymmetric(1)) }
+            row[i % K] = row.max()! + 0.5 + Float(g.nextUnitDouble())
+            logits += row
+            labels.append(Int32(i % K))
+        }
+        let gap = Double((0..<n).map { r in logits[(r * K)..<((r + 1) * K)].max()! - logits[(r * K)..<((r + 1) * K)].min()! }.max()!)
+        let c = ModelCalibration.fit(ModelCalibration.Evidence(logits: logits, labels: labels, classes: K, source: "outOfFold"))
+        XCTAssertEqual(SoftmaxRegression.largestLogitGap, 87.336, accuracy: 1e-3)
+        XCTAssertEqual(c.temperature, gap / SoftmaxRegression.largestLogitGap, accuracy: 1e-9 * c.temperature)
+        XCTAssertLessThan(c.logLossAfter, c.logLossBefore)
+        let branches = ModelCalibration.fit(ModelCalibration.Evidence(logits: logits, labels: labels, classes: K, source: "outOfFold", branches: [logits, logits]))
+        // (The golden-section search stops a little short of the bound, where the mean
+        // probabilities already round to 0 and 1 in float32 and the loss is flat.)
+        XCTAssertGreaterThanOrEqual(branches.temperature, gap / SoftmaxRegression.largestLogitGap * (1 - 1e-9))
+        XCTAssertLessThan(branches.temperature, 1.01 * gap / SoftmaxRegression.largestLogitGap)
+        let wide = logits.map { $0 * Float(200 / gap) }
+        XCTAssertEqual(ModelCalibration.fit(ModelCalibration.Evidence(logits: wide, labels: labels, classes: K, source: "outOfFold")).temperature, 1)
+    }
+
     /// Logits that are already calibrated keep a temperature of about 1.
     func testCalibratedLogitsKeepATemperatureOfAboutOne() {
         let c = ModelCalibration.fit(Self.overconfident(n: 4000, classes: 3, sharpness: 1, seed: 9))

@@ -35,4 +35,18 @@ final class SkeletonMatchTests: XCTestCase {
             model.mismatch(data: data(model.joints, dimensions: 3)),
             "the data's skeleton 'arm' (4 joints, 3D) is 3D but the model's 'arm' (4 joints, 2D) is 2D")
     }
+
+    /// Another skeleton that shares a joint name (a person's joints for a model of two animals):
+    /// before, "joint 0 is 'p1.nose' in the data's skeleton 'vision-body-2dx2' (38 joints, 2D)
+    /// but 'p1.leftEarTop' in the model's ...; the model has 'p1.nose' at index 8: put the
+    /// data's joints in the model's order", which no order of its joints could do.
+    func testAnotherSkeletonIsNotToldToReorderItsJoints() {
+        let animals = Skeleton.visionAnimal.bodies(2), people = Skeleton.visionBody2D.bodies(2)
+        XCTAssertEqual(
+            animals.mismatch(data: people),
+            "joint 0 is 'p1.nose' in the data's skeleton 'vision-body-2dx2' (38 joints, 2D) but 'p1.leftEarTop' in the model's 'vision-animalx2' (50 joints, 2D)")
+        XCTAssertEqual(
+            model.mismatch(data: data(["elbow", "shoulder", "wrist", "palm"])),
+            "joint 0 is 'elbow' in the data's skeleton 'arm' (4 joints, 2D) but 'shoulder' in the model's 'arm' (4 joints, 2D)")
+    }
 }

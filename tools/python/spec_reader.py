@@ -463,9 +463,10 @@ def read_model(path):
     if ps is not None:
         need(isinstance(ps, dict), "poseStatistics must be an object")
         need(is_int(ps.get("windows")) and ps["windows"] >= 1, "poseStatistics.windows must be at least 1")
-        J, D = len(inp["skeleton"]["joints"]), inp["skeleton"]["dimensions"]
-        for key, n, low, high in (("centreMean", D, None, None), ("centreSpread", D, 0, None), ("offsetMean", J * D, None, None),
-                                  ("offsetSpread", J * D, 0, None), ("present", J, 0, 1), ("confidence", J, 0, None), ("motion", J, 0, None)):
+        # (Not J and D: D is the data section's length, which step 7 reads below.)
+        joints, dims = len(inp["skeleton"]["joints"]), inp["skeleton"]["dimensions"]
+        for key, n, low, high in (("centreMean", dims, None, None), ("centreSpread", dims, 0, None), ("offsetMean", joints * dims, None, None),
+                                  ("offsetSpread", joints * dims, 0, None), ("present", joints, 0, 1), ("confidence", joints, 0, None), ("motion", joints, 0, None)):
             v = ps.get(key)
             need(isinstance(v, list) and len(v) == n, f"poseStatistics.{key} needs {n} values")
             need(all(is_num(x) and math.isfinite(x) and (low is None or x >= low) and (high is None or x <= high) for x in v),
