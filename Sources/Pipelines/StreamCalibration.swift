@@ -633,8 +633,8 @@ public enum StreamCalibration {
         return f1Thresholds(truth: truth, classes: K) { n, k in smoothed[n * K + k] }
     }
 
-    /// The held-out stream of the switch evidence: for each of `folds` (a network and the
-    /// sequences it did not train on: `fit`'s calibration folds, or its validation split), those
+    /// The held-out stream of the switch evidence and minimum factor: for each of `folds` (a
+    /// network and the sequences it did not train on: `fit`'s calibration folds), those
     /// sequences as a stream with still stretches between clips (`stream` with `Rests`, each
     /// fold seeded by `source`'s seed and its place), the fold's network's probabilities of its
     /// windows, and the frames' stillness at `source`'s `stillBelow`; the folds' streams one

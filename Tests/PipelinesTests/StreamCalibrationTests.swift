@@ -390,8 +390,14 @@ final class StreamCalibrationTests: XCTestCase {
         XCTAssertEqual(try validated.train(), .finished)
         let validatedStreaming = try ActionModel(bytes: try validated.finish().modelBytes).header.streaming
         XCTAssertEqual(validatedStreaming?.calibration, "validation")
-        XCTAssertNotNil(validatedStreaming?.frames?.switchEvidence, "fitted on the validation sequences' stream")
-        // Not calibrated and no validation sequences: no held-out network, nothing fitted (0.3 applies).
+        // Calibrated on the validation windows: no fold network, nothing fitted (0.3 applies), as
+        // a fit from shards, which has no sequences to play, writes it.
+        XCTAssertNil(validatedStreaming?.frames?.switchEvidence)
+        XCTAssertEqual(
+            validatedStreaming?.frames?.minimumDuration,
+            try StreamCalibration.motion(d, indices: validated.data.trainIndices, input: validated.data.input, clip: (streaming.clipFrames!, streaming.clipFrameRate))
+                .minimumDuration, "the training clips' minimums, unscaled")
+        // Not calibrated and no validation sequences: no held-out network either.
         c.validationFraction = 0
         c.calibration = .none
         let plain = try FitRun.start(dataPath: FitRunTests.fixture, dataset: d, config: c, folder: nil)
