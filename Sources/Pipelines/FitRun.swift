@@ -387,8 +387,9 @@ public final class FitRun {
     /// The model file of the `members`' networks as they are now (`Ensemble.network`; one
     /// member: its network), with its provenance (dataset and config hashes, member 0's seed,
     /// the epochs trained over all members and validation metrics), those metrics, and what
-    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`)
-    /// and the training windows' `poseStatistics` (docs/format.md 3.5).
+    /// streams need (`StreamCalibration`: the clip length, the thresholds calibrated on `streams`,
+    /// the switch evidence and minimum factor fitted on the sequences the calibration folds held
+    /// out) and the training windows' `poseStatistics` (docs/format.md 3.5).
     ///
     /// With `calibration temperature` the network written is calibrated (`ModelCalibration`) on
     /// the validation windows, or without them on the evidence `outOfFold` gives (nil, or a
@@ -443,7 +444,18 @@ public final class FitRun {
         let provenance = ModelHeader.Provenance(
             datasetHash: datasetHash, configHash: FNV1a64.text(of: configData), seed: training.config.seed, metrics: metrics,
             notes: ["dataset": datasetName])
-        let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count) }
+        // The held-out stream the event rule's switch evidence and minimum factor are fitted on
+        // (`StreamCalibration.streaming`): the sequences each calibration fold held out (out-of-
+        // fold evidence only), scored by its network calibrated as the written one. Not the
+        // validation sequences: a fit from shards, which has no sequences, writes the model a
+        // fit in memory writes.
+        var heldOut: [ModelCalibration.HeldOut] = []
+        if let evidence, let calibration {
+            heldOut = try evidence.heldOut.map {
+                ModelCalibration.HeldOut(network: try ModelCalibration.scaled($0.network, temperature: calibration.temperature), sequences: $0.sequences)
+            }
+        }
+        let streaming = streams.flatMap { StreamCalibration.streaming(network: written, source: $0, classes: data.classes.count, heldOut: heldOut) }
         let bytes = try ModelFile.encode(
             classes: data.classes, input: data.input, network: written, provenance: provenance, trainingFrameRate: frameRate,
             streaming: streaming, poseStatistics: poseStatistics, calibration: calibration)

@@ -38,6 +38,10 @@ public enum ModelCalibration {
         /// probabilities' mean the network computes; the temperature divides each branch's logits.
         /// Empty for a network whose logits it divides.
         public var branches: [[Float]]
+        /// Out of fold: each trained fold's network (as written, not calibrated) and the
+        /// training sequences it held out, in fold order (`StreamCalibration` plays them as a
+        /// stream the network did not train on); else empty.
+        public var heldOut: [HeldOut] = []
 
         public init(
             logits: [Float], labels: [Int32], classes: Int, source: String, folds: Int? = nil, trained: Int? = nil, members: [[Float]] = [],
@@ -54,6 +58,13 @@ public enum ModelCalibration {
             self.folds = folds
             self.trained = trained
         }
+    }
+
+    /// A calibration fold's network and the sequences (dataset indices) it did not train on.
+    /// The network is never changed after training (`@unchecked`: a `Network` is a class).
+    public struct HeldOut: @unchecked Sendable {
+        public var network: Network
+        public var sequences: [Int]
     }
 
     /// The temperature that minimises the evidence's mean log loss (`SoftmaxRegression.logitScale`:
@@ -389,7 +400,7 @@ public enum ModelCalibration {
         c.validationFraction = 0
         let parts = try Splits.kFold(dataset, indices: train, k: k, seed: config.seed).folds
         var logits: [Float] = [], labels: [Int32] = [], members: [[Float]] = [], branches: [[Float]] = []
-        var trained = 0
+        var trained = 0, heldOut: [HeldOut] = []
         for (f, part) in parts.enumerated() where labels.count < enough {
             onFold(f, k)
             trained += 1
@@ -398,6 +409,7 @@ public enum ModelCalibration {
             try training.run()
             let network = try FitPipeline.networkToWrite(training.network, config: c, input: input)
             let held = try TrainingData.tensors(dataset, part.test, input: input, stride: c.windowStride, useEvents: c.useEvents)
+            heldOut.append(HeldOut(network: network, sequences: part.test))
             logits += Inference.logits(network, features: held.features, count: held.count)
             labels += held.labels
             let each = try memberLogProbabilities(network, features: held.features, count: held.count)
@@ -405,9 +417,11 @@ public enum ModelCalibration {
             let averaged = try branchLogits(network, features: held.features, count: held.count)
             branches = branches.isEmpty ? averaged : zip(branches, averaged).map { $0 + $1 }
         }
-        return Evidence(
+        var evidence = Evidence(
             logits: logits, labels: labels, classes: dataset.classes.count, source: "outOfFold", folds: k, trained: trained, members: members,
             branches: branches)
+        evidence.heldOut = heldOut
+        return evidence
     }
 
     /// calibration.json of a run folder: the calibration as the model file records it, the

@@ -18,7 +18,10 @@ import PoseCore
 ///   "`s_c ≥ enter[c]`" against "the truth is c" (the middle of the best run of thresholds on
 ///   ties), and `exit[c] = 2/3 · enter[c]`; a class without such a window keeps 0.6 and 0.4
 ///   (`thresholds`). Measured against fixed thresholds on the shared datasets' test clips
-///   played back to back: docs/benchmarks.md, "Events on long streams".
+///   played back to back: docs/benchmarks.md, "Events on long streams";
+/// - the frame rule's switch evidence and a factor of its minimum durations, fitted on a
+///   held-out stream (`heldOutStream`: sequences the scoring network did not train on, with
+///   still stretches between clips as a deployment sees them; `switchEvidence`, `minimumFactor`).
 ///
 /// Training windows are more confident than new ones, but a stream of clips back to back has
 /// the windows that straddle two clips, which are the ones thresholds must reject; calibrating
@@ -45,8 +48,13 @@ public enum StreamCalibration {
         public var sequences: String
         /// Frame-level events (format 1.5): nil leaves the model to make events from windows.
         public var frames: FrameCalibrationInput?
-        /// The config's `switchEvidence`, written into the frame rule's numbers when given.
+        /// The config's `switchEvidence`, written into the frame rule's numbers when given
+        /// (else `streaming` fits it on the held-out stream of the networks it is given).
         public var switchEvidence: Double?
+        /// What the held-out stream is cut from (`heldOutStream`): the dataset (and its class
+        /// names), the input and the seed; nil: no held-out stream (the switch evidence is not
+        /// fitted).
+        public var data: (dataset: Dataset, input: InputSpec, seed: UInt64)?
 
         public init(clip: (frames: Int, frameRate: Double?)?, windows: TensorSet?, sequences: String, frames: FrameCalibrationInput? = nil) {
             self.clip = clip
@@ -72,6 +80,7 @@ public enum StreamCalibration {
                 ? nil
                 : try? StreamCalibration.stream(dataset, indices: onValidation ? validation : train, input: input, clip: clip, seed: config.seed)
             windows = stream?.windows
+            data = (dataset, input, config.seed)
             frames = stream.flatMap { s in
                 (try? StreamCalibration.motion(dataset, indices: train, input: input, clip: clip)).map { m in
                     FrameCalibrationInput(
@@ -91,6 +100,20 @@ public enum StreamCalibration {
         public var runFrames: [Int], runClasses: [Int32]
         public var frameRate: Double
         public var lookAhead: Double
+        /// With `rests`: each frame's motion (`FrameMotion`, as a session measures it).
+        public var motion: [Float]?
+    }
+
+    /// Stretches of a still body between the clips of a calibration stream, as a deployment
+    /// sees them (and as scripts/stream-events builds its test streams): before a clip with
+    /// probability `share` (always before the first, and between two clips of one label, which
+    /// nothing would otherwise separate), and after the last, `shortest` to `longest` seconds of
+    /// the next clip's first pose, reached from the last pose in `reach` seconds and held with
+    /// Gaussian jitter of `jitter` times the body's size on each coordinate. A still frame's
+    /// class is -1 (no action).
+    public struct Rests: Sendable, Equatable {
+        public var share = 2.0 / 3, shortest = 1.5, longest = 2.0, reach = 0.1, jitter = 0.003
+        public init() {}
     }
 
     /// `motion`'s frames moving (above `stillBelow`) and still in turn, run by run from a moving
@@ -169,9 +192,12 @@ public enum StreamCalibration {
 
     /// `windows`, with each window's frames and the stream's frames by class (the class of the
     /// sequence playing at a frame's time; frames as recorded: the sequence it comes from).
-    public static func stream(_ d: Dataset, indices: [Int], input: InputSpec, clip: (frames: Int, frameRate: Double?)?, seed: UInt64) throws
-        -> Stream?
-    {
+    ///
+    /// With `rests`, still stretches come between the clips (`Rests`: seeded by `seed` too) and
+    /// the stream's motion is measured.
+    public static func stream(
+        _ d: Dataset, indices: [Int], input: InputSpec, clip: (frames: Int, frameRate: Double?)?, seed: UInt64, rests: Rests? = nil
+    ) throws -> Stream? {
         var order = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil && d.sequences[$0].frameCount > 0 }
         var generator = SeededGenerator(seed: seed ^ 0x5354_5245_414D)  // "STREAM"
         for k in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(k, Int(generator.next() % UInt64(k + 1))) }
@@ -189,16 +215,57 @@ public enum StreamCalibration {
         var spans: [(end: Double, frames: Int, label: Int32)] = []  // each sequence's last time and frame, and class
         let anyConfidence = order.contains { d.sequences[$0].confidence != nil }
         var t0 = 0.0
+        var still = SeededGenerator(seed: seed ^ 0x5245_5354)  // "REST"
+        typealias Pose = (coordinates: ArraySlice<Float>, present: ArraySlice<UInt8>, confidence: ArraySlice<Float>?)
+        var last: Pose?, lastLabel: Int32?
+        /// A frame of `s` with a joint present: the first, or the last.
+        func pose(_ s: PoseSequence, last: Bool) -> Pose {
+            let seen = (0..<s.frameCount).filter { f in s.present[(f * J)..<((f + 1) * J)].contains { $0 != 0 } }
+            let f = (last ? seen.last : seen.first) ?? 0
+            return (s.coordinates[(f * J * D)..<((f + 1) * J * D)], s.present[(f * J)..<((f + 1) * J)], s.confidence?[(f * J)..<((f + 1) * J)])
+        }
+        /// `seconds` of a still body in `pose`, reached from `last`.
+        func rest(_ pose: Pose, seconds: Double, _ r: Rests) {
+            let n = max(1, Int((seconds / period).rounded())), blend = max(1, Int((r.reach / period).rounded()))
+            let c = Array(pose.coordinates), p = Array(pose.present)
+            var size: Float = 0
+            for axis in 0..<D {
+                let values = (0..<J).filter { p[$0] != 0 }.map { c[$0 * D + axis] }
+                if let lo = values.min(), let hi = values.max() { size = max(size, hi - lo) }
+            }
+            let sigma = Float(r.jitter) * (size > 0 ? size : 1)
+            let from = last.map { (Array($0.coordinates), Array($0.present)) }  // the pose the body comes from
+            for k in 0..<n {
+                let w = Float(min(1, Double(k + 1) / Double(blend)))
+                for j in 0..<J {
+                    for axis in 0..<D {
+                        let q = from.map { $0.1[j] != 0 ? $0.0[j * D + axis] : c[j * D + axis] } ?? c[j * D + axis]
+                        coordinates.append(p[j] != 0 ? (1 - w) * q + w * c[j * D + axis] + sigma * still.nextGaussian() : c[j * D + axis])
+                    }
+                }
+                present += p
+                confidence += pose.confidence.map(Array.init) ?? p.map { $0 != 0 ? 1 : 0 }
+                times.append(t0 + Double(k) * period)
+            }
+            spans.append((times[times.count - 1], times.count, -1))
+            t0 = times[times.count - 1] + period
+        }
         for i in order {
             let s = d.sequences[i]
+            let label = Int32(d.classes.firstIndex(of: s.label!)!)
+            if let r = rests, lastLabel == nil || lastLabel == label || still.nextUnitDouble() < r.share {
+                rest(pose(s, last: false), seconds: r.shortest + (r.longest - r.shortest) * still.nextUnitDouble(), r)
+            }
             coordinates += s.coordinates
             present += s.present
             confidence += s.confidence ?? s.present.map { $0 != 0 ? 1 : 0 }
             let own = s.timestamps ?? (0..<s.frameCount).map { Double($0) * period }
             for t in own { times.append(t0 + t - own[0]) }
-            spans.append((times[times.count - 1], times.count, Int32(d.classes.firstIndex(of: s.label!)!)))
+            spans.append((times[times.count - 1], times.count, label))
             t0 = times[times.count - 1] + period
+            (last, lastLabel) = (pose(s, last: true), label)
         }
+        if let r = rests, let l = last { rest(l, seconds: r.shortest + (r.longest - r.shortest) * still.nextUnitDouble(), r) }
         let stream = PoseSequence(
             id: "calibration", label: nil, jointCount: J, dimensions: D, frameCount: times.count, coordinates: coordinates, present: present,
             confidence: anyConfidence ? confidence : nil, timestamps: times)
@@ -235,10 +302,35 @@ public enum StreamCalibration {
             if runClasses.last == c { runFrames[runFrames.count - 1] += 1 } else { (runFrames, runClasses) = (runFrames + [1], runClasses + [c]) }
         }
         let frameRate = rate ?? d.frameRate ?? 30
+        var motion: [Float]?
+        if rests != nil {
+            let slide = WindowSpec(frames: window.frames, mode: .sliding, padding: input.window.padding, frameRate: rate)
+            let resampled = try slide.retimed(stream, sourceFrameRate: nil)
+            motion = frameMotion(resampled, times: rate.map { r in (0..<resampled.frameCount).map { Double($0) / r } } ?? times, frameRate: rate, bodies: input.bodies ?? 1)
+        }
         return Stream(
             windows: TensorSet(features: features, labels: labels, valuesPerWindow: V), starts: cut.map(\.start), ends: cut.map(\.end),
             runFrames: runFrames, runClasses: runClasses, frameRate: frameRate,
-            lookAhead: lookAhead(frames: window.frames, frameRate: frameRate))
+            lookAhead: lookAhead(frames: window.frames, frameRate: frameRate), motion: motion)
+    }
+
+    /// Each frame's motion (`FrameMotion`, `FrameMotion.lag` frames each way within `s`, as a
+    /// session measures it) at `times`.
+    static func frameMotion(_ s: PoseSequence, times: [Double], frameRate: Double?, bodies M: Int) -> [Float] {
+        let n = s.frameCount, J = s.jointCount, D = s.dimensions, lag = FrameMotion.lag(frameRate: frameRate)
+        var motion = [Float](repeating: 0, count: n)
+        s.coordinates.withUnsafeBufferPointer { c in
+            s.present.withUnsafeBufferPointer { p in
+                for f in 0..<n {
+                    let a = max(0, f - lag), b = min(n - 1, f + lag)
+                    motion[f] = FrameMotion.motion(
+                        frame: c.baseAddress! + f * J * D, framePresent: p.baseAddress! + f * J, a: c.baseAddress! + a * J * D,
+                        aPresent: p.baseAddress! + a * J, b: c.baseAddress! + b * J * D, bPresent: p.baseAddress! + b * J,
+                        seconds: times[b] - times[a], joints: J, dimensions: D, bodies: M)
+                }
+            }
+        }
+        return motion
     }
 
     /// The motion numbers of frame-level events, from the labelled sequences at `indices` (at
@@ -258,7 +350,7 @@ public enum StreamCalibration {
         let rate = input.window.mode == .fit ? window.frameRate : input.window.frameRate
         let slide = WindowSpec(frames: window.frames, mode: .sliding, padding: input.window.padding, frameRate: rate)
         let lag = FrameMotion.lag(frameRate: rate)
-        let J = input.skeleton.jointCount, D = input.skeleton.dimensions, M = input.bodies ?? 1
+        let M = input.bodies ?? 1
         // At most `maximumSequences`, spread evenly over the file: the first ones would leave out
         // the classes of a file sorted by class (Penn Action's last three of 15).
         let candidates = indices.filter { d.sequences[$0].label.flatMap(d.classes.firstIndex) != nil }
@@ -280,18 +372,7 @@ public enum StreamCalibration {
                 let r = d.frameRate ?? 30
                 times = (0..<n).map { Double($0) / r }
             }
-            var motion = [Float](repeating: 0, count: n)
-            s.coordinates.withUnsafeBufferPointer { c in
-                s.present.withUnsafeBufferPointer { p in
-                    for f in 0..<n {
-                        let a = max(0, f - lag), b = min(n - 1, f + lag)
-                        motion[f] = FrameMotion.motion(
-                            frame: c.baseAddress! + f * J * D, framePresent: p.baseAddress! + f * J, a: c.baseAddress! + a * J * D,
-                            aPresent: p.baseAddress! + a * J, b: c.baseAddress! + b * J * D, bPresent: p.baseAddress! + b * J,
-                            seconds: times[b] - times[a], joints: J, dimensions: D, bodies: M)
-                    }
-                }
-            }
+            let motion = frameMotion(s, times: times, frameRate: rate, bodies: M)
             if n > 2 * lag { all += motion[lag..<(n - lag)] }
             clips.append((d.classes.firstIndex(of: d.sequences[i].label!)!, times, motion))
         }
@@ -364,22 +445,95 @@ public enum StreamCalibration {
 
     /// The switch evidence of events from frames (`FrameSegmenter.Settings.switchEvidence`, the
     /// lead another class must gather before an action switches without rest), fitted to a
-    /// model's scores on a calibration stream. `fit` does not call it: on the shared datasets the
-    /// values it fits on the training clips did worse on new streams than the default 0.3
-    /// (docs/benchmarks.md, "third pass"); it is kept for the measurement. The rule: the calibration stream (clips back to back, so that a boundary between two
-    /// runs of different classes is a switch without rest unless the clips' own stillness makes
-    /// it rest) played through `FrameSegmenter` with `settings` (the model's other numbers), its
-    /// frames still or moving as `input.stillRuns` says (all moving without), the
-    /// windows with their probabilities `[N, K]` when their last frame comes, a frame when the
-    /// motion's `lag` frames after it have come, as a live stream gives them; for each value
-    /// of `switchEvidenceGrid`, the F1 score at IoU 0.5 of the events against the stream's runs
-    /// (`eventF1`); the default (0.3) unless the highest beats its F1 by `switchEvidenceMargin`,
-    /// else the value of the highest (the middle of the best run of values on ties). Nil when the
-    /// stream has no frame or no window.
+    /// model's scores on a calibration stream: `fit` gives it the held-out stream
+    /// (`heldOutStream`: sequences the scoring network did not train on, with still stretches
+    /// between two clips in three, as a deployment sees them). On a stream of the training clips
+    /// back to back the values fitted did worse on new streams than the default 0.3
+    /// (docs/benchmarks.md, "third pass"); on the held-out one, "fourth pass". The rule: the
+    /// stream played through the frame rule with `settings` (the model's other numbers; `play`),
+    /// for each value of `switchEvidenceGrid`, and the F1 score at IoU 0.5 of its events against
+    /// the stream's runs of a class (`truth`, `eventF1`); the values within
+    /// `fitTolerance` of the best tie: the default (0.3) when it is among them, else
+    /// the smallest of them (a switch decided soonest). Nil when the stream has no frame or no
+    /// window.
     public static func switchEvidence(probabilities p: [Float], input f: FrameCalibrationInput, settings: FrameSegmenter.Settings) -> Double? {
+        fitted(switchEvidenceGrid, default: FrameSegmenter.Settings.defaultSwitchEvidence, probabilities: p, input: f) { evidence in
+            var s = settings
+            s.switchEvidence = evidence
+            return s
+        }
+    }
+
+    /// The minimum durations' factors tried (1: half the 5th percentile of the training clips'
+    /// durations, `motion`).
+    public static let minimumFactorGrid: [Double] = [1, 1.25, 1.5, 2]
+
+    /// The factor of `minimumFactorGrid` by which every class's minimum duration in `settings`
+    /// is multiplied, fitted on a calibration stream as `switchEvidence` is, with the switch
+    /// evidence of `settings` (`fit`: the one fitted first): of the factors within
+    /// `fitTolerance` of the best F1, 1 when it is among them, else the smallest. A
+    /// longer minimum drops the short events of a phase of an action that scores as another
+    /// class, and short true actions. Nil when the stream has no frame or no window.
+    public static func minimumFactor(probabilities p: [Float], input f: FrameCalibrationInput, settings: FrameSegmenter.Settings) -> Double? {
+        fitted(minimumFactorGrid, default: 1, probabilities: p, input: f) { factor in
+            var s = settings
+            s.minimumDuration = settings.minimumDuration.map { $0 * factor }
+            return s
+        }
+    }
+
+    /// The value of `grid` whose settings (`apply`) make events that match the stream's runs
+    /// best: the F1 score at IoU 0.5 of the events (`play`) against the runs (`truth`,
+    /// `eventF1`) for each value, then `choose`. Nil when the stream has no frame or no window.
+    static func fitted(
+        _ grid: [Double], default value: Double, probabilities p: [Float], input f: FrameCalibrationInput,
+        apply: (Double) -> FrameSegmenter.Settings
+    ) -> Double? {
+        guard let truth = truth(input: f, settings: apply(value)), !f.windowStarts.isEmpty else { return nil }
+        let scores = grid.map { v in
+            eventF1(play(probabilities: p, input: f, settings: apply(v)).map { ($0.event.label, $0.event.start, $0.event.end) }, truth: truth)
+        }
+        return choose(grid, default: value, scores: scores)
+    }
+
+    /// The value of `grid` chosen by its F1 `scores` (one per value): values within
+    /// `fitTolerance` of the best tie (a stream of a few hundred clips cannot tell
+    /// them apart); `value` (the default) stays when it is among them, else the smallest of them
+    /// (a switch decided soonest; the fewest events dropped).
+    static func choose(_ grid: [Double], default value: Double, scores: [Double]) -> Double {
+        precondition(scores.count == grid.count, "one score per value")
+        let best = scores.max() ?? 0
+        let near = scores.indices.filter { scores[$0] >= best - fitTolerance }
+        if let d = grid.firstIndex(of: value), near.contains(d) { return value }
+        return grid[near[0]]
+    }
+
+    /// The calibration stream's true segments (class, first and last frame's seconds): its runs
+    /// of a class that makes events (not -1, not background). Nil for a stream without frames
+    /// or unusable settings.
+    static func truth(input f: FrameCalibrationInput, settings: FrameSegmenter.Settings) -> [(label: Int, start: Double, end: Double)]? {
+        guard f.runFrames.reduce(0, +) > 0 && settings.problem == nil else { return nil }
+        var truth: [(label: Int, start: Double, end: Double)] = [], at = 0
+        for (count, c) in zip(f.runFrames, f.runClasses) where count > 0 {
+            if c >= 0 && Int(c) < settings.classes && !settings.background[Int(c)] {
+                truth.append((Int(c), Double(at) / f.frameRate, Double(at + count - 1) / f.frameRate))
+            }
+            at += count
+        }
+        return truth
+    }
+
+    /// The calibration stream played through `FrameSegmenter` with `settings`, as a live stream
+    /// gives it: the windows with their probabilities `[N, K]` when their last frame comes (clamped
+    /// to the stream), a frame when the motion's `lag` frames after it have come, still or moving as
+    /// `input.stillRuns` says (all moving without). Each event with the stream time it was
+    /// emitted at.
+    static func play(probabilities p: [Float], input f: FrameCalibrationInput, settings: FrameSegmenter.Settings)
+        -> [(event: FrameSegmenter.Event, emitted: Double)]
+    {
         let K = settings.classes, N = f.windowStarts.count, frames = f.runFrames.reduce(0, +)
         precondition(p.count == N * K && f.windowEnds.count == N, "probabilities [windows, classes]")
-        guard frames > 0 && N > 0 && settings.problem == nil else { return nil }
+        guard frames > 0 && settings.problem == nil else { return [] }
         let lag = FrameMotion.lag(frameRate: f.frameRate)
         func time(_ k: Int) -> Double { Double(k) / f.frameRate }
         var still = [Bool](repeating: false, count: frames), k = 0
@@ -390,42 +544,26 @@ public enum StreamCalibration {
         func motion(_ k: Int) -> Float { still[k] ? 0 : .infinity }
         // The windows by their last frame (clamped to the stream), in order.
         let order = (0..<N).filter { f.windowEnds[$0] > f.windowStarts[$0] }.sorted { (min(f.windowEnds[$0], frames), $0) < (min(f.windowEnds[$1], frames), $1) }
-        var truth: [(label: Int, start: Double, end: Double)] = [], at = 0
-        for (count, c) in zip(f.runFrames, f.runClasses) where count > 0 {
-            if c >= 0 && Int(c) < K && !settings.background[Int(c)] { truth.append((Int(c), time(at), time(at + count - 1))) }
-            at += count
-        }
-        let scores = switchEvidenceGrid.map { evidence -> Double in
-            var s = settings
-            s.switchEvidence = evidence
-            var segmenter = FrameSegmenter(settings: s)
-            var events: [FrameSegmenter.Event] = [], next = 0
-            for n in 0..<frames {
-                while next < order.count && min(f.windowEnds[order[next]], frames) - 1 <= n {
-                    let w = order[next]
-                    let end = min(f.windowEnds[w], frames)
-                    segmenter.add(window: f.windowStarts[w], end: end, endTime: time(end - 1), probabilities: Array(p[(w * K)..<((w + 1) * K)]))
-                    next += 1
-                }
-                if n >= lag { events += segmenter.add(frame: n - lag, time: time(n - lag), motion: motion(n - lag), now: time(n)) }
+        var segmenter = FrameSegmenter(settings: settings)
+        var events: [(event: FrameSegmenter.Event, emitted: Double)] = [], next = 0
+        for n in 0..<frames {
+            while next < order.count && min(f.windowEnds[order[next]], frames) - 1 <= n {
+                let w = order[next]
+                let end = min(f.windowEnds[w], frames)
+                segmenter.add(window: f.windowStarts[w], end: end, endTime: time(end - 1), probabilities: Array(p[(w * K)..<((w + 1) * K)]))
+                next += 1
             }
-            for k in max(0, frames - lag)..<frames { events += segmenter.add(frame: k, time: time(k), motion: motion(k), now: time(frames - 1)) }
-            events += segmenter.finish()
-            return eventF1(events.map { ($0.label, $0.start, $0.end) }, truth: truth)
+            if n >= lag { events += segmenter.add(frame: n - lag, time: time(n - lag), motion: motion(n - lag), now: time(n)).map { ($0, time(n)) } }
         }
-        // The default stays unless another value is clearly better: on a stream of training
-        // clips the scores are surer than on new data, and most values tie.
-        let best = scores.max() ?? 0
-        if let d = switchEvidenceGrid.firstIndex(of: FrameSegmenter.Settings.defaultSwitchEvidence), best - scores[d] < switchEvidenceMargin {
-            return FrameSegmenter.Settings.defaultSwitchEvidence
+        for k in max(0, frames - lag)..<frames {
+            events += segmenter.add(frame: k, time: time(k), motion: motion(k), now: time(frames - 1)).map { ($0, time(frames - 1)) }
         }
-        let tied = scores.indices.filter { scores[$0] >= best - 1e-12 }
-        return switchEvidenceGrid[tied[tied.count / 2]]
+        return events + segmenter.finish().map { ($0, time(frames - 1)) }
     }
 
-    /// How much better (F1 at IoU 0.5 on the calibration stream) another switch evidence must do
-    /// than the default for `fit` to record it instead.
-    public static let switchEvidenceMargin = 0.01
+    /// Values (switch evidences, minimum factors) whose F1 at IoU 0.5 on the calibration stream is
+    /// within this of the best tie (`choose`): two events in a hundred true segments.
+    public static let fitTolerance = 0.02
 
     /// The F1 score at IoU 0.5 of `events` against `truth` (class, start and end seconds): each
     /// event, in order, matched to the unmatched true segment of its class it overlaps most, a
@@ -495,9 +633,54 @@ public enum StreamCalibration {
         return f1Thresholds(truth: truth, classes: K) { n, k in smoothed[n * K + k] }
     }
 
+    /// The held-out stream of the switch evidence and minimum factor: for each of `folds` (a
+    /// network and the sequences it did not train on: `fit`'s calibration folds), those
+    /// sequences as a stream with still stretches between clips (`stream` with `Rests`, each
+    /// fold seeded by `source`'s seed and its place), the fold's network's probabilities of its
+    /// windows, and the frames' stillness at `source`'s `stillBelow`; the folds' streams one
+    /// after another (each starts with a still stretch, no window spans two). Nil without a
+    /// frame calibration, data, or a window.
+    public static func heldOutStream(_ source: Source, folds: [ModelCalibration.HeldOut]) throws
+        -> (probabilities: [Float], input: FrameCalibrationInput)?
+    {
+        guard let data = source.data, var out = source.frames else { return nil }
+        var p: [Float] = [], starts: [Int] = [], ends: [Int] = [], runFrames: [Int] = [], runClasses: [Int32] = [], motion: [Float] = []
+        for (f, fold) in folds.enumerated() {
+            guard
+                let s = try stream(
+                    data.dataset, indices: fold.sequences, input: data.input, clip: source.clip, seed: data.seed &+ UInt64(f), rests: Rests()),
+                var m = s.motion
+            else { continue }
+            let n = s.runFrames.reduce(0, +), offset = motion.count
+            m = Array(m.prefix(n)) + [Float](repeating: m.last ?? 0, count: max(0, n - m.count))
+            p += Inference.probabilities(fold.network, features: s.windows.features, count: s.windows.count)
+            starts += s.starts.map { min($0, n) + offset }
+            ends += s.ends.map { min($0, n) + offset }
+            (runFrames, runClasses, motion) = (runFrames + s.runFrames, runClasses + s.runClasses, motion + m)
+        }
+        guard !starts.isEmpty else { return nil }
+        (out.windowStarts, out.windowEnds, out.runFrames, out.runClasses) = (starts, ends, runFrames, runClasses)
+        out.stillRuns = stillRuns(motion, stillBelow: out.stillBelow)
+        return (p, out)
+    }
+
+    /// The frame rule as `EventOptions.standard(for:)` makes it from a model file's `frames`
+    /// for `classes` (background classes by name), at the motion lag of `frameRate`.
+    static func settings(_ frames: ModelHeader.Streaming.Frames, classes: [String], frameRate: Double) -> FrameSegmenter.Settings? {
+        var o = EventOptions.standard(classes: classes)
+        o.frames = FrameOptions(frames, classes: classes)
+        o.frames?.motionLag = FrameMotion.lag(frameRate: frameRate)
+        for (k, c) in classes.enumerated() { o.classThresholds[c] = EventOptions.Thresholds(enter: Float(frames.enter[k]), exit: Float(frames.exit[k])) }
+        return o.segmenterSettings(classes: classes).flatMap { $0.problem == nil ? $0 : nil }
+    }
+
     /// The `streaming` header field of `network` (the model about to be written) for `source`:
-    /// the clip, and the thresholds of its calibration windows.
-    public static func streaming(network: Network, source: Source, classes K: Int) -> ModelHeader.Streaming? {
+    /// the clip, the thresholds of its calibration windows, and on the stream of the sequences
+    /// `heldOut`'s networks did not train on (`heldOutStream`): the switch evidence fitted there
+    /// (`switchEvidence`) unless the config gives one, then with it the factor of the minimum
+    /// durations (`minimumFactor`). Without held-out networks no switch evidence but the
+    /// config's is written, and the minimum durations are the training clips' (`motion`).
+    public static func streaming(network: Network, source: Source, classes K: Int, heldOut: [ModelCalibration.HeldOut] = []) -> ModelHeader.Streaming? {
         var out = ModelHeader.Streaming(clipFrames: source.clip?.frames, clipFrameRate: source.clip?.frameRate)
         if let w = source.windows, w.count > 0 {
             let p = Inference.probabilities(network, features: w.features, count: w.count)
@@ -505,12 +688,23 @@ public enum StreamCalibration {
             out.calibration = source.sequences
             if let f = source.frames, f.windowStarts.count == w.count, f.hold.count == K {
                 let (enter, exit) = frameThresholds(probabilities: p, input: f, classes: K)
-                // `switchEvidence` only as the config gives it: fitted on this stream
-                // (`switchEvidence(probabilities:input:settings:)`) it did worse on new streams than
-                // the default (docs/benchmarks.md, "third pass").
-                out.frames = ModelHeader.Streaming.Frames(
+                var frames = ModelHeader.Streaming.Frames(
                     lookAhead: f.lookAhead, stillBelow: f.stillBelow, enter: enter, exit: exit, hold: f.hold, leadIn: f.leadIn, leadOut: f.leadOut,
                     minimumDuration: f.minimumDuration, switchEvidence: source.switchEvidence)
+                // Not on this stream of clips back to back the network trained on: fitted there it
+                // did worse on new streams than the default (docs/benchmarks.md, "third pass").
+                if let names = source.data?.dataset.classes, names.count == K, let (p, stream) = try? heldOutStream(source, folds: heldOut),
+                    var settings = settings(frames, classes: names, frameRate: f.frameRate)
+                {
+                    if frames.switchEvidence == nil, let e = switchEvidence(probabilities: p, input: stream, settings: settings) {
+                        frames.switchEvidence = e
+                        settings.switchEvidence = e
+                    }
+                    if let factor = minimumFactor(probabilities: p, input: stream, settings: settings) {
+                        frames.minimumDuration = frames.minimumDuration.map { ($0 * factor * 1000).rounded() / 1000 }
+                    }
+                }
+                out.frames = frames
             }
         }
         return out == ModelHeader.Streaming() ? nil : out

@@ -2,6 +2,7 @@ import ActionRuntime
 import Datasets
 import Eval
 import Foundation
+import Pipelines
 import PoseCore
 import TestSupport
 import XCTest
@@ -98,17 +99,21 @@ final class EventsCLITests: XCTestCase {
         XCTAssertGreaterThanOrEqual(byEvidence[0]!.count, byEvidence[10]!.count)
 
         // fit --switch-evidence writes the value into the model (the same network: the key
-        // changes no training), and eval reads it from there without the flag.
+        // changes no training), and eval reads it from there without the flag. Without it fit
+        // writes the value it fits on its calibration folds' held-out stream.
         let recorded = runCLI(fitArguments + ["--switch-evidence", "10", "--out", dir + "/run10"])
         XCTAssertEqual(recorded.code, 0, recorded.err)
         let model10 = try ActionModel(contentsOf: dir + "/run10/model.atm")
         XCTAssertEqual(model10.header.streaming?.frames?.switchEvidence, 10)
-        XCTAssertNil(try ActionModel(contentsOf: model).header.streaming?.frames?.switchEvidence, "none written unless given")
-        let byFile = dir + "/switch-file.json"
-        XCTAssertEqual(runCLI(["eval", dir + "/run10/model.atm", path, "--events", "--json", byFile, "--bootstrap", "0"]).code, 0)
-        XCTAssertEqual(
-            try XCTUnwrap(try ReportJSON.read(byFile).events).found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" },
-            byEvidence[10])
+        let fitted = try XCTUnwrap(try ActionModel(contentsOf: model).header.streaming?.frames?.switchEvidence, "fitted when not given")
+        XCTAssertTrue(StreamCalibration.switchEvidenceGrid.contains(fitted), "\(fitted)")
+        func found(_ arguments: [String]) throws -> [String] {
+            let name = dir + "/switch-file.json"
+            XCTAssertEqual(runCLI(["eval"] + arguments + [path, "--events", "--json", name, "--bootstrap", "0", "--force"]).code, 0)
+            return try XCTUnwrap(try ReportJSON.read(name).events).found.map { "\($0.label) \(String(format: "%.3f", $0.start)) \(String(format: "%.3f", $0.end))" }
+        }
+        XCTAssertEqual(try found([dir + "/run10/model.atm"]), try found([dir + "/run10/model.atm", "--switch-evidence", "10"]))
+        XCTAssertEqual(try found([model]), try found([model, "--switch-evidence", "\(fitted)"]))
         let outOfRange = runCLI(fitArguments + ["--switch-evidence", "5000", "--out", dir + "/run5000"])
         XCTAssertNotEqual(outOfRange.code, 0)
         XCTAssertTrue(outOfRange.err.contains("switchEvidence") && outOfRange.err.contains("must be 0 to 3600 score-seconds, got 5000"), outOfRange.err)
