@@ -74,16 +74,38 @@ public enum ModelCalibration {
     /// With `branches` (a network that averages probabilities) the temperature divides each
     /// branch's logits, `p = mean_b softmax(z_b / T)`, chosen the same way (`branchScale`).
     public static func fit(_ e: Evidence) -> ModelHeader.Calibration {
-        let ones = [Double](repeating: 1, count: e.labels.count)
-        let scale =
-            e.branches.isEmpty
-            ? SoftmaxRegression.logitScale(e.logits, labels: e.labels, weights: ones, classes: e.classes)
-            : branchScale(e.branches, labels: e.labels, classes: e.classes)
+        let scale = e.branches.isEmpty ? clippedScale(e.logits, labels: e.labels, classes: e.classes) : branchScale(e.branches, labels: e.labels, classes: e.classes)
         let before = scores(e, scale: 1)
         let after = scores(e, scale: scale)
         return ModelHeader.Calibration(
             temperature: 1 / scale, evidence: e.source, folds: e.folds, windows: e.labels.count, logLossBefore: before.logLoss,
             logLossAfter: after.logLoss, eceBefore: before.ece, eceAfter: after.ece)
+    }
+
+    /// The scale (1 / T) of `SoftmaxRegression.logitScale` fitted on the windows whose log loss
+    /// at it stays within `Metrics.logLossEpsilon`'s clip (34.5 nats), the log loss every report
+    /// gives: one window wrong by a thousand logits would otherwise drive the temperature to where
+    /// that window's softmax spreads (T ≈ 89 measured: every probability of the model near
+    /// uniform). The windows beyond the clip at T = 1 are left out and the fit repeated until the
+    /// set left out stops changing; without such windows, the fit of all of them.
+    static func clippedScale(_ logits: [Float], labels: [Int32], classes K: Int) -> Double {
+        let cap = -log(Metrics.logLossEpsilon)
+        func kept(_ t: Double) -> [Double] {
+            labels.indices.map { i in
+                let z = logits[(i * K)..<((i + 1) * K)].map { t * Double($0) }
+                let top = z.max()!
+                return top + log(z.reduce(0) { $0 + exp($1 - top) }) - z[Int(labels[i])] <= cap ? 1 : 0
+            }
+        }
+        var weights = kept(1), scale = 1.0
+        for _ in 0..<10 {
+            guard weights.contains(1) else { return 1 }
+            scale = SoftmaxRegression.logitScale(logits, labels: labels, weights: weights, classes: K)
+            let next = kept(scale)
+            if next == weights { break }
+            weights = next
+        }
+        return scale
     }
 
     /// The evidence's mean log loss and expected calibration error at `scale` (1 / T): of

@@ -86,6 +86,24 @@ final class ModelCalibrationTests: XCTestCase {
         XCTAssertEqual(ModelCalibration.fit(ModelCalibration.Evidence(logits: wide, labels: labels, classes: K, source: "outOfFold")).temperature, 1)
     }
 
+    /// One window wrong by 1,500 logits (its log loss beyond the reports' clip at any sensible
+    /// temperature) does not decide the temperature: the fit is that of the other windows, where
+    /// over the unclipped loss it flattened the model to near uniform.
+    func testAWindowWrongByAThousandLogitsDoesNotFlattenTheModel() {
+        let e = Self.overconfident(n: 600, classes: 3, sharpness: 2, seed: 4)
+        let clean = ModelCalibration.fit(e)
+        XCTAssertEqual(clean.temperature, 2, accuracy: 0.25, "the labels were drawn at sharpness 1")
+        XCTAssertEqual(ModelCalibration.clippedScale(e.logits, labels: e.labels, classes: 3), SoftmaxRegression.logitScale(e.logits, labels: e.labels, weights: .init(repeating: 1, count: 600), classes: 3), "no outlier: the plain fit")
+        var bad = e
+        bad.logits += [1500, 0, 0]
+        bad.labels.append(2)
+        let unclipped = 1 / SoftmaxRegression.logitScale(bad.logits, labels: bad.labels, weights: .init(repeating: 1, count: 601), classes: 3)
+        XCTAssertGreaterThan(unclipped, 5, "over the unclipped loss the one window flattens the model")
+        let c = ModelCalibration.fit(bad)
+        XCTAssertEqual(c.temperature, clean.temperature, accuracy: 1e-9)
+        XCTAssertLessThan(c.logLossAfter, c.logLossBefore)
+    }
+
     /// Logits that are already calibrated keep a temperature of about 1.
     func testCalibratedLogitsKeepATemperatureOfAboutOne() {
         let c = ModelCalibration.fit(Self.overconfident(n: 4000, classes: 3, sharpness: 1, seed: 9))
