@@ -263,7 +263,7 @@ public enum ReportJSON {
             let newlines = bytes.indices.filter { bytes[$0] == 0x0A }
             let lineStart = e.line == 1 ? 0 : newlines[e.line - 2] + 1
             if lineStart + e.column - 1 >= end {
-                return "ends in the middle of its JSON (line \(e.line), column \(e.column)): the file is cut short; copy it again or write it again with 'actiontrain eval --json'"
+                return "ends in the middle of its JSON (line \(e.line), column \(e.column)): the file is cut short; copy it again or let eval write it again"
             }
             return "is not valid JSON (\(e)); pass \(expected)"
         } catch {

@@ -280,7 +280,7 @@ extension BadInputCLITests {
         XCTAssertEqual(a.code, 1)
         XCTAssertTrue(
             a.err.hasPrefix("error: \(cut): ends in the middle of its JSON (line \(line), column ")
-                && a.err.hasSuffix("): the file is cut short; copy it again or write it again with 'actiontrain eval --json'\n"), a.err)
+                && a.err.hasSuffix("): the file is cut short; copy it again or let eval write it again\n"), a.err)
         let b = runCLI(["compare", model, report])
         XCTAssertEqual(b.code, 1)
         XCTAssertEqual(b.err, "error: \(model): is an actiontrain model file, not a report; pass a report.json written by 'actiontrain eval'\n")
