@@ -358,6 +358,7 @@ public enum Recipe {
             var plain = a
             (plain.flipProbability, plain.maxRotationDegrees) = (0, standardAugmentation.maxRotationDegrees)
             (plain.viewProbability, plain.maxViewDegrees) = (0, 0)
+            (plain.tiltProbability, plain.maxTiltDegrees) = (0, 0)
             var parts: [String] = []
             if a.rotationProbability > 0 { parts.append("rotation ±\(Int(a.maxRotationDegrees.rounded()))°") }
             if a.scaleProbability > 0 { parts.append("scale ±\(Int((a.maxScaleChange * 100).rounded()))%") }
@@ -366,11 +367,12 @@ public enum Recipe {
             if a.timeWarpProbability > 0 { parts.append("time warp ±\(Int((a.maxTimeWarp * 100).rounded()))%") }
             if a.flipProbability > 0 { parts.append("mirror images") }
             if a.viewProbability > 0 && a.maxViewDegrees > 0 { parts.append("cameras moved ±\(Int(a.maxViewDegrees.rounded()))°") }
+            if a.tiltProbability > 0 && a.maxTiltDegrees > 0 { parts.append("cameras tilted ±\(Int(a.maxTiltDegrees.rounded()))°") }
             guard plain == standardAugmentation else { return parts.isEmpty ? "none" : parts.joined(separator: ", ") }
             var kinds: [String] = []
             if a.flipProbability > 0 { kinds.append("flips") }
             if a.maxRotationDegrees != standardAugmentation.maxRotationDegrees { kinds.append("wider turns") }
-            if a.viewProbability > 0 && a.maxViewDegrees > 0 { kinds.append("other views") }
+            if (a.viewProbability > 0 && a.maxViewDegrees > 0) || (a.tiltProbability > 0 && a.maxTiltDegrees > 0) { kinds.append("other views") }
             let name = kinds.isEmpty ? "standard" : "standard and \(kinds.joined(separator: ", "))"
             return "\(name) (\(parts.joined(separator: ", ")))"
         default: return "\(v)"

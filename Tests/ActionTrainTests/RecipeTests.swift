@@ -481,6 +481,11 @@ final class RecipeTests: XCTestCase {
                 let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
                 XCTAssertEqual(size.seen.contains("views \(views.rawValue): cameras tilted up to ±30°"), on, size.seen)
                 XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
+                if on {
+                    let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation cameras tilted ±30°"
+                    XCTAssertTrue(size.set.contains(name), size.set)
+                    XCTAssertTrue(size.set.contains("cameras tilted ±30°"), size.set)
+                }
             }
         }
         let (flat, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(Self.flat(perClass: 9), indices: Array(0..<27)))
