@@ -403,33 +403,10 @@ final class RecipeTests: XCTestCase {
         XCTAssertEqual(Recipe.viewChange.probability, 1)
         XCTAssertEqual(Recipe.viewChange.degrees, 90)
         XCTAssertEqual(Recipe.viewCopies, 4)
-        for perClass in [9, 70] {
-            let d = Self.flat(perClass: perClass)
-            let p = DatasetProfile(d, indices: Array(d.sequences.indices))
-            for views in TrainingConfig.Views.allCases {
-                var base = TrainingConfig()
-                base.views = views
-                let (c, choices) = Recipe.choose(base, explicit: ["views"], profile: p)
-                let on = views == .other || (views == .auto && Recipe.viewChangeByDefault)
-                let what = "\(perClass) a class, views \(views)"
-                XCTAssertFalse(c.alignFacing, what)
-                XCTAssertEqual(c.augmentation.viewProbability, on ? 1 : 0, what)
-                XCTAssertEqual(c.augmentation.maxViewDegrees, on ? 90 : 0, what)
-                XCTAssertEqual(c.linearHeadCopies, on ? 4 : 0, what)
-                var rest = c.augmentation
-                (rest.viewProbability, rest.maxViewDegrees) = (0, 0)
-                XCTAssertEqual(rest, perClass == 9 ? Recipe.standardAugmentation : AugmentationConfig(), what)
-                let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
-                XCTAssertEqual(size.seen.contains("views \(views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±90°"), on, size.seen)
-                XCTAssertEqual(size.seen.contains("the pyramid's linear head fits 4 copies of each window so changed too (fewer beyond 1,250 rows)"), on, size.seen)
-                XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
-                if on {
-                    let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation cameras moved ±90°"
-                    XCTAssertTrue(size.set.contains(name), size.set)
-                    XCTAssertTrue(size.set.contains("cameras moved ±90°"), size.set)
-                }
-            }
-        }
+        try assertCamerasImitated(
+            Self.flat, on: { $0 == .other || ($0 == .auto && Recipe.viewChangeByDefault) }, probability: \.viewProbability, degrees: \.maxViewDegrees,
+            expected: 90, seen: { "views \($0.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±90°" }, part: "cameras moved ±90°",
+            check: { c, what in XCTAssertFalse(c.alignFacing, what) })
         // An augmentation the user gave is kept, and without a view change the head fits no copies.
         let d = Self.flat(perClass: 9)
         var given = TrainingConfig()
@@ -462,34 +439,49 @@ final class RecipeTests: XCTestCase {
     func testThreeDimensionalBodiesAreTiltedUnlessTheViewsStay() throws {
         XCTAssertEqual(Recipe.cameraTilt.probability, 1)
         XCTAssertEqual(Recipe.cameraTilt.degrees, 30)
+        try assertCamerasImitated(
+            { Self.dataset(perClass: $0) }, on: { $0 != .same }, probability: \.tiltProbability, degrees: \.maxTiltDegrees, expected: 30,
+            seen: { "views \($0.rawValue): cameras tilted up to ±30°" }, part: "cameras tilted ±30°",
+            check: { c, what in XCTAssertEqual(c.alignFacing, !what.hasSuffix("same"), what) })
+        let (flat, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(Self.flat(perClass: 9), indices: Array(0..<27)))
+        XCTAssertEqual(flat.augmentation.tiltProbability, 0, "2D: no tilt")
+    }
+
+    /// For small (9 a class) and large (70) data of `data` and every `views`: where `on(views)`,
+    /// the recipe's augmentation is the standard one (small) or none (large) plus the camera change
+    /// (`probability` 1, `degrees` `expected`), the pyramid's head fits 4 copies, and the size line
+    /// says so (`seen`, and `part` in what it set); elsewhere neither. `check` adds a test's own.
+    func assertCamerasImitated(
+        _ data: (Int) -> Dataset, on: (TrainingConfig.Views) -> Bool, probability: WritableKeyPath<AugmentationConfig, Double>,
+        degrees: WritableKeyPath<AugmentationConfig, Double>, expected: Double, seen: (TrainingConfig.Views) -> String, part: String,
+        check: (TrainingConfig, String) -> Void
+    ) throws {
         for perClass in [9, 70] {
-            let d = Self.dataset(perClass: perClass)
+            let d = data(perClass)
             let p = DatasetProfile(d, indices: Array(d.sequences.indices))
             for views in TrainingConfig.Views.allCases {
                 var base = TrainingConfig()
                 base.views = views
                 let (c, choices) = Recipe.choose(base, explicit: ["views"], profile: p)
-                let on = views != .same
-                let what = "\(perClass) a class, views \(views)"
-                XCTAssertEqual(c.alignFacing, on, what)
-                XCTAssertEqual(c.augmentation.tiltProbability, on ? 1 : 0, what)
-                XCTAssertEqual(c.augmentation.maxTiltDegrees, on ? 30 : 0, what)
+                let on = on(views), what = "\(perClass) a class, views \(views)"
+                check(c, what)
+                XCTAssertEqual(c.augmentation[keyPath: probability], on ? 1 : 0, what)
+                XCTAssertEqual(c.augmentation[keyPath: degrees], on ? expected : 0, what)
                 XCTAssertEqual(c.linearHeadCopies, on ? 4 : 0, what)
                 var rest = c.augmentation
-                (rest.tiltProbability, rest.maxTiltDegrees) = (0, 0)
+                (rest[keyPath: probability], rest[keyPath: degrees]) = (0, 0)
                 XCTAssertEqual(rest, perClass == 9 ? Recipe.standardAugmentation : AugmentationConfig(), what)
                 let size = try XCTUnwrap(choices.first { $0.topic == "size" }, what)
-                XCTAssertEqual(size.seen.contains("views \(views.rawValue): cameras tilted up to ±30°"), on, size.seen)
+                XCTAssertEqual(size.seen.contains(seen(views)), on, size.seen)
+                XCTAssertEqual(size.seen.contains("the pyramid's linear head fits 4 copies of each window so changed too (fewer beyond 1,250 rows)"), on, size.seen)
                 XCTAssertEqual(size.set.contains("linearHeadCopies 4"), on, size.set)
                 if on {
-                    let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation cameras tilted ±30°"
+                    let name = perClass == 9 ? "augmentation standard and other views (rotation ±15°, " : "augmentation \(part)"
                     XCTAssertTrue(size.set.contains(name), size.set)
-                    XCTAssertTrue(size.set.contains("cameras tilted ±30°"), size.set)
+                    XCTAssertTrue(size.set.contains(part), size.set)
                 }
             }
         }
-        let (flat, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(Self.flat(perClass: 9), indices: Array(0..<27)))
-        XCTAssertEqual(flat.augmentation.tiltProbability, 0, "2D: no tilt")
     }
 
     /// Laterality: per sequence (L − R)/(L + R) of the left and right joints' movement; its
