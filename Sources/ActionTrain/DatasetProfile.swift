@@ -31,6 +31,11 @@ public struct DatasetProfile: Equatable, Sendable {
     /// For a skeleton that names no bones: a tree of the most rigid joint pairs
     /// (`SkeletonGraph.inferred`), as `[parent, child]` names; empty when the skeleton has bones.
     public var inferredBones: [[String]]
+    /// For a skeleton that names neither bones nor mirror pairs: the left/right pairs of the
+    /// inferred tree (`MirrorPairs.inferred`) as `[left, right]` names, the sides of different
+    /// limbs (legs, arms) agreeing in the data; empty otherwise. `facingSpread` and `laterality`
+    /// read them like named pairs.
+    public var inferredMirrorPairs: [[String]]
     /// 3D skeletons with left/right hips or shoulders: how much the direction the bodies face
     /// varies between training sequences, in degrees: the circular standard deviation of each
     /// sequence's mean side vector (right minus left, projected on the horizontal plane of
@@ -86,9 +91,20 @@ public struct DatasetProfile: Equatable, Sendable {
         frameRate = dataset.frameRate ?? Self.timestampRate(dataset, labeled)
         eventShare = labeled.isEmpty ? 0 : Double(labeled.filter { !dataset.sequences[$0].events.isEmpty }.count) / Double(labeled.count)
         (bodySize, offset, axisSpread) = Self.geometry(dataset, labeled, maxFrames: maxFrames)
-        inferredBones = skeleton.bones.isEmpty ? SkeletonGraph.inferred(dataset, indices: labeled, maxFrames: maxFrames) : []
-        facingSpread = Self.facingSpread(dataset, labeled, verticalAxis: verticalAxis)
-        laterality = Self.laterality(dataset, labeled)
+        let tree: (edges: [[Int]], lengths: [Double]) = skeleton.bones.isEmpty ? SkeletonGraph.inferredTree(dataset, indices: labeled, maxFrames: maxFrames) : ([], [])
+        let names = skeleton.joints
+        inferredBones = tree.edges.map { [names[$0[0]], names[$0[1]]] }
+        inferredMirrorPairs =
+            skeleton.mirrorPairs.isEmpty
+            ? Self.oriented(MirrorPairs.inferred(joints: skeleton.jointCount, edges: tree.edges, lengths: tree.lengths), dataset, labeled, maxFrames: maxFrames)
+                .map { [names[$0.left], names[$0.right]] } : []
+        var paired = dataset
+        if !inferredMirrorPairs.isEmpty {
+            paired.skeleton.mirrorPairs = inferredMirrorPairs
+            paired.skeleton.bones = inferredBones
+        }
+        facingSpread = Self.facingSpread(paired, labeled, verticalAxis: verticalAxis, inferred: !inferredMirrorPairs.isEmpty)
+        laterality = Self.laterality(paired, labeled)
         var absent = 0, total = 0
         for i in labeled {
             let q = dataset.sequences[i]
@@ -100,8 +116,37 @@ public struct DatasetProfile: Equatable, Sendable {
         bodyOrder = dataset.bodyOrder
     }
 
-    /// The hip and shoulder joints of each side (`Recipe.hasFacingPairs`'s joints), as indices.
-    static func facingJoints(_ sk: Skeleton) -> (left: [Int], right: [Int]) {
+    /// `pairs` with the limbs (`MirrorPairs.Pair.limb`) after the first swapped where their root
+    /// pair's right-minus-left points against the first limb's in the sampled frames (on average),
+    /// so that "left" is one side of the body in every limb.
+    static func oriented(_ pairs: [MirrorPairs.Pair], _ d: Dataset, _ indices: [Int], maxFrames: Int) -> [MirrorPairs.Pair] {
+        let roots = pairs.filter(\.root)
+        guard let first = roots.first, roots.count > 1 else { return pairs }
+        let J = d.skeleton.jointCount, D = d.skeleton.dimensions
+        var agreement = [Double](repeating: 0, count: roots.count)
+        DatasetProfile.forEachSampledFrame(d, indices, maxFrames: maxFrames) { s, f in
+            func side(_ p: MirrorPairs.Pair) -> [Double]? {
+                guard s.present[f * J + p.left] != 0 && s.present[f * J + p.right] != 0 else { return nil }
+                return (0..<D).map { Double(s.coordinates[(f * J + p.right) * D + $0] - s.coordinates[(f * J + p.left) * D + $0]) }
+            }
+            guard let a = side(first) else { return }
+            for (k, r) in roots.enumerated().dropFirst() {
+                guard let b = side(r) else { continue }
+                let dot = zip(a, b).reduce(0) { $0 + $1.0 * $1.1 }
+                agreement[k] += dot > 0 ? 1 : dot < 0 ? -1 : 0
+            }
+        }
+        let swapped = Set(roots.indices.filter { agreement[$0] < 0 }.map { roots[$0].limb })
+        return pairs.map { p in swapped.contains(p.limb) ? MirrorPairs.Pair(left: p.right, right: p.left, limb: p.limb, root: p.root) : p }
+    }
+
+    /// The hip and shoulder joints of each side (`Recipe.hasFacingPairs`'s joints), as indices;
+    /// for pairs inferred from the tree (joints without names), `MirrorPairs.sideJoints`.
+    static func facingJoints(_ sk: Skeleton, inferred: Bool = false) -> (left: [Int], right: [Int]) {
+        if inferred {
+            let (l, r) = MirrorPairs.sideJoints(sk)
+            return (l.compactMap(sk.index(of:)), r.compactMap(sk.index(of:)))
+        }
         var left: [Int] = [], right: [Int] = []
         for pair in sk.mirrorPairs where pair.count == 2 {
             let name = pair[0].lowercased()
@@ -115,10 +160,10 @@ public struct DatasetProfile: Equatable, Sendable {
     /// `facingSpread`: per sequence the sum over frames of (mean right − mean left) of the
     /// facing joints on the two horizontal axes, its angle, then the circular standard
     /// deviation `√(−2 ln R)` of the angles (R the length of their mean unit vector), in degrees.
-    static func facingSpread(_ d: Dataset, _ indices: [Int], verticalAxis v: Int) -> Double? {
+    static func facingSpread(_ d: Dataset, _ indices: [Int], verticalAxis v: Int, inferred: Bool = false) -> Double? {
         let sk = d.skeleton
         guard sk.dimensions == 3, (0..<3).contains(v) else { return nil }
-        let (left, right) = facingJoints(sk)
+        let (left, right) = facingJoints(sk, inferred: inferred)
         guard !left.isEmpty else { return nil }
         let h1 = v == 0 ? 1 : 0, h2 = v == 2 ? 1 : 2
         var c = 0.0, s = 0.0, n = 0

@@ -47,7 +47,7 @@ public enum Recipe {
             if !setKeys.isEmpty { choices.append(Choice(topic: topic, seen: seen, set: setKeys.joined(separator: ", "))) }
             setKeys = []
         }
-        let sk = p.skeleton
+        var sk = p.skeleton
         let D = sk.dimensions
 
         // Windows.
@@ -119,6 +119,20 @@ public enum Recipe {
             scaleText += "; the axes spread \(spreads.map { format($0) }.joined(separator: ", ")): different units? axisDivisors converts them"
         }
         var facing = ""
+        // A skeleton that names no mirror pairs: those of the inferred tree (`MirrorPairs`), for
+        // the facing below and the flips of the laterality rule, as a named skeleton's.
+        if sk.mirrorPairs.isEmpty {
+            if !p.inferredMirrorPairs.isEmpty && set("mirrorPairs", \.mirrorPairs, p.inferredMirrorPairs) {
+                facing += "; the inferred tree mirrors \(p.inferredMirrorPairs.count) joint pairs (subtrees of one shape and bone lengths)"
+            }
+            if !c.mirrorPairs.isEmpty {
+                sk.mirrorPairs = c.mirrorPairs
+                var tree = sk
+                tree.bones = c.graph.isEmpty ? p.inferredBones : c.graph
+                let sides = MirrorPairs.sideJoints(tree)
+                if D == 3 { facing += ", sides \(sides.left.joined(separator: "+")) | \(sides.right.joined(separator: "+"))" }
+            }
+        }
         if D == 3 && hasFacingPairs(sk) {
             // A camera elsewhere sees the bodies turned: each window is turned to face one way,
             // unless the user says the cameras stay where they were (docs/benchmarks.md,
@@ -126,7 +140,7 @@ public enum Recipe {
             let align = c.views != .same
             _ = set("alignFacing", \.alignFacing, align)
             let spread = p.facingSpread.map { ", the direction bodies face varies by \(Int($0.rounded()))° between sequences" } ?? ""
-            facing = spread + (align ? "; views \(c.views.rawValue): a camera elsewhere sees them turned" : "; views same: kept as recorded")
+            facing += spread + (align ? "; views \(c.views.rawValue): a camera elsewhere sees them turned" : "; views same: kept as recorded")
         }
         note("coordinates", "\(D)D \(units(sk)), \(centreText), \(scaleText)\(facing)")
 

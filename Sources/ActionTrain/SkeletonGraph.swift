@@ -115,8 +115,15 @@ public struct SkeletonGraph: Equatable, Sendable {
     /// result has `joints - 1` edges as `[parent, child]` names, grown from joint 0.
     public static func inferred(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000) -> [[String]] {
         let sk = dataset.skeleton
+        return inferredTree(dataset, indices: indices, maxFrames: maxFrames).edges.map { [sk.joints[$0[0]], sk.joints[$0[1]]] }
+    }
+
+    /// `inferred`'s tree as `[parent, child]` indices, with each edge's mean length (in body
+    /// sizes: each frame's distance divided by that frame's body size).
+    static func inferredTree(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000) -> (edges: [[Int]], lengths: [Double]) {
+        let sk = dataset.skeleton
         let J = sk.jointCount, D = sk.dimensions
-        guard J > 1 else { return [] }
+        guard J > 1 else { return ([], []) }
         var n = [Double](repeating: 0, count: J * J), sum = n, squares = n
         func squaredDistance(_ p: [Double], _ q: [Double]) -> Double { zip(p, q).reduce(0) { $0 + ($1.0 - $1.1) * ($1.0 - $1.1) } }
         DatasetProfile.forEachSampledFrame(dataset, indices, maxFrames: maxFrames) { s, f in
@@ -148,12 +155,14 @@ public struct SkeletonGraph: Equatable, Sendable {
         var best = [Double](repeating: .infinity, count: J), parent = [Int](repeating: 0, count: J)
         inTree[0] = true
         for v in 1..<J { best[v] = weight(0, v) }
-        var edges: [[String]] = []
+        var edges: [[Int]] = [], lengths: [Double] = []
         for _ in 1..<J {
             var next = -1
             for v in 0..<J where !inTree[v] && (next < 0 || best[v] < best[next]) { next = v }
             inTree[next] = true
-            edges.append([sk.joints[parent[next]], sk.joints[next]])
+            edges.append([parent[next], next])
+            let (lo, hi) = (min(parent[next], next), max(parent[next], next))
+            lengths.append(n[lo * J + hi] > 0 ? sum[lo * J + hi] / n[lo * J + hi] : .infinity)
             for v in 0..<J where !inTree[v] {
                 let w = weight(next, v)
                 if w < best[v] {
@@ -162,6 +171,6 @@ public struct SkeletonGraph: Equatable, Sendable {
                 }
             }
         }
-        return edges
+        return (edges, lengths)
     }
 }

@@ -171,6 +171,10 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
     /// skeleton's bones. For a skeleton that names no bones they are also its bones (the `bones`
     /// channel block, and the skeleton of the model written); the recipe infers them from the data.
     public var graph: [[String]] = []
+    /// Left/right mirror pairs `[left, right]` of a skeleton that names none: they become its
+    /// `mirrorPairs` (flips, `alignFacing`, `testTimeFlip`, the skeleton of the model written). The
+    /// recipe infers them from the tree of `graph` (`MirrorPairs`) for a skeleton that names no bones.
+    public var mirrorPairs: [[String]] = []
     /// The joint pairs of the relational channel blocks (`relativePositions`, `distances`), as
     /// joint-name pairs `[a, b]` (the value is `c[b] − c[a]`): e.g. within each body and between
     /// the bodies' key joints of a 2-body model. Empty: every pair of the skeleton's joints.
@@ -360,6 +364,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
         try read(.widths, &widths)
         try read(.kernel, &kernel)
         try read(.graph, &graph)
+        try read(.mirrorPairs, &mirrorPairs)
         try read(.pairs, &pairs)
         try read(.pyramid, &pyramid)
         try read(.ftpCoefficients, &ftpCoefficients)
@@ -601,6 +606,13 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             _ = try SkeletonGraph(skeleton: skeleton, edges: graph)  // names the wrong pair
             skeleton.bones = graph
         }
+        let givenPairs = skeleton.mirrorPairs.isEmpty && !mirrorPairs.isEmpty
+        if givenPairs {
+            skeleton.mirrorPairs = mirrorPairs
+            if let p = skeleton.problems().first(where: { $0.field == "mirrorPairs" }) {
+                throw TrainingError.invalidConfig(field: "mirrorPairs", reason: "does not fit skeleton '\(skeleton.name)': \(p.problem)")
+            }
+        }
         let window = WindowSpec(frames: windowFrames, mode: windowMode, padding: windowPadding, frameRate: frameRate)
         var spec: InputSpec
         do {
@@ -627,7 +639,7 @@ public struct TrainingConfig: Codable, Hashable, Sendable {
             guard skeleton.dimensions == 3 else {
                 throw TrainingError.invalidConfig(field: "alignFacing", reason: "is for 3D skeletons; '\(skeleton.name)' is 2D")
             }
-            let (left, right) = skeleton.sideJoints
+            let (left, right) = givenPairs ? MirrorPairs.sideJoints(skeleton) : skeleton.sideJoints
             guard !left.isEmpty else {
                 throw TrainingError.invalidConfig(
                     field: "alignFacing", reason: "needs left/right joint pairs (mirrorPairs) in skeleton '\(skeleton.name)'")

@@ -13,7 +13,7 @@ public enum Shards {
     /// seed and validation fraction choose the validation split).
     public static let windowKeys = [
         "windowFrames", "windowStride", "windowMode", "frameRate", "channels", "windowPadding", "useEvents", "centring", "scaling",
-        "scaleDivisor", "axisDivisors", "graph", "pairs", "alignFacing", "verticalAxis", "streams", "members", "fillGaps", "augmentation", "validationFraction", "seed",
+        "scaleDivisor", "axisDivisors", "graph", "mirrorPairs", "pairs", "alignFacing", "verticalAxis", "streams", "members", "fillGaps", "augmentation", "validationFraction", "seed",
     ]
 
     /// Windows per shard unless told otherwise.

@@ -18,6 +18,7 @@ final class TrainingConfigTests: XCTestCase {
         c.widths = [9, 5]
         c.kernel = 3
         c.graph = [["a", "b"]]
+        c.mirrorPairs = [["a", "c"]]
         c.pairs = [["a", "c"]]
         c.pyramid = [1, 2]
         c.dilationBase = 3
