@@ -208,12 +208,15 @@ public final class SoftmaxRegression {
     /// The weighted mean log loss `Σ_i s_i (logsumexp(t·z_i) − t·z_i,y_i)` of `logits [n, K]` scaled by `scale` (t).
     public static func logLoss(_ logits: [Float], scale t: Double, labels: [Int32], weights s: [Double], classes K: Int) -> Double {
         var total = 0.0
-        for i in labels.indices where s[i] > 0 {
-            let z = logits[(i * K)..<((i + 1) * K)].map { t * Double($0) }
-            let top = z.max()!
-            total += s[i] * (top + log(z.reduce(0) { $0 + exp($1 - top) }) - z[Int(labels[i])])
-        }
+        for i in labels.indices where s[i] > 0 { total += s[i] * rowLogLoss(logits, row: i, scale: t, label: labels[i], classes: K) }
         return total
+    }
+
+    /// Row i's log loss `logsumexp(t·z_i) − t·z_i,y` of `logits [n, K]` scaled by `scale` (t).
+    public static func rowLogLoss(_ logits: [Float], row i: Int, scale t: Double, label y: Int32, classes K: Int) -> Double {
+        let z = logits[(i * K)..<((i + 1) * K)].map { t * Double($0) }
+        let top = z.max()!
+        return top + log(z.reduce(0) { $0 + exp($1 - top) }) - z[Int(y)]
     }
 
     /// The factor t > 0 that minimises the weighted log loss `Σ_i s_i (logsumexp(t·z_i) − t·z_i,y_i)`

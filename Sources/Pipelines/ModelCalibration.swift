@@ -91,11 +91,7 @@ public enum ModelCalibration {
     static func clippedScale(_ logits: [Float], labels: [Int32], classes K: Int) -> Double {
         let cap = -log(Metrics.logLossEpsilon)
         func kept(_ t: Double) -> [Double] {
-            labels.indices.map { i in
-                let z = logits[(i * K)..<((i + 1) * K)].map { t * Double($0) }
-                let top = z.max()!
-                return top + log(z.reduce(0) { $0 + exp($1 - top) }) - z[Int(labels[i])] <= cap ? 1 : 0
-            }
+            labels.indices.map { SoftmaxRegression.rowLogLoss(logits, row: $0, scale: t, label: labels[$0], classes: K) <= cap ? 1 : 0 }
         }
         var weights = kept(1), scale = 1.0
         for _ in 0..<10 {
