@@ -41,11 +41,11 @@ public enum ModelCalibration {
         /// Out of fold: each trained fold's network (as written, not calibrated) and the
         /// training sequences it held out, in fold order (`StreamCalibration` plays them as a
         /// stream the network did not train on); else empty.
-        public var heldOut: [HeldOut] = []
+        public var heldOut: [HeldOut]
 
         public init(
             logits: [Float], labels: [Int32], classes: Int, source: String, folds: Int? = nil, trained: Int? = nil, members: [[Float]] = [],
-            branches: [[Float]] = []
+            branches: [[Float]] = [], heldOut: [HeldOut] = []
         ) {
             precondition(logits.count == labels.count * classes, "logits shape")
             precondition((members + branches).allSatisfy { $0.count == logits.count }, "member log-probabilities shape")
@@ -57,6 +57,7 @@ public enum ModelCalibration {
             self.source = source
             self.folds = folds
             self.trained = trained
+            self.heldOut = heldOut
         }
     }
 
@@ -435,11 +436,9 @@ public enum ModelCalibration {
             let averaged = try branchLogits(network, features: held.features, count: held.count)
             branches = branches.isEmpty ? averaged : zip(branches, averaged).map { $0 + $1 }
         }
-        var evidence = Evidence(
+        return Evidence(
             logits: logits, labels: labels, classes: dataset.classes.count, source: "outOfFold", folds: k, trained: trained, members: members,
-            branches: branches)
-        evidence.heldOut = heldOut
-        return evidence
+            branches: branches, heldOut: heldOut)
     }
 
     /// calibration.json of a run folder: the calibration as the model file records it, the
