@@ -29,7 +29,9 @@ public struct DatasetProfile: Equatable, Sendable {
     /// sampled frames), in data units.
     public var axisSpread: [Double]
     /// For a skeleton that names no bones: a tree of the most rigid joint pairs
-    /// (`SkeletonGraph.inferred`), as `[parent, child]` names; empty when the skeleton has bones.
+    /// (`SkeletonGraph.inferred`; when it names no mirror pairs either, with the swaps that let the
+    /// tree mirror itself, `MirrorPairs.symmetricTree`), as `[parent, child]` names; empty when the
+    /// skeleton has bones.
     public var inferredBones: [[String]]
     /// For a skeleton that names neither bones nor mirror pairs: the left/right pairs of the
     /// inferred tree (`MirrorPairs.inferred`) as `[left, right]` names, the sides of different

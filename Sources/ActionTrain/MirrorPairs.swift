@@ -12,6 +12,96 @@ public enum MirrorPairs {
     /// mean lengths relative to the body size), and below the 21% between a thigh and a shin.
     public static let lengthTolerance = 0.15
 
+    /// A bone brought into the inferred tree by `symmetricTree` may weigh this many times the one
+    /// it replaces (weights as `SkeletonGraph.inferredTree`'s: mean times standard deviation of
+    /// the distance). On UTKinect with anonymous joints the swap that hangs the second shoulder
+    /// from the shoulder centre costs 1.27; the cheapest swaps that pair anything else there or
+    /// on Penn Action cost 1.8 or more (a head with a shoulder, Penn's arms with the hips
+    /// re-hung), and the first false pairs (a hip with an ankle) 2.1.
+    public static let swapRatio = 1.5
+
+    /// At most this many candidate trees are read by `symmetricTree`, so that a skeleton of
+    /// hundreds of joints stays quick (UTKinect's 20 joints read about 30).
+    static let swapBudget = 20_000
+
+    /// The spanning tree `edges` (`[parent, child]` indices over `joints` joints, the minimum one
+    /// of `weight`) with single-edge swaps that pair more joints (`inferred`, with the mean
+    /// lengths `length`): while one exists, the cheapest swap (a tree edge out, an edge joining its
+    /// two sides in, weighing at most `ratio` times the one out) whose tree keeps every pair found
+    /// and pairs more replaces it. A symmetric body whose minimum tree hangs one limb off a joint
+    /// beside its mirror's (a shoulder from the spine, its mirror from the shoulder centre,
+    /// because a noisy shoulder centre weighs a little more) gets them hung from one joint; an
+    /// asymmetric one keeps its tree. Edges keep their places; the new one, and those whose
+    /// direction changed, point away from joint 0. The tree is returned as given when nothing
+    /// pairs more.
+    public static func symmetricTree(
+        joints J: Int, edges: [[Int]], weight: (Int, Int) -> Double, length: (Int, Int) -> Double, ratio: Double = swapRatio,
+        tolerance: Double = lengthTolerance
+    ) -> [[Int]] {
+        guard J > 2, edges.count == J - 1 else { return edges }
+        func pairSet(_ tree: [[Int]]) -> Set<[Int]> {
+            Set(inferred(joints: J, edges: tree, lengths: tree.map { length($0[0], $0[1]) }, tolerance: tolerance).map { [min($0.left, $0.right), max($0.left, $0.right)] })
+        }
+        var tree = edges, found = pairSet(tree), budget = swapBudget
+        improving: while budget > 0 {
+            // Every swap within the ratio, cheapest first (ties: the earlier tree edge, the lower joints).
+            var swaps: [(cost: Double, out: Int, a: Int, b: Int)] = []
+            for (k, e) in tree.enumerated() {
+                let w = weight(e[0], e[1])
+                guard w.isFinite else { continue }
+                var side = [Bool](repeating: false, count: J)
+                side[e[0]] = true
+                var stack = [e[0]]
+                while let u = stack.popLast() {
+                    for (i, f) in tree.enumerated() where i != k && (f[0] == u || f[1] == u) {
+                        let v = f[0] == u ? f[1] : f[0]
+                        if !side[v] {
+                            side[v] = true
+                            stack.append(v)
+                        }
+                    }
+                }
+                for a in 0..<J where side[a] {
+                    for b in 0..<J where !side[b] && !(a == e[0] && b == e[1]) {
+                        let c = weight(a, b)
+                        if c.isFinite && c <= ratio * w { swaps.append((w > 0 ? c / w : .infinity, k, a, b)) }
+                    }
+                }
+            }
+            swaps.sort { $0.cost != $1.cost ? $0.cost < $1.cost : ($0.out, $0.a, $0.b) < ($1.out, $1.a, $1.b) }
+            for s in swaps {
+                guard budget > 0 else { break improving }
+                budget -= 1
+                var t = tree
+                t[s.out] = [s.a, s.b]
+                let p = pairSet(t)
+                if p.count > found.count && p.isSuperset(of: found) {
+                    tree = t
+                    found = p
+                    continue improving
+                }
+            }
+            break
+        }
+        guard tree != edges else { return edges }
+        // Each edge as [parent, child] from joint 0.
+        var depth = [Int](repeating: -1, count: J)
+        depth[0] = 0
+        var queue = [0], head = 0
+        while head < queue.count {
+            let u = queue[head]
+            head += 1
+            for e in tree where e.contains(u) {
+                let v = e[0] == u ? e[1] : e[0]
+                if depth[v] < 0 {
+                    depth[v] = depth[u] + 1
+                    queue.append(v)
+                }
+            }
+        }
+        return tree.map { depth[$0[0]] <= depth[$0[1]] ? $0 : [$0[1], $0[0]] }
+    }
+
     /// One pair of joint indices, `left < right` within a limb, and `limb`, the index of the
     /// mirrored subtree pair (one per limb pair: legs, arms) it belongs to.
     public struct Pair: Equatable, Sendable {

@@ -109,17 +109,23 @@ public struct SkeletonGraph: Equatable, Sendable {
     /// spanning tree of the joint pairs weighted by the mean times the standard deviation of
     /// their distance, each frame's distances divided by that frame's body size (the RMS distance
     /// of its present joints from their mean). Bones are short and keep their length, so they
-    /// weigh least: on the shared datasets the tree holds 18 of UTKinect's 19 bones and 12 of
-    /// Penn Action's 14 (a tree has 12 edges there), measured in docs/training.md. At most
-    /// `maxFrames` frames (spread evenly) are read; pairs never seen together weigh most. The
-    /// result has `joints - 1` edges as `[parent, child]` names, grown from joint 0.
+    /// weigh least: on the shared datasets the minimum tree holds 18 of UTKinect's 19 bones (19
+    /// after the swap below) and 12 of Penn Action's 14 (a tree has 12 edges there), measured in
+    /// docs/training.md. At most `maxFrames` frames (spread evenly) are read; pairs never seen
+    /// together weigh most. The result has `joints - 1` edges as `[parent, child]` names, grown
+    /// from joint 0. When the skeleton names no mirror pairs, a bone that costs little more and
+    /// lets the tree mirror itself replaces one that does not (`MirrorPairs.symmetricTree`: on
+    /// UTKinect the spine to shoulder-centre bone, so that both shoulders hang from the shoulder
+    /// centre).
     public static func inferred(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000) -> [[String]] {
         let sk = dataset.skeleton
         return inferredTree(dataset, indices: indices, maxFrames: maxFrames).edges.map { [sk.joints[$0[0]], sk.joints[$0[1]]] }
     }
 
     /// `inferred`'s tree as `[parent, child]` indices, with each edge's mean length (in body
-    /// sizes: each frame's distance divided by that frame's body size).
+    /// sizes: each frame's distance divided by that frame's body size). For a skeleton that names
+    /// no mirror pairs the minimum spanning tree then takes the single-edge swaps of
+    /// `MirrorPairs.symmetricTree` (a bone at most 1.5 times heavier that lets more joints pair).
     static func inferredTree(_ dataset: Dataset, indices: [Int], maxFrames: Int = 20_000) -> (edges: [[Int]], lengths: [Double]) {
         let sk = dataset.skeleton
         let J = sk.jointCount, D = sk.dimensions
@@ -150,19 +156,21 @@ public struct SkeletonGraph: Equatable, Sendable {
             let mean = sum[lo * J + hi] / c
             return mean * (max(0, squares[lo * J + hi] / c - mean * mean)).squareRoot()
         }
+        func length(_ a: Int, _ b: Int) -> Double {
+            let (lo, hi) = (min(a, b), max(a, b))
+            return n[lo * J + hi] > 0 ? sum[lo * J + hi] / n[lo * J + hi] : .infinity
+        }
         // Prim's algorithm from joint 0; ties go to the lower indices.
         var inTree = [Bool](repeating: false, count: J)
         var best = [Double](repeating: .infinity, count: J), parent = [Int](repeating: 0, count: J)
         inTree[0] = true
         for v in 1..<J { best[v] = weight(0, v) }
-        var edges: [[Int]] = [], lengths: [Double] = []
+        var edges: [[Int]] = []
         for _ in 1..<J {
             var next = -1
             for v in 0..<J where !inTree[v] && (next < 0 || best[v] < best[next]) { next = v }
             inTree[next] = true
             edges.append([parent[next], next])
-            let (lo, hi) = (min(parent[next], next), max(parent[next], next))
-            lengths.append(n[lo * J + hi] > 0 ? sum[lo * J + hi] / n[lo * J + hi] : .infinity)
             for v in 0..<J where !inTree[v] {
                 let w = weight(next, v)
                 if w < best[v] {
@@ -171,6 +179,9 @@ public struct SkeletonGraph: Equatable, Sendable {
                 }
             }
         }
-        return (edges, lengths)
+        // A skeleton that names no mirror pairs: the near-equal choices that let more of the tree
+        // mirror itself (`MirrorPairs.symmetricTree`).
+        if sk.mirrorPairs.isEmpty { edges = MirrorPairs.symmetricTree(joints: J, edges: edges, weight: weight, length: length) }
+        return (edges, edges.map { length($0[0], $0[1]) })
     }
 }

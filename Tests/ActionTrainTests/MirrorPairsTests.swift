@@ -68,6 +68,92 @@ final class MirrorPairsTests: XCTestCase {
         XCTAssertEqual(Self.pairs([[0, 1], [1, 2], [2, 0]], [1, 1, 1], joints: 4), [])
     }
 
+    /// The minimum tree of a symmetric body that hangs one shoulder (6) from the spine (1), the
+    /// other (4) from the neck (2): a swap to the neck bone, a little heavier, pairs the arms; one
+    /// heavier than `MirrorPairs.swapRatio` times the spine's, or a lopsided body, keeps the tree.
+    func testASwapWithinTheRatioHangsBothShouldersFromOneJoint() {
+        var wrong = Self.body.edges
+        wrong[5] = [1, 6]
+        let lengths: [[Int]: Double] = Dictionary(uniqueKeysWithValues: zip(Self.body.edges, Self.body.lengths)).merging([[1, 6]: 0.7]) { a, _ in a }
+        func length(_ a: Int, _ b: Int) -> Double { lengths[[a, b]] ?? lengths[[b, a]] ?? 2 }
+        func weights(neck: Double) -> (Int, Int) -> Double {
+            { a, b in
+                let e = [min(a, b), max(a, b)]
+                return e == [2, 6] ? neck : wrong.contains(e) ? 1 : 10
+            }
+        }
+        XCTAssertEqual(Self.pairs(wrong, wrong.map { length($0[0], $0[1]) }, joints: 12), [[8, 10], [9, 11]], "only the legs pair")
+        let swapped = MirrorPairs.symmetricTree(joints: 12, edges: wrong, weight: weights(neck: 1.4), length: length)
+        XCTAssertEqual(swapped, Self.body.edges, "the new bone in the old one's place, pointing away from joint 0")
+        XCTAssertEqual(Self.pairs(swapped, swapped.map { length($0[0], $0[1]) }, joints: 12), [[8, 10], [9, 11], [4, 6], [5, 7]])
+        XCTAssertEqual(MirrorPairs.symmetricTree(joints: 12, edges: wrong, weight: weights(neck: 1.6), length: length), wrong)
+        // One forearm twice the other: no swap pairs more.
+        func lopsided(_ a: Int, _ b: Int) -> Double { [min(a, b), max(a, b)] == [6, 7] ? 1.2 : length(a, b) }
+        XCTAssertEqual(MirrorPairs.symmetricTree(joints: 12, edges: wrong, weight: weights(neck: 1.01), length: lopsided), wrong)
+        // A tree that pairs already is returned as it is.
+        XCTAssertEqual(MirrorPairs.symmetricTree(joints: 12, edges: Self.body.edges, weight: weights(neck: 1), length: length), Self.body.edges)
+    }
+
+    /// 10 anonymous joints: 0 hip, 1 spine, 2 shoulder centre, 3 head, 4/5/6 left shoulder, elbow,
+    /// hand, 7/8/9 right; the left shoulder sits 10 cm lower, nearer the spine (0.47) than the
+    /// shoulder centre is (0.5). The arms swing at random, every joint jitters by 1 cm, each
+    /// sequence is turned by its own angle. `forearm`: the right forearm's length (the left's 0.25).
+    static func upperBody(forearm: Double, namesPairs: Bool = false) -> Dataset {
+        let names = (0..<10).map { "j\($0)" }
+        let pairs = namesPairs ? [["j4", "j7"], ["j5", "j8"], ["j6", "j9"]] : []
+        let sk = Skeleton(name: "anon-10", joints: names, dimensions: 3, units: .metres, mirrorPairs: pairs)
+        var g = SeededGenerator(seed: 3)
+        func unit() -> [Double] {
+            let v = (0..<3).map { _ in Double(g.nextGaussian()) }
+            let n = v.reduce(0) { $0 + $1 * $1 }.squareRoot()
+            return v.map { $0 / n }
+        }
+        var seqs: [PoseSequence] = []
+        for i in 0..<6 {
+            var s = PoseSequence(id: "s\(i)", label: "class\(i % 2)", jointCount: 10, dimensions: 3, hasConfidence: false)
+            let yaw = Double(i) * 1.1
+            for _ in 0..<60 {
+                var points: [[Double]] = [[0, 0, 0], [0, 0.5, 0], [0, 1, 0], [0, 1.3, 0]]
+                for (shoulder, lower) in [([-0.25, 0.9, 0.0], 0.25), ([0.25, 1, 0], forearm)] {
+                    let (u, v) = (unit(), unit())
+                    let elbow = (0..<3).map { shoulder[$0] + 0.3 * u[$0] }
+                    points += [shoulder, elbow, (0..<3).map { elbow[$0] + lower * v[$0] }]
+                }
+                s.appendFrame(
+                    points.map { p in
+                        let q = p.map { $0 + 0.01 * Double(g.nextGaussian()) }
+                        return PosePoint(x: Float(q[0] * cos(yaw) + q[2] * sin(yaw)), y: Float(q[1]), z: Float(3 - q[0] * sin(yaw) + q[2] * cos(yaw)))
+                    })
+            }
+            seqs.append(s)
+        }
+        return Dataset(name: "upper", skeleton: sk, sequences: seqs, frameRate: 30)
+    }
+
+    /// A shoulder nearer the spine than the shoulder centre: the minimum tree hangs it from the
+    /// spine and pairs nothing; the recipe's tree hangs both shoulders from the shoulder centre
+    /// and pairs the arms. With a right forearm 60% longer nothing pairs and the tree is the
+    /// minimum one; a skeleton that names its pairs keeps the minimum tree.
+    func testAShoulderNearerTheSpineStillHangsFromTheShoulderCentre() {
+        let d = Self.upperBody(forearm: 0.25), all = Array(0..<6)
+        let minimum = SkeletonGraph.inferredTree(Self.upperBody(forearm: 0.25, namesPairs: true), indices: all)
+        XCTAssertTrue(minimum.edges.contains([1, 4]), "the minimum tree hangs the left shoulder from the spine: \(minimum.edges)")
+        XCTAssertEqual(Self.pairs(minimum.edges, minimum.lengths, joints: 10), [])
+        let p = DatasetProfile(d, indices: all)
+        let bones = Set(p.inferredBones)
+        XCTAssertTrue(bones.isSuperset(of: [["j1", "j2"], ["j2", "j4"], ["j2", "j7"], ["j2", "j3"]]), "\(p.inferredBones)")
+        XCTAssertEqual(p.inferredBones.count, 9)
+        XCTAssertEqual(Set(p.inferredMirrorPairs.map { Set($0) }), [["j4", "j7"], ["j5", "j8"], ["j6", "j9"]])
+        XCTAssertEqual(p.inferredBones, SkeletonGraph.inferred(d, indices: all))
+
+        let lopsided = Self.upperBody(forearm: 0.4)
+        let q = DatasetProfile(lopsided, indices: all)
+        XCTAssertEqual(q.inferredMirrorPairs, [])
+        var named = lopsided
+        named.skeleton.mirrorPairs = [["j4", "j7"]]
+        XCTAssertEqual(q.inferredBones, SkeletonGraph.inferred(named, indices: all), "nothing pairs more: the minimum tree")
+    }
+
     /// 7 anonymous joints: 0 hip, 1 chest, 2 head, 3/5 elbows, 4/6 hands; each sequence swings
     /// one arm (either side in every class), the body turned by its own angle.
     static func anonymous(perClass: Int) -> Dataset {
