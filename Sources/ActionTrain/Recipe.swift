@@ -220,7 +220,7 @@ public enum Recipe {
                 (a.viewProbability, a.maxViewDegrees) = (viewChange.probability, viewChange.degrees)
                 sides +=
                     "; views \(c.views.rawValue) and a 2D skeleton, which cannot be turned to face one way: cameras moved up to ±\(Int(viewChange.degrees))° about the bodies"
-                    + " (x foreshortened, the depth guessed from the bones made visible)"
+                    + " (x foreshortened, the depth guessed from the bones made visible, each limb toward or away)"
             }
             if tilts3D {
                 (a.tiltProbability, a.maxTiltDegrees) = (cameraTilt.probability, cameraTilt.degrees)

@@ -39,8 +39,9 @@ public struct AugmentationConfig: Codable, Hashable, Sendable {
     public var jointDropoutRate: Double = 0
     /// 2D only: the camera moved about the body by a yaw θ uniform in ±`maxViewDegrees` (≤ 90),
     /// as far as a 2D skeleton allows: each joint's x about the window centre is foreshortened
-    /// by cos θ and moved by sin θ times a guess of its depth toward the camera from its bones'
-    /// foreshortening (`Augmenter`). 3D windows are unchanged (rotation turns them).
+    /// by cos θ and moved by sin θ times a guess of its depth from its bones' foreshortening,
+    /// each limb toward the camera or away (`Augmenter.drawSides`). 3D windows are unchanged
+    /// (rotation turns them).
     public var viewProbability: Double = 0
     public var maxViewDegrees: Double = 0
     /// 3D only: the camera tilted by an angle uniform in ±`maxTiltDegrees` (≤ 90) about a
@@ -181,6 +182,9 @@ public struct Augmenter: Sendable {
     /// children (breadth first from the joints that are no bone's child): the depth guess of a
     /// view change walks them.
     let depthBones: [(parent: Int, child: Int)]
+    /// For each of `depthBones`, whether it starts a limb (its parent is a root or a branch
+    /// point, a joint with other than one child): a limb's bones share one depth side.
+    let limbStarts: [Bool]
 
     public init(config: AugmentationConfig, skeleton: Skeleton, imageWidth: Double? = nil) throws {
         try config.validate()
@@ -198,6 +202,17 @@ public struct Augmenter: Sendable {
         torsoUpper = skeleton.torsoUpper.compactMap { skeleton.index(of: $0) }
         torsoLower = skeleton.torsoLower.compactMap { skeleton.index(of: $0) }
         depthBones = Self.depthOrder(skeleton)
+        limbStarts = Self.limbStarts(depthBones, joints: skeleton.jointCount)
+    }
+
+    /// `limbStarts` of `bones` (in `depthOrder`).
+    static func limbStarts(_ bones: [(parent: Int, child: Int)], joints J: Int) -> [Bool] {
+        var children = [Int](repeating: 0, count: J), isChild = [Bool](repeating: false, count: J)
+        for (a, c) in bones {
+            children[a] += 1
+            isChild[c] = true
+        }
+        return bones.map { !isChild[$0.parent] || children[$0.parent] != 1 }
     }
 
     /// `depthBones` of `skeleton`: breadth first from every joint that is no bone's child, in
@@ -237,9 +252,12 @@ public struct Augmenter: Sendable {
         public let confidence: UnsafeMutablePointer<Float>?
         let positions: UnsafeMutablePointer<Double>
         let lengths: UnsafeMutablePointer<Float>
-        /// A view change's depth guess `[F, J]` and each joint's bone length `[J]`.
+        /// A view change's depth guess `[F, J]`, each joint's bone length `[J]` and the side of
+        /// the body its bone points to `[J]` (+1 toward the camera, -1 away; +1 until a view
+        /// change draws them).
         let depth: UnsafeMutablePointer<Float>
         let reach: UnsafeMutablePointer<Float>
+        let side: UnsafeMutablePointer<Float>
 
         public init(frames F: Int, skeleton: Skeleton, confidence withConfidence: Bool = true) {
             frames = F
@@ -251,6 +269,8 @@ public struct Augmenter: Sendable {
             lengths = .allocate(capacity: max(1, F))
             depth = .allocate(capacity: max(1, F * J))
             reach = .allocate(capacity: max(1, J))
+            side = .allocate(capacity: max(1, J))
+            side.initialize(repeating: 1, count: max(1, J))
         }
 
         deinit {
@@ -261,6 +281,7 @@ public struct Augmenter: Sendable {
             lengths.deallocate()
             depth.deallocate()
             reach.deallocate()
+            side.deallocate()
         }
     }
 
@@ -371,7 +392,10 @@ public struct Augmenter: Sendable {
         }
         guard n > 0 else { return }  // nothing seen: nothing to transform
         centre = (centre.0 / Float(n), centre.1 / Float(n), centre.2 / Float(n))
-        if view != 0 { turnView(ws, by: view, about: centre.0) }
+        if view != 0 {
+            drawSides(ws, using: &g)
+            turnView(ws, by: view, about: centre.0)
+        }
         if flip || angle != 0 || scale != 1 {
             if flip {
                 for f in 0..<F {
@@ -437,17 +461,30 @@ public struct Augmenter: Sendable {
         }
     }
 
+    /// Draws the depth side of each limb for a view change into `ws.side`: with even odds every
+    /// limb toward the camera, else each limb (`limbStarts`) toward or away with even odds, its
+    /// bones following their parent's. Foreshortening tells how far a bone points out of the
+    /// image, not to which side: "toward" for every limb put a leg stepping back, or an arm drawn
+    /// back to throw, on the wrong side of the body in the side view, and sides drawn for each
+    /// limb alone made both arms pushing forward look like one thrown back half the time.
+    func drawSides(_ ws: Workspace, using g: inout SeededGenerator) {
+        let side = ws.side, each = g.next() >> 63 != 0
+        for (k, (a, b)) in depthBones.enumerated() {
+            side[b] = !limbStarts[k] ? side[a] : each && g.next() >> 63 != 0 ? -1 : 1
+        }
+    }
+
     /// A 2D window seen by a camera moved by `theta` about the vertical axis through x = `cx`:
     /// `x' = cx + cos θ (x - cx) + sin θ d`, y unchanged, where d is a guess of the joint's depth
     /// toward the camera (pixels) from its bones' foreshortening: a bone whose image length l is
-    /// below its longest in the window L points out of the image by `sqrt(L² - l²)`, taken
-    /// toward the camera (a reaching arm, a bent knee); d sums these from the joints that are
-    /// no bone's child (depth 0) along `depthBones`. A joint whose bone has an absent end in a
-    /// frame keeps its parent's depth there; a skeleton without bones gets d = 0 (cos θ alone).
-    /// Present joints only: absent ones stay absent with zero coordinates.
+    /// below its longest in the window L points out of the image by `sqrt(L² - l²)`, toward the
+    /// camera or away as `ws.side` says of the bone's child (`drawSides`); d sums these from
+    /// the joints that are no bone's child (depth 0) along `depthBones`. A joint whose bone has
+    /// an absent end in a frame keeps its parent's depth there; a skeleton without bones gets
+    /// d = 0 (cos θ alone). Present joints only: absent ones stay absent with zero coordinates.
     func turnView(_ ws: Workspace, by theta: Float, about cx: Float) {
         let F = ws.frames, J = skeleton.jointCount
-        let xy = ws.coordinates, present = ws.present, depth = ws.depth, reach = ws.reach
+        let xy = ws.coordinates, present = ws.present, depth = ws.depth, reach = ws.reach, side = ws.side
         let cosT = _cos(theta), sinT = _sin(theta)
         for (_, child) in depthBones { reach[child] = 0 }
         for (a, b) in depthBones {
@@ -463,7 +500,7 @@ public struct Augmenter: Sendable {
                 var step: Float = 0
                 if p[a] != 0 && p[b] != 0 {
                     let dx = v[b &* 2] - v[a &* 2], dy = v[b &* 2 &+ 1] - v[a &* 2 &+ 1]
-                    step = (max(0, reach[b] - (dx * dx + dy * dy))).squareRoot()
+                    step = side[b] * (max(0, reach[b] - (dx * dx + dy * dy))).squareRoot()
                 }
                 d[b] = d[a] + step
             }

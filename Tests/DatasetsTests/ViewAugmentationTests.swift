@@ -36,12 +36,14 @@ final class ViewAugmentationTests: XCTestCase {
         let w = window()
         var g = SeededGenerator(seed: 7)
         var copy = g
-        let theta = (copy.nextUnitDouble() * 2 - 1) * 60 * Double.pi / 180  // the one draw: probability 1 draws no coin
+        let theta = (copy.nextUnitDouble() * 2 - 1) * 60 * Double.pi / 180  // probability 1 draws no coin
         XCTAssertGreaterThan(abs(theta), 0.05)
+        // Then the sides: one draw for "each limb alone", and if so one for the chain's one limb.
+        let away: Double = copy.next() >> 63 != 0 && copy.next() >> 63 != 0 ? -1 : 1
         let out = a.augment(w, using: &g)
         // Centre x: the mean of the six present joints, (0 + 0 + 0 + 0 + 6 + 6) / 6 = 2.
-        // Depths: frame 0 all 0; frame 1 root 0, mid 8 (sqrt(10² - 6²)), tip 8 + 0.
-        let depth: [[Double]] = [[0, 0, 0], [0, 8, 8]]
+        // Depths: frame 0 all 0; frame 1 root 0, mid ±8 (sqrt(10² - 6²)), tip the same + 0.
+        let depth: [[Double]] = [[0, 0, 0], [0, 8 * away, 8 * away]]
         for f in 0..<2 {
             for j in 0..<3 {
                 let p = PrepFixtures.point(w, f, j)
@@ -99,6 +101,45 @@ final class ViewAugmentationTests: XCTestCase {
             name: "r", joints: ["tip", "mid", "root", "other"], dimensions: 2, units: .pixels, bones: [["mid", "tip"], ["root", "mid"], ["root", "other"]])
         let order = Augmenter.depthOrder(reversed)
         XCTAssertEqual(order.map { [$0.parent, $0.child] }, [[2, 1], [2, 3], [1, 0]])
+    }
+
+    func testEachLimbsBonesShareOneSideAndHalfTheDrawsTurnEveryLimbTowardTheCamera() throws {
+        // Two limbs from the root (a1 -> a2, b1 -> b2) and a branch point at b1 (b1 -> c).
+        let body = Skeleton(
+            name: "limbs", joints: ["root", "a1", "a2", "b1", "b2", "c"], dimensions: 2, units: .pixels,
+            bones: [["root", "a1"], ["a1", "a2"], ["root", "b1"], ["b1", "b2"], ["b1", "c"]])
+        let a = try Augmenter(config: AugmentationConfig(), skeleton: body)
+        XCTAssertEqual(a.depthBones.map { [$0.parent, $0.child] }, [[0, 1], [0, 3], [1, 2], [3, 4], [3, 5]])
+        // A limb starts at the root and at the branch point b1; a1 -> a2 goes on from a1.
+        XCTAssertEqual(a.limbStarts, [true, true, false, true, true])
+        let ws = Augmenter.Workspace(frames: 1, skeleton: body, confidence: false)
+        XCTAssertEqual(Array(UnsafeBufferPointer(start: ws.side, count: 6)), [1, 1, 1, 1, 1, 1])  // "toward" until drawn
+        var g = SeededGenerator(seed: 11)
+        var aAway = 0, differ = 0, allToward = 0
+        let n = 4000
+        for _ in 0..<n {
+            a.drawSides(ws, using: &g)
+            let s = Array(UnsafeBufferPointer(start: ws.side, count: 6))
+            XCTAssertEqual(s[2], s[1])  // a2 follows a1
+            XCTAssertTrue(s.allSatisfy { $0 == 1 || $0 == -1 })
+            aAway += s[1] < 0 ? 1 : 0
+            differ += s[1] != s[3] ? 1 : 0
+            allToward += s.allSatisfy { $0 == 1 } ? 1 : 0
+        }
+        // P(a away) = 1/2 · 1/2; P(a, b differ) = 1/2 · 1/2; P(all toward) = 1/2 + 1/2 · 1/8.
+        // Bounds: about 5 standard deviations of a binomial count of 4,000 draws.
+        XCTAssertEqual(Double(aAway), 0.25 * Double(n), accuracy: 140)
+        XCTAssertEqual(Double(differ), 0.25 * Double(n), accuracy: 140)
+        XCTAssertEqual(Double(allToward), 0.5625 * Double(n), accuracy: 160)
+    }
+
+    func testALimbDrawnAwayTurnsToTheOtherSide() throws {
+        let a = try Augmenter(config: AugmentationConfig(), skeleton: chain)
+        let ws = workspace(window(), skeleton: chain)
+        for j in 0..<3 { ws.side[j] = -1 }
+        a.turnView(ws, by: Float.pi / 2, about: 2)
+        // As testZeroDegreesIsTheIdentityAndNinetyLeavesOnlyTheDepth, the depth negated.
+        assertClose([x(ws, 1, 0), x(ws, 1, 1), x(ws, 1, 2)], [2, -6, -6], absolute: 1e-5)
     }
 
     func testThreeDimensionalWindowsAreLeftAloneAndDrawNothing() throws {
