@@ -411,7 +411,7 @@ public final class StreamSession {
     /// The time of the last frame used, nil before the first (or after `finish()`).
     var lastTime: Double? { pushed > 0 ? previousTime : nil }
 
-    /// Makes the frames at the model's rate that lie before `time` (the current frame's).
+    /// Makes the frames at the model's rate that lie at or before `time` (the current frame's).
     private func advance(to time: Double) -> [StreamWindow] {
         defer {
             swap(&previous, &current)
@@ -428,11 +428,12 @@ public final class StreamSession {
             firstTime = time
             return out
         }
-        // At most maximumJump · r + 1 frames: the clock admits no longer step (`validate`).
+        // At most maximumJump · r + 1 frames: the clock admits no longer step (`validate`). A
+        // frame at the current frame's time is that frame, made now (not at the next push).
         let t0 = previousTime, dt = time - t0
         while true {
             let t = firstTime + Double(made) / r
-            guard t < time else { break }
+            guard t <= time else { break }
             // As `WindowSpec.retimed` and `PoseSequence.sample`: position i + frac between the
             // previous frame (i) and the current one, within 1e-6 of a whole frame is that frame.
             let i = Double(pushed - 1)

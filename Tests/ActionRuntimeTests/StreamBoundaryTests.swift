@@ -148,14 +148,14 @@ final class StreamBoundaryTests: XCTestCase {
         for k in 1...200 { XCTAssertEqual(try s.push(body, time: Double(k) * 49_990), []) }
         XCTAssertEqual(s.statistics.modelFrames, 0)
         XCTAssertEqual(s.statistics.count(.timeJump), 200)
-        // A step of 9.9 s (under the 10 s limit) makes at most 10 · 30 model frames; one of
-        // 10.1 s is a jump, ignored.
+        // A step of 9.9 s (under the 10 s limit) makes at most 10 · 30 model frames (frames 0 to
+        // 297, the last at the push's own time); one of 10.1 s is a jump, ignored.
         let t = try session()
         _ = try t.push(body, time: 0)
         _ = try t.push(body, time: 9.9)
-        XCTAssertEqual(t.statistics.modelFrames, 297)
+        XCTAssertEqual(t.statistics.modelFrames, 298)
         XCTAssertEqual(try t.push(body, time: 20.01), [])
-        XCTAssertEqual(t.statistics.modelFrames, 297)
+        XCTAssertEqual(t.statistics.modelFrames, 298)
         // The limit is an option, checked against the model's frame rate.
         XCTAssertThrowsError(try StreamSession(model: StreamFixtures.model(), options: StreamOptions(stride: 1, maximumJump: 0))) {
             XCTAssertTrue("\($0)".contains("the jump limit must be a positive number of seconds"), "\($0)")

@@ -53,6 +53,37 @@ final class StreamSessionTests: XCTestCase {
         try assertMatchesOffline(try StreamFixtures.model(frameRate: nil), frames: 60, stride: 5, seed: 4)
     }
 
+    func testAFramePushedAtAModelFramesTimeMakesThatFrameInItsOwnPush() throws {
+        // A camera at the model's 30 fps with exact timestamps (k / 30, the model frames' own
+        // times): model frame k is pushed frame k, made by its push, so the window ending at
+        // frame k comes from push k (it came one push later). A camera at 60 fps: every other push.
+        let model = try StreamFixtures.model()
+        for fps in [30.0, 60.0] {
+            let moving = StreamFixtures.recording(frames: 60, seed: 9)
+            let recording = moving.enumerated().map { StreamFixtures.Frame(time: Double($0.offset) / fps, points: $0.element.points) }
+            let session = try StreamSession(model: model, options: StreamOptions(stride: 1))
+            var online: [StreamWindow] = []
+            for (k, f) in recording.enumerated() {
+                let made = try session.push(f.points, time: f.time)
+                let step = Int(fps / 30)
+                if k >= 11 * step && k % step == 0 {
+                    XCTAssertEqual(made.map(\.end), [k / step + 1], "fps \(fps), push \(k)")
+                } else {
+                    XCTAssertEqual(made.count, 0, "fps \(fps), push \(k)")
+                }
+                online += made
+            }
+            online += session.finish()
+            // The windows are still offline predict's.
+            let offline = try model.predict(sequence: try StreamFixtures.sequence(recording), stride: 1, sourceFrameRate: nil)
+            XCTAssertEqual(online.map(\.start), offline.map(\.start))
+            XCTAssertEqual(online.map(\.end), offline.map(\.end))
+            for (a, b) in zip(online, offline) {
+                for (p, q) in zip(a.probabilities, b.probabilities) { XCTAssertEqual(p, q, accuracy: 1e-6, "window at \(a.start)") }
+            }
+        }
+    }
+
     func testWindowTimesAreTheResampledFramesTimes() throws {
         let model = try StreamFixtures.model()
         let recording = StreamFixtures.recording(frames: 80, seed: 5)

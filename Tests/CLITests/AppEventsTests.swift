@@ -60,8 +60,10 @@ final class AppEventsTests: XCTestCase {
         var runtime: [ActionEvent] = []
         var input: [String] = []  // the tracker's calls, one JSON object per line
         func window(_ w: StreamWindow) -> String { "\"window\": [\(w.probabilities.map { "\($0)" }.joined(separator: ", "))], \"frames\": \(w.end - w.start)" }
-        // The session makes frame f (and the window ending there) when frame f + 1 arrives, or
-        // at its end: the app gives frame f with that window.
+        // The session makes frame f (and the window ending there) in the push of frame f, whose
+        // time is the frame's own: the app gives frame f with that window. `finish()` adds the
+        // window ending at the last frame when the stride did not land there: the app's
+        // `finish(window:)`.
         func give(_ f: Int, _ windows: [StreamWindow]) {
             XCTAssertLessThanOrEqual(windows.count, 1)
             XCTAssertEqual(windows.first.map { $0.end - 1 } ?? f, f)
@@ -71,12 +73,13 @@ final class AppEventsTests: XCTestCase {
         for (f, pose) in poses.enumerated() {
             let windows = try session.push(joints: pose, time: Double(f) / 30)
             runtime += events.add(windows: windows, frames: session.takeFrames())
-            if f > 0 { give(f - 1, windows) }
+            give(f, windows)
         }
         let last = session.finish()
         runtime += events.add(windows: last, frames: session.takeFrames()) + events.finish()
-        give(poses.count - 1, last)
-        input.append("{\"finish\": true}")
+        XCTAssertLessThanOrEqual(last.count, 1)
+        XCTAssertEqual(last.first.map { $0.end - 1 } ?? poses.count - 1, poses.count - 1)
+        input.append("{\"finish\": true" + (last.first.map { ", " + window($0) } ?? "") + "}")
         XCTAssertGreaterThan(runtime.count, 2, "the test needs events")
 
         // The app: EventTracker.swift + FrameEvents.swift + a driver, compiled on their own.
