@@ -128,9 +128,12 @@ final class BadInputCLITests: XCTestCase {
                 ["pose": (f["pose"] as! [String: [Double]]).mapValues { $0.map { $0 * 1e-7 } }]
             }
         }
-        for data in [oneFrame, oneJoint, tiny] {
+        // The one-frame clips and the bodies 1e-7 across without the recipe's camera tilts
+        // (--views same: the recipe still chooses the look-ahead and the divisor), which made
+        // this test 3 times slower (issue 40); the one-joint skeleton is tilted.
+        for (data, views) in [(oneFrame, ["--views", "same"]), (oneJoint, []), (tiny, ["--views", "same"])] {
             let run = "\(dir)/run-\(URL(fileURLWithPath: data).lastPathComponent)"
-            let r = runCLI(["fit", data, "--out", run, "--epochs", "2", "--threads", "1"])
+            let r = runCLI(["fit", data, "--out", run, "--epochs", "2", "--threads", "1"] + views)
             XCTAssertEqual(r.code, 0, r.err)
             XCTAssertTrue(FileManager.default.fileExists(atPath: "\(run)/model.atm"), data)
         }

@@ -149,8 +149,9 @@ final class PeopleEventsCLITests: XCTestCase {
     func testAModelFitWithoutAConfigMakesEventsOnFilesAndStreams() throws {
         let dir = try scratchFolder()
         let data = FitCLITests.fixture
-        // No config: the recipe picks whole-clip windows for the fixture's clips.
-        let fit = run(["fit", data, "--out", "\(dir)/run", "--epochs", "3", "--threads", "1"])
+        // No config: the recipe picks whole-clip windows for the fixture's clips. (--views same:
+        // the cameras' tilts, which the recipe also adds, are not what this tests; issue 40.)
+        let fit = run(["fit", data, "--out", "\(dir)/run", "--epochs", "3", "--threads", "1", "--views", "same"])
         XCTAssertEqual(fit.code, 0, fit.err)
         XCTAssertTrue(fit.out.contains("windowMode fit"), fit.out)
         let modelPath = "\(dir)/run/model.atm"
