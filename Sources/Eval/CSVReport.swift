@@ -2,7 +2,8 @@
 /// Each file opens with the provenance as `# key: value` comment lines
 /// (`pandas.read_csv(path, comment="#")` skips them).
 ///
-/// - `metrics.csv`: `level,metric,value,ci_low,ci_high` (summary metrics of both levels);
+/// - `metrics.csv`: `level,metric,value,ci_low,ci_high` (summary metrics of both levels;
+///   `ece_if_calibrated`: the median and range of a calibrated model's ECE, `CalibratedECE`);
 /// - `classes.csv`: `level,class,precision,recall,f1,support` (plus `macro avg`, `weighted avg`);
 /// - `confusion.csv`: `level,true,predicted,count,over_true,over_predicted,over_all`;
 /// - `predictions.csv`: `sequence,start,true,predicted,p_<class>...` (every window).
@@ -34,6 +35,7 @@ public enum CSVReport {
             out += line([l, "cohen_kappa", number(m.cohenKappa), "", ""])
             out += line([l, "log_loss", number(m.logLoss), "", ""])
             out += line([l, "ece", number(m.expectedCalibrationError), "", ""])
+            if let c = m.calibratedECE { out += line([l, "ece_if_calibrated", number(c.median), number(c.lower), number(c.upper)]) }
             for t in m.topK { out += line([l, "top_\(t.k)_accuracy", number(t.accuracy), "", ""]) }
         }
         return out

@@ -112,6 +112,10 @@ public struct LevelMetrics: Codable, Hashable, Sendable {
     public var cohenKappa: Double
     public var logLoss: Double
     public var expectedCalibrationError: Double
+    /// The ECE a calibrated model with these confidences would show on this many samples
+    /// (`CalibratedECE.simulate`, at the settings' confidence level); nil in reports written
+    /// before it.
+    public var calibratedECE: CalibratedECE?
     /// The multi-class Brier score (`Metrics.brier`); nil in reports written before it.
     public var brierScore: Double?
     public var topK: [TopK]
@@ -153,6 +157,10 @@ public struct LevelMetrics: Codable, Hashable, Sendable {
             truth: table.truth, predicted: table.predicted, probabilities: table.probabilities, classes: K,
             bins: settings.calibrationBins)
         expectedCalibrationError = cal.ece
+        calibratedECE = CalibratedECE.simulate(
+            confidences: CalibratedECE.confidences(predicted: table.predicted, probabilities: table.probabilities, classes: K),
+            bins: settings.calibrationBins, draws: CalibratedECE.draws(samples: table.count),
+            seed: SeededGenerator.derive(seed, CalibratedECE.stream), confidence: settings.confidence)
         calibration = cal.bins
         brierScore = Metrics.brier(truth: table.truth, probabilities: table.probabilities, classes: K)
         classScores = Metrics.classScores(truth: table.truth, probabilities: table.probabilities, classes: classes)

@@ -70,6 +70,11 @@ public enum HTMLReport {
         row("Cohen's kappa") { Text.fixed($0.cohenKappa) }
         row("log loss") { Text.fixed($0.logLoss, 4) }
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
+        if levels.allSatisfy({ $0.calibratedECE != nil }) {
+            row("ECE if calibrated (median [\(Int((r.settings.confidence * 100).rounded()))% range])") { m in
+                m.calibratedECE.map { "\(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]" } ?? ""
+            }
+        }
         if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
         for t in r.headlineMetrics.topK {
             row("top-\(t.k) accuracy") { m in m.topK.first { $0.k == t.k }.map { Text.fixed($0.accuracy) } ?? "" }
@@ -88,7 +93,7 @@ public enum HTMLReport {
         }
         out += "</table>\n" + bars(m)
         out += "<h3>Confusion matrix</h3>\n" + SVGHeatmap.render(r, level: m.level, standalone: false)
-        out += pairs(m, r) + calibration(m) + examples(m, r)
+        out += pairs(m, r) + calibration(m, settings: r.settings) + examples(m, r)
         return out
     }
 
@@ -131,9 +136,15 @@ public enum HTMLReport {
         return out + "</table>\n"
     }
 
-    static func calibration(_ m: LevelMetrics) -> String {
+    static func calibration(_ m: LevelMetrics, settings: EvalSettings) -> String {
         var out = "<h3>Calibration (ECE \(Text.fixed(m.expectedCalibrationError, 4)), log loss \(Text.fixed(m.logLoss, 4))"
         out += (m.brierScore.map { ", Brier score \(Text.fixed($0, 4))" } ?? "") + ")</h3>\n"
+        if let c = m.calibratedECE {
+            let sentence = Text.html(
+                c.sentence(measured: m.expectedCalibrationError, samples: m.samples, unit: m.level.rawValue, confidence: settings.confidence))
+            out += "<p>" + (c.verdict(m.expectedCalibrationError) == .above ? "<b>\(sentence)</b>" : sentence)
+            out += " <span class=\"note\">A calibrated model: each sample right with the probability of its predicted class, \(c.draws) draws.</span></p>\n"
+        }
         out += SVGReliability.render(m, standalone: false)
         out += "<table><tr><th>confidence bin</th><th>samples</th><th>mean confidence</th><th>accuracy</th></tr>\n"
         for b in m.calibration where b.count > 0 {

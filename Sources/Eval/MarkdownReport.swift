@@ -25,12 +25,17 @@ public enum MarkdownReport {
         row("Cohen's kappa") { Text.fixed($0.cohenKappa) }
         row("log loss") { Text.fixed($0.logLoss, 4) }
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
+        if levels.allSatisfy({ $0.calibratedECE != nil }) {
+            row("ECE if calibrated (median [\(Int((r.settings.confidence * 100).rounded()))% range])") { m in
+                m.calibratedECE.map { "\(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]" } ?? ""
+            }
+        }
         if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
         for t in h.topK { row("top-\(t.k) accuracy") { m in m.topK.first { $0.k == t.k }.map { Text.fixed($0.accuracy) } ?? "" } }
         out += "\n"
         for (i, m) in levels.enumerated() {
             if i > 0 { out += "<details><summary>\(m.level.rawValue) level: per class and confusion matrix</summary>\n\n" }
-            out += perClass(m, r) + "\n" + confusion(m, r) + "\n" + calibration(m, diagram: i == 0)
+            out += perClass(m, r) + "\n" + confusion(m, r) + "\n" + calibration(m, diagram: i == 0, settings: r.settings)
             if i > 0 { out += "\n</details>\n" }
             out += "\n"
         }
@@ -66,9 +71,15 @@ public enum MarkdownReport {
 
     /// ECE with its bins, the per-class log loss and Brier score, and for the headline level
     /// the reliability diagram (`reliability.svg`, written beside report.md).
-    static func calibration(_ m: LevelMetrics, diagram: Bool) -> String {
+    static func calibration(_ m: LevelMetrics, diagram: Bool, settings: EvalSettings) -> String {
         var out = "### Calibration (\(m.level.rawValue) level): ECE \(Text.fixed(m.expectedCalibrationError, 4)), log loss \(Text.fixed(m.logLoss, 4))"
         out += (m.brierScore.map { ", Brier score \(Text.fixed($0, 4))" } ?? "") + "\n\n"
+        if let c = m.calibratedECE {
+            let sentence = c.sentence(
+                measured: m.expectedCalibrationError, samples: m.samples, unit: m.level.rawValue, confidence: settings.confidence)
+            out += (c.verdict(m.expectedCalibrationError) == .above ? "**\(sentence)**" : sentence)
+            out += " (A calibrated model: each sample right with the probability of its predicted class, \(c.draws) draws.)\n\n"
+        }
         if diagram { out += "![Reliability diagram: accuracy against confidence per bin](reliability.svg)\n\n" }
         out += "| confidence bin | samples | mean confidence | accuracy |\n|---|---:|---:|---:|\n"
         for b in m.calibration where b.count > 0 {

@@ -134,7 +134,7 @@ public enum Metrics {
         var confidenceSum = [Double](repeating: 0, count: M)
         for i in truth.indices {
             let c = Double(probabilities[i * K + Int(predicted[i])])
-            let b = min(M - 1, max(0, Int((c * Double(M)).rounded(.up)) - 1))
+            let b = calibrationBin(c, bins: M)
             count[b] += 1
             confidenceSum[b] += c
             if predicted[i] == truth[i] { right[b] += 1 }
@@ -149,6 +149,12 @@ public enum Metrics {
                 lower: Double(b) / Double(M), upper: Double(b + 1) / Double(M), count: count[b], accuracy: acc, confidence: conf)
         }
         return (ece, table)
+    }
+
+    /// The bin of confidence `c` among `M` equal-width bins: `(b/M, (b+1)/M]`, 0 in the first.
+    @inline(__always)
+    static func calibrationBin(_ c: Double, bins M: Int) -> Int {
+        min(M - 1, max(0, Int((c * Double(M)).rounded(.up)) - 1))
     }
 
     /// Accuracy and macro-F1 straight from counts `[K·K]` (row-major, rows true), with the

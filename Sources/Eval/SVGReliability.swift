@@ -20,9 +20,15 @@ public enum SVGReliability {
         var out = standalone ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- \(EvalReport.schema) reliability diagram -->\n" : ""
         out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"11\" role=\"img\">\n"
         let title = "Reliability, \(m.level.rawValue) level: ECE \(Text.fixed(m.expectedCalibrationError, 4)) over \(m.calibration.count) bins, \(m.samples) \(m.level.rawValue)s"
-        out += "<title>\(Text.xml(title))</title>\n"
+        // The range of a calibrated model's ECE on as many samples, under the title.
+        let floor = m.calibratedECE.map {
+            "a calibrated model: ECE \(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]"
+                + ($0.verdict(m.expectedCalibrationError) == .above ? "; measured above it" : "")
+        }
+        out += "<title>\(Text.xml(title + (floor.map { "; " + $0 } ?? "")))</title>\n"
         if let provenance { out += "<desc>\(Text.xml(provenance))</desc>\n" }
-        out += "<text x=\"\(left)\" y=\"18\" font-size=\"12\">\(Text.xml(title))</text>\n"
+        out += "<text x=\"\(left)\" y=\"\(floor == nil ? 18 : 14)\" font-size=\"12\">\(Text.xml(title))</text>\n"
+        if let floor { out += "<text x=\"\(left)\" y=\"28\" font-size=\"10\" fill=\"#57606a\">\(Text.xml(floor))</text>\n" }
         out += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(side)\" height=\"\(side)\" fill=\"#ffffff\" stroke=\"#8c959f\"/>\n"
         for t in stride(from: 0.0, through: 1.0001, by: 0.2) {
             out += "<line x1=\"\(x(t))\" y1=\"\(y(0))\" x2=\"\(x(t))\" y2=\"\(y(1))\" stroke=\"#eaeef2\"/>"

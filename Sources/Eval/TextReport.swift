@@ -46,12 +46,29 @@ public enum TextReport {
             ("log loss", Text.fixed(m.logLoss, digits + 1), ""),
             ("ECE (\(settings.calibrationBins) bins)", Text.fixed(m.expectedCalibrationError, digits + 1), ""),
         ]
+        if let c = m.calibratedECE {
+            rows.append(("ECE if calibrated", Text.fixed(c.median, digits + 1), Text.interval(Interval(low: c.lower, high: c.upper), digits + 1)))
+        }
         rows += m.topK.map { ("top-\($0.k) accuracy", Text.fixed($0.accuracy, digits), "") }
         var out = Text.padRight("", 20) + Text.pad("value", 8) + "   " + ci + "\n"
         for (name, value, interval) in rows {
             out += Text.padRight(name, 20) + Text.pad(value, 8) + (interval.isEmpty ? "" : "   " + interval) + "\n"
         }
+        if let note = calibratedNote(m, settings: settings, digits: digits) { out += note + "\n" }
         return out
+    }
+
+    /// Under the summary: what "ECE if calibrated" is, and whether the measured ECE is above
+    /// its range.
+    static func calibratedNote(_ m: LevelMetrics, settings: EvalSettings, digits: Int) -> String? {
+        guard let c = m.calibratedECE else { return nil }
+        let windows = m.level == .window && m.samples > m.sequences
+        return "ECE if calibrated: median and \(Int((settings.confidence * 100).rounded()))% range of the ECE over \(c.draws) draws "
+            + "of the \(m.samples) \(m.level.rawValue)s, each right with the probability of its predicted class "
+            + "(a calibrated model with these confidences\(windows ? "; windows drawn independently, though a sequence's are not, so the range is too narrow" : "")).\n"
+            + c.sentence(
+                measured: m.expectedCalibrationError, samples: m.samples, unit: m.level.rawValue, confidence: settings.confidence,
+                digits: digits + 1)
     }
 
     static func footnote(_ s: EvalSettings) -> String {

@@ -55,7 +55,7 @@ enum EvalCommand: ParsableCommand {
             Option("use-events", \.useEvents, help: "Cut one window centred on each labeled event (as fit's useEvents) instead of sliding windows."),
             Option("force", \.force, help: "Replace output files that actiontrain did not write."),
             Option("bootstrap", \.bootstrap, value: "N", help: "Bootstrap resamples for the 95% intervals (default 1000, at most 100000; 0 turns them off)."),
-            Option("seed", \.seed, value: "N", help: "Seed of the bootstrap (default 0)."),
+            Option("seed", \.seed, value: "N", help: "Seed of the bootstrap and of the calibrated-ECE draws (default 0)."),
             Option("top-k", \.topK, value: "LIST", help: "Values of k for top-k accuracy, comma-separated (default 2,3,5)."),
             Option("baseline", \.baseline, value: "FILE", help: "Compare with this earlier report.json on the same data; exit 3 on a regression."),
             Option(
