@@ -23,14 +23,11 @@ final class CalibratedECETests: XCTestCase {
         }
     }
 
-    /// The exact distribution of the ECE of a calibrated model, enumerated over all 2^n
-    /// right/wrong outcomes (each with probability Π c_i or 1 − c_i) and scored by
-    /// `Metrics.calibration`: the smallest value whose cumulative probability reaches q.
-    /// `margin` is how far q is from either end of that value's step of the distribution.
-    static func exactQuantile(_ confidences: [Double], _ q: Double) -> (value: Double, margin: Double) {
+    /// Every right/wrong outcome of samples at `confidences` (2^n of them), each with its
+    /// probability (Π c_i or 1 − c_i) and its ECE as `Metrics.calibration` scores it.
+    static func outcomes(_ confidences: [Double]) -> [(probability: Double, ece: Double)] {
         let n = confidences.count
-        var atoms: [Double: Double] = [:]
-        for mask in 0..<(1 << n) {
+        return (0..<(1 << n)).map { mask in
             var p = 1.0, truth: [Int32] = [], probabilities: [Float] = []
             for (i, c) in confidences.enumerated() {
                 let right = mask & (1 << i) != 0
@@ -41,6 +38,16 @@ final class CalibratedECETests: XCTestCase {
             let ece = Metrics.calibration(
                 truth: truth, predicted: [Int32](repeating: 0, count: n), probabilities: probabilities, classes: 2
             ).ece
+            return (p, ece)
+        }
+    }
+
+    /// The exact distribution of the ECE of a calibrated model (`outcomes`): the smallest value
+    /// whose cumulative probability reaches q. `margin` is how far q is from either end of that
+    /// value's step of the distribution.
+    static func exactQuantile(_ confidences: [Double], _ q: Double) -> (value: Double, margin: Double) {
+        var atoms: [Double: Double] = [:]
+        for (p, ece) in outcomes(confidences) {
             // Sums in another order differ in the last bits: one atom per value to 1e-9.
             let key = (ece * 1e9).rounded() / 1e9
             atoms[key, default: 0] += p
@@ -86,20 +93,7 @@ final class CalibratedECETests: XCTestCase {
     /// sum (here checked through the mean of many draws against the enumerated expectation).
     func testTheMeanOfTheDrawsIsTheExactExpectation() {
         let confidences = [0.9375, 0.875, 0.75, 0.625, 0.5, 0.8125, 0.6875, 0.9375]
-        var expectation = 0.0
-        for mask in 0..<(1 << confidences.count) {
-            var p = 1.0, truth: [Int32] = [], probabilities: [Float] = []
-            for (i, c) in confidences.enumerated() {
-                let right = mask & (1 << i) != 0
-                p *= right ? c : 1 - c
-                truth.append(right ? 0 : 1)
-                probabilities += [Float(c), Float(1 - c)]
-            }
-            let ece = Metrics.calibration(
-                truth: truth, predicted: [Int32](repeating: 0, count: confidences.count), probabilities: probabilities, classes: 2
-            ).ece
-            expectation += p * ece
-        }
+        let expectation = Self.outcomes(confidences).reduce(0) { $0 + $1.probability * $1.ece }
         // With one draw per call the median is the draw itself: average 4,000 single draws.
         var sum = 0.0
         for s in 0..<4000 { sum += CalibratedECE.simulate(confidences: confidences, draws: 1, seed: UInt64(s)).median }
