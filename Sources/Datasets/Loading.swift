@@ -165,7 +165,20 @@ public enum DatasetLoader {
 
     /// `dataset` with its measured coordinate space; under `strict` the first contradiction is
     /// an error. For datasets that importers build (`actiontrain import`).
+    /// A class named by nothing but white space (an empty label cell, `"label": ""`) is an
+    /// error in every format: it would train a class no report can name.
     public static func checked(_ dataset: Dataset, file: String, readerWarnings: [DatasetWarning] = [], strict: Bool) throws -> LoadedDataset {
+        func blank(_ label: String) -> Bool { label.allSatisfy(\.isWhitespace) }
+        if let s = dataset.sequences.first(where: { s in s.label.map(blank) == true || s.segments.contains { blank($0.label) } }) {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file, record: s.id), problem: "the label is empty",
+                fix: "give every sequence and segment a class name, or leave the label out for unlabeled data")
+        }
+        if dataset.classes.contains(where: blank) {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file), problem: "the class list [\(dataset.classes.joined(separator: ", "))] holds an empty name",
+                fix: "remove it or name the class")
+        }
         let space = CoordinateSpace.measure(dataset)
         if strict, let problem = space.problems.first {
             throw DatasetError.invalidValue(
