@@ -85,20 +85,12 @@ public enum MirrorPairs {
         }
         guard tree != edges else { return edges }
         // Each edge as [parent, child] from joint 0.
-        var depth = [Int](repeating: -1, count: J)
-        depth[0] = 0
-        var queue = [0], head = 0
-        while head < queue.count {
-            let u = queue[head]
-            head += 1
-            for e in tree where e.contains(u) {
-                let v = e[0] == u ? e[1] : e[0]
-                if depth[v] < 0 {
-                    depth[v] = depth[u] + 1
-                    queue.append(v)
-                }
-            }
+        var neighbours = [[Int]](repeating: [], count: J)
+        for e in tree {
+            neighbours[e[0]].append(e[1])
+            neighbours[e[1]].append(e[0])
         }
+        let depth = SkeletonGraph.hops(from: 0, neighbours: neighbours)
         return tree.map { depth[$0[0]] <= depth[$0[1]] ? $0 : [$0[1], $0[0]] }
     }
 
@@ -132,24 +124,8 @@ public enum MirrorPairs {
             neighbours[e[0]].append((e[1], l))
             neighbours[e[1]].append((e[0], l))
         }
-        func hops(from root: Int) -> [Int] {
-            var d = [Int](repeating: -1, count: J)
-            d[root] = 0
-            var queue = [root], head = 0
-            while head < queue.count {
-                let u = queue[head]
-                head += 1
-                for (v, _) in neighbours[u] where d[v] < 0 {
-                    d[v] = d[u] + 1
-                    queue.append(v)
-                }
-            }
-            return d
-        }
-        let eccentricity = (0..<J).map { j -> Int in
-            let d = hops(from: j)
-            return d.contains(-1) ? .max : d.max()!
-        }
+        let adjacent = neighbours.map { $0.map(\.joint) }
+        let eccentricity = (0..<J).map { SkeletonGraph.hops(from: $0, neighbours: adjacent).max()! }  // .max: not connected
         guard eccentricity[0] != .max, let least = eccentricity.min() else { return [] }  // not connected
         let centres = (0..<J).filter { eccentricity[$0] == least }
 

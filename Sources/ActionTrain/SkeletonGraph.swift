@@ -53,27 +53,30 @@ public struct SkeletonGraph: Equatable, Sendable {
             neighbours[e[0]].append(e[1])
             neighbours[e[1]].append(e[0])
         }
-        func hops(from root: Int) -> [Int] {
-            var d = [Int](repeating: .max, count: J)
-            d[root] = 0
-            var queue = [root], head = 0
-            while head < queue.count {
-                let u = queue[head]
-                head += 1
-                for v in neighbours[u] where d[v] == .max {
-                    d[v] = d[u] + 1
-                    queue.append(v)
-                }
-            }
-            return d
-        }
         let root =
             centre
             ?? (0..<J).min { a, b in
-                let (ea, eb) = (hops(from: a).max()!, hops(from: b).max()!)
+                let (ea, eb) = (Self.hops(from: a, neighbours: neighbours).max()!, Self.hops(from: b, neighbours: neighbours).max()!)
                 return ea != eb ? ea < eb : a < b
             }!
-        depth = hops(from: root)
+        depth = Self.hops(from: root, neighbours: neighbours)
+    }
+
+    /// The number of edges from `root` to each joint (breadth first over `neighbours`, each
+    /// joint's adjacent joints), `Int.max` for a joint `root` does not reach.
+    static func hops(from root: Int, neighbours: [[Int]]) -> [Int] {
+        var d = [Int](repeating: .max, count: neighbours.count)
+        d[root] = 0
+        var queue = [root], head = 0
+        while head < queue.count {
+            let u = queue[head]
+            head += 1
+            for v in neighbours[u] where d[v] == .max {
+                d[v] = d[u] + 1
+                queue.append(v)
+            }
+        }
+        return d
     }
 
     /// The three partition matrices, each `J x J` row-major: identity; for each joint, the mean
