@@ -110,22 +110,31 @@ public struct CalibratedECE: Codable, Hashable, Sendable {
         predicted.enumerated().map { Double(probabilities[$0.offset * K + Int($0.element)]) }
     }
 
+    /// `[lower, upper]` with `digits` decimals.
+    public func range(digits: Int = 4) -> String { "[\(Text.fixed(lower, digits)), \(Text.fixed(upper, digits))]" }
+
+    /// `median [lower, upper]` with `digits` decimals, as the reports' rows show it.
+    public func summary(digits: Int = 4) -> String { "\(Text.fixed(median, digits)) " + range(digits: digits) }
+
+    /// What the draws were, for a report's note under the sentence.
+    public var method: String { "A calibrated model: each sample right with the probability of its predicted class, \(draws) draws." }
+
     /// One sentence on a measured ECE against the interval, for the reports: whether the
     /// probabilities are off by more than a sample of this size explains.
     public func sentence(measured: Double, samples: Int, unit: String, confidence: Double, digits: Int = 4) -> String {
         let pct = "\(Int((confidence * 100).rounded()))%"
-        let range = "[\(Text.fixed(lower, digits)), \(Text.fixed(upper, digits))]"
+        let interval = range(digits: digits)
         let ece = "ECE \(Text.fixed(measured, digits))"
         let sample = "\(samples) \(unit)\(samples == 1 ? "" : "s")"
         switch verdict(measured) {
         case .above:
-            return "\(ece) is above the \(pct) range of a calibrated model's ECE on \(sample) \(range): "
+            return "\(ece) is above the \(pct) range of a calibrated model's ECE on \(sample) \(interval): "
                 + "the probabilities are off by more than a sample this size explains."
         case .within:
-            return "\(ece) is within the \(pct) range of a calibrated model's ECE on \(sample) \(range): "
+            return "\(ece) is within the \(pct) range of a calibrated model's ECE on \(sample) \(interval): "
                 + "sampling alone gives an ECE this large."
         case .below:
-            return "\(ece) is below the \(pct) range of a calibrated model's ECE on \(sample) \(range): "
+            return "\(ece) is below the \(pct) range of a calibrated model's ECE on \(sample) \(interval): "
                 + "within what sampling alone gives."
         }
     }

@@ -72,7 +72,7 @@ public enum HTMLReport {
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
         if levels.allSatisfy({ $0.calibratedECE != nil }) {
             row("ECE if calibrated (median [\(Int((r.settings.confidence * 100).rounded()))% range])") { m in
-                m.calibratedECE.map { "\(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]" } ?? ""
+                m.calibratedECE?.summary() ?? ""
             }
         }
         if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
@@ -143,7 +143,7 @@ public enum HTMLReport {
             let sentence = Text.html(
                 c.sentence(measured: m.expectedCalibrationError, samples: m.samples, unit: m.level.rawValue, confidence: settings.confidence))
             out += "<p>" + (c.verdict(m.expectedCalibrationError) == .above ? "<b>\(sentence)</b>" : sentence)
-            out += " <span class=\"note\">A calibrated model: each sample right with the probability of its predicted class, \(c.draws) draws.</span></p>\n"
+            out += " <span class=\"note\">\(c.method)</span></p>\n"
         }
         out += SVGReliability.render(m, standalone: false)
         out += "<table><tr><th>confidence bin</th><th>samples</th><th>mean confidence</th><th>accuracy</th></tr>\n"

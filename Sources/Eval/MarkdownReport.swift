@@ -27,7 +27,7 @@ public enum MarkdownReport {
         row("ECE (\(r.settings.calibrationBins) bins)") { Text.fixed($0.expectedCalibrationError, 4) }
         if levels.allSatisfy({ $0.calibratedECE != nil }) {
             row("ECE if calibrated (median [\(Int((r.settings.confidence * 100).rounded()))% range])") { m in
-                m.calibratedECE.map { "\(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]" } ?? ""
+                m.calibratedECE?.summary() ?? ""
             }
         }
         if levels.allSatisfy({ $0.brierScore != nil }) { row("Brier score") { Text.fixed($0.brierScore ?? 0, 4) } }
@@ -78,7 +78,7 @@ public enum MarkdownReport {
             let sentence = c.sentence(
                 measured: m.expectedCalibrationError, samples: m.samples, unit: m.level.rawValue, confidence: settings.confidence)
             out += (c.verdict(m.expectedCalibrationError) == .above ? "**\(sentence)**" : sentence)
-            out += " (A calibrated model: each sample right with the probability of its predicted class, \(c.draws) draws.)\n\n"
+            out += " (\(c.method))\n\n"
         }
         if diagram { out += "![Reliability diagram: accuracy against confidence per bin](reliability.svg)\n\n" }
         out += "| confidence bin | samples | mean confidence | accuracy |\n|---|---:|---:|---:|\n"

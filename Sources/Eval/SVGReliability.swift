@@ -22,7 +22,7 @@ public enum SVGReliability {
         let title = "Reliability, \(m.level.rawValue) level: ECE \(Text.fixed(m.expectedCalibrationError, 4)) over \(m.calibration.count) bins, \(m.samples) \(m.level.rawValue)s"
         // The range of a calibrated model's ECE on as many samples, under the title.
         let floor = m.calibratedECE.map {
-            "a calibrated model: ECE \(Text.fixed($0.median, 4)) [\(Text.fixed($0.lower, 4)), \(Text.fixed($0.upper, 4))]"
+            "a calibrated model: ECE \($0.summary())"
                 + ($0.verdict(m.expectedCalibrationError) == .above ? "; measured above it" : "")
         }
         out += "<title>\(Text.xml(title + (floor.map { "; " + $0 } ?? "")))</title>\n"
