@@ -180,13 +180,7 @@ final class CalibratedECETests: XCTestCase {
     /// without it, and its reports show no row for it.
     func testAReportWithoutItStillReads() throws {
         let r = try Fixtures.report(resamples: 0)
-        var object = try XCTUnwrap(try JSONSerialization.jsonObject(with: try ReportJSON.encode(r)) as? [String: Any])
-        for level in ["window", "sequence"] {
-            var m = try XCTUnwrap(object[level] as? [String: Any])
-            XCTAssertNotNil(m.removeValue(forKey: "calibratedECE"))
-            object[level] = m
-        }
-        let old = try ReportJSON.decode(try JSONSerialization.data(withJSONObject: object), file: "old.json")
+        let old = try Fixtures.withoutKeys(["calibratedECE"], r)
         XCTAssertNil(old.window.calibratedECE)
         XCTAssertNil(old.sequence?.calibratedECE)
         XCTAssertEqual(old.sequence?.expectedCalibrationError, r.sequence?.expectedCalibrationError)

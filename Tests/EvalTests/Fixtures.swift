@@ -1,5 +1,6 @@
 import Eval
 import Foundation
+import XCTest
 
 /// Small hand-made evaluations shared by the Eval tests.
 enum Fixtures {
@@ -41,6 +42,18 @@ enum Fixtures {
         try EvalReport.evaluate(
             classes: classes, windows: try table(rows, classes: rows.first?.p.count ?? classes.count), model: model, data: data,
             settings: EvalSettings(bootstrapResamples: resamples, seed: seed), tool: "actiontrain test")
+    }
+
+    /// `r` as an older eval wrote it: its JSON without `keys` at both levels (each of which it
+    /// must have), read back, as `eval --baseline` reads a report of last month.
+    static func withoutKeys(_ keys: [String], _ r: EvalReport) throws -> EvalReport {
+        var object = try XCTUnwrap(try JSONSerialization.jsonObject(with: try ReportJSON.encode(r)) as? [String: Any])
+        for level in ["window", "sequence"] {
+            var m = try XCTUnwrap(object[level] as? [String: Any])
+            for key in keys { XCTAssertNotNil(m.removeValue(forKey: key), "\(level) has \(key)") }
+            object[level] = m
+        }
+        return try ReportJSON.decode(try JSONSerialization.data(withJSONObject: object), file: "old.json")
     }
 
     /// `n` sequences of one window each, class `i % classes`, predicted right when `right(i)`.
