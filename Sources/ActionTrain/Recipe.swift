@@ -330,14 +330,16 @@ public enum Recipe {
     /// does, since the views of the training cameras lost nothing (docs/benchmarks.md).
     public static let viewChangeByDefault = true
 
-    /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches).
-    public static let minimumSteps = 500
+    /// Optimiser steps a run takes at least (the epochs grow for datasets of a few batches):
+    /// 1,000 since every window of small data is augmented, and a 2D one seen from a camera
+    /// drawn anew (docs/benchmarks.md, "Longer training for augmented small data").
+    public static let minimumSteps = 1000
 
     /// Epochs for `batchesPerEpoch`: 120, or enough for `minimumSteps` (rounded up to tens),
-    /// at most 480.
+    /// at most 1000.
     static func trainingEpochs(batchesPerEpoch: Int) -> Int {
         let needed = (minimumSteps + max(1, batchesPerEpoch) - 1) / max(1, batchesPerEpoch)
-        return min(480, max(120, (needed + 9) / 10 * 10))
+        return min(1000, max(120, (needed + 9) / 10 * 10))
     }
 
     /// The `fit` window length for clips whose median length is `median` frames.

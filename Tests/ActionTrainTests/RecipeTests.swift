@@ -193,20 +193,23 @@ final class RecipeTests: XCTestCase {
     }
 
     /// An epoch of a few batches trains for at least `minimumSteps` steps: 27 clips are one
-    /// batch of 64, 480 epochs (the cap); 300 clips are 5 batches, 120 epochs do it.
+    /// batch of 64, 1,000 epochs (the cap); 300 clips are 5 batches, 200 epochs; 9 batches or
+    /// more, 120.
     func testFewBatchesAnEpochTrainLonger() {
-        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 1), 480)
-        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 2), 250)
-        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 3), 170)
-        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 5), 120)
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 1), 1000)
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 2), 500)
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 3), 340, "334 rounded up to tens")
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 5), 200)
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 8), 130)
+        XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 9), 120)
         XCTAssertEqual(Recipe.trainingEpochs(batchesPerEpoch: 20), 120)
         let tiny = Self.dataset(perClass: 9)
         let (c, choices) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(tiny, indices: Array(tiny.sequences.indices)))
-        XCTAssertEqual(c.epochs, 480)
-        XCTAssertTrue(choices.last!.seen.contains("27 windows are 1 batch an epoch, at least 500 steps"), choices.last!.seen)
+        XCTAssertEqual(c.epochs, 1000)
+        XCTAssertTrue(choices.last!.seen.contains("27 windows are 1 batch an epoch, at least 1000 steps"), choices.last!.seen)
         let many = Self.dataset(perClass: 100)
         let (c2, _) = Recipe.choose(TrainingConfig(), explicit: [], profile: DatasetProfile(many, indices: Array(many.sequences.indices)))
-        XCTAssertEqual(c2.epochs, 120, "270 training windows (10% validation) are 5 batches")
+        XCTAssertEqual(c2.epochs, 200, "270 training windows (10% validation) are 5 batches")
         let (c3, _) = Recipe.choose(
             TrainingConfig(), explicit: ["epochs"], profile: DatasetProfile(tiny, indices: Array(tiny.sequences.indices)))
         XCTAssertEqual(c3.epochs, TrainingConfig().epochs, "the user's epochs are kept")
