@@ -95,7 +95,7 @@ public enum LinearHeads {
     /// is beyond `maxWork` is left as it is (`Solution.notSolved`).
     public static func solve(
         _ head: Head, network: Network, data: TrainingData, folds: [Int]?, classWeights: [Float]?, penalty: Double?,
-        copies requested: Int = 0, maxWork: Int = maxWork
+        copies requested: Int = 0, maxWork: Int = maxWork, maxSearchWork: Int = maxSearchWork
     ) throws -> Solution {
         let started = Date()
         let source = data.train, N = source.count
@@ -135,7 +135,7 @@ public enum LinearHeads {
         let chosen: Double, chosenBy: String
         if let penalty {
             (chosen, chosenBy) = (penalty, "given")
-        } else if fold != nil && k >= 2 && work * (1 + k * penalties.count) > maxWork {
+        } else if fold != nil && k >= 2 && work * (1 + k * penalties.count) > maxSearchWork {
             let solves = 1 + k * penalties.count
             (chosen, chosenBy) = (fallbackPenalty, "the default (cross-validation would solve it \(solves) times over \(n) windows of \(K) classes)")
         } else if let fold, k >= 2 {
@@ -239,13 +239,17 @@ public enum LinearHeads {
     /// The penalty of a head that cannot be cross-validated.
     public static let fallbackPenalty = 0.1
 
-    /// The most multiply-adds a head's solves may take per evaluation of their objective, all
-    /// of them together (2^32): windows × classes × unknowns per class, times the 1 + 5 × 15
-    /// solves of a cross-validated penalty. One evaluation is two such matrix products and a
-    /// solve takes up to 500 of them, so this bounds a solve at minutes on one core; the largest
-    /// shared dataset, Penn Action (1,258 windows, 15 classes, cross-validated), needs 1.8e9.
-    /// Beyond it the penalty is not cross-validated (`fallbackPenalty`), and a head whose one
-    /// solve is beyond it is trained with the network instead (10,000 classes of one sequence
-    /// each: 2.4e11, hours, and the L-BFGS history alone 3.8 GB).
-    public static let maxWork = 1 << 32
+    /// The most multiply-adds one solve may take per evaluation of its objective (2^34):
+    /// windows × classes × unknowns per class. One evaluation is two such matrix products and a
+    /// solve takes up to 500 of them, so this bounds a solve at minutes; a head beyond it is
+    /// trained with the network instead (10,000 classes of one sequence each: 2.4e11, hours, and
+    /// the L-BFGS history alone 3.8 GB).
+    public static let maxWork = 1 << 34
+
+    /// The same for the solves of a cross-validated penalty together (2^36; 1 + 5 × 15 solves
+    /// of the folds' smaller problems, most of them short warm-started steps down the penalty
+    /// path). Beyond it the penalty is not cross-validated (`fallbackPenalty`). The largest
+    /// shared dataset, Penn Action (1,258 windows, 15 classes), needs 1.8e9; 40 classes of a 2D
+    /// set at the 1,250 rows of `maxCopyRows`, 4.8e9.
+    public static let maxSearchWork = 1 << 36
 }
