@@ -166,9 +166,16 @@ public enum DatasetLoader {
     /// `dataset` with its measured coordinate space; under `strict` the first contradiction is
     /// an error. For datasets that importers build (`actiontrain import`).
     /// A class named by nothing but white space (an empty label cell, `"label": ""`) is an
-    /// error in every format: it would train a class no report can name.
+    /// error in every format: it would train a class no report can name. So is such an id (no
+    /// reader makes one up): reports and predictions name sequences by it.
     public static func checked(_ dataset: Dataset, file: String, readerWarnings: [DatasetWarning] = [], strict: Bool) throws -> LoadedDataset {
         func blank(_ label: String) -> Bool { label.allSatisfy(\.isWhitespace) }
+        if let i = dataset.sequences.firstIndex(where: { blank($0.id) }) {
+            let label = dataset.sequences[i].label.map { ", label '\($0)'" } ?? ""
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file), problem: "sequence \(i + 1) of \(dataset.sequences.count) (in the file's order\(label)) has an empty id",
+                fix: "give every sequence a unique id that is not empty")
+        }
         if let s = dataset.sequences.first(where: { s in s.label.map(blank) == true || s.segments.contains { blank($0.label) } }) {
             throw DatasetError.invalidValue(
                 SourceLocation(file: file, record: s.id), problem: "the label is empty",

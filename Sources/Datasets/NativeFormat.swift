@@ -506,6 +506,10 @@ struct NativeReader {
         guard s.i == s.end else { throw JSONSyntaxError(offset: s.i, expected: "the end of the line after the sequence object") }
 
         guard let id else { throw invalid("the sequence has no \"id\"", "give every sequence a unique \"id\" string") }
+        guard !id.allSatisfy(\.isWhitespace) else {
+            throw DatasetError.invalidValue(
+                SourceLocation(file: file, line: number), problem: "the sequence's id is empty", fix: "give every sequence a unique id that is not empty")
+        }
         if let first = idLines.updateValue(number, forKey: id) {
             throw invalid("the id '\(id)' is also used on line \(first)", "give every sequence a unique id")
         }

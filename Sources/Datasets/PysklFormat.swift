@@ -58,6 +58,17 @@ public enum PysklFormat {
                 SourceLocation(file: file), problem: "is \(what), not a pickle", fix: "read NumPy files as npz (actiontrain import npz), or give the annotations' .pkl")
         }
         do { root = try Pickle.load(bytes) } catch let e as Pickle.Failure {
+            // A binary pickle (protocol 2 and later, what pickle.dump writes) starts with 0x80;
+            // protocol 0 and 1 are text, so text that does not read is most likely not a pickle.
+            let head = bytes.prefix(40)
+            if bytes.first != 0x80, !head.isEmpty, head.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                let text = String(decoding: head.prefix { $0 != 0x0A && $0 != 0x0D }, as: UTF8.self)
+                throw DatasetError.invalidValue(
+                    SourceLocation(file: file),
+                    problem: "is not a binary pickle (protocol 2 or later starts with byte 0x80) and does not read as a text one (byte \(e.offset): \(e.problem)): "
+                        + "it starts with the text '\(text)'",
+                    fix: "give the annotations' .pkl as pickle.dump wrote it")
+            }
             throw DatasetError.invalidValue(
                 SourceLocation(file: file), problem: "byte \(e.offset): \(e.problem)", fix: "save the annotations with pickle.dump of dicts, lists and NumPy arrays")
         }
@@ -72,6 +83,7 @@ public enum PysklFormat {
 
         // split: name -> frame_dirs, mapped to train / validation / test.
         var splitOf: [String: String] = [:]
+        var listed: [(name: String, ids: [String])] = []
         if let split = root["split"] {
             guard case .dict(let d) = split else { throw DatasetError.invalidValue(at, problem: "\"split\" is \(split.kind), not a dict", fix: "save {name: [frame_dir, ...]}") }
             let names = d.compactMap { $0.key.string }
@@ -79,7 +91,8 @@ public enum PysklFormat {
             for (key, value) in d {
                 guard let name = key.string, let target = mapping[name] else { continue }
                 guard let ids = value.items else { throw DatasetError.invalidValue(at, problem: "split '\(name)' is \(value.kind), not a list of frame_dir", fix: "fix the pickle") }
-                for id in ids { if let s = id.string { splitOf[s] = target } }
+                listed.append((name, ids.compactMap(\.string)))
+                for id in listed.last!.ids { splitOf[id] = target }
             }
         }
 
@@ -139,7 +152,10 @@ public enum PysklFormat {
                 labels.insert(k)
             }
             var imageSize: [Double]? = nil
-            if let shape = a["img_shape"]?.items, shape.count == 2, let h = shape[0].number, let w = shape[1].number, h > 0, w > 0 {
+            if let shape = a["img_shape"]?.items, shape.count == 2, let h = shape[0].number, let w = shape[1].number {
+                guard h > 0, w > 0, h.isFinite, w.isFinite else {
+                    throw fail("\"img_shape\" is (\(String(format: "%g, %g", h, w))), not an image's (height, width) in pixels", "save the frames' size, or leave img_shape out", record: id)
+                }
                 imageSize = [w, h]
             }
             if M == 0 || T == 0 { empty.append(id) }
@@ -213,6 +229,24 @@ public enum PysklFormat {
         }
         if case .bodies(let m) = options.people { out.skeleton = out.skeleton.bodies(m) }
         var warnings: [DatasetWarning] = []
+        func some(_ ids: [String]) -> String { ids.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (ids.count > 5 ? ", ..." : "") }
+        for (name, ids) in listed.sorted(by: { $0.name < $1.name }) {
+            let missing = ids.filter { !seen.contains($0) }
+            guard !missing.isEmpty else { continue }
+            warnings.append(
+                DatasetWarning(
+                    SourceLocation(file: file),
+                    "split '\(name)' lists \(missing.count) frame_dir\(missing.count == 1 ? "" : "s") (of its \(ids.count)) that no annotation has (\(some(missing))): "
+                        + "there is nothing to read for \(missing.count == 1 ? "it" : "them"); check that the split lists and the annotations come from the same file"))
+        }
+        let unlisted = annotations.compactMap { $0["frame_dir"]?.string ?? $0["frame_dir"]?.integer.map(String.init) }.filter { splitOf[$0] == nil }
+        if !listed.isEmpty && !unlisted.isEmpty {
+            warnings.append(
+                DatasetWarning(
+                    SourceLocation(file: file),
+                    "\(unlisted.count) annotation\(unlisted.count == 1 ? " is" : "s are") in none of the split lists \(listed.map(\.name).sorted().joined(separator: ", ")) "
+                        + "(\(some(unlisted))): \(unlisted.count == 1 ? "it has" : "they have") no split"))
+        }
         if !allNaN.isEmpty {
             let names = allNaN.prefix(5).map { "'\($0)'" }.joined(separator: ", ") + (allNaN.count > 5 ? ", ..." : "")
             warnings.append(

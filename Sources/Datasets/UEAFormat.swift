@@ -38,8 +38,8 @@ public enum UEAFormat {
     /// Reads a `.ts` file.
     public static func read(_ path: String, options: Options = Options()) throws -> Dataset {
         var reader = UEAReader(file: path, options: options)
-        try LineSplitter.forEachLine(ofFile: path) { line, number in try reader.consume(line, number) }
-        return try reader.finish()
+        let endsWithNewline = try LineSplitter.forEachLine(ofFile: path) { line, number in try reader.consume(line, number) }
+        return try reader.finish(endsWithNewline: endsWithNewline)
     }
 
     /// Compatibility spelling of `read(_:options:)`.
@@ -53,7 +53,7 @@ public enum UEAFormat {
         try bytes.withUnsafeBufferPointer { b in
             try LineSplitter.forEachLine(in: b, file: file) { line, number in try reader.consume(line, number) }
         }
-        return try reader.finish()
+        return try reader.finish(endsWithNewline: bytes.last == 0x0A)
     }
 }
 
@@ -71,6 +71,9 @@ struct UEAReader {
     var sequences: [PoseSequence] = []
     var series: [[Float]] = []  // per dimension, reused
     var missing: [[Bool]] = []
+    /// A case that did not read, held until the next line shows it was not the file's
+    /// unterminated last line (then the file was cut short in it, which `finish` says).
+    var failedCase: (error: Error, line: Int)?
 
     init(file: String, options: Options) {
         self.file = file
@@ -86,12 +89,13 @@ struct UEAReader {
         while s < e && (p[s] == 0x20 || p[s] == 0x09) { s += 1 }
         while e > s && (p[e - 1] == 0x20 || p[e - 1] == 0x09 || p[e - 1] == 0x0D) { e -= 1 }
         if s == e || p[s] == UInt8(ascii: "#") { return }
+        if let failedCase { throw failedCase.error }
         if !inData {
             let text = String(decoding: UnsafeBufferPointer(start: p + s, count: e - s), as: UTF8.self)
             try header(text, number)
             return
         }
-        try dataLine(p, s, e, number)
+        do { try dataLine(p, s, e, number) } catch { failedCase = (error, number) }
     }
 
     private mutating func header(_ text: String, _ number: Int) throws {
@@ -251,7 +255,13 @@ struct UEAReader {
             dimensions: 2, units: .unitless)
     }
 
-    func finish() throws -> Dataset {
+    func finish(endsWithNewline: Bool) throws -> Dataset {
+        if let failedCase {
+            guard !endsWithNewline else { throw failedCase.error }
+            var what = "the last case"
+            if case .invalidValue(_, let problem, _) = failedCase.error as? DatasetError { what += " (\(problem))" }
+            throw DatasetError.truncated(SourceLocation(file: file, line: failedCase.line, record: "\(fileStem)-\(sequences.count)"), what: what)
+        }
         guard inData else {
             throw DatasetError.syntax(SourceLocation(file: file, line: max(lastLine, 1)), expected: "an @data line (is this a .ts file?)")
         }

@@ -157,18 +157,15 @@ public enum Metrics {
         min(M - 1, max(0, Int((c * Double(M)).rounded(.up)) - 1))
     }
 
-    /// Accuracy and macro-F1 straight from counts `[K·K]` (row-major, rows true), with the
-    /// same zero-division and averaging policy as `ClassificationReport`. Used by the bootstrap.
-    static func accuracyAndMacroF1(_ c: UnsafeBufferPointer<Int>, _ K: Int) -> (accuracy: Double, macroF1: Double) {
+    /// Accuracy and macro-F1 straight from a confusion matrix's row sums (samples of each true
+    /// class), column sums (of each predicted class) and diagonal (right), with the same
+    /// zero-division and averaging policy as `ClassificationReport`. Used by the bootstrap.
+    static func accuracyAndMacroF1(rows: [Int], columns: [Int], right: [Int]) -> (accuracy: Double, macroF1: Double) {
         var total = 0, correct = 0, f1Sum = 0.0, present = 0
-        for k in 0..<K {
-            var row = 0, col = 0
-            for j in 0..<K {
-                row += c[k * K + j]
-                col += c[j * K + k]
-            }
+        for k in rows.indices {
+            let row = rows[k], col = columns[k]
             total += row
-            let tp = c[k * K + k]
+            let tp = right[k]
             correct += tp
             guard row > 0 || col > 0 else { continue }
             present += 1

@@ -10,6 +10,10 @@ public enum TextReport {
             out += "\n" + section(m, headline: m.level == r.headline) + "\n\n"
             if let table = try? m.classificationReport(classes: r.classes) { out += table.table(digits: digits) }
             out += "\n" + summary(m, settings: r.settings, digits: digits)
+            if r.classes.count > maxMatrixClasses {
+                out += "\nconfusion matrix: \(r.classes.count) classes, more than the \(maxMatrixClasses) a text report prints (report.json holds it)\n"
+                continue
+            }
             let cm = m.confusionMatrix(classes: r.classes)
             out += "\nconfusion matrix (rows = true, columns = predicted)\n" + Text.matrix(cm)
             out += "\nconfusion matrix normalised over true labels (each row sums to 1; the diagonal is the recall)\n"
@@ -19,6 +23,10 @@ public enum TextReport {
         out += "\n" + footnote(r.settings) + (r.events == nil ? "" : " " + EventMetrics.definition) + "\n"
         return out
     }
+
+    /// The most classes whose confusion matrices the text prints: beyond it a row is wider than
+    /// any terminal, and 10,000 classes made 2.4 GB of text (4 matrices of 10⁸ cells).
+    public static let maxMatrixClasses = 200
 
     static func eventSection(_ e: EventMetrics) -> String {
         "== events: \(e.events) events against \(e.segments) true segments in \(e.sequences) stream\(e.sequences == 1 ? "" : "s") =="

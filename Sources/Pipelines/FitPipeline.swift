@@ -189,12 +189,26 @@ public struct TrainingData {
     public static let maxFolds = 5
 
     /// The held-out training sequences of each fold `folds` is made from (nil when the config
-    /// cross-validates no linear head, or `train` is fewer than 2 groups).
+    /// cross-validates no linear head, `train` is fewer than 2 groups, or too few of its
+    /// sequences are of a class other groups hold too: `heldOutCanScore`).
     static func folds(_ d: Dataset, _ train: [Int], config: TrainingConfig) throws -> [[Int]]? {
         guard config.linearHead == .solve && config.linearPenalty == nil && config.hasLinearHead else { return nil }
         let groups = Set(train.map { d.sequences[$0].group ?? "#\($0)" }).count
-        guard groups >= 2 else { return nil }
+        guard groups >= 2, heldOutCanScore(d, train) else { return nil }
         return try Splits.kFold(d, indices: train, k: min(maxFolds, groups), seed: config.seed).folds.map(\.test)
+    }
+
+    /// Whether held-out windows can tell penalties apart: at least half of the `train`
+    /// sequences are of a class (label or segment label) that another group holds too. A fold
+    /// that holds out a class's only group trains without that class, so its windows are wrong
+    /// whatever the penalty: with one sequence a class every penalty scored alike, the
+    /// strongest won the tie, and the member's probabilities came out near uniform.
+    static func heldOutCanScore(_ d: Dataset, _ train: [Int]) -> Bool {
+        func classes(_ i: Int) -> Set<String> { Set([d.sequences[i].label].compactMap { $0 } + d.sequences[i].segments.map(\.label)) }
+        var groups: [String: Set<String>] = [:]
+        for i in train { for c in classes(i) { groups[c, default: []].insert(d.sequences[i].group ?? "#\(i)") } }
+        let scored = train.filter { classes($0).contains { groups[$0]!.count >= 2 } }.count
+        return 2 * scored >= train.count
     }
 
     /// The fold of each window from its source sequence; nil when a sequence is in no fold.
@@ -244,7 +258,9 @@ public final class Training {
                 copies: config.linearHeadCopies)
         }
         trainer = Trainer(network: network, config: config, classWeights: weights, group: group)
-        trainer.fixedParameters = heads.map { $0.offset..<($0.offset + $0.classes * ($0.features + 1)) }
+        trainer.fixedParameters = zip(heads, linearHeads).filter { $1.notSolved == nil }.map { h, _ in
+            h.offset..<(h.offset + h.classes * (h.features + 1))
+        }
     }
 
     /// Trains until the config's epochs are done, early stopping ends the run, or

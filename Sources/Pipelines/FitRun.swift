@@ -431,7 +431,8 @@ public final class FitRun {
                     note =
                         outOfFold == nil
                         ? "not calibrated: no validation windows to fit a temperature on"
-                        : "not calibrated: the training sequences are fewer than 2 groups, so nothing can be held out to fit a temperature on"
+                        : "not calibrated: nothing can be held out to fit a temperature on (the training sequences are fewer than 2 groups, "
+                            + "or most are of a class that no other group holds)"
                 }
             }
         }

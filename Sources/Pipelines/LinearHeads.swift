@@ -46,6 +46,9 @@ public enum LinearHeads {
         public var windows: Int, features: Int
         public var iterations: Int
         public var seconds: Double
+        /// Why the head was left to the trainer instead of solved (nil: solved): its problem is
+        /// beyond `maxWork`. Its parameters are then trained with the network's.
+        public var notSolved: String?
     }
 
     /// The penalties cross-validation chooses from: 10^-4 to 10^3, half a decade apart (the
@@ -88,10 +91,11 @@ public enum LinearHeads {
 
     /// Solves `head` of `network` on `data`'s training windows and writes its weight and bias
     /// into the network's parameters. `folds[w]` is window w's cross-validation fold (nil, or
-    /// fewer than 2 folds: `fallbackPenalty` unless `penalty` is given).
+    /// fewer than 2 folds: `fallbackPenalty` unless `penalty` is given). A head whose problem
+    /// is beyond `maxWork` is left as it is (`Solution.notSolved`).
     public static func solve(
         _ head: Head, network: Network, data: TrainingData, folds: [Int]?, classWeights: [Float]?, penalty: Double?,
-        copies requested: Int = 0
+        copies requested: Int = 0, maxWork: Int = maxWork, maxSearchWork: Int = maxSearchWork
     ) throws -> Solution {
         let started = Date()
         let source = data.train, N = source.count
@@ -100,6 +104,16 @@ public enum LinearHeads {
         let windows = Array(stride(from: 0, to: N, by: every))
         let rows = Array(repeating: windows, count: 1 + copies).flatMap { $0 }
         let n = rows.count, d = head.features, K = head.classes
+        // The multiply-adds of one product of the features and the weights (two an evaluation);
+        // over the windows' span when they are fewer than the features (its rank is at most n).
+        let work = n * K * (n < d && n <= maxRowSpace ? n : d)
+        guard work <= maxWork else {
+            return Solution(
+                member: head.member, penalty: 0, chosenBy: "", scores: [], temperature: 1, windows: n, features: d, iterations: 0,
+                seconds: Date().timeIntervalSince(started),
+                notSolved: "a logistic regression over \(K) classes and \(n) windows of \(d) features is too large to solve before training "
+                    + String(format: "(%.2g multiply-adds an evaluation, beyond %.2g)", Double(work), Double(maxWork)))
+        }
         let x = UnsafeMutablePointer<Float>.allocate(capacity: max(1, n * d))  // [n, d]
         defer { x.deallocate() }
         try features(head, network: network, source: source, rows: windows, into: x)
@@ -121,6 +135,9 @@ public enum LinearHeads {
         let chosen: Double, chosenBy: String
         if let penalty {
             (chosen, chosenBy) = (penalty, "given")
+        } else if fold != nil && k >= 2 && work * (1 + k * penalties.count) > maxSearchWork {
+            let solves = 1 + k * penalties.count
+            (chosen, chosenBy) = (fallbackPenalty, "the default (cross-validation would solve it \(solves) times over \(n) windows of \(K) classes)")
         } else if let fold, k >= 2 {
             var correct = [Int](repeating: 0, count: penalties.count)
             var held = [[Float]](repeating: [Float](repeating: 0, count: n * K), count: penalties.count)  // out-of-fold logits
@@ -221,4 +238,18 @@ public enum LinearHeads {
 
     /// The penalty of a head that cannot be cross-validated.
     public static let fallbackPenalty = 0.1
+
+    /// The most multiply-adds one solve may take per evaluation of its objective (2^34):
+    /// windows × classes × unknowns per class. One evaluation is two such matrix products and a
+    /// solve takes up to 500 of them, so this bounds a solve at minutes; a head beyond it is
+    /// trained with the network instead (10,000 classes of one sequence each: 2.4e11, hours, and
+    /// the L-BFGS history alone 3.8 GB).
+    public static let maxWork = 1 << 34
+
+    /// The same for the solves of a cross-validated penalty together (2^36; 1 + 5 × 15 solves
+    /// of the folds' smaller problems, most of them short warm-started steps down the penalty
+    /// path). Beyond it the penalty is not cross-validated (`fallbackPenalty`). The largest
+    /// shared dataset, Penn Action (1,258 windows, 15 classes), needs 1.8e9; 40 classes of a 2D
+    /// set at the 1,250 rows of `maxCopyRows`, 4.8e9.
+    public static let maxSearchWork = 1 << 36
 }

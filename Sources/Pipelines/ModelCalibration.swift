@@ -405,7 +405,10 @@ public enum ModelCalibration {
     /// the sequences are fewer groups), for each in turn a network trained as the config says
     /// (no validation split, no calibration) on the other folds, and its logits on the fold's
     /// windows (the network as written: `FitPipeline.networkToWrite`), until `enough` windows
-    /// are predicted. Nil when the sequences are fewer than 2 groups. `onFold(f, k)` is called
+    /// are predicted. Nil when the sequences are fewer than 2 groups, or too few of them are of
+    /// a class another group holds (`TrainingData.heldOutCanScore`: held-out windows of a class
+    /// no other fold trains on are wrong whatever the temperature, which then went to 10³ and
+    /// flattened every probability). `onFold(f, k)` is called
     /// before fold f (0-based) of k trains.
     public static func outOfFold(
         dataset: Dataset, train: [Int], config: TrainingConfig, input: InputSpec, folds: Int, enough: Int = enoughWindows,
@@ -413,7 +416,7 @@ public enum ModelCalibration {
     ) throws -> Evidence? {
         let groups = Set(train.map { dataset.sequences[$0].group ?? "#\($0)" }).count
         let k = min(folds, groups)
-        guard k >= 2 else { return nil }
+        guard k >= 2, TrainingData.heldOutCanScore(dataset, train) else { return nil }
         var c = config
         c.calibration = .none
         c.validationFraction = 0

@@ -124,6 +124,7 @@ enum FitCommand: ParsableCommand {
     /// A solved linear head in one line: which, its penalty and how it was chosen.
     static func linearHeadLine(_ h: LinearHeads.Solution) -> String {
         let which = h.member.map { "member \($0 + 1)'s linear head" } ?? "the linear head"
+        if let why = h.notSolved { return "fit: \(which) is trained with the network, not solved: \(why)" }
         var text = "fit: \(which) solved (logistic regression over \(h.features) fixed features of \(h.windows) windows): L2 penalty "
         text += String(format: "%g", h.penalty) + ", \(h.chosenBy)" + (h.temperature == 1 ? "" : String(format: ", temperature %.3g", h.temperature))
         if let best = h.scores.first(where: { $0.penalty == h.penalty }) {

@@ -111,6 +111,13 @@ struct StreamPrinter {
         if interrupt.isRaised {
             throw CLIError.interrupted("predict: stopped by a signal after line \(number); every person's last windows and events were written")
         }
+        // Nothing but skipped lines: a stream of another format or dimension, not a live one
+        // with some bad lines (which ends well).
+        if skipped.total > 0 && tracks.statistics.frames == 0 {
+            throw CLIError.failure(
+                "predict: \(skipped.total == 1 ? "the only line was" : "all \(skipped.total) lines were") skipped (the warnings above say why), so no frame reached the model "
+                    + "and nothing was predicted")
+        }
     }
 
     /// Each sequence as a stream of its own (`--events` on a file), at its timestamps or the
@@ -157,4 +164,6 @@ struct LineProblems {
     }
 
     var summary: String { first.map { "warning: \(counts[$0.kind]!) x \($0.kind); first: \($0.message)\n" }.joined() }
+    /// The lines skipped.
+    var total: Int { counts.values.reduce(0, +) }
 }

@@ -291,4 +291,24 @@ extension BadInputCLITests {
         XCTAssertEqual(c.code, 1)
         XCTAssertEqual(c.err, "error: \(dir): is a folder; pass the report.json in it\n")
     }
+
+    /// Classes of one sequence each: a cross-validation fold that holds out a class's only
+    /// sequence trains without it, so every penalty of the ftp member scored alike (held-out
+    /// accuracy 0), the strongest won the tie, and the calibration's temperature went to 10³:
+    /// a model of near-uniform probabilities, after a search that took over 2 minutes for 10,000
+    /// classes without a line. Now the default penalty, no search, and no calibration.
+    func testClassesOfOneSequenceEachAreNotCrossValidated() throws {
+        let dir = try scratchFolder()
+        let data = try write("singletons.jsonl", in: dir, header: { h in h["classes"] = nil }, edit: { i, s in s["label"] = "c\(i)" })
+        let r = runCLI(["fit", data, "--out", "\(dir)/run", "--epochs", "2", "--threads", "1", "--views", "same"])
+        XCTAssertEqual(r.code, 0, r.err)
+        XCTAssertTrue(r.out.contains("24 training sequences (24 windows, augmented), 0 validation sequences (0 windows), 24 classes\n"), r.out)
+        XCTAssertTrue(
+            r.out.contains("fit: member 2's linear head solved (logistic regression over 2352 fixed features of 24 windows): L2 penalty 0.1, the default (too few sequences or groups to cross-validate), "),
+            r.out)
+        XCTAssertTrue(
+            r.out.contains(
+                "fit: not calibrated: nothing can be held out to fit a temperature on (the training sequences are fewer than 2 groups, or most are of a class that no other group holds)\n"
+            ), r.out)
+    }
 }

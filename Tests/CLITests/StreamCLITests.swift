@@ -359,4 +359,20 @@ final class StreamCLITests: XCTestCase {
         XCTAssertTrue(out.contains("poses [batch, 6, 4, 3] with the preprocessing, 3 classes"), out)
         XCTAssertTrue(out.contains("over 8 random windows: "), out)  // the golden file keeps no pose statistics
     }
+
+    /// A stream of which no line is a frame (a dataset piped in, 2D points for a 3D model):
+    /// before, exit 0 and "0 windows" after the warnings, as for a live stream with a few bad
+    /// lines, which still ends well.
+    func testAStreamWhoseEveryLineIsSkippedFails() throws {
+        let dataset = [Self.header, #"{"id": "s1", "label": "a", "frames": [{"pose": {"head": [1, 2]}}]}"#]
+        let r = try runFailing([Self.golden, "-", "--stream"], stdin: dataset)
+        XCTAssertEqual(r.error.exitCode, 1)
+        XCTAssertEqual(
+            r.error.description, "predict: all 2 lines were skipped (the warnings above say why), so no frame reached the model and nothing was predicted")
+        XCTAssertTrue(r.err.contains("predict: 0 frames from 2 lines, 0 windows, 0 events\nwarning: 2 x badLine; first: <stdin>:1: "), r.err)
+        XCTAssertEqual(try runFailing([Self.golden, "-", "--stream"], stdin: ["hello"]).error.description.prefix(34), "predict: the only line was skipped")
+        // One frame among them, or no line at all, ends well.
+        XCTAssertTrue(try runPredict([Self.golden, "-", "--stream"], stdin: dataset + [line(0, 0)]).err.contains("predict: 1 frames from 3 lines"))
+        XCTAssertTrue(try runPredict([Self.golden, "-", "--stream"], stdin: []).err.contains("predict: 0 frames from 0 lines"))
+    }
 }

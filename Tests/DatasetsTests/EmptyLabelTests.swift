@@ -47,4 +47,17 @@ final class EmptyLabelTests: XCTestCase {
         let path = try write("poses.jsonl", [header, sequence("s1", "wave"), sequence("s2", "clap")].joined(separator: "\n") + "\n")
         XCTAssertEqual(try DatasetLoader.read(path).dataset.classes, ["clap", "wave"])
     }
+
+    /// An empty id: before, read as any other id (reports and predictions named the sequence
+    /// ''). The native reader names the line; every other format is caught where they all pass.
+    func testAnEmptyIdNamesTheLineOrTheSequencesPlace() throws {
+        let path = try write("poses.jsonl", [header, sequence("s1", "wave"), sequence("", "clap"), sequence(" ", "clap")].joined(separator: "\n") + "\n")
+        assertThrows(["poses.jsonl:3: the sequence's id is empty; give every sequence a unique id that is not empty"]) { _ = try DatasetLoader.read(path) }
+        let skeleton = Skeleton(name: "rig", joints: ["a", "b"], dimensions: 2, units: .pixels)
+        let sequences = ["s1", "s2", " "].map { PoseSequence(id: $0, label: "wave", jointCount: 2, dimensions: 2, hasConfidence: false) }
+        let d = Dataset(name: "d", skeleton: skeleton, sequences: sequences, classes: ["wave"])
+        assertThrows(["d.npz: sequence 3 of 3 (in the file's order, label 'wave') has an empty id; give every sequence a unique id that is not empty"]) {
+            _ = try DatasetLoader.checked(d, file: "d.npz", strict: false)
+        }
+    }
 }

@@ -253,4 +253,47 @@ final class PysklFormatTests: XCTestCase {
             _ = try PysklFormat.parse(try fixtureBytes("coco_small.npz"), file: "poses.npz")
         }
     }
+
+    /// Split lists and annotations that do not match, and an image size of (0, 0): before, a
+    /// listed frame_dir without an annotation, and an annotation in no list, went without a
+    /// word, and `img_shape` (0, 0) was dropped (the sequence had no image size).
+    func testSplitListsThatMissAnnotationsAreWarningsAndAnImageOfNoSizeIsRefused() throws {
+        let point = withUnsafeBytes(of: Float(100).bitPattern.littleEndian, Array.init)
+        func annotation(_ id: String, shape: [UInt8] = []) -> [UInt8] {
+            [0x7D, 0x28] + P.string("frame_dir") + P.string(id) + P.string("label") + P.int(id == "b" ? 1 : 0) + P.string("keypoint")
+                + P.array(Array(repeating: point, count: 34).flatMap { $0 }, dtype: "f4", shape: [1, 1, 17, 2]) + shape + [0x75]
+        }
+        func list(_ ids: [String]) -> [UInt8] { [0x5D, 0x28] + ids.flatMap(P.string) + [0x65] }
+        let split = [0x7D, 0x28] + P.string("xsub_train") + list(["a", "gone", "lost"]) + P.string("xsub_val") + list(["b"]) + [0x75]
+        let bytes =
+            [0x80, 2, 0x7D, 0x28] + P.string("split") + split + P.string("annotations") + [0x5D, 0x28] + annotation("a") + annotation("b")
+            + annotation("c") + [0x65, 0x75, 0x2E]
+        let report = try PysklFormat.parseReporting(bytes, file: "split.pkl")
+        XCTAssertEqual(report.dataset.sequences.map(\.split), ["train", "test", nil])
+        XCTAssertEqual(
+            report.warnings.map(\.description),
+            [
+                "warning: split.pkl: split 'xsub_train' lists 2 frame_dirs (of its 3) that no annotation has ('gone', 'lost'): there is nothing to read for them; "
+                    + "check that the split lists and the annotations come from the same file",
+                "warning: split.pkl: 1 annotation is in none of the split lists xsub_train, xsub_val ('c'): it has no split",
+            ])
+        let zero = [0x28] + P.int(0) + P.int(0) + [0x74]
+        assertThrows(["zero.pkl: annotation 'b': \"img_shape\" is (0, 0), not an image's (height, width) in pixels; save the frames' size, or leave img_shape out"]) {
+            _ = try PysklFormat.parse([0x80, 2, 0x5D, 0x28] + annotation("a") + annotation("b", shape: P.string("img_shape") + zero) + [0x65, 0x2E], file: "zero.pkl")
+        }
+        let size = [0x28] + P.int(480) + P.int(640) + [0x74]
+        let sized = try PysklFormat.parse([0x80, 2, 0x5D, 0x28] + annotation("a", shape: P.string("img_shape") + size) + [0x65, 0x2E], file: "ok.pkl")
+        XCTAssertEqual(sized.imageSize, [640, 480])
+    }
+
+    /// Text that is no pickle: before, "byte 2: memo entry 101 was never stored" (protocol 0
+    /// pickles are text, so the reader had tried it as one).
+    func testATextFileIsNotABinaryPickle() {
+        assertThrows([
+            "notes.pkl: is not a binary pickle (protocol 2 or later starts with byte 0x80) and does not read as a text one (byte 2: memo entry 101 was never stored): "
+                + "it starts with the text 'hello, these are my annotations'; give the annotations' .pkl as pickle.dump wrote it"
+        ]) {
+            _ = try PysklFormat.parse(Array("hello, these are my annotations\nline two\n".utf8), file: "notes.pkl")
+        }
+    }
 }

@@ -44,4 +44,22 @@ final class UEAFormatTests: XCTestCase {
         assertThrows(["Toy_TRAIN.ts", "no sequences"]) { _ = try parse(head) }
         assertThrows(["Toy_TRAIN.ts:1:", "header line starting with '@'"]) { _ = try parse("1,2:3:a\n") }
     }
+
+    /// A file cut short in its last case (no newline after it): before, the cut line's own
+    /// problem ("1 dimension(s) and a class label ..."), as if the case had been written so.
+    func testAFileCutInItsLastCaseSaysItEndsEarly() throws {
+        let cases = "1:2:3:4:a\n5:6:7:8:b\n"
+        assertThrows([
+            "Toy_TRAIN.ts:9: sequence 'Toy_TRAIN-2': the input ends in the middle of the last case (1 dimension(s) and a class label separated by ':', "
+                + "but the header says @dimensions 4); the file looks cut short (an interrupted copy or write?): regenerate or re-download it"
+        ]) { _ = try parse(head + cases + "1,2:3") }
+        // The same line with its newline is the line's own error; so is a bad case before others.
+        assertThrows(["Toy_TRAIN.ts:9: sequence 'Toy_TRAIN-2': 1 dimension(s) and a class label separated by ':', but the header says @dimensions 4"]) {
+            _ = try parse(head + cases + "1,2:3\n")
+        }
+        assertThrows(["Toy_TRAIN.ts:7: sequence 'Toy_TRAIN-0': 1 dimension(s)"]) { _ = try parse(head + "1,2:3\n" + cases) }
+        assertThrows(["Toy_TRAIN.ts:7: sequence 'Toy_TRAIN-0': 1 dimension(s)"]) { _ = try parse(head + "1,2:3\n\n" + cases.dropLast()) }
+        // A whole last case without a newline reads.
+        XCTAssertEqual(try parse(head + cases.dropLast()).sequences.map(\.label), ["a", "b"])
+    }
 }

@@ -106,4 +106,16 @@ final class GoldenReportTests: XCTestCase {
         95% CI: percentile bootstrap, 200 resamples of whole sequences, seed 7. Precision, recall or F1 with a zero denominator count as 0.
 
         """
+
+    /// Beyond `TextReport.maxMatrixClasses` classes the text says the matrices are left out:
+    /// 10,000 classes made 4 matrices of 10⁸ cells, 2.4 GB of text, printed by `fit`.
+    func testTheTextLeavesOutTheMatricesOfManyClasses() throws {
+        let K = TextReport.maxMatrixClasses + 1
+        let r = try Fixtures.report(Fixtures.sequences(K, classes: K) { _ in true }, resamples: 0, classes: (0..<K).map { "c\($0)" })
+        let text = TextReport.render(r)
+        XCTAssertEqual(text.components(separatedBy: "\nconfusion matrix: 201 classes, more than the 200 a text report prints (report.json holds it)\n").count, 3, text)
+        XCTAssertFalse(text.contains("rows = true"))
+        let fewer = try Fixtures.report(Fixtures.sequences(K - 1, classes: K - 1) { _ in true }, resamples: 0, classes: (0..<(K - 1)).map { "c\($0)" })
+        XCTAssertTrue(TextReport.render(fewer).contains("\nconfusion matrix (rows = true, columns = predicted)\n"))
+    }
 }

@@ -180,4 +180,43 @@ final class LinearHeadsTests: XCTestCase {
         XCTAssertEqual(LinearHeads.copies(0, windows: 10), 0)
         XCTAssertEqual(LinearHeads.copies(-1, windows: 10), 0)
     }
+
+    /// The work bound (`maxWork`): a head whose one solve is beyond it is left to the trainer
+    /// (10,000 classes of one sequence each ran for hours without a line), and a penalty search
+    /// beyond it is not run; the shared datasets' heads are well within it.
+    func testAHeadBeyondTheWorkBoundIsLeftToTrainAndItsSearchIsCut() throws {
+        var config = FitRunTests.quick
+        config.architecture = .ftp
+        config.channels = [.relativePositions]
+        let run = try FitRun.start(dataPath: FitRunTests.fixture, dataset: try dataset(), config: config, folder: nil)
+        let network = run.training.network
+        let solved = try XCTUnwrap(run.training.linearHeads.first)
+        XCTAssertNil(solved.notSolved)
+        let head = try XCTUnwrap(LinearHeads.find(network).first)
+        let folds = try XCTUnwrap(run.data.folds)
+        let n = solved.windows, dims = head.features, k = Set(folds).count
+        let work = n * 3 * min(n, dims)
+        XCTAssertEqual(solved.chosenBy, "\(k)-fold cross-validation")
+        func solve(_ bound: Int, search: Int = LinearHeads.maxSearchWork) throws -> LinearHeads.Solution {
+            try LinearHeads.solve(
+                head, network: network, data: run.data, folds: folds, classWeights: nil, penalty: nil, maxWork: bound, maxSearchWork: search)
+        }
+        let parameters = Array(UnsafeBufferPointer(start: network.parameters, count: network.parameterCount))
+        let left = try solve(work - 1)
+        XCTAssertEqual(
+            left.notSolved,
+            "a logistic regression over 3 classes and \(n) windows of \(dims) features is too large to solve before training "
+                + String(format: "(%.2g multiply-adds an evaluation, beyond %.2g)", Double(work), Double(work - 1)))
+        XCTAssertTrue(Array(UnsafeBufferPointer(start: network.parameters, count: network.parameterCount)) == parameters, "left as it was")
+        let cut = try solve(work, search: work * (1 + k * LinearHeads.penalties.count) - 1)
+        XCTAssertNil(cut.notSolved)
+        XCTAssertEqual(cut.penalty, LinearHeads.fallbackPenalty)
+        XCTAssertEqual(cut.chosenBy, "the default (cross-validation would solve it \(1 + k * 15) times over \(n) windows of 3 classes)")
+        XCTAssertTrue(cut.scores.isEmpty)
+        XCTAssertEqual(try solve(work, search: work * (1 + k * 15)).chosenBy, "\(k)-fold cross-validation")
+        // Penn Action's training split cross-validated (1,258 windows, 15 classes) fits, and so
+        // do 40 classes of 2D windows at the copies' 1,250 rows.
+        XCTAssertLessThan(1258 * 15 * 1258 * (1 + 5 * 15), LinearHeads.maxSearchWork)
+        XCTAssertLessThan(LinearHeads.maxCopyRows * 40 * LinearHeads.maxCopyRows * (1 + 5 * 15), LinearHeads.maxSearchWork)
+    }
 }
