@@ -84,15 +84,20 @@ extension PeopleEventsCLITests {
         let options = try XCTUnwrap(try ArgumentParser.parse([StreamCLITests.golden, "-", "--stream"], for: PredictCommand.spec))
         let bytes = lines.map { line in Array(line.utf8).split(separator: 0xC3, omittingEmptySubsequences: false).joined(separator: [UInt8]()).map { $0 } }
         var next = 0
-        try PredictCommand.run(
-            options, out: &output,
-            stdin: StandardInput { buffer in
-                guard next < bytes.count else { return 0 }
-                let line = bytes[next] + [0x0A]
-                next += 1
-                line.withUnsafeBytes { buffer.copyMemory(from: $0) }
-                return line.count
-            })
+        // Every line is refused, so the stream ends in an error after its warnings.
+        XCTAssertThrowsError(
+            try PredictCommand.run(
+                options, out: &output,
+                stdin: StandardInput { buffer in
+                    guard next < bytes.count else { return 0 }
+                    let line = bytes[next] + [0x0A]
+                    next += 1
+                    line.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                    return line.count
+                })
+        ) { error in
+            XCTAssertTrue("\(error)".contains("all 30 lines were skipped"), "\(error)")
+        }
         XCTAssertEqual(stdout, "")
         XCTAssertTrue(stderr.contains(#"warning: <stdin>:1: column 22: the "person" id is not well-formed UTF-8"#), stderr)
         XCTAssertTrue(stderr.contains("warning: 30 x badLine"), stderr)
