@@ -193,7 +193,7 @@ public struct TrainingData {
     /// sequences are of a class other groups hold too: `heldOutCanScore`).
     static func folds(_ d: Dataset, _ train: [Int], config: TrainingConfig) throws -> [[Int]]? {
         guard config.linearHead == .solve && config.linearPenalty == nil && config.hasLinearHead else { return nil }
-        let groups = Set(train.map { d.sequences[$0].group ?? "#\($0)" }).count
+        let groups = groupCount(d, train)
         guard groups >= 2, heldOutCanScore(d, train) else { return nil }
         return try Splits.kFold(d, indices: train, k: min(maxFolds, groups), seed: config.seed).folds.map(\.test)
     }
@@ -206,10 +206,17 @@ public struct TrainingData {
     static func heldOutCanScore(_ d: Dataset, _ train: [Int]) -> Bool {
         func classes(_ i: Int) -> Set<String> { Set([d.sequences[i].label].compactMap { $0 } + d.sequences[i].segments.map(\.label)) }
         var groups: [String: Set<String>] = [:]
-        for i in train { for c in classes(i) { groups[c, default: []].insert(d.sequences[i].group ?? "#\(i)") } }
+        for i in train { for c in classes(i) { groups[c, default: []].insert(groupKey(d, i)) } }
         let scored = train.filter { classes($0).contains { groups[$0]!.count >= 2 } }.count
         return 2 * scored >= train.count
     }
+
+    /// The group sequence `i` of `d` is held out with: its `group`, else a group of its own
+    /// (as `Splits` counts it).
+    static func groupKey(_ d: Dataset, _ i: Int) -> String { d.sequences[i].group ?? "#\(i)" }
+
+    /// How many groups the sequences `indices` of `d` form (`groupKey`).
+    static func groupCount(_ d: Dataset, _ indices: [Int]) -> Int { Set(indices.map { groupKey(d, $0) }).count }
 
     /// The fold of each window from its source sequence; nil when a sequence is in no fold.
     static func windowFolds(_ parts: [[Int]], sequences: [Int]) -> [Int]? {

@@ -414,7 +414,7 @@ public enum ModelCalibration {
         dataset: Dataset, train: [Int], config: TrainingConfig, input: InputSpec, folds: Int, enough: Int = enoughWindows,
         onFold: (Int, Int) -> Void = { _, _ in }
     ) throws -> Evidence? {
-        let groups = Set(train.map { dataset.sequences[$0].group ?? "#\($0)" }).count
+        let groups = TrainingData.groupCount(dataset, train)
         let k = min(folds, groups)
         guard k >= 2, TrainingData.heldOutCanScore(dataset, train) else { return nil }
         var c = config

@@ -65,7 +65,7 @@ public struct TuneRun {
         guard !indices.isEmpty else { throw FitError.noTrainingSequences(dataset: dataset.name) }
         // What the final fit would refuse (one class, no labels, ...), said before any fold trains.
         try Guards.requireTrainable(dataset, training: indices, file: dataPath)
-        let groups = Set(indices.map { dataset.sequences[$0].group ?? "#\($0)" }).count
+        let groups = TrainingData.groupCount(dataset, indices)
         let k = min(options.folds, groups)
         guard k >= 2 else { throw TuneError.tooFewGroups(dataset: dataset.name, groups: groups) }
         let folds = try Splits.kFold(dataset, indices: indices, k: k, seed: seed).folds
