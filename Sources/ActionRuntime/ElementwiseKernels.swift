@@ -44,6 +44,24 @@ public enum ElementwiseKernels {
         atk_layernorm_stats8(x, Int32(C), 1 / Float(C), epsilon, mean, rstd)
     }
 
+    /// `layerNormStatistics8` of 16 consecutive rows, two groups of 8 in flight together
+    /// (`atk_layernorm_stats16`): the same bits as two calls.
+    public static func layerNormStatistics16(
+        _ x: UnsafePointer<Float>, channels C: Int, epsilon: Float, mean: UnsafeMutablePointer<Float>, rstd: UnsafeMutablePointer<Float>
+    ) {
+        atk_layernorm_stats16(x, Int32(C), 1 / Float(C), epsilon, mean, rstd)
+    }
+
+    /// layerNorm's output `y = ((x − mean)·rstd)·γ + β` for `rows` consecutive rows, each
+    /// operation rounded on its own (`atk_layernorm_normalize`: 8 channels at a time with AVX2,
+    /// where a Swift loop vectorises to 4).
+    public static func layerNormNormalize(
+        _ x: UnsafePointer<Float>, rows: Int, channels C: Int, mean: UnsafePointer<Float>, rstd: UnsafePointer<Float>,
+        gamma: UnsafePointer<Float>, beta: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>
+    ) {
+        atk_layernorm_normalize(x, rows, Int32(C), mean, rstd, gamma, beta, y)
+    }
+
     /// layerNorm backward's `Σ_c γ·dy` and `Σ_c γ·dy·x̂` of 8 consecutive rows, one per lane
     /// (`atk_layernorm_sums8`): the bits of `LayerNorm.sums8Reference`.
     public static func layerNormSums8(

@@ -72,6 +72,16 @@ public enum PackedGEMM {
             Int32(m), Int32(n), Int32(k), a, Int32(lda), packed, bias, c, Int32(ldc), Int32(r.lowerBound), Int32(r.upperBound))
     }
 
+    /// One row against `n` weight rows `w [n, k]` (not packed): `c[o] = bias[o] + Σ_r a[r]·w[o·k + r]`,
+    /// the sum in four chains of 8 lanes combined in a fixed order (`atk_dot_rows`): the same
+    /// bits on every instruction set. For a batch-1 linear layer with few outputs (a classifier
+    /// head), whose packed panels of 16 columns would be mostly zeros.
+    static func dotRows(
+        n: Int, k: Int, a: UnsafePointer<Float>, w: UnsafePointer<Float>, bias: UnsafePointer<Float>?, c: UnsafeMutablePointer<Float>
+    ) {
+        atk_dot_rows(Int32(n), Int32(k), a, w, bias, c)
+    }
+
     /// One row: `c[j] = bias[j] + Σ_r a[r]·B[r, j]` for the columns of panels `panels` (all by
     /// default), the sum split into four chains (term r in chain r mod 4) so that its
     /// multiply-adds overlap: a batch-1 linear layer. Its last bits differ from `multiply`'s.
@@ -96,6 +106,18 @@ public enum PackedGEMM {
     ) {
         precondition(cols <= 8, "at most 8 columns")
         atk_transform_exact(Int32(rows), Int32(cols), m, Int32(ldm), src, srcStride, mode, start, dst, dstStride, Int32(channels))
+    }
+
+    /// One segment of a Fourier pyramid across channels (`atk_fourier_magnitudes`): for
+    /// f < `frequencies`, `dst[f·dstStride + c] = √(a² + b²)`, a and b the sums over t < `length`
+    /// of `basis[f·length + t]` and `basis[(frequencies + f)·length + t]` times
+    /// `src[t·srcStride + c]`, in t order with one fused multiply-add per term. The same bits on
+    /// every instruction set.
+    static func fourierMagnitudes(
+        frequencies: Int, length: Int, basis: UnsafePointer<Float>, src: UnsafePointer<Float>, srcStride: Int,
+        dst: UnsafeMutablePointer<Float>, dstStride: Int, channels: Int
+    ) {
+        atk_fourier_magnitudes(Int32(frequencies), Int32(length), basis, src, srcStride, dst, dstStride, Int32(channels))
     }
 
     /// A small matrix `m [rows, ≥ cols]` (row stride `ldm`, at most 8 columns used) applied

@@ -50,6 +50,7 @@ static void sums8_portable(const float *x, const float *dy, const float *gamma, 
 #ifdef ATK_X86
 
 #define ATK_AVX2_TARGET __attribute__((target("avx2")))
+#define ATK_INLINE static inline __attribute__((always_inline))
 
 // v[j] = channels c0 … c0+7 of row j  →  v[j] = channel c0 + j of rows 0 … 7.
 ATK_AVX2_TARGET static inline void transpose8(__m256 v[8]) {
@@ -83,30 +84,66 @@ ATK_AVX2_TARGET static inline __m256 column(const float *p, int C, int c) {
                           p[7L * C + c]);
 }
 
-ATK_AVX2_TARGET static void stats8_avx2(const float *x, int C, float inv_c, float eps, float *mean, float *rstd) {
+// G groups of 8 rows (G = 1 or 2, a compile-time constant): each group's sums are its own
+// chains, so with two groups two chains of dependent additions are in flight, and each lane
+// still sums its row in channel order (the same bits as one group at a time).
+ATK_AVX2_TARGET ATK_INLINE void stats_groups_avx2(const int G, const float *x, int C, float inv_c, float eps,
+                                                  float *mean, float *rstd) {
     const int full = C / 8 * 8;
-    __m256 v[8], s = _mm256_setzero_ps();
+    __m256 v[2][8], s[2], m[2], var[2];
+    for (int g = 0; g < G; g++) s[g] = var[g] = _mm256_setzero_ps();
     for (int c0 = 0; c0 < full; c0 += 8) {
-        load_columns(x, C, c0, v);
-        for (int j = 0; j < 8; j++) s = _mm256_add_ps(s, v[j]);
+        for (int g = 0; g < G; g++) load_columns(x + (long)g * 8 * C, C, c0, v[g]);
+        for (int j = 0; j < 8; j++)
+            for (int g = 0; g < G; g++) s[g] = _mm256_add_ps(s[g], v[g][j]);
     }
-    for (int c = full; c < C; c++) s = _mm256_add_ps(s, column(x, C, c));
-    const __m256 m = _mm256_mul_ps(s, _mm256_set1_ps(inv_c));
-    __m256 var = _mm256_setzero_ps();
+    for (int c = full; c < C; c++)
+        for (int g = 0; g < G; g++) s[g] = _mm256_add_ps(s[g], column(x + (long)g * 8 * C, C, c));
+    for (int g = 0; g < G; g++) m[g] = _mm256_mul_ps(s[g], _mm256_set1_ps(inv_c));
     for (int c0 = 0; c0 < full; c0 += 8) {
-        load_columns(x, C, c0, v);
+        for (int g = 0; g < G; g++) load_columns(x + (long)g * 8 * C, C, c0, v[g]);
         for (int j = 0; j < 8; j++) {
-            __m256 d = _mm256_sub_ps(v[j], m);
-            var = _mm256_add_ps(var, _mm256_mul_ps(d, d));
+            for (int g = 0; g < G; g++) {
+                __m256 d = _mm256_sub_ps(v[g][j], m[g]);
+                var[g] = _mm256_add_ps(var[g], _mm256_mul_ps(d, d));
+            }
         }
     }
     for (int c = full; c < C; c++) {
-        __m256 d = _mm256_sub_ps(column(x, C, c), m);
-        var = _mm256_add_ps(var, _mm256_mul_ps(d, d));
+        for (int g = 0; g < G; g++) {
+            __m256 d = _mm256_sub_ps(column(x + (long)g * 8 * C, C, c), m[g]);
+            var[g] = _mm256_add_ps(var[g], _mm256_mul_ps(d, d));
+        }
     }
-    __m256 root = _mm256_sqrt_ps(_mm256_add_ps(_mm256_mul_ps(var, _mm256_set1_ps(inv_c)), _mm256_set1_ps(eps)));
-    _mm256_storeu_ps(mean, m);
-    _mm256_storeu_ps(rstd, _mm256_div_ps(_mm256_set1_ps(1.0f), root));
+    for (int g = 0; g < G; g++) {
+        __m256 root = _mm256_sqrt_ps(_mm256_add_ps(_mm256_mul_ps(var[g], _mm256_set1_ps(inv_c)), _mm256_set1_ps(eps)));
+        _mm256_storeu_ps(mean + 8 * g, m[g]);
+        _mm256_storeu_ps(rstd + 8 * g, _mm256_div_ps(_mm256_set1_ps(1.0f), root));
+    }
+}
+
+ATK_AVX2_TARGET static void stats8_avx2(const float *x, int C, float inv_c, float eps, float *mean, float *rstd) {
+    stats_groups_avx2(1, x, C, inv_c, eps, mean, rstd);
+}
+
+ATK_AVX2_TARGET static void stats16_avx2(const float *x, int C, float inv_c, float eps, float *mean, float *rstd) {
+    stats_groups_avx2(2, x, C, inv_c, eps, mean, rstd);
+}
+
+// y = ((x − mean)·rstd)·γ + β, each operation rounded on its own (LayerNorm.forward's order).
+ATK_AVX2_TARGET static void normalize_avx2(const float *x, long rows, int C, const float *mean, const float *rstd,
+                                           const float *gamma, const float *beta, float *y) {
+    const int full = C / 8 * 8;
+    for (long r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C;
+        const __m256 m = _mm256_set1_ps(mean[r]), inv = _mm256_set1_ps(rstd[r]);
+        for (int c = 0; c < full; c += 8) {
+            __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + c), m), inv), _mm256_loadu_ps(gamma + c));
+            _mm256_storeu_ps(yr + c, _mm256_add_ps(t, _mm256_loadu_ps(beta + c)));
+        }
+        for (int c = full; c < C; c++) yr[c] = (xr[c] - mean[r]) * rstd[r] * gamma[c] + beta[c];
+    }
 }
 
 ATK_AVX2_TARGET static void sums8_avx2(const float *x, const float *dy, const float *gamma, int C, const float *mean,
@@ -153,4 +190,30 @@ void atk_layernorm_sums8(const float *x, const float *dy, const float *gamma, in
     }
 #endif
     sums8_portable(x, dy, gamma, channels, mean, rstd, sum_g, sum_gx);
+}
+
+void atk_layernorm_stats16(const float *x, int channels, float inv_c, float eps, float *mean, float *rstd) {
+#ifdef ATK_X86
+    if (atk_isa() >= ATK_AVX2) {
+        stats16_avx2(x, channels, inv_c, eps, mean, rstd);
+        return;
+    }
+#endif
+    stats8_portable(x, channels, inv_c, eps, mean, rstd);
+    stats8_portable(x + 8L * channels, channels, inv_c, eps, mean + 8, rstd + 8);
+}
+
+void atk_layernorm_normalize(const float *x, long rows, int channels, const float *mean, const float *rstd,
+                             const float *gamma, const float *beta, float *y) {
+#ifdef ATK_X86
+    if (atk_isa() >= ATK_AVX2) {
+        normalize_avx2(x, rows, channels, mean, rstd, gamma, beta, y);
+        return;
+    }
+#endif
+    for (long r = 0; r < rows; r++) {
+        const float *xr = x + r * channels;
+        float *yr = y + r * channels;
+        for (int c = 0; c < channels; c++) yr[c] = (xr[c] - mean[r]) * rstd[r] * gamma[c] + beta[c];
+    }
 }

@@ -21,6 +21,7 @@
 // per-thread scratch and runs the same tiles, starting each sum from 0 or from C (β = 1).
 #include "CKernels.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -384,6 +385,64 @@ ATK_AVX2_TARGET static void gemv256(int n, int k, const float *a, const float *p
 }
 
 #endif  // ATK_X86
+
+// MARK: - atk_dot_rows: one row against a few outputs' weight rows
+
+// Lane l of chain q sums the terms r = 8·b + l of the blocks b ≡ q (mod 4), in block order,
+// one fused multiply-add each; the chains are combined as (q0 + q1) + (q2 + q3), then lane l
+// with lane l + 4, lane l with l + 2, lane 0 with lane 1, and the bias plus that sum. The portable loop below
+// and the AVX2 kernel (which AVX-512 CPUs run too) do exactly these operations.
+static void dots_portable(int n, int k, const float *a, const float *w, const float *bias, float *c) {
+    for (int o = 0; o < n; o++) {
+        const float *wo = w + (size_t)o * k;
+        float acc[4][8] = {{0}};
+        for (int r = 0; r < k; r++) acc[(r / 8) % 4][r % 8] = fmaf(a[r], wo[r], acc[(r / 8) % 4][r % 8]);
+        float v[8];
+        for (int l = 0; l < 8; l++) v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+        for (int l = 0; l < 4; l++) v[l] = v[l] + v[l + 4];
+        for (int l = 0; l < 2; l++) v[l] = v[l] + v[l + 2];
+        c[o] = (bias ? bias[o] : 0.0f) + (v[0] + v[1]);
+    }
+}
+
+#ifdef ATK_X86
+ATK_AVX2_TARGET static void dots256(int n, int k, const float *a, const float *w, const float *bias, float *c) {
+    int k8 = k & ~7, tail = k - k8;
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lanes);
+    __m256 at = _mm256_maskload_ps(a + k8, mask);
+    for (int o = 0; o < n; o++) {
+        const float *wo = w + (size_t)o * k;
+        __m256 acc[4];
+        for (int q = 0; q < 4; q++) acc[q] = _mm256_setzero_ps();
+        int r = 0;
+        for (; r + 32 <= k8; r += 32) {
+            for (int q = 0; q < 4; q++)
+                acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r + 8 * q), _mm256_loadu_ps(wo + r + 8 * q), acc[q]);
+        }
+        for (int q = 0; r < k8; r += 8, q++) acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(a + r), _mm256_loadu_ps(wo + r), acc[q]);
+        if (tail) {
+            int q = (k8 / 8) % 4;
+            acc[q] = _mm256_fmadd_ps(at, _mm256_maskload_ps(wo + k8, mask), acc[q]);
+        }
+        __m256 v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+        c[o] = (bias ? bias[o] : 0.0f) + _mm_cvtss_f32(h);
+    }
+}
+#endif
+
+void atk_dot_rows(int n, int k, const float *a, const float *w, const float *bias, float *c) {
+#ifdef ATK_X86
+    if (atk_isa() >= ATK_AVX2) {
+        dots256(n, k, a, w, bias, c);
+        return;
+    }
+#endif
+    dots_portable(n, k, a, w, bias, c);
+}
 
 void atk_gemv_packed(int n, int k, const float *a, const float *packed, const float *bias, float *c, int panel_lo,
                      int panel_hi) {

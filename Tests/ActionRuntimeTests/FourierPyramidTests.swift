@@ -69,10 +69,10 @@ final class FourierPyramidTests: XCTestCase {
         assertClose(one, Array(y[(2 * 5 * 28)...]), absolute: 1e-6, relative: 1e-6)
     }
 
-    /// Frozen (a loaded model: the runtime's own kernel on the packed bases, never OpenBLAS):
-    /// the reference values to rounding; the same bits whatever the parts the rows are split
-    /// into and the OpenBLAS thread count, and for a window alone as in its batch (B·C = 65
-    /// rows: blocks of 12 with a partial last one); thawed, the training path again.
+    /// Frozen (a loaded model: the runtime's own kernel, never OpenBLAS): the reference values
+    /// to rounding; the same bits whatever the parts the windows are split into and the
+    /// OpenBLAS thread count, and for a window alone as in its batch; thawed, the training
+    /// path again.
     func testFrozenForwardMatchesAndGivesTheSameBitsWhateverTheSplit() throws {
         let shape = Shape(time: 9, channels: 13), B = 5
         var g = SeededGenerator(seed: 21)
@@ -99,6 +99,28 @@ final class FourierPyramidTests: XCTestCase {
         }
         net.thaw()
         XCTAssertEqual(net.predictLogits(x, batch: B), plain)
+    }
+
+    /// The frozen kernel (`atk_fourier_magnitudes`) gives the same bits with every instruction
+    /// set this CPU has, the portable loop included: 21 channels (a partial block of 8 and of
+    /// 16), 6 frequencies (a block of 4 and one of 2), segments of 20, 10 and 5 frames (the last
+    /// with 3 frequencies, the others 0), each matching the double-precision sums.
+    func testFrozenKernelGivesTheSameBitsOnEveryInstructionSet() throws {
+        let shape = Shape(time: 20, channels: 21), B = 3, levels = [1, 2, 4]
+        var g = SeededGenerator(seed: 5)
+        let x = (0..<(B * shape.count)).map { _ in g.nextSymmetric(3) }
+        let net = try Network(layers: [.fourierPyramid(levels: levels, coefficients: 6)], input: shape)
+        net.freeze()
+        defer { PackedGEMM.current = PackedGEMM.detected }
+        let expected = Self.reference(x, batch: B, shape: shape, levels: levels, coefficients: 6)
+        var first: [UInt32]?
+        for isa in PackedGEMM.InstructionSet.allCases where isa.rawValue <= PackedGEMM.detected.rawValue {
+            PackedGEMM.current = isa
+            let y = net.predictLogits(x, batch: B)
+            for i in y.indices { XCTAssertEqual(Double(y[i]), expected[i], accuracy: 2e-5 * max(1, expected[i]), "\(isa): output \(i)") }
+            XCTAssertEqual(y.map(\.bitPattern), first ?? y.map(\.bitPattern), "\(isa)")
+            first = first ?? y.map(\.bitPattern)
+        }
     }
 
     /// The DC term is |Σ x| and a constant signal has nothing at the other frequencies.

@@ -166,6 +166,29 @@ final class PackedGEMMTests: XCTestCase {
         assertClose(row512, expected, absolute: 1e-5, relative: 1e-5, "multiplyRow")
     }
 
+    /// A batch-1 row against a few weight rows (`dotRows`, a classifier head): the same bits on
+    /// every instruction set, the portable loop included, and the double-precision sums to
+    /// rounding; k from a tail alone to several blocks of 32 with a tail.
+    func testDotRowsGiveTheSameBitsOnEveryInstructionSet() {
+        defer { PackedGEMM.current = PackedGEMM.detected }
+        var g = SeededGenerator(seed: 8)
+        for (n, k) in [(1, 3), (6, 8), (6, 37), (8, 100), (3, 2352)] {
+            let a = (0..<k).map { _ in g.nextSymmetric(1) }, w = (0..<(n * k)).map { _ in g.nextSymmetric(1) }
+            let bias = (0..<n).map { _ in g.nextSymmetric(1) }
+            let expected = (0..<n).map { o in Double(bias[o]) + (0..<k).reduce(0.0) { $0 + Double(a[$1]) * Double(w[o * k + $1]) } }
+            var first: [UInt32]?
+            for isa in PackedGEMM.InstructionSet.allCases where isa.rawValue <= PackedGEMM.detected.rawValue {
+                PackedGEMM.current = isa
+                var c = [Float](repeating: -7777, count: n + 1)
+                PackedGEMM.dotRows(n: n, k: k, a: a, w: w, bias: bias, c: &c)
+                XCTAssertEqual(c[n], -7777, "\(isa) n \(n) k \(k): written past n")
+                for o in 0..<n { XCTAssertEqual(Double(c[o]), expected[o], accuracy: 1e-5 * Double(k).squareRoot(), "\(isa) n \(n) k \(k)") }
+                XCTAssertEqual(c.map(\.bitPattern), first ?? c.map(\.bitPattern), "\(isa) n \(n) k \(k)")
+                first = first ?? c.map(\.bitPattern)
+            }
+        }
+    }
+
     func testPackLayout() {
         // packed[(p·k + r)·16 + j] = bt[(16p + j)·k + r], zeros past n.
         let n = 18, k = 3

@@ -18,10 +18,13 @@ import PoseCore
 /// Fast: the input is transposed once to `[T, B·C]`, then per segment one GEMM of its basis
 /// `[2K', n]` (cos rows, then sin rows, K' = min(K, ⌊n/2⌋ + 1)) by its frames `[n, B·C]`;
 /// backward one GEMM per segment with the basis transposed, accumulated over the levels.
-/// Frozen (a loaded model), never OpenBLAS: the input is transposed to `[B·C, T]` and each
-/// segment's frames `[B·C, n]` multiplied by its basis packed for the runtime's own kernel
-/// (`PackedGEMM`, `[n, 2K']`), rows split over the threads in blocks of 12; a window's values do
-/// not depend on the batch it is in nor on the thread count.
+/// Frozen (a loaded model), never OpenBLAS: each window's segments are read in place, the
+/// cos and sin sums of a block of channels held in registers over the segment's frames and the
+/// magnitudes written straight out (`PackedGEMM.fourierMagnitudes`), windows split over the
+/// threads; a window's values do not depend on the batch it is in, the thread count or the
+/// instruction set. (It replaced a transpose to `[B·C, T]` and a packed product per segment
+/// whose 8 columns filled half a panel: docs/benchmarks.md, "Batch-1 latency of the default
+/// model".)
 final class FourierPyramid: PooledInputGradient {
     let shape: Shape
     let levels: [Int], coefficients: Int
@@ -37,9 +40,7 @@ final class FourierPyramid: PooledInputGradient {
     private let g = Buffer()  // [S, 2K, B·C]: dy·a/y and dy·b/y
     var dx = Buffer()  // [B, T, C]
     private var frozen = false
-    /// Per segment, its basis as `PackedGEMM`'s B `[n, 2K']` (made when first frozen).
-    private var packed: [Buffer]?
-    /// Most parts a frozen forward is split into; nil: `BLAS.threads`. For tests.
+    /// Most parts a frozen forward's windows are split into; nil: `BLAS.threads`. For tests.
     var maxParts: Int?
 
     init(shape: Shape, levels: [Int], coefficients: Int) {
@@ -53,18 +54,6 @@ final class FourierPyramid: PooledInputGradient {
     }
 
     func setFrozen(_ frozen: Bool) { self.frozen = frozen }
-
-    func prepareFrozen() {
-        if frozen && packed == nil {
-            packed = segments.map { s in
-                s.basis.withUnsafeBufferPointer { PackedGEMM.packed(transposed: $0.baseAddress!, n: 2 * s.frequencies, k: s.length) }
-            }
-        }
-    }
-
-    func shareFrozen(from other: Layer) {
-        if frozen { packed = (other as! FourierPyramid).packed }
-    }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         if frozen { return forwardFrozen(x, batch: batch) }
@@ -100,34 +89,24 @@ final class FourierPyramid: PooledInputGradient {
         return UnsafePointer(out)
     }
 
-    /// The frozen forward: row r = b·C + c of `[B·C, T]` is channel c of window b; per segment
-    /// k, `ab [rows, 2K']` = its frames times the packed basis, then the magnitudes.
+    /// The frozen forward: for window b and segment k, `y[b, k·K·C + f·C + c]` from the
+    /// segment's frames `x[b, start ..< start + n, :]` in place; frequencies the segment does
+    /// not have are 0.
     private func forwardFrozen(_ x: UnsafePointer<Float>, batch: Int) -> UnsafePointer<Float> {
-        prepareFrozen()
-        let T = shape.time, C = shape.channels, R = batch * C, K = coefficients, S = segments.count
-        xt.reserve(R * T)
-        ab.reserve(R * 2 * K)
+        let T = shape.time, C = shape.channels, K = coefficients, S = segments.count
         y.reserve(batch * S * K * C)
-        let xc = xt.pointer, ab = ab.pointer, out = y.pointer, packed = packed!
-        for b in 0..<batch {
-            for t in 0..<T {
-                let xr = x + (b * T + t) * C, col = xc + b * C * T + t
-                for c in 0..<C { col[c * T] = xr[c] }
-            }
-        }
-        let blocks = (R + 11) / 12
-        let parts = max(1, min(blocks, maxParts ?? PackedGEMM.threads(forWork: R * T * 2 * K)))
+        let out = y.pointer
+        let parts = max(1, min(batch, maxParts ?? PackedGEMM.threads(forWork: batch * C * T * 2 * K)))
         BLAS.parallel(parts) { p in
-            let lo = p * blocks / parts * 12, hi = min(R, (p + 1) * blocks / parts * 12)
-            guard lo < hi else { return }
-            for (k, s) in segments.enumerated() {
-                let F = s.frequencies, abk = ab + lo * 2 * K  // rows lo..<hi, 2F values each
-                PackedGEMM.multiply(
-                    m: hi - lo, n: 2 * F, k: s.length, a: xc + lo * T + s.start, lda: T, packed: UnsafePointer(packed[k].pointer), bias: nil,
-                    c: abk, ldc: 2 * F)
-                for r in lo..<hi {
-                    let b = r / C, c = r % C, v = abk + (r - lo) * 2 * F, yk = out + (b * S + k) * K * C + c
-                    for f in 0..<K { yk[f * C] = f < F ? (v[f] * v[f] + v[F + f] * v[F + f]).squareRoot() : 0 }
+            for b in (p * batch / parts)..<((p + 1) * batch / parts) {
+                for (k, s) in segments.enumerated() {
+                    let yk = out + (b * S + k) * K * C
+                    s.basis.withUnsafeBufferPointer { basis in
+                        PackedGEMM.fourierMagnitudes(
+                            frequencies: s.frequencies, length: s.length, basis: basis.baseAddress!, src: x + (b * T + s.start) * C,
+                            srcStride: C, dst: yk, dstStride: C, channels: C)
+                    }
+                    (yk + s.frequencies * C).update(repeating: 0, count: (K - s.frequencies) * C)
                 }
             }
         }

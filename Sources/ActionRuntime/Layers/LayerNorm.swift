@@ -11,8 +11,8 @@ import PoseCore
 /// `dx = r (g − mean(g) − x̂ · mean(g ⊙ x̂))`.
 /// Every sum over the channels runs in channel order and every sum over the rows in row order;
 /// the rows' sums are computed 8 rows at a time (one per SIMD lane, so 8 chains of additions
-/// in flight) and the rows, or for dγ and dβ the channels, split over `BLAS.threads`: neither
-/// changes a bit.
+/// in flight; forward, two such groups together) and the rows, or for dγ and dβ the channels,
+/// split over `BLAS.threads`: neither changes a bit.
 final class LayerNorm: PooledInputGradient {
     let shape: Shape
     let epsilon: Float
@@ -59,6 +59,10 @@ final class LayerNorm: PooledInputGradient {
         // Rows are independent: split them over the threads (whole groups of 8).
         BLAS.parallelRanges(R, minimum: max(8, LayerNorm.minimumPerPart / C), alignment: 8) { rows in
             var r = rows.lowerBound
+            while r + 16 <= rows.upperBound {
+                ElementwiseKernels.layerNormStatistics16(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
+                r += 16
+            }
             while r + 8 <= rows.upperBound {
                 ElementwiseKernels.layerNormStatistics8(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
                 r += 8
@@ -67,10 +71,9 @@ final class LayerNorm: PooledInputGradient {
                 LayerNorm.statistics1(x + r * C, channels: C, epsilon: eps, mean: mu + r, rstd: rs + r)
                 r += 1
             }
-            for r in rows {
-                let xr = x + r * C, yr = out + r * C, m = mu[r], inv = rs[r]
-                for c in 0..<C { yr[c] = (xr[c] - m) * inv * gamma[c] + beta[c] }
-            }
+            let lo = rows.lowerBound
+            ElementwiseKernels.layerNormNormalize(
+                x + lo * C, rows: rows.count, channels: C, mean: mu + lo, rstd: rs + lo, gamma: gamma, beta: beta, into: out + lo * C)
         }
         return UnsafePointer(out)
     }

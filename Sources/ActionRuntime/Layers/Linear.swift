@@ -9,7 +9,8 @@ import PoseCore
 /// first forward (`PackedGEMM`: at batch 1024 of the reference MLP 248 GFLOP/s per core with
 /// AVX-512 against OpenBLAS Haswell's 119), the rows (or, for fewer than 12 rows per thread,
 /// the 16-output panels) split over the threads; a single row (batch-1 MLP) with its sum in
-/// four chains (`PackedGEMM.multiplyRow`).
+/// four chains (`PackedGEMM.multiplyRow`), or, with at most 8 outputs, against the weight rows
+/// unpacked (`PackedGEMM.dotRows`).
 final class Linear: PooledInputGradient {
     let inputs: Int, outputs: Int, time: Int
     var spec: LayerSpec { .linear(inputs: inputs, outputs: outputs) }
@@ -26,6 +27,11 @@ final class Linear: PooledInputGradient {
     private var packed: Buffer?  // the weight as PackedGEMM's B [I, O], while frozen
     /// Most parts a frozen forward is split into; nil: `BLAS.threads`. For tests.
     var maxParts: Int?
+    /// A frozen batch-1 row with at most this many outputs (a classifier head) is summed
+    /// against the weight rows as they are (`PackedGEMM.dotRows`), not the packed panels of
+    /// 16 outputs, which would be mostly zeros: the default model's pyramid head (2,352 inputs,
+    /// 6 outputs) reads 56 KB instead of 150 KB.
+    static let maxDotOutputs = 8
 
     init(inputs: Int, outputs: Int, time: Int) {
         self.inputs = inputs
@@ -75,6 +81,10 @@ final class Linear: PooledInputGradient {
 
     private func forwardPacked(_ x: UnsafePointer<Float>, rows R: Int, into out: UnsafeMutablePointer<Float>) {
         let I = inputs, O = outputs
+        if R == 1 && O <= Linear.maxDotOutputs {
+            PackedGEMM.dotRows(n: O, k: I, a: x, w: weight, bias: bias, c: out)
+            return
+        }
         prepareFrozen()
         let pk = UnsafePointer(packed!.pointer), bias = UnsafePointer(self.bias!)
         let panels = PackedGEMM.panels(O), blocks = (R + 11) / 12  // 12 rows: a whole AVX-512 tile

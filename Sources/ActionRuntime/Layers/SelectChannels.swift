@@ -5,9 +5,13 @@ import PoseCore
 ///
 /// Shapes: B = batch, T = time, C = input channels, J = picked channels.
 /// Backward: `dx[t, channels[j]] += dy[t, j]` (zero elsewhere).
+/// Fast: the picks are kept as runs of consecutive channels (a member's block is usually one
+/// run), each copied as one block per row instead of a value at a time.
 final class SelectChannels: PooledInputGradient {
     let channels: [Int]
     let inputShape: Shape
+    /// `channels` as runs: `y[t, to ..< to + count] = x[t, from ..< from + count]`.
+    private let runs: [(from: Int, to: Int, count: Int)]
     var outputShape: Shape { Shape(time: inputShape.time, channels: channels.count) }
     var spec: LayerSpec { .selectChannels(channels) }
     private let y = Buffer()
@@ -16,16 +20,25 @@ final class SelectChannels: PooledInputGradient {
     init(channels: [Int], input: Shape) {
         self.channels = channels
         self.inputShape = input
+        var runs: [(from: Int, to: Int, count: Int)] = []
+        for (j, c) in channels.enumerated() {
+            if let last = runs.last, last.from + last.count == c {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append((c, j, 1))
+            }
+        }
+        self.runs = runs
     }
 
     func forward(_ x: UnsafePointer<Float>, batch: Int, mode: inout ForwardMode) -> UnsafePointer<Float> {
         let C = inputShape.channels, J = channels.count, rows = batch * inputShape.time
         y.reserve(rows * J)
         let out = y.pointer
-        channels.withUnsafeBufferPointer { idx in
+        runs.withUnsafeBufferPointer { runs in
             for r in 0..<rows {
                 let src = x + r * C, dst = out + r * J
-                for j in 0..<J { dst[j] = src[idx[j]] }
+                for run in runs { (dst + run.to).update(from: src + run.from, count: run.count) }
             }
         }
         return UnsafePointer(out)

@@ -1,8 +1,9 @@
 // CKernels: the few hand-written SIMD kernels of the runtime: a product with B packed ahead of
 // time (a frozen network's linear and convolution layers) or on each call (training's products
-// with a small B, through BLAS.gemm), the small Winograd transforms, and training's elementwise
-// kernels (Adam, dropout, layerNorm's sums). Seen from Swift only through
-// Sources/ActionRuntime/PackedGEMM.swift, ElementwiseKernels.swift and BLAS.swift.
+// with a small B, through BLAS.gemm), the small Winograd transforms, a frozen Fourier
+// pyramid's sums, and training's elementwise kernels (Adam, dropout, layerNorm's sums). Seen
+// from Swift only through Sources/ActionRuntime/PackedGEMM.swift, ElementwiseKernels.swift and
+// BLAS.swift.
 // Plain C99; x86-64 gets AVX2+FMA and AVX-512 variants chosen at run time (cpuid), every
 // other target the portable loop.
 #ifndef ACTIONTRAIN_CKERNELS_H
@@ -69,6 +70,13 @@ int atk_sgemm(int transposed_b, int m, int n, int k, const float *a, int lda, co
 void atk_gemv_packed(int n, int k, const float *a, const float *packed, const float *bias, float *c, int panel_lo,
                      int panel_hi);
 
+/// One row against `n` weight rows: `c[o] = bias[o] + Σ_r a[r]·w[o·k + r]` for o < n (`bias`
+/// may be NULL), the sum over r in four chains of 8 lanes (term r in lane r mod 8 of chain
+/// ⌊r/8⌋ mod 4, one fused multiply-add each), combined in a fixed order: the same bits on every
+/// instruction set, the portable loop included. A batch-1 linear layer with few outputs, whose
+/// packed panels of 16 columns would be mostly zeros.
+void atk_dot_rows(int n, int k, const float *a, const float *w, const float *bias, float *c);
+
 /// A small matrix applied across channels (a Winograd transform of one tile):
 /// `dst[i·dst_stride + c] = s + Σ_j m[i·ldm + j]·src[j·src_stride + c]` for i < rows,
 /// j < cols ≤ 8, c < channels, summed over j in order, zero coefficients included (they add
@@ -76,6 +84,15 @@ void atk_gemv_packed(int n, int k, const float *a, const float *packed, const fl
 /// term on AVX2 and AVX-512 (the same bits on both).
 void atk_transform(int rows, int cols, const float *m, int ldm, const float *src, int src_stride, const float *start,
                    float *dst, int dst_stride, int channels);
+
+/// One segment of a Fourier pyramid across channels: for f < `frequencies`, c < `channels`,
+/// `dst[f·dst_stride + c] = √(b² + a²)` with `a = Σ_t basis[f·n + t]·src[t·src_stride + c]` and
+/// `b = Σ_t basis[(frequencies + f)·n + t]·src[t·src_stride + c]` (t < n: the cos rows, then the
+/// sin rows of `basis [2·frequencies, n]`), each sum over t in order from 0, one fused
+/// multiply-add per term, the magnitude `√(fma(b, b, a·a))`: the same bits on every
+/// instruction set.
+void atk_fourier_magnitudes(int frequencies, int n, const float *basis, const float *src, long src_stride, float *dst,
+                            long dst_stride, int channels);
 
 /// A small matrix applied across channels as training's Winograd transforms need it (no fused
 /// multiply-adds, zero coefficients skipped): for i < rows, c < channels,
@@ -115,6 +132,15 @@ void atk_dropout(const float *x, float *y, unsigned char *mask, long n, unsigned
 /// the sums in channel order, every product and sum rounded on its own (the bits of
 /// `LayerNorm.statistics8Reference` on every instruction set).
 void atk_layernorm_stats8(const float *x, int channels, float inv_c, float eps, float *mean, float *rstd);
+
+/// `atk_layernorm_stats8` of 16 consecutive rows (two groups of 8 whose sums are in flight
+/// together): the same bits as two calls.
+void atk_layernorm_stats16(const float *x, int channels, float inv_c, float eps, float *mean, float *rstd);
+
+/// layerNorm's output for `rows` consecutive rows: `y[r][c] = ((x[r][c] − mean[r])·rstd[r])·gamma[c] + beta[c]`,
+/// every operation rounded on its own (the Swift loop's bits on every instruction set).
+void atk_layernorm_normalize(const float *x, long rows, int channels, const float *mean, const float *rstd,
+                             const float *gamma, const float *beta, float *y);
 
 /// layerNorm backward's sums for 8 consecutive rows, row k: `g = gamma[c]·dy[k][c]`,
 /// `sum_g[k] = Σ_c g`, `sum_gx[k] = Σ_c (g·(x[k][c] − mean[k]))·rstd[k]`, in channel order, every
