@@ -112,7 +112,7 @@ enum InspectModel {
         let shapes = try ModelFile.layerOutputShapes(header.layers, input: header.inputShape)
         out.line("  #   output        parameters  layer")
         for (i, (layer, shape)) in zip(header.layers, shapes).enumerated() {
-            let params = header.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.length / 4 }
+            let params = network.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.count }
             let count = params > 0 ? grouped(params) : "-"
             out.line("  " + pad("\(i)", 4) + pad(shape.description, 14) + String(repeating: " ", count: max(0, 10 - count.count)) + count + "  " + describe(layer))
         }

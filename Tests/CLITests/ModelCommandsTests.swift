@@ -290,7 +290,7 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.7,",
+            "\(Self.golden): actiontrain model file 1.8,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
             "probabilities: not calibrated (no calibration recorded: a file before format 1.6, or fitted with calibration none)",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",

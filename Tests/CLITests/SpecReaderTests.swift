@@ -182,6 +182,8 @@ final class SpecReaderTests: XCTestCase {
         let (data, poses) = try write(sequences, skeleton: header.input.skeleton, classes: header.classes, rate: 25, name: "golden")
         try assertSameAsPredict(model: Self.golden, data: data, poses: poses, stride: nil)
         try assertSameAsPredict(model: Self.golden, data: data, poses: poses, stride: 1)
+        // The same model as a 1.7 file (standardize's statistics in the header, not as tensors).
+        try assertSameAsPredict(model: Self.golden.replacingOccurrences(of: "model.atm", with: "model-1.7.atm"), data: data, poses: poses, stride: 1)
     }
 
     /// A model `fit` writes, whose header holds `poseStatistics` (format 1.4). Before, the

@@ -45,7 +45,27 @@ def read_model(path):
         expected = (t["offset"] + t["length"] + 63) // 64 * 64
     if expected != D:
         raise ModelFileError("tensors do not end at the end of the data section")
+    layer_data(h["layers"], tensors, "layers.")
     return h, tensors
+
+
+def layer_data(layers, tensors, prefix):
+    """Since 1.8 a standardize layer holds "channels" and its mean and scale are tensors (the first of
+    the table): they go back into the layer as lists, as files before 1.8 hold them in the header."""
+    for i, L in enumerate(layers):
+        p = f"{prefix}{i}."
+        if L["type"] == "standardize" and "channels" in L:
+            for key in ("mean", "scale"):
+                v = tensors.pop(p + key, None)
+                if v is None or v.shape != (L["channels"],) or not np.isfinite(v).all():
+                    raise ModelFileError(f"{p}{key}: standardize needs {L['channels']} finite values, one per input channel")
+                L[key] = v.tolist()
+            del L["channels"]
+        for key in ("body", "shortcut"):
+            if key in L:
+                layer_data(L[key], tensors, f"{p}{key}.")
+        for m, member in enumerate(L.get("members", [])):
+            layer_data(member, tensors, f"{p}members.{m}.")
 
 
 # ---- layers (section 4): activations are [B, T, C] float32 ----
