@@ -42,9 +42,9 @@ public enum ModelFile {
 
     // MARK: - Writing
 
-    /// Serialises a model: header and the network's parameters. Identical inputs give
-    /// identical bytes (sorted keys, no time stamps). Refuses NaN or infinite weights, which
-    /// no reader accepts.
+    /// Serialises a model: header, the layers' data (format 1.8: `standardize`'s statistics,
+    /// `headerForm`) and the network's parameters. Identical inputs give identical bytes
+    /// (sorted keys, no time stamps). Refuses NaN or infinite weights, which no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
         trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil, poseStatistics: ModelHeader.PoseStatistics? = nil,

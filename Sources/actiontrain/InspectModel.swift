@@ -118,8 +118,10 @@ enum InspectModel {
         }
         out.line("")
         out.line("tensors (\(header.tensors.count)), float32 little-endian:")
+        let parameters = Set(network.tensors.map(\.name))
         for t in header.tensors {
-            out.line("  " + pad(t.name, 34) + pad("\(t.shape)", 16) + pad(t.layout, 28) + "offset \(t.offset)")
+            let data = parameters.contains(t.name) ? "" : " (layer data, docs/format.md 3.2)"
+            out.line("  " + pad(t.name, 34) + pad("\(t.shape)", 16) + pad(t.layout, 28) + "offset \(t.offset)" + data)
         }
         out.line("")
         let p = header.provenance
