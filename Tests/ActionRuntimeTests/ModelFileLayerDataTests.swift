@@ -1,4 +1,5 @@
 @testable import ActionRuntime
+@testable import actiontrain
 import Foundation
 import PoseCore
 import TestSupport
@@ -143,5 +144,60 @@ extension ModelFileTests {
         assertRejects(header: Self.headerJSON(layers: layers, tensors: Self.standardizeTensorsJSON()), ["layers[0] (standardize): expects 3 channels"]) {
             self.badHeader($0)
         }
+    }
+
+    // MARK: - graphConv's adjacency
+
+    /// input [2, 2] as 2 joints of 1 value → graphConv (A = [[1, 0.5], [0, 1]], weight 2, bias
+    /// 0.5) → flatten → linear: as a 1.7 file (A in the header) and as 1.8 (A a data tensor).
+    static func withGraphConv(inData: Bool, adjacencyShape: String = "[1,2,2]", length: Int = 16) -> HandMade {
+        let layer = #""inputs":1,"joints":2,"kernel":1,"outputs":1,"partitions":1,"type":"graphConv""#
+        let layers = "[{" + (inData ? "" : #""adjacency":[1,0.5,0,1],"#) + layer + #"},{"type":"flatten"},{"inputs":4,"outputs":2,"type":"linear"}]"#
+        let adjacency = #"{"dtype":"float32","layout":"[partitions, joints, joints]","length":\#(length),"name":"layers.0.adjacency","offset":0,"shape":\#(adjacencyShape)},"#
+        let base = inData ? 64 : 0
+        let tensors =
+            "[" + (inData ? adjacency : "")
+            + #"{"dtype":"float32","layout":"[partitions, outputs, kernel, inputs]","length":4,"name":"layers.0.weight","offset":\#(base),"shape":[1,1,1,1]},"#
+            + #"{"dtype":"float32","layout":"[outputs]","length":4,"name":"layers.0.bias","offset":\#(base + 64),"shape":[1]},"#
+            + #"{"dtype":"float32","layout":"[outputs, inputs]","length":32,"name":"layers.2.weight","offset":\#(base + 128),"shape":[2,4]},"#
+            + #"{"dtype":"float32","layout":"[outputs]","length":8,"name":"layers.2.bias","offset":\#(base + 192),"shape":[2]}]"#
+        var m = HandMade(
+            header: headerJSON(layers: layers, tensors: tensors),
+            data: (inData ? tensorBytes(Array([Float](arrayLiteral: 1, 0.5, 0, 1, 7, 7).prefix(length / 4))) : []) + tensorBytes([2]) + tensorBytes([0.5]) + data)
+        m.minor = inData ? 8 : 7
+        return m
+    }
+
+    /// Both forms give the same layer and logits, in Swift and in the Python reader.
+    func testGraphConvAdjacencyInBothForms() throws {
+        let old = try ModelFile.load(Self.withGraphConv(inData: false).bytes), new = try ModelFile.load(Self.withGraphConv(inData: true).bytes)
+        XCTAssertEqual(new.header.layers, old.header.layers)
+        XCTAssertEqual(try XCTUnwrap(new.header.layers[0].kind as? GraphConvKind).adjacency, [1, 0.5, 0, 1])
+        XCTAssertEqual(new.header.tensors.first?.name, "layers.0.adjacency")
+        // x = [[1, -1], [2, 0.5]]: z = 2x + 0 (per joint), y[t, j] = 0.5 + Σ_i A[j, i] z[t, i].
+        let x: [Float] = [1, -1, 2, 0.5]
+        let y: [Float] = [0.5 + 2 - 1, 0.5 - 2, 0.5 + 4 + 0.5, 0.5 + 1]
+        func dot(_ w: ArraySlice<Float>) -> Float { zip(w, y).reduce(Float(0)) { $0 + $1.0 * $1.1 } }
+        let logits: [Float] = [Self.bias[0] + dot(Self.weights[0..<4]), Self.bias[1] + dot(Self.weights[4..<8])]
+        for loaded in [old, new] { assertClose(loaded.network.predictLogits(x, batch: 1), logits, absolute: 1e-6, relative: 0) }
+        guard ModelFixtures.python(has: "numpy") else { throw XCTSkip("python3 with numpy is not installed") }
+        let script = ModelFixtures.repoRoot.appendingPathComponent("tools/python/read_model.py").path
+        let input = scratch.appendingPathComponent("x.f32")
+        try x.withUnsafeBytes { try Data($0).write(to: input) }
+        for inData in [false, true] {
+            let path = scratch.appendingPathComponent("graph-\(inData).atm")
+            try Data(Self.withGraphConv(inData: inData).bytes).write(to: path)
+            let r = try ONNXParity.run(["python3", script, path.path, "--features", input.path, "--count", "1"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let o = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: [[Double]]])
+            assertClose(try XCTUnwrap(o["logits"]?.first).map(Float.init), logits, absolute: 1e-5, relative: 0, "read_model.py, adjacency in data: \(inData)")
+        }
+    }
+
+    func testAdjacencyTensorOfTheWrongShapeIsRefusedNamingTheLayer() {
+        assertRejects(Self.withGraphConv(inData: true, adjacencyShape: "[1,2,3]", length: 24).bytes, [
+            "tensor 'layers.0.adjacency'", "layers[0] (graphConv) keeps its adjacency in this tensor, [1, 2, 2] [partitions, joints, joints]",
+            "found 'layers.0.adjacency' [1, 2, 3]",
+        ]) { self.badTensor($0) }
     }
 }

@@ -231,7 +231,7 @@ def parse_input(inp):
 
 
 LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]",
-           "weight4": "[partitions, outputs, kernel, inputs]"}
+           "weight4": "[partitions, outputs, kernel, inputs]", "adjacency": "[partitions, joints, joints]"}
 
 
 class Budget:
@@ -296,11 +296,15 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             need(J * I == C, f"{where} (graphConv) expects joints x inputs = {J * I} channels, receives {C}")
             need(Pn * J * J <= 1 << 28 and Pn * O * K * I <= 1 << 28, f"{where} (graphConv) adjacency or weight is too large")
             A = layer.get("adjacency")
-            need(isinstance(A, list) and len(A) == Pn * J * J and all(is_num(v) and math.isfinite(f32(v)) for v in A),
-                 f"{where} (graphConv) adjacency must be partitions x joints x joints = {Pn * J * J} finite numbers")
+            if A is None:  # 1.8: a data tensor
+                budget.data.append((f"{where}.adjacency", [Pn, J, J], LAYOUTS["adjacency"]))
+            else:
+                need(isinstance(A, list) and len(A) == Pn * J * J and all(is_num(v) and math.isfinite(f32(v)) for v in A),
+                     f"{where} (graphConv) adjacency must be partitions x joints x joints = {Pn * J * J} finite numbers")
+                A = np.array([f32(v) for v in A], dtype=F32).reshape(Pn, J, J)
             budget.activations += T * J * (K * I + Pn * O)
             tensors += [(f"{where}.weight", [Pn, O, K, I], LAYOUTS["weight4"]), (f"{where}.bias", [O], LAYOUTS["bias"])]
-            parsed.append(("graphConv", J, K, np.array([f32(v) for v in A], dtype=F32).reshape(Pn, J, J)))
+            parsed.append(("graphConv", J, K, A))
             C = J * O
         elif kind == "flatten":
             parsed.append(("flatten",))
@@ -569,6 +573,7 @@ def forward(layers, x, tensors, prefix="layers"):
         elif kind == "graphConv":
             # im2col over time per joint, one matmul for all partitions, then each A[p] over the joints
             _, J, K, A = layer
+            A = tensors[name + ".adjacency"] if A is None else A
             w, b = tensors[name + ".weight"], tensors[name + ".bias"]  # [P, O, K, I]
             Pn, O, _, I = w.shape
             Bn, T, _ = x.shape
