@@ -195,9 +195,12 @@ extension ModelFileTests {
     }
 
     func testAdjacencyTensorOfTheWrongShapeIsRefusedNamingTheLayer() {
-        assertRejects(Self.withGraphConv(inData: true, adjacencyShape: "[1,2,3]", length: 24).bytes, [
-            "tensor 'layers.0.adjacency'", "layers[0] (graphConv) keeps its adjacency in this tensor, [1, 2, 2] [partitions, joints, joints]",
-            "found 'layers.0.adjacency' [1, 2, 3]",
-        ]) { self.badTensor($0) }
+        assertRejects(
+            Self.withGraphConv(inData: true, adjacencyShape: "[1,2,3]", length: 24).bytes,
+            [
+                "tensor 'layers.0.adjacency'", "layers[0] (graphConv) keeps its adjacency in this tensor, [1, 2, 2] [partitions, joints, joints]",
+                "found 'layers.0.adjacency' [1, 2, 3]",
+            ]
+        ) { self.badTensor($0) }
     }
 }
