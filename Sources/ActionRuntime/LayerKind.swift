@@ -29,7 +29,7 @@ public protocol LayerKind: Hashable, Sendable {
     static func example(input: Shape) -> Self
     /// The form a model file's header holds when the description has lists of numbers that a
     /// file keeps as tensors of its data section instead (format 1.8: `standardize`'s
-    /// statistics): that form, whose `shapes` declare the tensors as `LayerShapes.data`, and
+    /// statistics, `graphConv`'s adjacency): that form, whose `shapes` declare the tensors as `LayerShapes.data`, and
     /// each tensor with its values. Nil (the default) when the header holds the whole description.
     func headerForm() -> (kind: Self, data: [(tensor: ParameterShape, values: [Float])])?
     /// The description of a header form whose data tensors (`LayerShapes.data`, by name) hold

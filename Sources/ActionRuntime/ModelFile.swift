@@ -43,7 +43,7 @@ public enum ModelFile {
     // MARK: - Writing
 
     /// Serialises a model: header, the layers' data (format 1.8: `standardize`'s statistics,
-    /// `headerForm`) and the network's parameters. Identical inputs give identical bytes
+    /// `graphConv`'s adjacency; `headerForm`) and the network's parameters. Identical inputs give identical bytes
     /// (sorted keys, no time stamps). Refuses NaN or infinite weights, which no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
@@ -56,11 +56,13 @@ public enum ModelFile {
         guard network.classCount == classes.count else {
             throw ModelFileError.cannotEncode("the network has \(network.classCount) outputs for \(classes.count) classes")
         }
-        // The layers' data (format 1.8: standardize's statistics) first, then the parameters.
+        // The layers' data (format 1.8: standardize's statistics, graphConv's adjacency) first,
+        // then the parameters.
         let (layers, layerData) = try headerForm(network.specs)
+        let entries = layerData.map(\.tensor) + network.tensors.map { ParameterShape($0.name, $0.shape, layout: $0.layout) }
         var tensors: [ModelHeader.Tensor] = []
         var offset = 0
-        for (name, shape, layout) in layerData.map({ ($0.tensor.name, $0.tensor.shape, $0.tensor.layout) }) + network.tensors.map({ ($0.name, $0.shape, $0.layout) }) {
+        for (name, shape, layout) in entries.map({ ($0.name, $0.shape, $0.layout) }) {
             let length = shape.reduce(4, *)
             tensors.append(ModelHeader.Tensor(name: name, dtype: "float32", shape: shape, layout: layout, offset: offset, length: length))
             offset = align(offset + length)

@@ -1,11 +1,12 @@
 import PoseCore
 
 /// Layer data in the data section (docs/format.md 3.2, format 1.8): lists of numbers of a
-/// layer's description (`standardize`'s statistics) that a file keeps as tensors at the head of
-/// its tensor table instead of as JSON numbers in its header. The writer puts such a layer in its
-/// header form (`LayerKind.headerForm`); the reader checks the tensors as it checks weights and
-/// puts the values back (`LayerKind.described(byData:)`) before it builds the network, so the
-/// rest of the program sees the description a file before 1.8 gave.
+/// layer's description (`standardize`'s statistics, `graphConv`'s adjacency) that a file keeps
+/// as tensors at the head of its tensor table instead of as JSON numbers in its header. The
+/// writer puts such a layer in its header form (`LayerKind.headerForm`); the reader checks the
+/// tensors as it checks weights and puts the values back (`LayerKind.described(byData:)`)
+/// before it builds the network, so the rest of the program sees the description a file
+/// before 1.8 gave.
 extension ModelFile {
     /// The layers as a header of this version holds them, and their data tensors in table order
     /// (layer order), named as the network names tensors.
