@@ -180,7 +180,7 @@ extension ModelFileTests {
         func dot(_ w: ArraySlice<Float>) -> Float { zip(w, y).reduce(Float(0)) { $0 + $1.0 * $1.1 } }
         let logits: [Float] = [Self.bias[0] + dot(Self.weights[0..<4]), Self.bias[1] + dot(Self.weights[4..<8])]
         for loaded in [old, new] { assertClose(loaded.network.predictLogits(x, batch: 1), logits, absolute: 1e-6, relative: 0) }
-        guard ModelFixtures.python(has: "numpy") else { throw XCTSkip("python3 with numpy is not installed") }
+        guard ModelFixtures.python(has: "numpy") else { throw missingPrerequisite("python3 with numpy", fix: "pip install numpy, to run the Python reader") }
         let script = ModelFixtures.repoRoot.appendingPathComponent("tools/python/read_model.py").path
         let input = scratch.appendingPathComponent("x.f32")
         try x.withUnsafeBytes { try Data($0).write(to: input) }
