@@ -608,6 +608,7 @@ enum HeaderJSON {
 }
 
 extension HeaderJSON.Object: LayerFieldReader {
+    func contains(_ key: String) -> Bool { optional(key) != nil }
     func float(_ key: String) throws -> Float { try HeaderJSON.float(try required(key)) }
     func ints(_ key: String) throws -> [Int] { try HeaderJSON.array(try required(key)).map(HeaderJSON.int) }
     func floats(_ key: String) throws -> [Float] { try HeaderJSON.array(try required(key)).map(HeaderJSON.float) }

@@ -154,11 +154,11 @@ extension LayerContainer {
 let maxLayerValues = 1 << 31
 
 extension LayerSpec {
-    /// The kind's shapes for `input` with the limits every kind shares: each parameter tensor
-    /// and the output within `ModelFile.Limits` (docs/format.md 2.1).
+    /// The kind's shapes for `input` with the limits every kind shares: each parameter and data
+    /// tensor and the output within `ModelFile.Limits` (docs/format.md 2.1).
     func checkedShapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
         let shapes = try kind.shapes(input: input, check: check)
-        for p in shapes.parameters { _ = try check.product(p.name, p.shape) }
+        for p in shapes.parameters + shapes.data { _ = try check.product(p.name, p.shape) }
         _ = try check.product("output", [shapes.output.time, shapes.output.channels], max: ModelFile.Limits.activationValues)
         return shapes
     }

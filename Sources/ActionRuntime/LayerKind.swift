@@ -27,10 +27,20 @@ public protocol LayerKind: Hashable, Sendable {
     /// A valid instance for an input of `input` (at least 2 time steps and 2 channels), used
     /// by the tests that every kind is supported everywhere.
     static func example(input: Shape) -> Self
+    /// The form a model file's header holds when the description has lists of numbers that a
+    /// file keeps as tensors of its data section instead (format 1.8: `standardize`'s
+    /// statistics, `graphConv`'s adjacency): that form, whose `shapes` declare the tensors as `LayerShapes.data`, and
+    /// each tensor with its values. Nil (the default) when the header holds the whole description.
+    func headerForm() -> (kind: Self, data: [(tensor: ParameterShape, values: [Float])])?
+    /// The description of a header form whose data tensors (`LayerShapes.data`, by name) hold
+    /// `values`: the inverse of `headerForm`. Nil (the default) when `self` is not such a form.
+    func described(byData values: [String: [Float]]) -> Self?
 }
 
 extension LayerKind {
     public var summary: String { Self.typeName }
+    public func headerForm() -> (kind: Self, data: [(tensor: ParameterShape, values: [Float])])? { nil }
+    public func described(byData values: [String: [Float]]) -> Self? { nil }
 }
 
 /// A kind without fields (`relu`, `flatten`, ...): its JSON form is `{"type": name}` only.
@@ -67,6 +77,8 @@ public enum LayerField: Hashable, Sendable {
 /// Reads a layer's fields from a header (`JSONDecoder` or the header fast path). Each call
 /// throws when the key is missing or of another type.
 public protocol LayerFieldReader {
+    /// Whether the key is there (and not null).
+    func contains(_ key: String) -> Bool
     func int(_ key: String) throws -> Int
     func float(_ key: String) throws -> Float
     func ints(_ key: String) throws -> [Int]
@@ -76,14 +88,18 @@ public protocol LayerFieldReader {
 }
 
 /// A layer's output shape, its parameter tensors (in file order, its own: a nested kind's
-/// branches account for theirs) and extra values per window it keeps (conv1d's im2col rows).
+/// branches account for theirs), its data tensors (a header form's lists of numbers that the
+/// model file keeps in its data section, `LayerKind.headerForm`) and extra values per window it
+/// keeps (conv1d's im2col rows).
 public struct LayerShapes {
     public var output: Shape
     public var parameters: [ParameterShape]
+    public var data: [ParameterShape]
     public var scratch: Int
-    public init(output: Shape, parameters: [ParameterShape] = [], scratch: Int = 0) {
+    public init(output: Shape, parameters: [ParameterShape] = [], data: [ParameterShape] = [], scratch: Int = 0) {
         self.output = output
         self.parameters = parameters
+        self.data = data
         self.scratch = scratch
     }
 }

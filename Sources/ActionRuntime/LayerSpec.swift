@@ -47,6 +47,7 @@ extension LayerSpec: Codable {
     /// `LayerFieldReader` over a decoding container (the Codable path).
     struct ContainerReader: LayerFieldReader {
         let c: KeyedDecodingContainer<FieldKey>
+        func contains(_ key: String) -> Bool { c.contains(FieldKey(key)) && !((try? c.decodeNil(forKey: FieldKey(key))) ?? true) }
         func int(_ key: String) throws -> Int { try c.decode(Int.self, forKey: FieldKey(key)) }
         func float(_ key: String) throws -> Float { try c.decode(Float.self, forKey: FieldKey(key)) }
         func ints(_ key: String) throws -> [Int] { try c.decode([Int].self, forKey: FieldKey(key)) }

@@ -13,7 +13,7 @@ import PoseCore
 public enum ModelFile {
     public static let magic: [UInt8] = [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 A T M \r \n \x1a \n
     public static let majorVersion = 1
-    public static let minorVersion = 7
+    public static let minorVersion = 8
     public static let formatName = "actiontrain.model"
     public static let preambleSize = 64
     public static let alignment = 64
@@ -42,9 +42,9 @@ public enum ModelFile {
 
     // MARK: - Writing
 
-    /// Serialises a model: header and the network's parameters. Identical inputs give
-    /// identical bytes (sorted keys, no time stamps). Refuses NaN or infinite weights, which
-    /// no reader accepts.
+    /// Serialises a model: header, the layers' data (format 1.8: `standardize`'s statistics,
+    /// `graphConv`'s adjacency; `headerForm`) and the network's parameters. Identical inputs give identical bytes
+    /// (sorted keys, no time stamps). Refuses NaN or infinite weights, which no reader accepts.
     public static func encode(
         classes: [String], input: InputSpec, network: Network, provenance: ModelHeader.Provenance,
         trainingFrameRate: Double? = nil, streaming: ModelHeader.Streaming? = nil, poseStatistics: ModelHeader.PoseStatistics? = nil,
@@ -56,20 +56,22 @@ public enum ModelFile {
         guard network.classCount == classes.count else {
             throw ModelFileError.cannotEncode("the network has \(network.classCount) outputs for \(classes.count) classes")
         }
+        // The layers' data (format 1.8: standardize's statistics, graphConv's adjacency) first,
+        // then the parameters.
+        let (layers, layerData) = try headerForm(network.specs)
+        let entries = layerData.map(\.tensor) + network.tensors.map { ParameterShape($0.name, $0.shape, layout: $0.layout) }
         var tensors: [ModelHeader.Tensor] = []
         var offset = 0
-        for t in network.tensors {
-            tensors.append(
-                ModelHeader.Tensor(
-                    name: t.name, dtype: "float32", shape: t.shape, layout: t.layout,
-                    offset: offset, length: t.count * 4))
-            offset = align(offset + t.count * 4)
+        for (name, shape, layout) in entries.map({ ($0.name, $0.shape, $0.layout) }) {
+            let length = shape.reduce(4, *)
+            tensors.append(ModelHeader.Tensor(name: name, dtype: "float32", shape: shape, layout: layout, offset: offset, length: length))
+            offset = align(offset + length)
         }
         let dataLength = offset
         let header = ModelHeader(
             format: formatName, classes: classes,
             coordinateSystem: .init(units: input.skeleton.units), input: input, inputShape: network.inputShape,
-            trainingFrameRate: trainingFrameRate, layers: network.specs, tensors: tensors, provenance: provenance, streaming: streaming,
+            trainingFrameRate: trainingFrameRate, layers: layers, tensors: tensors, provenance: provenance, streaming: streaming,
             poseStatistics: poseStatistics, calibration: calibration)
         do {
             try validate(header)  // what a reader would refuse is not written
@@ -90,15 +92,16 @@ public enum ModelFile {
 
         var out = [UInt8](repeating: 0, count: total)
         out.withUnsafeMutableBytes { raw in
-            for (stored, info) in zip(tensors, network.tensors) {
+            func write(_ src: UnsafePointer<Float>, _ stored: ModelHeader.Tensor) {
                 let dst = raw.baseAddress! + dataStart + stored.offset
-                let src = network.parameters + info.offset
                 #if _endian(little)
                     dst.copyMemory(from: src, byteCount: stored.length)
                 #else
-                    for i in 0..<info.count { dst.storeBytes(of: src[i].bitPattern.littleEndian, toByteOffset: 4 * i, as: UInt32.self) }
+                    for i in 0..<(stored.length / 4) { dst.storeBytes(of: src[i].bitPattern.littleEndian, toByteOffset: 4 * i, as: UInt32.self) }
                 #endif
             }
+            for (stored, d) in zip(tensors, layerData) { d.values.withUnsafeBufferPointer { write($0.baseAddress!, stored) } }
+            for (stored, info) in zip(tensors.dropFirst(layerData.count), network.tensors) { write(network.parameters + info.offset, stored) }
         }
         out.replaceSubrange(preambleSize..<dataStart, with: headerBytes)
         let pass = out.withUnsafeBytes { BackgroundChecksum(UnsafeRawBufferPointer(rebasing: $0[dataStart..<total])).finish() }
@@ -208,27 +211,49 @@ public enum ModelFile {
         return "wrong magic bytes: the file starts with \(hex)\(guess); a model file starts with \(expected)"
     }
 
+    /// A header that passed steps 6 and 7, and how many of its tensors, the first ones, are the
+    /// layers' data (format 1.8) rather than parameters.
+    struct CheckedHeader {
+        var header: ModelHeader
+        var dataTensors: Int
+        var layerData: ArraySlice<ModelHeader.Tensor> { header.tensors.prefix(dataTensors) }
+        var parameters: ArraySlice<ModelHeader.Tensor> { header.tensors.dropFirst(dataTensors) }
+
+        /// The header with its layers described by their data tensors, `values` reading one.
+        func described(_ values: (ModelHeader.Tensor) throws -> [Float]) throws -> CheckedHeader {
+            var out = self
+            out.header.layers = try ModelFile.described(header.layers, byData: layerData, values: values)
+            return out
+        }
+    }
+
     /// Steps 5 (header checksum), 6 and 7: the header JSON, its semantics and the tensor table.
-    static func readHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
+    static func readHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> CheckedHeader {
         let crc = CRC32.checksum(headerBytes)
         guard crc == pre.headerCRC else { throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: crc) }
         return try parseHeader(headerBytes, pre)
     }
 
     /// Steps 6 and 7 (the header's checksum is checked).
-    static func parseHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> ModelHeader {
+    static func parseHeader(_ headerBytes: UnsafeRawBufferPointer, _ pre: Preamble) throws -> CheckedHeader {
         let header = try decodeHeader(headerBytes)
-        try validate(header)
+        let dataTensors = try validate(header)
         try checkTiling(header.tensors, dataLength: pre.dataLength)
-        return header
+        return CheckedHeader(header: header, dataTensors: dataTensors)
     }
 
     /// Checks the preamble, checksums, header, tensor table and values (docs/format.md
-    /// section 2, steps 1-10) and returns the header and the data section (a view into
-    /// `bytes`). Every size is checked before it is used; nothing is allocated from a size in
-    /// the file. The data CRC and the finiteness scan are one pass, on two threads for large
-    /// files (`BackgroundChecksum`).
+    /// section 2, steps 1-10) and returns the header, its layers described by their data
+    /// tensors (format 1.8), and the data section (a view into `bytes`). Every size is checked
+    /// before it is used; nothing is allocated from a size in the file. The data CRC and the
+    /// finiteness scan are one pass, on two threads for large files (`BackgroundChecksum`).
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, data: UnsafeRawBufferPointer) {
+        let (checked, data) = try decodeChecked(bytes)
+        return (checked.header, data)
+    }
+
+    /// `decode`, with the count of data tensors.
+    static func decodeChecked(_ bytes: UnsafeRawBufferPointer) throws -> (checked: CheckedHeader, data: UnsafeRawBufferPointer) {
         let pre = try readPreamble(UnsafeRawBufferPointer(rebasing: bytes.prefix(preambleSize)), fileSize: bytes.count)
         let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<pre.dataStart])
         let headerCRC = CRC32.checksum(headerBytes)
@@ -240,25 +265,27 @@ public enum ModelFile {
         guard pass.crc == pre.dataCRC else {
             throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc)
         }
-        let header = try readHeader(headerBytes, pre)
-        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
-        return (header, data)
+        let checked = try readHeader(headerBytes, pre)
+        try checkValues(checked.header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (try checked.described { floats($0, in: data) }, data)
     }
 
-    /// Step 11: the network of a validated header, its tensors checked against the header's
-    /// (names, shapes, layouts, order). The shape pass bounded every size, so building it is
-    /// safe; the weights are still zeros.
-    static func makeNetwork(_ header: ModelHeader, storage: ParameterStorage? = nil) throws -> Network {
+    /// Step 11: the network of a validated header whose layers are described by their data
+    /// tensors, its tensors checked against the header's parameter tensors (names, shapes,
+    /// layouts, order). The shape pass bounded every size, so building it is safe; the weights
+    /// are still zeros.
+    static func makeNetwork(_ checked: CheckedHeader, storage: ParameterStorage? = nil) throws -> Network {
+        let header = checked.header, parameters = checked.parameters
         let network: Network
         do {
             network = try Network(layers: header.layers, input: header.inputShape, storage: storage)
         } catch {
             throw ModelFileError.badHeader("the layers do not form a network: \(error)")
         }
-        guard network.tensors.count == header.tensors.count else {
-            throw ModelFileError.badHeader("the layers need \(network.tensors.count) tensors, the header lists \(header.tensors.count)")
+        guard network.tensors.count == parameters.count else {
+            throw ModelFileError.badHeader("the layers need \(network.tensors.count) parameter tensors, the header lists \(parameters.count)")
         }
-        for (expected, stored) in zip(network.tensors, header.tensors) {
+        for (expected, stored) in zip(network.tensors, parameters) {
             guard expected.name == stored.name, expected.shape == stored.shape, expected.layout == stored.layout else {
                 throw ModelFileError.badTensor(
                     name: stored.name,
@@ -271,14 +298,14 @@ public enum ModelFile {
     /// Reads a model file held in memory and builds its network with the stored weights
     /// (docs/format.md section 2, all steps).
     public static func load(_ bytes: UnsafeRawBufferPointer) throws -> (header: ModelHeader, network: Network) {
-        let (header, data) = try decode(bytes)
-        return (header, try makeNetwork(header, copying: data))
+        let (checked, data) = try decodeChecked(bytes)
+        return (checked.header, try makeNetwork(checked, copying: data))
     }
 
     /// A new network holding a copy of the weights in `data` (a checked data section).
-    static func makeNetwork(_ header: ModelHeader, copying data: UnsafeRawBufferPointer) throws -> Network {
-        let network = try makeNetwork(header)
-        for (expected, stored) in zip(network.tensors, header.tensors) {
+    static func makeNetwork(_ checked: CheckedHeader, copying data: UnsafeRawBufferPointer) throws -> Network {
+        let network = try makeNetwork(checked)
+        for (expected, stored) in zip(network.tensors, checked.parameters) {
             let dst = network.parameters + expected.offset
             #if _endian(little)
                 UnsafeMutableRawPointer(dst).copyMemory(from: data.baseAddress! + stored.offset, byteCount: stored.length)
@@ -410,33 +437,36 @@ public enum ModelFile {
             checksum.cancel()
             throw ModelFileError.checksumMismatch(section: "header", stored: pre.headerCRC, computed: headerCRC)
         }
-        // The header, and the network bound in place (its errors held until the values are checked).
-        let parsed = Result { () throws -> (ModelHeader, Result<Network?, Error>) in
-            let header = try parseHeader(headerBytes, pre)
+        // The header, its layers described by their data (whose values are checked below, with
+        // the weights'), and the network bound in place (its errors held until then).
+        let parsed = Result { () throws -> (CheckedHeader, Result<Network?, Error>) in
+            let checked = try parseHeader(headerBytes, pre).described { floats($0, in: data) }
             #if _endian(little)
-                if isPacked(header.tensors) {
-                    file.dataStart = pre.dataStart
+                let parameters = checked.parameters
+                if isPacked(parameters) {
+                    let start = parameters.first?.offset ?? 0
+                    file.dataStart = pre.dataStart + start
                     return (
-                        header,
+                        checked,
                         Result { () throws -> Network? in
-                            let network = try makeNetwork(header, storage: file)
-                            return zip(network.tensors, header.tensors).allSatisfy({ $0.offset * 4 == $1.offset }) ? network : nil
+                            let network = try makeNetwork(checked, storage: file)
+                            return zip(network.tensors, parameters).allSatisfy({ $0.offset * 4 == $1.offset - start }) ? network : nil
                         }
                     )
                 }
             #endif
-            return (header, .success(nil))
+            return (checked, .success(nil))
         }
         let pass = checksum.finish()
         guard pass.crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: pass.crc) }
-        let (header, inPlace) = try parsed.get()
-        try checkValues(header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
-        return (header, try inPlace.get() ?? makeNetwork(header, copying: data))
+        let (checked, inPlace) = try parsed.get()
+        try checkValues(checked.header.tensors, data: data, firstNonFinite: pass.firstNonFinite)
+        return (checked.header, try inPlace.get() ?? makeNetwork(checked, copying: data))
     }
 
     /// True when each tensor starts where the previous one ends (no alignment padding).
-    static func isPacked(_ tensors: [ModelHeader.Tensor]) -> Bool {
-        var end = 0
+    static func isPacked(_ tensors: ArraySlice<ModelHeader.Tensor>) -> Bool {
+        var end = tensors.first?.offset ?? 0
         for t in tensors {
             guard t.offset == end else { return false }
             end += t.length
@@ -457,7 +487,8 @@ public enum ModelFile {
         }
     }
 
-    /// The default loader: preamble, header, then the tensors straight into the network.
+    /// The default loader: preamble, header, the layers' data (format 1.8: the first tensors),
+    /// then the parameter tensors straight into the network built from the described layers.
     static func loadReading(_ fd: Int32, size: Int) throws -> (header: ModelHeader, network: Network) {
         var head = [UInt8](repeating: 0, count: min(size, preambleSize))
         try head.withUnsafeMutableBytes { try readFully(fd, $0.baseAddress!, $0.count, at: 0) }
@@ -465,14 +496,13 @@ public enum ModelFile {
         // Bounded by the file size and Limits.headerBytes.
         var headerBytes = [UInt8](repeating: 0, count: pre.headerLength)
         try headerBytes.withUnsafeMutableBytes { try readFully(fd, $0.baseAddress!, $0.count, at: preambleSize) }
-        let header = try headerBytes.withUnsafeBytes { try readHeader($0, pre) }
-        let network = try makeNetwork(header)
+        var checked = try headerBytes.withUnsafeBytes { try readHeader($0, pre) }
         var crc: UInt32 = 0
         var gap = [UInt8](repeating: 0, count: alignment)
         // Steps 9 and 10 are found as the data arrives and reported after its checksum.
         var badPadding: ModelFileError?, nonFinite: ModelFileError?
-        for (expected, stored) in zip(network.tensors, header.tensors) {
-            let dst = UnsafeMutableRawPointer(network.parameters + expected.offset)
+        /// Reads tensor `stored` to `dst`, and the padding after it, into the checksum and checks.
+        func read(_ stored: ModelHeader.Tensor, to dst: UnsafeMutableRawPointer) throws {
             try readFully(fd, dst, stored.length, at: pre.dataStart + stored.offset)
             let values = UnsafeRawBufferPointer(start: dst, count: stored.length)
             crc = CRC32.checksum(values, continuing: crc)
@@ -488,13 +518,26 @@ public enum ModelFile {
                 }
             }
             #if !_endian(little)
-                let values = network.parameters + expected.offset
-                for i in 0..<expected.count { values[i] = Float(bitPattern: UInt32(littleEndian: values[i].bitPattern)) }
+                let words = dst.assumingMemoryBound(to: UInt32.self)
+                for i in 0..<(stored.length / 4) { words[i] = UInt32(littleEndian: words[i]) }
             #endif
+        }
+        var layerData: [String: [Float]] = [:]
+        for stored in checked.layerData {
+            var values = [Float](repeating: 0, count: stored.length / 4)  // bounded by the file size (the tiling)
+            try values.withUnsafeMutableBytes { try read(stored, to: $0.baseAddress!) }
+            layerData[stored.name] = values
+        }
+        // Values that are not finite would stop the build before the checksum is known: such a
+        // file is refused after it (below), and its layer data only hold a place here.
+        checked = try checked.described { nonFinite == nil ? layerData[$0.name]! : [Float](repeating: 0, count: $0.length / 4) }
+        let network = try makeNetwork(checked)
+        for (expected, stored) in zip(network.tensors, checked.parameters) {
+            try read(stored, to: UnsafeMutableRawPointer(network.parameters + expected.offset))
         }
         guard crc == pre.dataCRC else { throw ModelFileError.checksumMismatch(section: "data", stored: pre.dataCRC, computed: crc) }
         if let e = badPadding ?? nonFinite { throw e }
-        return (header, network)
+        return (checked.header, network)
     }
 
     /// Calls `body` with the bytes of a file, mapped or read whole (for tools and benchmarks).

@@ -241,7 +241,9 @@ extension ModelFile {
 
     /// Header semantics that need no network: format, classes, coordinates, input, limits,
     /// and the shapes the layers produce (checked arithmetic; docs/format.md 2.1 and 4).
-    static func validate(_ h: ModelHeader) throws {
+    /// Returns how many tensors, at the head of the table, are the layers' data (format 1.8).
+    @discardableResult
+    static func validate(_ h: ModelHeader) throws -> Int {
         guard h.format == formatName else { throw ModelFileError.badHeader("format is '\(h.format)', expected '\(formatName)'") }
         guard !h.classes.isEmpty else { throw ModelFileError.badHeader("there are no classes") }
         guard h.classes.count <= Limits.classes else {
@@ -297,33 +299,49 @@ extension ModelFile {
             throw ModelFileError.badHeader(
                 "the network gives \(out) per window; expected [1, \(h.classes.count)] (one logit per class)")
         }
-        var stored = 0
+        // The layers' data tensors (format 1.8) open the table, in layer order (docs/format.md 3.2).
+        for (k, d) in budget.data.enumerated() {
+            let found = k < h.tensors.count ? h.tensors[k] : nil
+            guard let t = found, t.name == d.tensor.name, t.shape == d.tensor.shape, t.layout == d.tensor.layout else {
+                throw ModelFileError.badTensor(
+                    name: d.tensor.name,
+                    reason: "\(d.layer) keeps its \(d.field) in this tensor, \(d.tensor.shape) \(d.tensor.layout), entry \(k) of the table "
+                        + "(the layers' data come first); found " + (found.map { "'\($0.name)' \($0.shape) \($0.layout)" } ?? "no such entry"))
+            }
+        }
+        var stored = 0, needed = budget.parameters
         for t in h.tensors {
             let (count, _) = try checkedCount(t)
             stored += count  // ≤ 4096 · 2^28: no overflow
         }
-        guard stored == budget.parameters else {
+        for d in budget.data { needed += d.tensor.count }  // each checked against the limits, ≤ 4096 of them: no overflow
+        guard stored == needed else {
             throw ModelFileError.badHeader(
-                "the layers need \(budget.parameters) parameter values, the tensors hold \(stored)")
+                "the layers need \(needed) \(budget.data.isEmpty ? "parameter" : "parameter and data") values, the tensors hold \(stored)")
         }
+        return budget.data.count
     }
 
     /// Running totals of the shape pass.
     final class ShapeBudget {
         var layers = 0
         var parameters = 0
+        /// The layers' data tensors (`LayerShapes.data`, format 1.8) in layer order, full names,
+        /// with the layer and field of each (for errors).
+        var data: [(tensor: ParameterShape, layer: String, field: String)] = []
         /// Output values of every layer, plus conv1d's im2col rows, per window.
         var activations = 0
     }
 
     /// The output shape of `layers` for `input`, per docs/format.md section 4, with every
     /// product checked against the limits. Counts layers and parameter values.
+    /// Tensor names start with `prefix` (`layers.` at the top level).
     static func inferShape(
-        _ layers: [LayerSpec], input: Shape, path: String, depth: Int, budget: ShapeBudget
+        _ layers: [LayerSpec], input: Shape, path: String, depth: Int, budget: ShapeBudget, prefix: String = "layers."
     ) throws -> Shape {
         var s = input
         for (i, spec) in layers.enumerated() {
-            let at = "\(path)[\(i)]", name = "\(at) (\(spec.typeName))"
+            let at = "\(path)[\(i)]", name = "\(at) (\(spec.typeName))", names = "\(prefix)\(i)."
             budget.layers += 1
             guard budget.layers <= Limits.layers else {
                 throw ModelFileError.limitExceeded(what: "the number of layers", value: budget.layers, limit: Limits.layers)
@@ -332,7 +350,8 @@ extension ModelFile {
                 guard depth + 1 <= Limits.nestingDepth else {
                     throw ModelFileError.limitExceeded(what: "the layer nesting depth", value: depth + 1, limit: Limits.nestingDepth)
                 }
-                return try inferShape(specs, input: input, path: "\(at).\(branch)", depth: depth + 1, budget: budget)
+                return try inferShape(
+                    specs, input: input, path: "\(at).\(branch)", depth: depth + 1, budget: budget, prefix: "\(names)\(branch).")
             }
             let shapes: LayerShapes
             do {
@@ -344,6 +363,7 @@ extension ModelFile {
                 throw ModelFileError.badHeader("\(name): \(e.reason)")
             }
             for p in shapes.parameters { budget.parameters += p.count }  // ≤ 4096 tensors · 2^28: no overflow
+            for d in shapes.data { budget.data.append((ParameterShape(names + d.name, d.shape, layout: d.layout), name, d.name)) }
             s = shapes.output
             budget.activations += s.count + shapes.scratch  // each ≤ 2^26, ≤ 1024 layers: no overflow
             guard budget.activations <= Limits.totalActivationValues else {

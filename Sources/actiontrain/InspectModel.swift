@@ -112,14 +112,16 @@ enum InspectModel {
         let shapes = try ModelFile.layerOutputShapes(header.layers, input: header.inputShape)
         out.line("  #   output        parameters  layer")
         for (i, (layer, shape)) in zip(header.layers, shapes).enumerated() {
-            let params = header.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.length / 4 }
+            let params = network.tensors.filter { $0.name.hasPrefix("layers.\(i).") }.reduce(0) { $0 + $1.count }
             let count = params > 0 ? grouped(params) : "-"
             out.line("  " + pad("\(i)", 4) + pad(shape.description, 14) + String(repeating: " ", count: max(0, 10 - count.count)) + count + "  " + describe(layer))
         }
         out.line("")
         out.line("tensors (\(header.tensors.count)), float32 little-endian:")
+        let parameters = Set(network.tensors.map(\.name))
         for t in header.tensors {
-            out.line("  " + pad(t.name, 34) + pad("\(t.shape)", 16) + pad(t.layout, 28) + "offset \(t.offset)")
+            let data = parameters.contains(t.name) ? "" : " (layer data, docs/format.md 3.2)"
+            out.line("  " + pad(t.name, 34) + pad("\(t.shape)", 16) + pad(t.layout, 28) + "offset \(t.offset)" + data)
         }
         out.line("")
         let p = header.provenance

@@ -145,16 +145,20 @@ final class GoldenModelTests: XCTestCase {
         return (try XCTUnwrap(o["features"]).map { $0.map(Float.init) }, try XCTUnwrap(o["logits"]).map { $0.map(Float.init) })
     }
 
+    /// The golden model (standardize's statistics as tensors, format 1.8) and the same model as
+    /// a 1.7 file (statistics in the header): the same features and logits.
     func testPythonReaderReproducesTheGoldenFeaturesAndLogits() throws {
         let script = try pythonReader()
-        let py = try runPython([
-            script, dir.appendingPathComponent("model.atm").path, "--windows", dir.appendingPathComponent("windows.json").path,
-        ])
         let (features, logits) = try expected()
-        XCTAssertEqual(py.logits.count, logits.count)
-        for i in logits.indices where i < py.logits.count {
-            assertClose(py.features[i], features[i], absolute: 1e-5, relative: 1e-5, "Python features of window \(i)")
-            assertClose(py.logits[i], logits[i], absolute: 1e-5, relative: 0, "Python logits of window \(i)")
+        for file in ["model.atm", "model-1.7.atm"] {
+            let py = try runPython([
+                script, dir.appendingPathComponent(file).path, "--windows", dir.appendingPathComponent("windows.json").path,
+            ])
+            XCTAssertEqual(py.logits.count, logits.count, file)
+            for i in logits.indices where i < py.logits.count {
+                assertClose(py.features[i], features[i], absolute: 1e-5, relative: 1e-5, "\(file): Python features of window \(i)")
+                assertClose(py.logits[i], logits[i], absolute: 1e-5, relative: 0, "\(file): Python logits of window \(i)")
+            }
         }
     }
 

@@ -242,20 +242,30 @@ final class GraphConvTests: XCTestCase {
 
     // MARK: The header
 
-    /// Adjacency values that need care in JSON (a degree-normalised 1/3, the smallest normal and
-    /// a subnormal, −0, the largest float) read back bit for bit through both header decoders.
-    func testAwkwardAdjacencyValuesRoundTripThroughBothDecoders() throws {
+    /// Adjacency values that need care (a degree-normalised 1/3, the smallest normal and a
+    /// subnormal, −0, the largest float) read back bit for bit: from the layer's data tensor
+    /// (format 1.8), and from the header list of files before 1.8 through both header decoders.
+    func testAwkwardAdjacencyValuesRoundTrip() throws {
         let values: [Float] = [1 / 3, .leastNormalMagnitude, .leastNonzeroMagnitude, -0.0, .greatestFiniteMagnitude, -1e-7, 0.1, 2, 1]
         let spec = LayerSpec.graphConv(joints: 3, inputs: 1, outputs: 2, kernel: 1, adjacency: [values])
         let net = try ModelFixtures.network([spec, .globalAveragePool, .linear(inputs: 6, outputs: 2)], input: Shape(time: 2, channels: 3), seed: 1)
         let bytes = try ModelFile.encode(
             classes: ["a", "b"], input: LayerKindsTests.modelInput(channels: 3, frames: 2), network: net, provenance: .init(seed: 1))
-        let json = ModelFileLoadTests.headerBytes(bytes)
-        let reference = try json.withUnsafeBytes { try ModelFile.decodeHeaderWithFoundation($0) }
-        let kind = try XCTUnwrap(reference.layers[0].kind as? GraphConvKind)
-        XCTAssertEqual(kind.adjacency.map(\.bitPattern), values.map(\.bitPattern))
-        if let fast = ModelFileLoadTests.fast(json) { XCTAssertEqual(fast, reference) }  // the fast path may decline subnormals
-        XCTAssertEqual(try ModelFile.load(bytes).0.layers, net.specs)
+        let header = try XCTUnwrap(ModelFileLoadTests.foundation(ModelFileLoadTests.headerBytes(bytes)))
+        XCTAssertEqual(header.tensors.first?.name, "layers.0.adjacency")
+        XCTAssertEqual(header.tensors.first?.shape, [1, 3, 3])
+        let loaded = try ModelFile.load(bytes).header.layers
+        XCTAssertEqual(loaded, net.specs)
+        XCTAssertEqual(try XCTUnwrap(loaded[0].kind as? GraphConvKind).adjacency.map(\.bitPattern), values.map(\.bitPattern))
+        // The list of files before 1.8 (LayerSpec's JSON form).
+        let json = [UInt8](try JSONEncoder().encode(spec))
+        let reference = try JSONDecoder().decode(LayerSpec.self, from: Data(json))
+        XCTAssertEqual(try XCTUnwrap(reference.kind as? GraphConvKind).adjacency.map(\.bitPattern), values.map(\.bitPattern))
+        let fast = json.withUnsafeBytes { raw in
+            var parser = HeaderJSON.Parser(bytes: raw)
+            return try? HeaderJSON.layer(try parser.document())
+        }
+        if let fast { XCTAssertEqual(fast, reference) }  // the fast path may decline subnormals
     }
 
     // MARK: Shape checks

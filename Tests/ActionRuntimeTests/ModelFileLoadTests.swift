@@ -193,6 +193,24 @@ final class ModelFileLoadTests: XCTestCase {
         Array(UnsafeBufferPointer(start: n.parameters, count: n.parameterCount)).map(\.bitPattern)
     }
 
+    /// With layer data (format 1.8: a standardize in front), the weights are still one run of
+    /// the data section, after the statistics, and a mapped load binds them there.
+    func testMappedLoadUsesTheWeightsInPlaceAfterTheLayerData() throws {
+        let network = try ModelFixtures.network(
+            [.standardize(mean: [1, -2, 0.5, 0], scale: [0.5, 2, 1, 4])] + Self.packedLayers, input: Shape(time: 2, channels: 4), seed: 6)
+        let bytes = try ModelFile.encode(classes: ["x", "y", "z"], input: Self.packedInput, network: network, provenance: .init())
+        let path = scratch.appendingPathComponent("standardized.atm").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let (header, mapped) = try ModelFile.load(contentsOf: path, memoryMapped: true)
+        XCTAssertEqual(header.layers, network.specs)
+        XCTAssertEqual(header.tensors.prefix(2).map(\.name), ["layers.0.mean", "layers.0.scale"])
+        let storage = try XCTUnwrap(mapped.parameterStorage as? ModelFile.MappedFile, "the network was not bound in place")
+        XCTAssertEqual(storage.dataStart, 64 + Self.headerLength(bytes) + 128, "after the two statistics tensors, 64 bytes each")
+        XCTAssertEqual(Self.values(mapped), Self.values(network))
+        let x = ModelFixtures.randomInputs(count: 3, values: 8, seed: 1)
+        XCTAssertEqual(mapped.predictLogits(x, batch: 3).map(\.bitPattern), network.predictLogits(x, batch: 3).map(\.bitPattern))
+    }
+
     func testMappedLoadUsesTheFilesTensorsInPlace() throws {
         let (path, bytes, original) = try writePackedModel()
         let (header, mapped) = try ModelFile.load(contentsOf: path, memoryMapped: true)

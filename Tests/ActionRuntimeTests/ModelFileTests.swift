@@ -147,7 +147,7 @@ final class ModelFileTests: XCTestCase {
 
     func testNewerMinorVersionAndUnknownFlagsAndKeysAreAccepted() throws {
         var m = Self.good()
-        m.minor = 7
+        m.minor = 9
         m.flags = 0x8000_0000
         m.header = m.header.replacingOccurrences(of: #""format":"#, with: #""futureField":{"a":[1,2]},"format":"#)
         let (header, _) = try ModelFile.load(m.bytes)
@@ -529,7 +529,7 @@ final class ModelFileTests: XCTestCase {
         let written = try ModelFile.encode(
             classes: ["a", "b"], input: loaded.input, network: network, provenance: .init(), streaming: loaded.streaming)
         XCTAssertEqual(try ModelFile.load(written).header.streaming, loaded.streaming)
-        XCTAssertEqual(Array(written[8..<12]), [1, 0, 7, 0], "version 1.7")
+        XCTAssertEqual(Array(written[8..<12]), [1, 0, 8, 0], "version 1.8")
         // A file before 1.7 has no switch evidence: the runtime's default applies.
         XCTAssertNil(loaded.streaming?.frames?.switchEvidence)
         XCTAssertEqual(
@@ -880,7 +880,7 @@ final class ModelFileTests: XCTestCase {
         let bytes = try ModelFile.encode(classes: m.classes, input: m.input, network: m.network, provenance: .init(seed: 4))
         func u64(_ o: Int) -> UInt64 { bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: UInt64.self).littleEndian } }
         XCTAssertEqual(Array(bytes[0..<8]), [0x89, 0x41, 0x54, 0x4D, 0x0D, 0x0A, 0x1A, 0x0A])
-        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 7, 0, 0, 0, 0, 0])  // major 1, minor 7, flags 0
+        XCTAssertEqual(Array(bytes[8..<16]), [1, 0, 8, 0, 0, 0, 0, 0])  // major 1, minor 8, flags 0
         let h = Int(u64(16)), d = Int(u64(24))
         XCTAssertEqual((64 + h) % 64, 0)
         XCTAssertEqual(d % 64, 0)

@@ -290,7 +290,7 @@ final class ModelCommandsTests: XCTestCase {
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
         try InspectModel.run(path: Self.golden, json: false, out: &out)
         for fragment in [
-            "\(Self.golden): actiontrain model file 1.7,",
+            "\(Self.golden): actiontrain model file 1.8,",
             "classes (3), in logit order:\n  0  wave\n  1  clap\n  2  squat\n",
             "probabilities: not calibrated (no calibration recorded: a file before format 1.6, or fitted with calibration none)",
             "skeleton     golden-4: 4 joints, 2D, image pixels, origin top-left, y down; sides anatomical",
@@ -309,6 +309,9 @@ final class ModelCommandsTests: XCTestCase {
             "residual [residual [residual [globalAveragePool] + [globalMaxPool]] + [fourierPyramid 1,3, 2 frequencies, standardize 48 channels, "
                 + "linear 48 -> 6]] + [temporalPyramidPool 1,2, linear 18 -> 6]",
             "layers.9.weight", "[outputs, kernel, inputs]",
+            // standardize's statistics, the first tensors since format 1.8; not parameters (layer 7 has 408).
+            "layers.7.body.0.shortcut.1.mean   [48]            [channels]                  offset 0 (layer data, docs/format.md 3.2)",
+            "  7   [1, 6]               408  residual",
             "tool         actiontrain golden", "seed         2026", "metric       validationAccuracy  0.75",
             "note         purpose             golden test model",
         ] {

@@ -182,6 +182,8 @@ final class SpecReaderTests: XCTestCase {
         let (data, poses) = try write(sequences, skeleton: header.input.skeleton, classes: header.classes, rate: 25, name: "golden")
         try assertSameAsPredict(model: Self.golden, data: data, poses: poses, stride: nil)
         try assertSameAsPredict(model: Self.golden, data: data, poses: poses, stride: 1)
+        // The same model as a 1.7 file (standardize's statistics in the header, not as tensors).
+        try assertSameAsPredict(model: Self.golden.replacingOccurrences(of: "model.atm", with: "model-1.7.atm"), data: data, poses: poses, stride: 1)
     }
 
     /// A model `fit` writes, whose header holds `poseStatistics` (format 1.4). Before, the
@@ -335,8 +337,9 @@ final class SpecReaderTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("streaming thresholds need 0 <= exit <= enter <= 1"), r.stderr)
     }
 
-    /// The reader refuses what format.md says to refuse (here, a NaN weight), naming it.
-    func testSpecReaderRefusesANonFiniteWeight() throws {
+    /// The reader refuses what format.md says to refuse (here, a NaN in the first tensor, the
+    /// golden model's standardize statistics since format 1.8), naming it.
+    func testSpecReaderRefusesANonFiniteValue() throws {
         try requireNumpy()
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.golden)))
         let h = bytes.withUnsafeBytes { Int($0.loadUnaligned(fromByteOffset: 16, as: UInt64.self).littleEndian) }
@@ -347,6 +350,6 @@ final class SpecReaderTests: XCTestCase {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let r = try run(["python3", Self.script, path])
         XCTAssertEqual(r.status, 1)
-        XCTAssertTrue(r.stderr.contains("tensor 'layers.0.weight' holds NaN or infinite values"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("tensor 'layers.7.body.0.shortcut.1.mean' holds NaN or infinite values"), r.stderr)
     }
 }

@@ -45,7 +45,33 @@ def read_model(path):
         expected = (t["offset"] + t["length"] + 63) // 64 * 64
     if expected != D:
         raise ModelFileError("tensors do not end at the end of the data section")
+    layer_data(h["layers"], tensors, "layers.")
     return h, tensors
+
+
+def layer_data(layers, tensors, prefix):
+    """Since 1.8 a standardize layer holds "channels" and its mean and scale are tensors, and a graphConv's
+    adjacency is a tensor (the first of the table): they go back into the layer as lists, as files before
+    1.8 hold them in the header."""
+    for i, L in enumerate(layers):
+        p = f"{prefix}{i}."
+        if L["type"] == "standardize" and "channels" in L:
+            C = L.pop("channels")
+            wanted = [("mean", (C,)), ("scale", (C,))]
+        elif L["type"] == "graphConv" and "adjacency" not in L:
+            wanted = [("adjacency", (L["partitions"], L["joints"], L["joints"]))]
+        else:
+            wanted = []
+        for key, shape in wanted:
+            v = tensors.pop(p + key, None)
+            if v is None or v.shape != shape or not np.isfinite(v).all():
+                raise ModelFileError(f"{p}{key}: {L['type']} needs a tensor of {shape} finite values")
+            L[key] = v.ravel().tolist()
+        for key in ("body", "shortcut"):
+            if key in L:
+                layer_data(L[key], tensors, f"{p}{key}.")
+        for m, member in enumerate(L.get("members", [])):
+            layer_data(member, tensors, f"{p}members.{m}.")
 
 
 # ---- layers (section 4): activations are [B, T, C] float32 ----

@@ -231,13 +231,14 @@ def parse_input(inp):
 
 
 LAYOUTS = {"weight2": "[outputs, inputs]", "bias": "[outputs]", "weight3": "[outputs, kernel, inputs]", "channels": "[channels]",
-           "weight4": "[partitions, outputs, kernel, inputs]"}
+           "weight4": "[partitions, outputs, kernel, inputs]", "adjacency": "[partitions, joints, joints]"}
 
 
 class Budget:
     def __init__(self):
         self.layers = 0
         self.activations = 0
+        self.data = []  # the layers' data tensors (1.8), in layer order: the head of the table
 
 
 def shape_pass(layers, T, C, prefix, depth, budget, tensors):
@@ -295,11 +296,15 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             need(J * I == C, f"{where} (graphConv) expects joints x inputs = {J * I} channels, receives {C}")
             need(Pn * J * J <= 1 << 28 and Pn * O * K * I <= 1 << 28, f"{where} (graphConv) adjacency or weight is too large")
             A = layer.get("adjacency")
-            need(isinstance(A, list) and len(A) == Pn * J * J and all(is_num(v) and math.isfinite(f32(v)) for v in A),
-                 f"{where} (graphConv) adjacency must be partitions x joints x joints = {Pn * J * J} finite numbers")
+            if A is None:  # 1.8: a data tensor
+                budget.data.append((f"{where}.adjacency", [Pn, J, J], LAYOUTS["adjacency"]))
+            else:
+                need(isinstance(A, list) and len(A) == Pn * J * J and all(is_num(v) and math.isfinite(f32(v)) for v in A),
+                     f"{where} (graphConv) adjacency must be partitions x joints x joints = {Pn * J * J} finite numbers")
+                A = np.array([f32(v) for v in A], dtype=F32).reshape(Pn, J, J)
             budget.activations += T * J * (K * I + Pn * O)
             tensors += [(f"{where}.weight", [Pn, O, K, I], LAYOUTS["weight4"]), (f"{where}.bias", [O], LAYOUTS["bias"])]
-            parsed.append(("graphConv", J, K, np.array([f32(v) for v in A], dtype=F32).reshape(Pn, J, J)))
+            parsed.append(("graphConv", J, K, A))
             C = J * O
         elif kind == "flatten":
             parsed.append(("flatten",))
@@ -321,11 +326,16 @@ def shape_pass(layers, T, C, prefix, depth, budget, tensors):
             parsed.append(("fourierPyramid", [(s * T // n, (s + 1) * T // n) for n in levels for s in range(n)], K))
             T, C = 1, C * sum(levels) * K
         elif kind == "standardize":
-            mean, scale = layer.get("mean"), layer.get("scale")
-            for key, v in (("mean", mean), ("scale", scale)):
-                need(isinstance(v, list) and len(v) == C and all(is_num(e) and math.isfinite(f32(e)) for e in v),
-                     f"{where} (standardize) {key} must be {C} finite numbers (one per input channel)")
-            parsed.append(("standardize", np.array([f32(v) for v in mean], dtype=F32), np.array([f32(v) for v in scale], dtype=F32)))
+            if "channels" in layer:  # 1.8: mean and scale are data tensors
+                need(size("channels", 1, 1 << 20) == C, f"{where} (standardize) channels must be its input's {C}")
+                budget.data += [(f"{where}.mean", [C], LAYOUTS["channels"]), (f"{where}.scale", [C], LAYOUTS["channels"])]
+                parsed.append(("standardize", None, None))
+            else:
+                mean, scale = layer.get("mean"), layer.get("scale")
+                for key, v in (("mean", mean), ("scale", scale)):
+                    need(isinstance(v, list) and len(v) == C and all(is_num(e) and math.isfinite(f32(e)) for e in v),
+                         f"{where} (standardize) {key} must be {C} finite numbers (one per input channel)")
+                parsed.append(("standardize", np.array([f32(v) for v in mean], dtype=F32), np.array([f32(v) for v in scale], dtype=F32)))
         elif kind == "residual":
             need(depth + 1 <= 8, "layers nest deeper than 8 levels")
             body, shortcut = layer.get("body"), layer.get("shortcut")
@@ -489,8 +499,9 @@ def read_model(path):
     need(seed is None or (is_int(seed) and 0 <= seed < 1 << 64), "provenance.seed must be 0 to 2^64 - 1")
     layers = h.get("layers")
     need(isinstance(layers, list), "layers must be a list")
-    needed = []
-    (t_out, c_out), parsed = shape_pass(layers, T, C, "layers", 0, Budget(), needed)
+    needed, budget = [], Budget()
+    (t_out, c_out), parsed = shape_pass(layers, T, C, "layers", 0, budget, needed)
+    needed = budget.data + needed  # 3.2: the layers' data tensors, then their parameters
     need((t_out, c_out) == (1, len(classes)), f"the network gives [{t_out}, {c_out}] per window, not [1, {len(classes)}]")
     # 7. The tensor table tiles the data section.
     table = h.get("tensors")
@@ -562,6 +573,7 @@ def forward(layers, x, tensors, prefix="layers"):
         elif kind == "graphConv":
             # im2col over time per joint, one matmul for all partitions, then each A[p] over the joints
             _, J, K, A = layer
+            A = tensors[name + ".adjacency"] if A is None else A
             w, b = tensors[name + ".weight"], tensors[name + ".bias"]  # [P, O, K, I]
             Pn, O, _, I = w.shape
             Bn, T, _ = x.shape
@@ -604,7 +616,8 @@ def forward(layers, x, tensors, prefix="layers"):
                 parts.append(part.reshape(Bn, K * C))
             x = np.concatenate(parts, axis=1).astype(F32)[:, None, :]
         elif kind == "standardize":
-            x = ((x - layer[1]) * layer[2]).astype(F32)
+            mean, scale = (tensors[f"{name}.{k}"] for k in ("mean", "scale")) if layer[1] is None else layer[1:3]
+            x = ((x - mean) * scale).astype(F32)
         elif kind == "residual":
             x = (forward(layer[1], x, tensors, name + ".body") + forward(layer[2], x, tensors, name + ".shortcut")).astype(F32)
         elif kind == "selectChannels":

@@ -456,30 +456,59 @@ final class GraphConv: PooledInputGradient {
 /// parameter. With P = 1 and A = identity it is a per-joint temporal convolution (weights shared
 /// across joints); with K = 1 a spatial graph convolution. ST-GCN's unit is graphConv(K = 1,
 /// P = 3) → norm → relu → graphConv(K = 9, P = 1, identity).
+///
+/// A model file of format 1.8 keeps `A` as the layer's data tensor `adjacency [P, J, J]` and its
+/// header the object without `adjacency` (`headerForm`: P·J² numbers, most of them 0, were half
+/// of an ST-GCN model's load); the reader puts it back (`described(byData:)`). Files before 1.8
+/// hold the list in the header, and are read as they were.
 public struct GraphConvKind: LayerKind {
     public static let typeName = "graphConv"
     public var joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int
-    /// `A [partitions, joints, joints]`, row-major.
+    /// `A [partitions, joints, joints]`, row-major; empty in the header form.
     public var adjacency: [Float]
+    /// Only in the header form (format 1.8): `A` is the layer's data tensor `adjacency`.
+    public var adjacencyInData = false
 
     public init(joints: Int, inputs: Int, outputs: Int, kernel: Int, partitions: Int, adjacency: [Float]) {
         (self.joints, self.inputs, self.outputs, self.kernel, self.partitions) = (joints, inputs, outputs, kernel, partitions)
         self.adjacency = adjacency
     }
     public init(fields f: some LayerFieldReader) throws {
+        let inData = !f.contains("adjacency")
         self.init(
             joints: try f.int("joints"), inputs: try f.int("inputs"), outputs: try f.int("outputs"), kernel: try f.int("kernel"),
-            partitions: try f.int("partitions"), adjacency: try f.floats("adjacency"))
+            partitions: try f.int("partitions"), adjacency: inData ? [] : try f.floats("adjacency"))
+        adjacencyInData = inData
     }
     public var fields: [(key: String, value: LayerField)] {
         [
             ("joints", .int(joints)), ("inputs", .int(inputs)), ("outputs", .int(outputs)), ("kernel", .int(kernel)),
-            ("partitions", .int(partitions)), ("adjacency", .floats(adjacency)),
-        ]
+            ("partitions", .int(partitions)),
+        ] + (adjacencyInData ? [] : [("adjacency", .floats(adjacency))])
     }
     public var summary: String {
         "graphConv \(joints) joints x \(inputs) -> \(outputs), kernel \(kernel), \(partitions) partition\(partitions == 1 ? "" : "s"), "
-            + "\(adjacency.filter { $0 != 0 }.count) adjacency nonzeros"
+            + (adjacencyInData ? "adjacency in the data section" : "\(adjacency.filter { $0 != 0 }.count) adjacency nonzeros")
+    }
+    /// The data tensor of the header form.
+    var adjacencyShape: ParameterShape {
+        ParameterShape("adjacency", [partitions, joints, joints], layout: "[partitions, joints, joints]")
+    }
+
+    public func headerForm() -> (kind: Self, data: [(tensor: ParameterShape, values: [Float])])? {
+        guard !adjacencyInData else { return nil }
+        var form = self
+        form.adjacency = []
+        form.adjacencyInData = true
+        return (form, [(adjacencyShape, adjacency)])
+    }
+
+    public func described(byData values: [String: [Float]]) -> Self? {
+        guard adjacencyInData, let adjacency = values["adjacency"] else { return nil }
+        var kind = self
+        kind.adjacency = adjacency
+        kind.adjacencyInData = false
+        return kind
     }
     var parameters: [ParameterShape] {
         [
@@ -500,20 +529,22 @@ public struct GraphConvKind: LayerKind {
             throw check.invalid("joints x inputs = \(joints) x \(inputs) = \(channels) channels expected, receives \(input)")
         }
         let count = try check.product("adjacency", [partitions, joints, joints])
+        let output = Shape(time: input.time, channels: try check.product("joints x outputs", [joints, outputs]))
+        let limit = ModelFile.Limits.totalActivationValues
+        let cols = try check.product("im2col values per window", [input.time, joints, kernel, inputs], max: limit)
+        let z = try check.product("partition products per window", [input.time, joints, partitions, outputs], max: limit)
+        if adjacencyInData { return LayerShapes(output: output, parameters: parameters, data: [adjacencyShape], scratch: cols + z) }
         guard adjacency.count == count else {
             throw check.invalid(
                 "adjacency has \(adjacency.count) values, expected partitions x joints x joints = \(partitions) x \(joints) x \(joints) = \(count)")
         }
         if let bad = adjacency.firstIndex(where: { !$0.isFinite }) { throw check.invalid("adjacency[\(bad)] is not finite (\(adjacency[bad]))") }
-        let output = Shape(time: input.time, channels: try check.product("joints x outputs", [joints, outputs]))
-        let limit = ModelFile.Limits.totalActivationValues
-        let cols = try check.product("im2col values per window", [input.time, joints, kernel, inputs], max: limit)
-        let z = try check.product("partition products per window", [input.time, joints, partitions, outputs], max: limit)
         return LayerShapes(output: output, parameters: parameters, scratch: cols + z)
     }
 
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
-        GraphConv(self, time: input.time)
+        guard !adjacencyInData else { throw LayerCheckError(reason: "its adjacency is in the model file's data section and was not read") }
+        return GraphConv(self, time: input.time)
     }
 
     /// Reshape to `[B, T, J, I]`, Transpose to `[B, I, T, J]`, Conv with weight `[P·O, I, K, 1]`

@@ -4,7 +4,7 @@ import PoseCore
 /// Per-channel standardisation with fixed statistics: `y[t, c] = (x[t, c] − mean[c]) · scale[c]`.
 ///
 /// Shapes: B = batch, T = time, C = channels. `mean` and `scale` (`[C]` each) are data of the
-/// layer (in the header, like graphConv's adjacency), never trained; training calibrates them
+/// layer (its description; a model file's data tensors since format 1.8), never trained; training calibrates them
 /// once, before the first step (`StandardizeCalibration`): the mean and 1/standard deviation of
 /// the layer's input over the training windows.
 /// Backward: `dx[t, c] = dy[t, c] · scale[c]`.
@@ -57,19 +57,61 @@ final class Standardize: PooledInputGradient {
 /// `y[t, c] = (x[t, c] − mean[c]) · scale[c]`. A config's network may hold it uncalibrated
 /// (both lists empty: `LayerSpec.standardize`), which training fills in before the first step
 /// (`StandardizeCalibration`); a model file never does.
+///
+/// A model file of format 1.8 keeps the statistics as the layer's data tensors `mean [C]` and
+/// `scale [C]` and its header only `{"type": "standardize", "channels": C}` (`headerForm`: a
+/// header of C numbers parsed twice cost more than the rest of a load); the reader puts them
+/// back (`described(byData:)`), so a loaded network's spec holds them as before. Files before
+/// 1.8 hold the lists in the header, and are read as they were.
 public struct StandardizeKind: LayerKind {
     public static let typeName = "standardize"
-    /// `[channels]` each; empty in an uncalibrated spec.
+    /// `[channels]` each; empty in an uncalibrated spec and in the header form.
     public var mean: [Float], scale: [Float]
+    /// Only in the header form (format 1.8): the statistics of this many channels are the
+    /// layer's data tensors `mean` and `scale`.
+    public var channelsInData: Int?
     public init(mean: [Float], scale: [Float]) {
         self.mean = mean
         self.scale = scale
     }
-    public init(fields f: some LayerFieldReader) throws { self.init(mean: try f.floats("mean"), scale: try f.floats("scale")) }
-    public var fields: [(key: String, value: LayerField)] { [("mean", .floats(mean)), ("scale", .floats(scale))] }
-    public var summary: String { isCalibrated ? "standardize \(mean.count) channels" : "standardize (not calibrated)" }
+    /// The header form over `channels` channels.
+    init(channelsInData channels: Int) {
+        self.init(mean: [], scale: [])
+        channelsInData = channels
+    }
+    public init(fields f: some LayerFieldReader) throws {
+        if f.contains("channels") {
+            self.init(channelsInData: try f.int("channels"))
+        } else {
+            self.init(mean: try f.floats("mean"), scale: try f.floats("scale"))
+        }
+    }
+    public var fields: [(key: String, value: LayerField)] {
+        if let channels = channelsInData { return [("channels", .int(channels))] }
+        return [("mean", .floats(mean)), ("scale", .floats(scale))]
+    }
+    public var summary: String {
+        if let channels = channelsInData { return "standardize \(channels) channels (statistics in the data section)" }
+        return isCalibrated ? "standardize \(mean.count) channels" : "standardize (not calibrated)"
+    }
     /// Whether the statistics are there (an uncalibrated spec has both lists empty).
     public var isCalibrated: Bool { !(mean.isEmpty && scale.isEmpty) }
+
+    /// The data tensors of the header form.
+    static func dataShapes(channels: Int) -> [ParameterShape] {
+        [ParameterShape("mean", [channels], layout: "[channels]"), ParameterShape("scale", [channels], layout: "[channels]")]
+    }
+
+    public func headerForm() -> (kind: Self, data: [(tensor: ParameterShape, values: [Float])])? {
+        guard channelsInData == nil, isCalibrated else { return nil }
+        let shapes = Self.dataShapes(channels: mean.count)
+        return (Self(channelsInData: mean.count), [(shapes[0], mean), (shapes[1], scale)])
+    }
+
+    public func described(byData values: [String: [Float]]) -> Self? {
+        guard channelsInData != nil, let mean = values["mean"], let scale = values["scale"] else { return nil }
+        return Self(mean: mean, scale: scale)
+    }
 
     public static func example(input: Shape) -> Self {
         let C = input.channels
@@ -77,6 +119,10 @@ public struct StandardizeKind: LayerKind {
     }
 
     public func shapes(input: Shape, check: ShapeCheck) throws -> LayerShapes {
+        if let channels = channelsInData {
+            try check.channels(channels, of: input)
+            return LayerShapes(output: input, data: Self.dataShapes(channels: channels))
+        }
         guard isCalibrated else {
             throw check.invalid("mean and scale are empty: the layer was never calibrated (training fills them in from its training windows)")
         }
@@ -89,7 +135,10 @@ public struct StandardizeKind: LayerKind {
     }
 
     public func makeLayer(input: Shape, shapes: LayerShapes, builder: LayerBuilder) throws -> Layer {
-        Standardize(shape: input, mean: mean, scale: scale)
+        guard channelsInData == nil else {
+            throw LayerCheckError(reason: "its statistics are in the model file's data section and were not read")
+        }
+        return Standardize(shape: input, mean: mean, scale: scale)
     }
 
     /// `Sub` the mean, `Mul` by the scale (constants `[C]`, broadcast over batch and time).
