@@ -3,11 +3,11 @@
 (issue 40 item 2): the model `fit` makes with no config, built from the file's header and
 tensors as tools/python/read_model.py reads them, in ordinary eager torch ops.
 
-    torch_default.py MODEL.atm                          # the layer list
-    torch_default.py MODEL.atm --onnx EXPORT.onnx       # and the parity check on network inputs
+    torch_default.py MODEL.atm                          # the layer list; parity against read_model.py
+    torch_default.py MODEL.atm --onnx EXPORT.onnx       # and against onnxruntime on the export
     torch_default.py MODEL.atm --onnx RAW.onnx --poses  # the same from poses (export --raw-poses)
 
-`network(header, tensors)` mirrors docs/format.md section 4 layer by layer for the layer kinds
+`Network(header, tensors)` mirrors docs/format.md section 4 layer by layer for the layer kinds
 the default model contains (selectChannels, conv1d, layerNorm, relu, dropout, residual,
 globalAveragePool, linear, fourierPyramid, standardize, averageLogProbabilities); another kind
 raises. It takes network inputs [B, T, C] like the export and `ActionModel.logits`, turns them
@@ -218,14 +218,14 @@ class PoseFeatures(nn.Module):
         super().__init__()
         sk = spec["skeleton"]
         index = {n: i for i, n in enumerate(sk["joints"])}
-        J, self.dimensions = len(sk["joints"]), sk["dimensions"]
+        J, D = len(sk["joints"]), sk["dimensions"]
         self.steps = []  # (op, parameters with joint names as indices)
         for step in spec["steps"]:
             (op, a), = [(step["op"], step)] if "op" in step else step.items()
             if op == "centre":
                 self.steps.append((op, ([index[n] for n in a["joints"]], a["perFrame"])))
             elif op == "divide":
-                by = [v if v != 0 else 1 for v in a["by"][:self.dimensions]]  # 0: that axis unchanged
+                by = [v if v != 0 else 1 for v in a["by"][:D]]  # 0: that axis unchanged
                 self.steps.append((op, torch.tensor(by, dtype=torch.float32)))
             elif op == "alignFacing":
                 v = a["verticalAxis"]
@@ -396,8 +396,9 @@ def main():
     a = ap.parse_args()
     module, header = load(a.model, a.poses)
     print("\n".join(describe(header["layers"])))
-    print(f"calibration: {header.get('calibration') and header['calibration']['temperature']} "
-          "(folded into the layers by the writer)")
+    calibration = header.get("calibration")
+    print(f"calibration temperature {calibration['temperature']:.4g}, already in the layers" if calibration
+          else "no calibration temperature")
     for ref, (diff, scale) in parity(module, a.model, a.onnx, a.poses).items():
         print(f"parity against {ref}: max abs diff {diff:.3g}, max |logit| {scale:.3g}, relative {diff / scale:.3g}")
 
