@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Inference latency and throughput of PyTorch or onnxruntime on the reference models of
-../shared/bench (anchor_torch.py's definitions and protocol), for scripts/bench-inference.
+../shared/bench (anchor_torch.py's definitions and protocol) and on the default model, for
+scripts/bench-inference.
 
     bench_inference.py --framework torch --model mlp|conv --threads N
+    bench_inference.py --framework torch --model default|default-poses --threads N --model-file MODEL.atm --onnx FILE
     bench_inference.py --framework onnxruntime --model mlp|conv|default|default-poses --threads N --onnx FILE
     bench_inference.py --summarize RESULTS.jsonl     # the table that ends scripts/bench-inference
 
@@ -11,10 +13,15 @@ windows. Throughput: 1024 / median of 20 batch-1024 calls after 3 warm-up calls.
 JSON line. Inputs are uniform in [-2, 2): the timings do not depend on the values.
 
 `default` is the model `fit` makes with no config (scripts/bench-inference fits it on
-data/natops.jsonl): onnxruntime only (no PyTorch module of it), on its export's network input
-[frames, channels] (the shape read from the graph), as the runtime's `ActionModel.logits`;
-`default-poses` on the export with --raw-poses, poses [frames, joints, dimensions + 1] (every
-confidence 1: every joint present), as the runtime's feature extractor followed by the network.
+data/natops.jsonl), on network inputs [frames, channels] as the runtime's `ActionModel.logits`:
+onnxruntime on its export (the shape read from the graph), PyTorch on torch_default.py's module
+of the model file (built from its header and tensors, in eager ops); `default-poses` from poses
+[frames, joints, dimensions + 1] (every confidence 1: every joint present), as the runtime's
+feature extractor followed by the network: onnxruntime on the export with --raw-poses, PyTorch on
+torch_default.py's feature extractor in front of the same module. Before timing PyTorch on
+either, the module's logits are checked against onnxruntime on --onnx (that export) and against
+read_model.py on random batches of 1 and 64 (torch_default.parity); past 1e-4 of the largest
+logit it exits with an error and times nothing. The JSON line then carries the differences.
 """
 import argparse, json, os, statistics, sys, time
 
@@ -23,6 +30,7 @@ ap.add_argument("--framework", choices=["torch", "onnxruntime"])
 ap.add_argument("--model", choices=["mlp", "conv", "default", "default-poses"])
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--onnx")
+ap.add_argument("--model-file", help="the default model's .atm (torch default and default-poses)")
 ap.add_argument("--summarize")
 ap.add_argument("--wait-quiet", type=float, metavar="SECONDS",
                 help="wait (at most SECONDS) for 3 consecutive seconds with under 8%% of the machine busy")
@@ -86,6 +94,13 @@ def summarize(path):
                 print(f"| {model} | {threads} | {'AVX2' if f == 'avx2' else 'AVX-512'} | {cell(la, 1)} | {cell(lt, 1)} | {cell(lo, 1)} "
                       f"| {ratio(la, lt)} | {ratio(la, lo)} | {cell(ta, 0)} | {cell(tt, 0)} | {cell(to, 0)} | {ratio(ta, tt)} "
                       f"| {ratio(ta, to)} | {load} | {100 * foreign:.0f}% |")
+    for model in ("default", "default-poses"):
+        checked = [r["parity"] for r in rows if r["framework"] == "torch" and r["model"] == model and "parity" in r]
+        for ref in sorted({ref for c in checked for ref in c}):
+            worst = max((c[ref] for c in checked if ref in c), key=lambda d: d["max_abs_diff"] / d["max_abs_logit"])
+            print(f"PyTorch module of {model} against {ref}, {len(checked)} runs: max abs logit difference "
+                  f"{worst['max_abs_diff']:.2g} (max |logit| {worst['max_abs_logit']:.3g}, relative "
+                  f"{worst['max_abs_diff'] / worst['max_abs_logit']:.2g}) at worst")
 
 
 def wait_quiet(limit):
@@ -113,8 +128,8 @@ import numpy as np  # noqa: E402
 
 start = cpu_sample()
 rng = np.random.default_rng(1)
-# torch: anchor_torch.py's layouts ([2565] flattened, [57 channels, 45 steps]); onnxruntime: the
-# exported graph's input [45 frames, 57 channels].
+# torch: anchor_torch.py's layouts ([2565] flattened, [57 channels, 45 steps]), the default model's
+# as its export's; onnxruntime: the exported graph's input ([45 frames, 57 channels], ...).
 out = {"framework": args.framework, "model": args.model, "threads": args.threads}
 
 if args.framework == "torch":
@@ -125,8 +140,19 @@ if args.framework == "torch":
     torch.set_num_interop_threads(1)
     torch.manual_seed(0)
     if args.model.startswith("default"):
-        sys.exit("bench_inference.py: no PyTorch module of the default model (onnxruntime only)")
-    X = rng.uniform(-2, 2, (2000,) + ((2565,) if args.model == "mlp" else (57, 45))).astype(np.float32)
+        import torch_default
+        if not args.model_file:
+            sys.exit("bench_inference.py: --model default and default-poses need --model-file")
+        poses = args.model == "default-poses"
+        model, header = torch_default.load(args.model_file, poses)
+        try:
+            checked = torch_default.parity(model, args.model_file, args.onnx, poses)
+        except torch_default.ParityError as e:
+            sys.exit(f"bench_inference.py: the PyTorch module of {args.model_file} fails its parity check: {e}")
+        out["parity"] = {ref: {"max_abs_diff": diff, "max_abs_logit": scale} for ref, (diff, scale) in checked.items()}
+        X = torch_default.random_inputs(header, 2000, poses, rng)
+    else:
+        X = rng.uniform(-2, 2, (2000,) + ((2565,) if args.model == "mlp" else (57, 45))).astype(np.float32)
 
     class TConv(nn.Module):
         def __init__(self):
@@ -136,8 +162,10 @@ if args.framework == "torch":
         def forward(self, x):
             return self.fc(F.relu(self.c2(F.relu(self.c1(x)))).mean(dim=2))
 
-    model = (nn.Sequential(nn.Linear(2565, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 6))
-             if args.model == "mlp" else TConv()).eval()
+    if args.model == "mlp":
+        model = nn.Sequential(nn.Linear(2565, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 6)).eval()
+    elif args.model == "conv":
+        model = TConv().eval()
     Xt = torch.from_numpy(X)
     singles = [Xt[i:i + 1] for i in range(2000)]
     batch = Xt[:1024].contiguous()
