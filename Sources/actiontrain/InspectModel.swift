@@ -21,6 +21,16 @@ enum InspectModel {
         }
     }
 
+    /// The file's own format version, from its preamble (bytes 8-11: major and minor, each a
+    /// little-endian UInt16), not the reader's: a 1.7 file is described as 1.7.
+    static func fileVersion(_ path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: 12), data.count == 12 else { return nil }
+        let b = [UInt8](data)
+        return "\(UInt16(b[8]) | UInt16(b[9]) << 8).\(UInt16(b[10]) | UInt16(b[11]) << 8)"
+    }
+
     static func describe(path: String, json: Bool, out: inout Output) throws {
         let (header, network) = try ModelFile.load(contentsOf: path)
         if json {
@@ -31,7 +41,8 @@ enum InspectModel {
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let input = header.input, skeleton = input.skeleton
-        out.line("\(path): actiontrain model file \(ModelFile.majorVersion).\(ModelFile.minorVersion), \(grouped(size)) bytes")
+        let version = fileVersion(path) ?? "\(ModelFile.majorVersion).\(ModelFile.minorVersion)"
+        out.line("\(path): actiontrain model file \(version), \(grouped(size)) bytes")
         out.line("")
         out.line("classes (\(header.classes.count)), in logit order:")
         for (i, c) in header.classes.enumerated() { out.line("  \(i)  \(c)") }

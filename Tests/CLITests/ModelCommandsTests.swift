@@ -285,6 +285,17 @@ final class ModelCommandsTests: XCTestCase {
 
     // MARK: - inspect
 
+    /// The version printed is the file's own: the 1.7 golden fixture says 1.7, the 1.8 one 1.8.
+    func testInspectPrintsTheFilesOwnVersion() throws {
+        let old = Self.golden.replacingOccurrences(of: "model.atm", with: "model-1.7.atm")
+        for (path, version) in [(old, "1.7"), (Self.golden, "1.8")] {
+            var text = ""
+            var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
+            try InspectModel.run(path: path, json: false, out: &out)
+            XCTAssertTrue(text.hasPrefix("\(path): actiontrain model file \(version), "), String(text.prefix(200)))
+        }
+    }
+
     func testInspectPrintsTheHeaderInHumanForm() throws {
         var text = ""
         var out = Output(write: { text += $0 }, note: { _ in }, isTerminal: false)
