@@ -4,9 +4,9 @@ import PoseCore
 /// Per-channel standardisation with fixed statistics: `y[t, c] = (x[t, c] − mean[c]) · scale[c]`.
 ///
 /// Shapes: B = batch, T = time, C = channels. `mean` and `scale` (`[C]` each) are data of the
-/// layer (its description; a model file's data tensors since format 1.8), never trained; training calibrates them
-/// once, before the first step (`StandardizeCalibration`): the mean and 1/standard deviation of
-/// the layer's input over the training windows.
+/// layer (its description; a model file's data tensors since format 1.8), never trained;
+/// training calibrates them once, before the first step (`StandardizeCalibration`): the mean
+/// and 1/standard deviation of the layer's input over the training windows.
 /// Backward: `dx[t, c] = dy[t, c] · scale[c]`.
 final class Standardize: PooledInputGradient {
     let shape: Shape
