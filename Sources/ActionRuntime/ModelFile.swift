@@ -62,9 +62,9 @@ public enum ModelFile {
         let entries = layerData.map(\.tensor) + network.tensors.map { ParameterShape($0.name, $0.shape, layout: $0.layout) }
         var tensors: [ModelHeader.Tensor] = []
         var offset = 0
-        for (name, shape, layout) in entries.map({ ($0.name, $0.shape, $0.layout) }) {
-            let length = shape.reduce(4, *)
-            tensors.append(ModelHeader.Tensor(name: name, dtype: "float32", shape: shape, layout: layout, offset: offset, length: length))
+        for e in entries {
+            let length = e.shape.reduce(4, *)
+            tensors.append(ModelHeader.Tensor(name: e.name, dtype: "float32", shape: e.shape, layout: e.layout, offset: offset, length: length))
             offset = align(offset + length)
         }
         let dataLength = offset

@@ -47,6 +47,17 @@ static void sums8_portable(const float *x, const float *dy, const float *gamma, 
     }
 }
 
+// y = ((x − mean)·rstd)·γ + β for the channels c0 ..< C of every row, each operation rounded on
+// its own (LayerNorm.forward's order).
+static void normalize_portable(const float *x, long rows, int C, const float *mean, const float *rstd,
+                               const float *gamma, const float *beta, float *y, int c0) {
+    for (long r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float *yr = y + r * C;
+        for (int c = c0; c < C; c++) yr[c] = (xr[c] - mean[r]) * rstd[r] * gamma[c] + beta[c];
+    }
+}
+
 #ifdef ATK_X86
 
 #define ATK_AVX2_TARGET __attribute__((target("avx2")))
@@ -130,7 +141,7 @@ ATK_AVX2_TARGET static void stats16_avx2(const float *x, int C, float inv_c, flo
     stats_groups_avx2(2, x, C, inv_c, eps, mean, rstd);
 }
 
-// y = ((x − mean)·rstd)·γ + β, each operation rounded on its own (LayerNorm.forward's order).
+// normalize_portable, 8 channels at a time (the last C mod 8 by the portable loop).
 ATK_AVX2_TARGET static void normalize_avx2(const float *x, long rows, int C, const float *mean, const float *rstd,
                                            const float *gamma, const float *beta, float *y) {
     const int full = C / 8 * 8;
@@ -142,8 +153,8 @@ ATK_AVX2_TARGET static void normalize_avx2(const float *x, long rows, int C, con
             __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(xr + c), m), inv), _mm256_loadu_ps(gamma + c));
             _mm256_storeu_ps(yr + c, _mm256_add_ps(t, _mm256_loadu_ps(beta + c)));
         }
-        for (int c = full; c < C; c++) yr[c] = (xr[c] - mean[r]) * rstd[r] * gamma[c] + beta[c];
     }
+    if (full < C) normalize_portable(x, rows, C, mean, rstd, gamma, beta, y, full);
 }
 
 ATK_AVX2_TARGET static void sums8_avx2(const float *x, const float *dy, const float *gamma, int C, const float *mean,
@@ -211,9 +222,5 @@ void atk_layernorm_normalize(const float *x, long rows, int channels, const floa
         return;
     }
 #endif
-    for (long r = 0; r < rows; r++) {
-        const float *xr = x + r * channels;
-        float *yr = y + r * channels;
-        for (int c = 0; c < channels; c++) yr[c] = (xr[c] - mean[r]) * rstd[r] * gamma[c] + beta[c];
-    }
+    normalize_portable(x, rows, channels, mean, rstd, gamma, beta, y, 0);
 }

@@ -390,8 +390,9 @@ ATK_AVX2_TARGET static void gemv256(int n, int k, const float *a, const float *p
 
 // Lane l of chain q sums the terms r = 8·b + l of the blocks b ≡ q (mod 4), in block order,
 // one fused multiply-add each; the chains are combined as (q0 + q1) + (q2 + q3), then lane l
-// with lane l + 4, lane l with l + 2, lane 0 with lane 1, and the bias plus that sum. The portable loop below
-// and the AVX2 kernel (which AVX-512 CPUs run too) do exactly these operations.
+// with lane l + 4, lane l with l + 2, lane 0 with lane 1, and the bias plus that sum. The
+// portable loop below and the AVX2 kernel (which AVX-512 CPUs run too) do exactly these
+// operations.
 static void dots_portable(int n, int k, const float *a, const float *w, const float *bias, float *c) {
     for (int o = 0; o < n; o++) {
         const float *wo = w + (size_t)o * k;
